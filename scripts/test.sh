@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds yolocu and runs the whole test suite (CPU machine or GPU machine; GPU tests skip visibly
+# without a device). Then rebuilds the robustness tests under AddressSanitizer + UBSan and runs them.
+#
+#   scripts/test.sh                 full run (installs missing packages first)
+#   YOLOCU_DATA_DIR=... scripts/test.sh   test material elsewhere than ../shared/data
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup.sh
+data=${YOLOCU_DATA_DIR:-$root/../shared/data}
+jobs=${JOBS:-$(nproc)}
+
+echo "== build (Release) =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DYOLOCU_DATA_DIR="$data" >/dev/null
+cmake --build build -j "$jobs"
+
+echo "== build (AddressSanitizer + UBSan, robustness tests) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCU_ASAN=ON \
+  -DYOLOCU_CUDA=OFF -DYOLOCU_BUILD_BENCH=OFF -DYOLOCU_DATA_DIR="$data" >/dev/null
+cmake --build build-asan -j "$jobs" --target yolocu_asan_tests
+
+echo "== tests =="
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+(cd build-asan && ctest -L asan --output-on-failure -j "$jobs") || status=1
+(cd build && ctest -LE asan --output-on-failure -j "$jobs") || status=1
+exit $status

@@ -1,0 +1,30 @@
+// Internal checking helpers shared by every stage.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "yolocu/error.hpp"
+
+namespace yolocu::detail {
+
+template <typename... Args>
+std::string cat(Args&&... args) {
+  std::ostringstream os;
+  (os << ... << std::forward<Args>(args));
+  return os.str();
+}
+
+template <typename... Args>
+[[noreturn]] void fail(ErrorCode code, Args&&... args) {
+  throw Error(code, cat(std::forward<Args>(args)...));
+}
+
+}  // namespace yolocu::detail
+
+// YOLOCU_CHECK(cond, code, message parts...): throws yolocu::Error(code, message) if !cond.
+#define YOLOCU_CHECK(cond, code, ...)                                  \
+  do {                                                                 \
+    if (!(cond)) ::yolocu::detail::fail(::yolocu::ErrorCode::code, __VA_ARGS__); \
+  } while (0)

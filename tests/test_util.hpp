@@ -1,0 +1,41 @@
+// Shared helpers for the test suite.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "yolocu/tensor.hpp"
+
+namespace yolocu::test {
+
+// Absolute path of a file of the shared test material (YOLOCU_DATA_DIR); empty if absent.
+std::string data_file(const std::string& relative);
+
+// Path under the build tree for test outputs (created).
+std::string scratch_dir(const std::string& name);
+
+// True when a CUDA device is usable.
+bool have_gpu();
+
+// Runs a shell command, returns its exit status; output captured into *out if given.
+int run_command(const std::string& cmd, std::string* out = nullptr);
+
+// The project's Python (.venv) if it exists, else empty.
+std::string python();
+
+// max |a-b| and ||a-b|| / ||b|| over float32 (or float16, converted) tensors of equal numel.
+struct Diff {
+  double max_abs = 0, rel_l2 = 0;
+};
+Diff compare(const Tensor& a, const Tensor& b);
+
+}  // namespace yolocu::test
+
+// Skips the current test (visibly) when a data file is missing.
+#define YOLOCU_REQUIRE_DATA(var, rel)                                                      \
+  const std::string var = ::yolocu::test::data_file(rel);                                  \
+  if (var.empty()) GTEST_SKIP() << "test material not found: " << YOLOCU_DATA_DIR << "/" << rel
+
+#define YOLOCU_REQUIRE_GPU() \
+  if (!::yolocu::test::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
