@@ -1,11 +1,49 @@
+// yolocu: command-line front end. Every sub-command prints its own --help.
 #include <cstdio>
 #include <cstring>
+#include <string>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "yolocu/error.hpp"
+
+namespace {
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: yolocu <command> [options]\n\n"
+               "commands:\n"
+               "  infer     run an ONNX model on .npy tensors, write every output as .npy\n"
+               "  inspect   describe an ONNX model: inputs, outputs, opset, ops, metadata\n\n"
+               "yolocu <command> --help shows the options of a command.\n");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--version") {
     std::printf("yolocu 0.1.0\n");
     return 0;
   }
-  std::fprintf(stderr, "usage: yolocu <command> [options]\n");
-  return 2;
+  try {
+    if (cmd == "infer") return yolocu::cli::cmd_infer(argc, argv);
+    if (cmd == "inspect") return yolocu::cli::cmd_inspect(argc, argv);
+    std::fprintf(stderr, "yolocu: unknown command '%s'\n", cmd.c_str());
+    usage(stderr);
+    return 2;
+  } catch (const yolocu::cli::UsageError& e) {
+    std::fprintf(stderr, "yolocu %s: %s (see yolocu %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
+    return 2;
+  } catch (const yolocu::Error& e) {
+    std::fprintf(stderr, "yolocu %s: %s: %s\n", cmd.c_str(), yolocu::error_code_name(e.code()), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "yolocu %s: unexpected error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
 }

@@ -44,6 +44,9 @@ class Tensor {
   template <typename T>
   const T* data_as() const noexcept { return static_cast<const T*>(data()); }
 
+  // Non-owning view over caller memory (the caller keeps it alive and sized).
+  static Tensor view(DType dtype, Shape shape, void* data);
+
   Tensor clone() const;
   // Same bytes, new shape with the same element count (shares storage).
   Tensor reshaped(Shape shape) const;

@@ -1,0 +1,95 @@
+#include "args.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+namespace yolocu::cli {
+
+Args::Args(int argc, char** argv, int first, const std::vector<std::string>& flags,
+           const std::vector<std::string>& valued) {
+  auto known = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      std::string key = a.substr(2), value;
+      const size_t eq = key.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
+        value = key.substr(eq + 1);
+        key = key.substr(0, eq);
+      }
+      std::replace(key.begin(), key.end(), '_', '-');
+      if (known(flags, key)) {
+        if (inline_value) throw UsageError("option --" + key + " takes no value");
+        flags_[key] = true;
+      } else if (known(valued, key)) {
+        if (!inline_value) {
+          if (i + 1 >= argc) throw UsageError("option --" + key + " needs a value");
+          value = argv[++i];
+        }
+        values_[key].push_back(value);
+        // ultralytics style: --classes 0 2 5 (several values after one option)
+        if (key == "classes" || key == "input" || key == "imgsz" || key == "batch")
+          while (i + 1 < argc && argv[i + 1][0] != '-') values_[key].push_back(argv[++i]);
+      } else {
+        throw UsageError("unknown option --" + key);
+      }
+    } else {
+      positional_.push_back(a);
+    }
+  }
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second.back();
+}
+
+std::string Args::require(const std::string& name) const {
+  if (!has(name)) throw UsageError("missing required option --" + name);
+  return get(name);
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+double Args::get_double(const std::string& name, double fallback) const {
+  if (!has(name)) return fallback;
+  const std::string v = get(name);
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end) throw UsageError("--" + name + ": '" + v + "' is not a number");
+  return d;
+}
+
+long Args::get_int(const std::string& name, long fallback) const {
+  if (!has(name)) return fallback;
+  const std::string v = get(name);
+  char* end = nullptr;
+  const long d = std::strtol(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end) throw UsageError("--" + name + ": '" + v + "' is not an integer");
+  return d;
+}
+
+std::vector<int> Args::get_int_list(const std::string& name) const {
+  std::vector<int> out;
+  for (std::string v : all(name)) {
+    std::replace(v.begin(), v.end(), ',', ' ');
+    std::istringstream is(v);
+    std::string tok;
+    while (is >> tok) {
+      char* end = nullptr;
+      const long d = std::strtol(tok.c_str(), &end, 10);
+      if (end == tok.c_str() || *end) throw UsageError("--" + name + ": '" + tok + "' is not an integer");
+      out.push_back(static_cast<int>(d));
+    }
+  }
+  return out;
+}
+
+}  // namespace yolocu::cli

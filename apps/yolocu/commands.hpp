@@ -1,0 +1,9 @@
+// The yolocu CLI sub-commands.
+#pragma once
+
+namespace yolocu::cli {
+
+int cmd_infer(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+
+}  // namespace yolocu::cli

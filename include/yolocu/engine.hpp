@@ -1,0 +1,57 @@
+// yolocu/engine.hpp - runs a loaded model on the CPU (FP32, multithreaded).
+//
+// CpuEngine executes the IR of yolocu/model.hpp: shapes are inferred and constant subgraphs folded
+// once per distinct set of input shapes ("prepare"), convolutions run on oneDNN with bias and SiLU
+// fused, and activations live in one arena planned by liveness. Thread safety: run() may be called
+// from several threads; calls on one engine are serialised (use one engine per thread, sharing the
+// Model through the shared_ptr, for parallel CPU inference).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "yolocu/model.hpp"
+#include "yolocu/tensor.hpp"
+
+namespace yolocu {
+
+struct CpuEngineOptions {
+  int num_threads = 0;  // 0: all cores (OpenMP default)
+};
+
+struct EngineStats {
+  int runtime_nodes = 0;  // nodes executed per run after folding and fusion
+  int folded_nodes = 0;   // nodes evaluated once at prepare time
+  int fused_nodes = 0;    // nodes merged into a preceding convolution
+  size_t arena_bytes = 0;     // activation memory with liveness reuse
+  size_t naive_bytes = 0;     // activation memory with one buffer per value
+  size_t weight_bytes = 0;    // convolution weights in oneDNN's preferred layout
+  double prepare_ms = 0;
+};
+
+class CpuEngine {
+ public:
+  explicit CpuEngine(std::shared_ptr<const Model> model, const CpuEngineOptions& options = {});
+  ~CpuEngine();
+  CpuEngine(const CpuEngine&) = delete;
+  CpuEngine& operator=(const CpuEngine&) = delete;
+
+  // Runs the model. Inputs in model order with the declared dtypes (fp16 models take and return
+  // fp16 tensors); symbolic dims may take any size, static dims must match. Returns the outputs in
+  // model order. Throws yolocu::Error (kInvalidArgument naming the input) on a mismatch.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // Builds the execution plan for these input shapes now instead of on the first run().
+  void prepare(const std::vector<Shape>& input_shapes);
+
+  // Statistics of the most recently prepared shapes.
+  EngineStats stats() const;
+  const Model& model() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yolocu

@@ -1,0 +1,100 @@
+// yolocu/model.hpp - a YOLOv5 ONNX model as yolocu's intermediate representation (IR).
+//
+// load_onnx() reads the file that ultralytics' export.py writes (any opset 11-17, static or
+// dynamic shapes, fp32 or fp16 weights, merged output or raw heads) into plain C++ structures:
+// values, nodes with typed attributes, initializers and the model metadata (`names`, `stride`).
+// Malformed, truncated or non-ONNX input, external data and inconsistent graphs are reported as
+// yolocu::Error naming the problem; the loader never trusts a size it has not checked against the
+// bytes actually present.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "yolocu/tensor.hpp"
+
+namespace yolocu {
+
+// One dimension of a declared shape: static (value >= 0) or symbolic (param, e.g. "batch").
+struct Dim {
+  int64_t value = -1;
+  std::string param;
+  bool is_static() const noexcept { return value >= 0; }
+};
+
+struct ValueInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  bool has_shape = false;
+  std::vector<Dim> dims;
+};
+
+struct Attribute {
+  enum class Kind { kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings, kOther };
+  Kind kind = Kind::kOther;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  Tensor t;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+};
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;                // "" or "ai.onnx" for the default domain
+  std::vector<std::string> inputs;   // "" marks an omitted optional input
+  std::vector<std::string> outputs;
+  std::map<std::string, Attribute> attributes;
+
+  bool has_attr(const std::string& key) const { return attributes.count(key) != 0; }
+  // Typed accessors: kParse error naming node and attribute if present with another type.
+  int64_t attr_int(const std::string& key, int64_t fallback) const;
+  float attr_float(const std::string& key, float fallback) const;
+  std::string attr_string(const std::string& key, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& key, const std::vector<int64_t>& fallback = {}) const;
+  // "Conv 'name'" for messages.
+  std::string describe() const;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;  // topologically sorted (checked by the loader)
+  std::map<std::string, Tensor> initializers;
+  std::vector<ValueInfo> inputs;   // runtime inputs (initializers excluded)
+  std::vector<ValueInfo> outputs;
+};
+
+struct Model {
+  int64_t ir_version = 0;
+  int64_t opset = 0;  // version of the default ("" / "ai.onnx") domain
+  std::string producer_name;
+  std::string producer_version;
+  std::map<std::string, std::string> metadata;
+  Graph graph;
+
+  // From metadata `names` ("{0: 'person', 1: 'bicycle', ...}"); empty if absent.
+  std::vector<std::string> class_names() const;
+  // From metadata `stride` (max stride, e.g. 32); 32 if absent.
+  int stride() const;
+};
+
+struct LoadOptions {
+  uint64_t max_file_bytes = uint64_t{2} << 30;  // protobuf's hard limit is 2 GiB
+};
+
+Model load_onnx(const std::string& path, const LoadOptions& options = {});
+Model parse_onnx(const void* data, size_t size, const std::string& name = "model",
+                 const LoadOptions& options = {});
+
+// Op types (default domain) the engines implement, and the opset range covered.
+const std::vector<std::string>& supported_ops();
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;
+
+}  // namespace yolocu

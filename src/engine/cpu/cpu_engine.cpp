@@ -1,0 +1,539 @@
+// CPU executor: runs a Plan with oneDNN convolutions and the reference ops of engine/ops.hpp, all
+// activations in one liveness-planned arena.
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/check.hpp"
+#include "engine/memory_plan.hpp"
+#include "engine/plan.hpp"
+#include "yolocu/engine.hpp"
+
+namespace yolocu {
+namespace {
+
+using engine::Plan;
+using engine::PlanNode;
+
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Activations of convolution chains stay in oneDNN's blocked layout nChw{B}c (B = 16 with
+// AVX-512, 8 otherwise) when the channel count is a multiple of B; elementwise ops, channel
+// Concat, MaxPool and nearest Resize run on that layout directly, anything else gets a plain
+// (NCHW) copy made by a reorder step.
+enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked };
+
+struct StepSpec {
+  StepKind kind = StepKind::kNode;
+  int node = -1;            // index into plan.nodes (not for reorders)
+  bool fused_silu = false;
+  std::vector<int> in;      // per node input: value id actually read (-1 omitted)
+  std::vector<int> out;     // per node output
+};
+
+struct Step {
+  StepKind kind = StepKind::kNode;
+  const PlanNode* node = nullptr;
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args;
+  std::vector<Tensor> in_views, out_views;
+  std::vector<const Tensor*> in_ptrs;
+  std::vector<Tensor*> out_ptrs;
+  // blocked MaxPool / Resize
+  int64_t n = 0, cb = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0;
+  std::vector<int64_t> ry, rx;  // nearest source rows / cols
+  const float* src = nullptr;
+  float* dst = nullptr;
+};
+
+struct Prepared {
+  Plan plan;
+  std::vector<Step> steps;
+  std::vector<char> blocked;    // per value
+  std::vector<int64_t> offset;  // per value: arena offset, -1 if none (constant / unused)
+  std::unique_ptr<uint8_t[], AlignedFree> arena;
+  EngineStats stats;
+};
+
+int block_size() {
+  static const int b = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  return b;
+}
+
+bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx) {
+  const PlanNode& c = plan.nodes[static_cast<size_t>(conv_idx)];
+  const int cv = c.out[0];
+  const auto& v = plan.values[static_cast<size_t>(cv)];
+  if (v.graph_output || v.consumers.size() != 2) return false;
+  int s = -1, m = -1;
+  for (int k : v.consumers) {
+    const auto& n = plan.nodes[static_cast<size_t>(k)].node;
+    if (n.op_type == "Sigmoid") s = k;
+    else if (n.op_type == "Mul") m = k;
+  }
+  if (s < 0 || m < 0) return false;
+  const int sv = plan.nodes[static_cast<size_t>(s)].out[0];
+  const auto& sval = plan.values[static_cast<size_t>(sv)];
+  if (sval.graph_output || sval.consumers.size() != 1 || sval.consumers[0] != m) return false;
+  const auto& mn = plan.nodes[static_cast<size_t>(m)];
+  if (mn.in.size() != 2 || !((mn.in[0] == cv && mn.in[1] == sv) || (mn.in[0] == sv && mn.in[1] == cv))) return false;
+  *sig_idx = s;
+  *mul_idx = m;
+  return true;
+}
+
+dnnl::memory::dims to_dims(const Shape& s) { return dnnl::memory::dims(s.begin(), s.end()); }
+
+dnnl::memory::format_tag blocked_tag() {
+  return block_size() == 16 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+}
+
+dnnl::memory::desc act_md(const Shape& s, bool blocked) {
+  return dnnl::memory::desc(to_dims(s), dnnl::memory::data_type::f32,
+                            blocked ? blocked_tag() : dnnl::memory::format_tag::nchw);
+}
+
+// MaxPool on nChw{B}c: each (n, channel block) plane is H x W x B floats; B lanes in parallel.
+void maxpool_blocked(const Step& st) {
+  const int64_t B = block_size();
+  const int64_t planes = st.n * st.cb;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* src = st.src + p * st.h * st.w * B;
+    float* dst = st.dst + p * st.oh * st.ow * B;
+    for (int64_t oy = 0; oy < st.oh; ++oy)
+      for (int64_t ox = 0; ox < st.ow; ++ox) {
+        float m[16];
+        for (int64_t l = 0; l < B; ++l) m[l] = -std::numeric_limits<float>::infinity();
+        const int64_t y0 = std::max<int64_t>(0, oy * st.sh - st.ph), y1 = std::min(st.h, oy * st.sh - st.ph + st.kh);
+        const int64_t x0 = std::max<int64_t>(0, ox * st.sw - st.pw), x1 = std::min(st.w, ox * st.sw - st.pw + st.kw);
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t x = x0; x < x1; ++x) {
+            const float* v = src + (y * st.w + x) * B;
+            for (int64_t l = 0; l < B; ++l) m[l] = (v[l] > m[l] || std::isnan(v[l])) ? v[l] : m[l];
+          }
+        std::memcpy(dst + (oy * st.ow + ox) * B, m, static_cast<size_t>(B) * sizeof(float));
+      }
+  }
+}
+
+// Nearest Resize on nChw{B}c: copies B-float pixels from precomputed source rows/cols.
+void resize_blocked(const Step& st) {
+  const int64_t B = block_size();
+  const int64_t planes = st.n * st.cb;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oy = 0; oy < st.oh; ++oy) {
+      const float* srow = st.src + (p * st.h + st.ry[static_cast<size_t>(oy)]) * st.w * B;
+      float* drow = st.dst + (p * st.oh + oy) * st.ow * B;
+      for (int64_t ox = 0; ox < st.ow; ++ox)
+        std::memcpy(drow + ox * B, srow + st.rx[static_cast<size_t>(ox)] * B, static_cast<size_t>(B) * sizeof(float));
+    }
+}
+
+}  // namespace
+
+struct CpuEngine::Impl {
+  std::shared_ptr<const Model> model;
+  CpuEngineOptions options;
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  std::mutex mutex;
+  std::map<std::vector<Shape>, std::unique_ptr<Prepared>> cache;
+  Prepared* last = nullptr;
+
+  Prepared& prepare(const std::vector<Shape>& shapes);
+  std::unique_ptr<Prepared> build(const std::vector<Shape>& shapes);
+  void make_conv(Prepared& p, Step& step, const StepSpec& spec);
+};
+
+std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shapes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = std::make_unique<Prepared>();
+  p->plan = engine::build_plan(*model, shapes);
+  Plan& plan = p->plan;
+
+  // 1. Steps, with Conv -> Sigmoid -> Mul fused into one convolution.
+  std::vector<StepSpec> specs;
+  std::vector<bool> absorbed(plan.nodes.size(), false);
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    if (absorbed[i]) continue;
+    const PlanNode& pn = plan.nodes[i];
+    StepSpec s;
+    s.node = static_cast<int>(i);
+    s.in = pn.in;
+    s.out = pn.out;
+    if (pn.node.op_type == "Conv" && plan.values[static_cast<size_t>(pn.in[0])].dtype == DType::kFloat32) {
+      YOLOCU_CHECK(plan.values[static_cast<size_t>(pn.in[1])].constant, kUnsupported, pn.node.describe(),
+                   ": weights computed at run time are not supported");
+      s.kind = StepKind::kConv;
+      int sig = -1, mul = -1;
+      if (is_silu_pair(plan, static_cast<int>(i), &sig, &mul)) {
+        absorbed[static_cast<size_t>(sig)] = absorbed[static_cast<size_t>(mul)] = true;
+        s.fused_silu = true;
+        s.out = plan.nodes[static_cast<size_t>(mul)].out;
+        p->stats.fused_nodes += 2;
+      }
+    }
+    specs.push_back(std::move(s));
+  }
+
+  // 2. Layouts: which activations stay blocked; plain twins (via reorder steps) where needed.
+  const int64_t B = block_size();
+  p->blocked.assign(plan.values.size(), 0);
+  auto blockable = [&](int id) {
+    const auto& v = plan.values[static_cast<size_t>(id)];
+    return !v.constant && v.dtype == DType::kFloat32 && v.shape.size() == 4 && v.shape[1] % B == 0;
+  };
+  auto is_blocked = [&](int id) { return id >= 0 && p->blocked[static_cast<size_t>(id)]; };
+  std::vector<int> twin(plan.values.size(), -1);
+  std::vector<StepSpec> ordered;
+  auto plain_of = [&](int id) {
+    if (!is_blocked(id)) return id;
+    if (twin[static_cast<size_t>(id)] < 0) {
+      engine::PlanValue pv = plan.values[static_cast<size_t>(id)];
+      pv.name += ":nchw";
+      pv.graph_output = false;
+      pv.consumers.clear();
+      plan.values.push_back(pv);
+      p->blocked.push_back(0);
+      twin.push_back(-1);
+      const int t = static_cast<int>(plan.values.size()) - 1;
+      twin[static_cast<size_t>(id)] = t;
+      StepSpec r;
+      r.kind = StepKind::kReorder;
+      r.in = {id};
+      r.out = {t};
+      ordered.push_back(r);
+    }
+    return twin[static_cast<size_t>(id)];
+  };
+  for (StepSpec& s : specs) {
+    const PlanNode& pn = plan.nodes[static_cast<size_t>(s.node)];
+    const std::string& op = pn.node.op_type;
+    bool out_blocked = false;
+    std::vector<int> runtime_in;
+    for (int id : s.in)
+      if (id >= 0 && !plan.values[static_cast<size_t>(id)].constant) runtime_in.push_back(id);
+    const int y = s.out.empty() ? -1 : s.out[0];
+    if (s.kind == StepKind::kConv) {
+      out_blocked = blockable(y);
+      // Channel count not a multiple of B (e.g. the 255-channel heads) after a blocked input: write
+      // the padded blocked layout (oneDNN's fast kernels) and reorder to plain for the consumers.
+      const auto& yv = plan.values[static_cast<size_t>(y)];
+      if (!out_blocked && is_blocked(s.in[0]) && yv.shape.size() == 4 && yv.dtype == DType::kFloat32)
+        p->blocked[static_cast<size_t>(y)] = 2;
+    } else if (op == "Sigmoid" || op == "Mul" || op == "Add" || op == "Sub" || op == "Relu") {
+      bool ok = y >= 0 && blockable(y) && runtime_in.size() == s.in.size();
+      for (int id : runtime_in) ok = ok && is_blocked(id) && plan.values[static_cast<size_t>(id)].shape == plan.values[static_cast<size_t>(y)].shape;
+      out_blocked = ok;
+    } else if (op == "Concat") {
+      const int64_t r = static_cast<int64_t>(plan.values[static_cast<size_t>(y)].shape.size());
+      int64_t axis = pn.node.attr_int("axis", 0);
+      if (axis < 0) axis += r;
+      bool ok = axis == 1 && blockable(y) && runtime_in.size() == s.in.size();
+      for (int id : runtime_in) ok = ok && is_blocked(id);
+      out_blocked = ok;
+    } else if (op == "MaxPool") {
+      out_blocked = is_blocked(s.in[0]) && blockable(y) && pn.node.attr_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
+                    pn.node.attr_int("ceil_mode", 0) == 0;
+      if (out_blocked) s.kind = StepKind::kMaxPoolBlocked;
+    } else if (op == "Resize" || op == "Upsample") {
+      out_blocked = is_blocked(s.in[0]) && blockable(y) &&
+                    plan.values[static_cast<size_t>(y)].shape[1] == plan.values[static_cast<size_t>(s.in[0])].shape[1] &&
+                    plan.values[static_cast<size_t>(y)].shape[0] == plan.values[static_cast<size_t>(s.in[0])].shape[0];
+      if (out_blocked) s.kind = StepKind::kResizeBlocked;
+    }
+    // Inputs: convolutions read either layout; blocked ops read blocked; the rest read plain twins.
+    for (int& id : s.in) {
+      if (id < 0 || plan.values[static_cast<size_t>(id)].constant) continue;
+      if (s.kind == StepKind::kConv) continue;
+      if (!out_blocked) id = plain_of(id);
+    }
+    if (out_blocked) p->blocked[static_cast<size_t>(y)] = 1;
+    ordered.push_back(s);
+  }
+  for (int& id : plan.outputs)
+    if (is_blocked(id)) {
+      const int t = plain_of(id);
+      plan.values[static_cast<size_t>(t)].graph_output = true;
+      id = t;
+    }
+  specs = std::move(ordered);
+
+  // 3. Buffers: view ops alias their input; lifetimes over step indices.
+  const size_t nv = plan.values.size();
+  std::vector<int> root(nv);
+  for (size_t v = 0; v < nv; ++v) root[v] = static_cast<int>(v);
+  for (const auto& s : specs) {
+    if (s.kind != StepKind::kNode) continue;
+    const PlanNode& pn = plan.nodes[static_cast<size_t>(s.node)];
+    if (pn.op->is_view && !s.in.empty() && s.in[0] >= 0 && !plan.values[static_cast<size_t>(s.in[0])].constant &&
+        s.out.size() == 1 && s.out[0] >= 0)
+      root[static_cast<size_t>(s.out[0])] = root[static_cast<size_t>(s.in[0])];
+  }
+  const int nsteps = static_cast<int>(specs.size());
+  std::vector<int> first(nv, -2), last(nv, -2);
+  auto touch = [&](int id, int step) {
+    if (id < 0 || plan.values[static_cast<size_t>(id)].constant) return;
+    const size_t r = static_cast<size_t>(root[static_cast<size_t>(id)]);
+    if (first[r] == -2 || step < first[r]) first[r] = step;
+    last[r] = std::max(last[r], step);
+  };
+  for (int id : plan.inputs) touch(id, -1);
+  for (int i = 0; i < nsteps; ++i) {
+    for (int id : specs[static_cast<size_t>(i)].in) touch(id, i);
+    for (int id : specs[static_cast<size_t>(i)].out) touch(id, i);
+  }
+  for (int id : plan.outputs) touch(id, nsteps);
+  std::vector<engine::BufferRequest> reqs;
+  std::vector<int> req_of(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    if (root[v] != static_cast<int>(v) || first[v] == -2) continue;
+    const auto& val = plan.values[v];
+    req_of[v] = static_cast<int>(reqs.size());
+    const size_t bytes = p->blocked[v] ? act_md(val.shape, true).get_size()
+                                       : static_cast<size_t>(shape_numel(val.shape)) * dtype_size(val.dtype);
+    reqs.push_back({bytes, first[v] + 1, last[v] + 1});
+  }
+  const engine::MemoryPlan mp = engine::plan_memory(reqs, 64);
+  p->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(mp.total_bytes, 64))));
+  YOLOCU_CHECK(p->arena, kOutOfMemory, "cannot allocate ", mp.total_bytes, " bytes of activation memory");
+  p->offset.assign(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    const int r = root[v];
+    if (req_of[static_cast<size_t>(r)] >= 0)
+      p->offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]);
+  }
+  p->stats.arena_bytes = mp.total_bytes;
+  p->stats.naive_bytes = mp.naive_bytes;
+
+  // 4. Instantiate steps over the arena.
+  auto ptr_of = [&](int id) {
+    YOLOCU_CHECK(p->offset[static_cast<size_t>(id)] >= 0, kInternal, "value '", plan.values[static_cast<size_t>(id)].name,
+                 "' has no buffer");
+    return p->arena.get() + p->offset[static_cast<size_t>(id)];
+  };
+  auto view_of = [&](int id) {
+    const auto& val = plan.values[static_cast<size_t>(id)];
+    if (val.constant) return val.value;
+    return Tensor::view(val.dtype, val.shape, ptr_of(id));
+  };
+  p->steps.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const StepSpec& s = specs[i];
+    Step& st = p->steps[i];
+    st.kind = s.kind;
+    if (s.kind == StepKind::kReorder) {
+      const auto& v = plan.values[static_cast<size_t>(s.in[0])];
+      dnnl::memory src(act_md(v.shape, true), eng, ptr_of(s.in[0]));
+      dnnl::memory dst(act_md(v.shape, false), eng, ptr_of(s.out[0]));
+      st.prim = dnnl::reorder(src, dst);
+      st.args = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+      continue;
+    }
+    st.node = &plan.nodes[static_cast<size_t>(s.node)];
+    if (s.kind == StepKind::kConv) {
+      make_conv(*p, st, s);
+      continue;
+    }
+    if (s.kind == StepKind::kMaxPoolBlocked || s.kind == StepKind::kResizeBlocked) {
+      const Shape& xs = plan.values[static_cast<size_t>(s.in[0])].shape;
+      const Shape& ys = plan.values[static_cast<size_t>(s.out[0])].shape;
+      st.n = xs[0];
+      st.cb = xs[1] / B;
+      st.h = xs[2];
+      st.w = xs[3];
+      st.oh = ys[2];
+      st.ow = ys[3];
+      st.src = reinterpret_cast<const float*>(ptr_of(s.in[0]));
+      st.dst = reinterpret_cast<float*>(ptr_of(s.out[0]));
+      if (s.kind == StepKind::kMaxPoolBlocked) {
+        const auto k = st.node->node.attr_ints("kernel_shape");
+        const auto str = st.node->node.attr_ints("strides", {1, 1});
+        const auto pads = st.node->node.attr_ints("pads", {0, 0, 0, 0});
+        st.kh = k[0];
+        st.kw = k[1];
+        st.sh = str[0];
+        st.sw = str[1];
+        st.ph = pads[0];
+        st.pw = pads[1];
+      } else {
+        std::vector<const Tensor*> args;
+        for (int id : st.node->in) args.push_back(id >= 0 && plan.values[static_cast<size_t>(id)].constant ? &plan.values[static_cast<size_t>(id)].value : nullptr);
+        const auto idx = ops::resize_source_indices(st.node->node, plan.opset, xs, args);
+        st.ry = idx[2];
+        st.rx = idx[3];
+      }
+      continue;
+    }
+    for (int id : s.in) st.in_views.push_back(id >= 0 ? view_of(id) : Tensor());
+    for (int id : s.out) st.out_views.push_back(id >= 0 ? view_of(id) : Tensor());
+    for (size_t k = 0; k < st.in_views.size(); ++k) st.in_ptrs.push_back(s.in[k] >= 0 ? &st.in_views[k] : nullptr);
+    for (size_t k = 0; k < st.out_views.size(); ++k) st.out_ptrs.push_back(s.out[k] >= 0 ? &st.out_views[k] : nullptr);
+  }
+  p->stats.runtime_nodes = static_cast<int>(p->steps.size());
+  p->stats.folded_nodes = plan.folded_nodes;
+  p->stats.prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+void CpuEngine::Impl::make_conv(Prepared& p, Step& st, const StepSpec& spec) {
+  using dnnl::memory;
+  const PlanNode& pn = *st.node;
+  const Node& n = pn.node;
+  const Plan& plan = p.plan;
+  const auto& x = plan.values[static_cast<size_t>(pn.in[0])];
+  const auto& w = plan.values[static_cast<size_t>(pn.in[1])];
+  const bool has_bias = pn.in.size() > 2 && pn.in[2] >= 0;
+  const int yid = spec.out[0];
+  const auto& y = plan.values[static_cast<size_t>(yid)];
+  const int64_t group = n.attr_int("group", 1);
+  const auto s = n.attr_ints("strides", {1, 1});
+  const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+  const auto d = n.attr_ints("dilations", {1, 1});
+
+  const memory::desc src_md = act_md(x.shape, p.blocked[static_cast<size_t>(spec.in[0])] != 0);
+  const memory::desc dst_md = act_md(y.shape, p.blocked[static_cast<size_t>(yid)] != 0);
+  memory::dims wdims = to_dims(w.shape);
+  memory::format_tag wtag = memory::format_tag::oihw;
+  if (group > 1) {
+    wdims = {group, w.shape[0] / group, w.shape[1], w.shape[2], w.shape[3]};
+    wtag = memory::format_tag::goihw;
+  }
+  const memory::desc w_user_md(wdims, memory::data_type::f32, wtag);
+  const memory::desc w_any_md(wdims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc b_md({w.shape[0]}, memory::data_type::f32, memory::format_tag::x);
+
+  dnnl::primitive_attr attr;
+  if (spec.fused_silu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    attr.set_post_ops(po);
+  }
+  const memory::dims strides{s[0], s[1]}, dil{d[0] - 1, d[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
+  const auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::convolution_direct, src_md, w_any_md,
+                                                              b_md, dst_md, strides, dil, pl, pr)
+                             : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::convolution_direct, src_md, w_any_md,
+                                                              dst_md, strides, dil, pl, pr);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+  st.prim = dnnl::convolution_forward(pd);
+  // Weights reordered once into the layout the chosen kernel wants.
+  memory w_user(w_user_md, eng, const_cast<void*>(w.value.data()));
+  memory w_mem(pd.weights_desc(), eng);
+  dnnl::reorder(w_user, w_mem).execute(strm, w_user, w_mem);
+  p.stats.weight_bytes += pd.weights_desc().get_size();
+  st.args[DNNL_ARG_SRC] = memory(src_md, eng, p.arena.get() + p.offset[static_cast<size_t>(spec.in[0])]);
+  st.args[DNNL_ARG_WEIGHTS] = w_mem;
+  if (has_bias) {
+    memory b(b_md, eng);
+    std::memcpy(b.get_data_handle(), plan.values[static_cast<size_t>(pn.in[2])].value.data(), b_md.get_size());
+    st.args[DNNL_ARG_BIAS] = b;
+  }
+  st.args[DNNL_ARG_DST] = memory(dst_md, eng, p.arena.get() + p.offset[static_cast<size_t>(yid)]);
+  strm.wait();
+}
+
+Prepared& CpuEngine::Impl::prepare(const std::vector<Shape>& shapes) {
+  auto it = cache.find(shapes);
+  if (it == cache.end()) {
+    if (cache.size() >= 8) cache.erase(cache.begin());  // bounded: dynamic-shape users
+    it = cache.emplace(shapes, build(shapes)).first;
+  }
+  last = it->second.get();
+  return *it->second;
+}
+
+CpuEngine::CpuEngine(std::shared_ptr<const Model> model, const CpuEngineOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  YOLOCU_CHECK(model, kInvalidArgument, "CpuEngine: null model");
+  YOLOCU_CHECK(options.num_threads >= 0, kInvalidArgument, "CpuEngine: num_threads must be >= 0");
+  impl_->model = std::move(model);
+  impl_->options = options;
+}
+
+CpuEngine::~CpuEngine() = default;
+
+const Model& CpuEngine::model() const { return *impl_->model; }
+
+void CpuEngine::prepare(const std::vector<Shape>& input_shapes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->prepare(input_shapes);
+}
+
+EngineStats CpuEngine::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->last ? impl_->last->stats : EngineStats{};
+}
+
+std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const Model& m = *impl_->model;
+  YOLOCU_CHECK(inputs.size() == m.graph.inputs.size(), kInvalidArgument, "the model takes ", m.graph.inputs.size(),
+               " input(s), ", inputs.size(), " given");
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    YOLOCU_CHECK(!inputs[i].empty() || inputs[i].numel() == 0, kInvalidArgument, "input '", m.graph.inputs[i].name, "' is empty");
+    YOLOCU_CHECK(inputs[i].dtype() == m.graph.inputs[i].dtype, kInvalidArgument, "input '", m.graph.inputs[i].name,
+                 "' must be ", dtype_name(m.graph.inputs[i].dtype), ", got ", dtype_name(inputs[i].dtype()));
+    shapes.push_back(inputs[i].shape());
+  }
+  if (impl_->options.num_threads > 0) omp_set_num_threads(impl_->options.num_threads);
+  Prepared& p = impl_->prepare(shapes);
+  const Plan& plan = p.plan;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int id = plan.inputs[i];
+    if (p.offset[static_cast<size_t>(id)] < 0) continue;  // input unused
+    uint8_t* dst = p.arena.get() + p.offset[static_cast<size_t>(id)];
+    if (inputs[i].dtype() == plan.values[static_cast<size_t>(id)].dtype) {
+      std::memcpy(dst, inputs[i].data(), inputs[i].nbytes());
+    } else {
+      const Tensor c = cast_tensor(inputs[i], plan.values[static_cast<size_t>(id)].dtype);
+      std::memcpy(dst, c.data(), c.nbytes());
+    }
+  }
+  static const bool profile = std::getenv("YOLOCU_PROFILE") != nullptr;
+  std::map<std::string, double> prof;
+  for (Step& st : p.steps) {
+    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    switch (st.kind) {
+      case StepKind::kConv:
+      case StepKind::kReorder: st.prim.execute(impl_->strm, st.args); break;
+      case StepKind::kMaxPoolBlocked: maxpool_blocked(st); break;
+      case StepKind::kResizeBlocked: resize_blocked(st); break;
+      case StepKind::kNode: st.node->op->compute(st.node->node, plan.opset, st.in_ptrs, st.out_ptrs); break;
+    }
+    if (profile) {
+      impl_->strm.wait();
+      prof[st.node ? st.node->node.op_type : "Reorder"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  impl_->strm.wait();
+  if (profile)
+    for (const auto& kv : prof) std::fprintf(stderr, "[profile] %-12s %8.2f ms\n", kv.first.c_str(), kv.second);
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const int id = plan.outputs[i];
+    const auto& v = plan.values[static_cast<size_t>(id)];
+    Tensor t = v.constant ? v.value.clone()
+                          : Tensor::view(v.dtype, v.shape, p.arena.get() + p.offset[static_cast<size_t>(id)]).clone();
+    if (t.dtype() != plan.output_dtypes[i]) t = cast_tensor(t, plan.output_dtypes[i]);
+    outs.push_back(std::move(t));
+  }
+  return outs;
+}
+
+}  // namespace yolocu

@@ -1,0 +1,207 @@
+#include "engine/plan.hpp"
+
+#include <map>
+#include <unordered_map>
+
+#include "core/check.hpp"
+
+namespace yolocu::engine {
+
+using detail::fail;
+
+void check_input_shapes(const Model& model, const std::vector<Shape>& shapes) {
+  const auto& inputs = model.graph.inputs;
+  YOLOCU_CHECK(shapes.size() == inputs.size(), kInvalidArgument, "the model has ", inputs.size(), " input(s), ",
+               shapes.size(), " given");
+  std::map<std::string, int64_t> bound;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& v = inputs[i];
+    const Shape& s = shapes[i];
+    YOLOCU_CHECK(s.size() == v.dims.size(), kInvalidArgument, "input '", v.name, "' has rank ", v.dims.size(),
+                 " in the model, the tensor given has rank ", s.size(), " (shape ", shape_str(s), ")");
+    for (size_t d = 0; d < s.size(); ++d) {
+      YOLOCU_CHECK(s[d] > 0, kInvalidArgument, "input '", v.name, "': dimension ", d, " is ", s[d]);
+      if (v.dims[d].is_static()) {
+        YOLOCU_CHECK(v.dims[d].value == s[d], kInvalidArgument, "input '", v.name, "': dimension ", d, " must be ",
+                     v.dims[d].value, " (static in the model), got ", s[d], " (shape ", shape_str(s), ")");
+      } else {
+        auto it = bound.emplace(v.dims[d].param, s[d]).first;
+        YOLOCU_CHECK(it->second == s[d], kInvalidArgument, "input '", v.name, "': symbolic dimension '",
+                     v.dims[d].param, "' is ", s[d], " here and ", it->second, " elsewhere");
+      }
+    }
+  }
+}
+
+namespace {
+Tensor to_compute_dtype(Tensor t, bool fp16_as_fp32) {
+  return fp16_as_fp32 && t.dtype() == DType::kFloat16 ? cast_tensor(t, DType::kFloat32) : t;
+}
+}  // namespace
+
+Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options) {
+  check_input_shapes(model, input_shapes);
+  YOLOCU_CHECK(model.opset >= kMinOpset && model.opset <= kMaxOpset, kUnsupported, "model opset ", model.opset,
+               " is outside the range yolocu supports (", kMinOpset, "-", kMaxOpset, ")");
+  Plan plan;
+  plan.opset = model.opset;
+  std::unordered_map<std::string, int> ids;
+  auto add_value = [&](const std::string& name) {
+    YOLOCU_CHECK(!ids.count(name), kParse, "value '", name, "' defined twice");
+    const int id = static_cast<int>(plan.values.size());
+    ids[name] = id;
+    plan.values.push_back({});
+    plan.values.back().name = name;
+    return id;
+  };
+  for (const auto& kv : model.graph.initializers) {
+    const int id = add_value(kv.first);
+    PlanValue& v = plan.values[static_cast<size_t>(id)];
+    v.value = to_compute_dtype(kv.second, options.fp16_as_fp32);
+    v.dtype = v.value.dtype();
+    v.shape = v.value.shape();
+    v.constant = true;
+  }
+  for (size_t i = 0; i < model.graph.inputs.size(); ++i) {
+    const ValueInfo& in = model.graph.inputs[i];
+    const int id = add_value(in.name);
+    PlanValue& v = plan.values[static_cast<size_t>(id)];
+    v.dtype = options.fp16_as_fp32 && in.dtype == DType::kFloat16 ? DType::kFloat32 : in.dtype;
+    v.shape = input_shapes[i];
+    v.graph_input = true;
+    plan.inputs.push_back(id);
+    plan.input_dtypes.push_back(in.dtype);
+  }
+
+  std::vector<PlanNode> runtime;
+  for (const Node& node : model.graph.nodes) {
+    YOLOCU_CHECK(node.domain.empty() || node.domain == "ai.onnx", kUnsupported, node.describe(), ": operator domain '",
+                 node.domain, "' is not supported (opset ", model.opset, ")");
+    const ops::OpDef* op = ops::find_op(node.op_type);
+    YOLOCU_CHECK(op, kUnsupported, "unsupported op '", node.op_type, "' (node '", node.name, "', opset ",
+                 model.opset, ")");
+    std::vector<ops::ValueMeta> metas;
+    std::vector<int> in_ids;
+    bool all_const = true;
+    for (const auto& name : node.inputs) {
+      if (name.empty()) {
+        metas.push_back({});
+        metas.back().present = false;
+        in_ids.push_back(-1);
+        continue;
+      }
+      const int id = ids.at(name);
+      const PlanValue& v = plan.values[static_cast<size_t>(id)];
+      ops::ValueMeta m;
+      m.dtype = v.dtype;
+      m.shape = v.shape;
+      m.value = v.constant ? &v.value : nullptr;
+      metas.push_back(m);
+      in_ids.push_back(id);
+      all_const = all_const && v.constant;
+    }
+    std::vector<ops::ValueMeta> outs;
+    try {
+      op->infer(node, model.opset, metas, outs);
+    } catch (const Error& e) {
+      // Name the node: errors from ops already do; add context for the opset.
+      throw Error(e.code(), std::string(e.what()) + " (opset " + std::to_string(model.opset) + ")");
+    }
+    YOLOCU_CHECK(outs.size() <= node.outputs.size() || node.op_type == "Split", kParse, node.describe(),
+                 ": declares ", node.outputs.size(), " outputs, needs ", outs.size());
+    // Shape is known from metadata alone; everything else folds when all its inputs are constant.
+    const bool fold = all_const || node.op_type == "Shape";
+    std::vector<int> out_ids;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (node.outputs[k].empty() || k >= outs.size()) {
+        out_ids.push_back(-1);
+        continue;
+      }
+      const int id = add_value(node.outputs[k]);
+      PlanValue& v = plan.values[static_cast<size_t>(id)];
+      v.dtype = outs[k].dtype;
+      v.shape = outs[k].shape;
+      out_ids.push_back(id);
+    }
+    if (fold) {
+      std::vector<Tensor> inputs_owned;
+      std::vector<const Tensor*> in_ptrs;
+      for (int id : in_ids) {
+        if (id < 0) {
+          in_ptrs.push_back(nullptr);
+          continue;
+        }
+        const PlanValue& v = plan.values[static_cast<size_t>(id)];
+        if (v.constant) {
+          in_ptrs.push_back(&v.value);
+        } else {  // Shape of a runtime value: a placeholder with the right shape, never read
+          inputs_owned.emplace_back(Tensor::view(v.dtype, v.shape, nullptr));
+          in_ptrs.push_back(&inputs_owned.back());
+        }
+      }
+      std::vector<Tensor> results;
+      std::vector<Tensor*> out_ptrs;
+      results.reserve(out_ids.size());
+      for (size_t k = 0; k < out_ids.size(); ++k) {
+        if (out_ids[k] < 0) {
+          out_ptrs.push_back(nullptr);
+          continue;
+        }
+        results.emplace_back(outs[k].dtype, outs[k].shape);
+        out_ptrs.push_back(&results.back());
+      }
+      op->compute(node, model.opset, in_ptrs, out_ptrs);
+      size_t r = 0;
+      for (int id : out_ids) {
+        if (id < 0) continue;
+        PlanValue& v = plan.values[static_cast<size_t>(id)];
+        v.value = to_compute_dtype(results[r++], options.fp16_as_fp32);
+        v.dtype = v.value.dtype();
+        v.constant = true;
+      }
+      ++plan.folded_nodes;
+      continue;
+    }
+    for (int id : out_ids)
+      if (id >= 0 && options.fp16_as_fp32 && plan.values[static_cast<size_t>(id)].dtype == DType::kFloat16)
+        plan.values[static_cast<size_t>(id)].dtype = DType::kFloat32;
+    PlanNode pn;
+    pn.node = node;
+    pn.op = op;
+    pn.in = in_ids;
+    pn.out = out_ids;
+    runtime.push_back(std::move(pn));
+  }
+
+  for (const auto& o : model.graph.outputs) {
+    const int id = ids.at(o.name);
+    plan.values[static_cast<size_t>(id)].graph_output = true;
+    plan.outputs.push_back(id);
+    plan.output_dtypes.push_back(o.dtype);
+  }
+  // Dead-node elimination, walking back from the outputs.
+  std::vector<bool> live(plan.values.size(), false);
+  for (int id : plan.outputs) live[static_cast<size_t>(id)] = true;
+  std::vector<bool> keep(runtime.size(), false);
+  for (size_t i = runtime.size(); i-- > 0;) {
+    bool needed = false;
+    for (int id : runtime[i].out)
+      if (id >= 0 && live[static_cast<size_t>(id)]) needed = true;
+    if (!needed) continue;
+    keep[i] = true;
+    for (int id : runtime[i].in)
+      if (id >= 0) live[static_cast<size_t>(id)] = true;
+  }
+  for (size_t i = 0; i < runtime.size(); ++i) {
+    if (!keep[i]) continue;
+    const int idx = static_cast<int>(plan.nodes.size());
+    for (int id : runtime[i].in)
+      if (id >= 0) plan.values[static_cast<size_t>(id)].consumers.push_back(idx);
+    for (int id : runtime[i].out)
+      if (id >= 0) plan.values[static_cast<size_t>(id)].producer = idx;
+    plan.nodes.push_back(std::move(runtime[i]));
+  }
+  return plan;
+}
+
+}  // namespace yolocu::engine

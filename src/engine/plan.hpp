@@ -1,0 +1,53 @@
+// Shape inference and constant folding for concrete input shapes: turns a Model into the list of
+// nodes that must run at inference time, every value with a static dtype and shape. Shared by the
+// CPU executor and the GPU engine; the dynamic export's Shape/Gather/Range/Expand/Where grid
+// subgraph folds away here once batch, height and width are known.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/ops.hpp"
+#include "yolocu/model.hpp"
+
+namespace yolocu::engine {
+
+struct PlanValue {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  bool constant = false;
+  Tensor value;  // when constant
+  int producer = -1;           // index into Plan::nodes, -1 for inputs/constants
+  std::vector<int> consumers;  // indices into Plan::nodes
+  bool graph_input = false;
+  bool graph_output = false;
+};
+
+struct PlanNode {
+  Node node;
+  const ops::OpDef* op = nullptr;
+  std::vector<int> in;   // value ids (-1 for an omitted optional input)
+  std::vector<int> out;  // value ids (-1 for an unused optional output)
+};
+
+struct Plan {
+  int64_t opset = 0;
+  std::vector<PlanValue> values;
+  std::vector<PlanNode> nodes;  // runtime nodes only, topological order
+  std::vector<int> inputs, outputs;
+  std::vector<DType> input_dtypes, output_dtypes;  // as declared by the model (I/O conversion)
+  int folded_nodes = 0;
+};
+
+struct PlanOptions {
+  bool fp16_as_fp32 = true;  // compute fp16 models in fp32 (CPU): weights, constants, casts
+};
+
+// Resolves the model's declared input dims against `shapes` (symbolic dims bind consistently).
+// kInvalidArgument names the input and the dim that does not fit.
+void check_input_shapes(const Model& model, const std::vector<Shape>& shapes);
+
+Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options = {});
+
+}  // namespace yolocu::engine
