@@ -1,0 +1,131 @@
+"""Generates single-op ONNX models for every op YOLOv5 exports use, at every opset 11-17, with
+random inputs and ONNX Runtime's outputs as the oracle.
+
+usage: make_op_cases.py OUT_DIR
+Writes OUT_DIR/<case>/{model.onnx, in0.npy.., out0.npy..} and OUT_DIR/manifest.txt (one case per
+line: name n_inputs n_outputs). yolocu's test_ops runs every case through its CPU engine.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def case(opset, name, op, inputs, inits, attrs=None, n_out=1, out_types=None):
+    """inputs: list of (name, array) fed at run time; inits: list of (name, array) constants."""
+    in_vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs]
+    outs = [f"y{i}" for i in range(n_out)]
+    out_vi = [onnx.ValueInfoProto(name=o) for o in outs]
+    node = helper.make_node(op, [n for n, _ in inputs] + [n for n, _ in inits], outs, name=f"{op}_node",
+                            **(attrs or {}))
+    graph = helper.make_graph([node], name, in_vi, out_vi,
+                              initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model, [a for _, a in inputs]
+
+
+def cases(opset):
+    c = []
+    x = f32(2, 8, 10, 12)
+    c.append(("Conv", case(opset, "conv", "Conv", [("x", x)], [("w", f32(16, 8, 3, 3)), ("b", f32(16))],
+                           dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]))))
+    c.append(("ConvGroup", case(opset, "convg", "Conv", [("x", x)], [("w", f32(8, 2, 1, 1))],
+                                dict(kernel_shape=[1, 1], group=4))))
+    c.append(("Conv6x6", case(opset, "conv6", "Conv", [("x", f32(1, 3, 32, 32))], [("w", f32(16, 3, 6, 6)), ("b", f32(16))],
+                              dict(kernel_shape=[6, 6], pads=[2, 2, 2, 2], strides=[2, 2]))))
+    for op in ["Sigmoid", "Floor", "Identity", "Relu"]:
+        c.append((op, case(opset, op, op, [("x", x * 3)], [])))
+    for op in ["Add", "Sub", "Mul", "Div"]:
+        c.append((op, case(opset, op, op, [("a", x), ("b", f32(1, 8, 1, 12))], [])))
+        c.append((op + "Scalar", case(opset, op, op, [("a", x)], [("b", np.array(2.5, np.float32))])))
+    c.append(("Pow", case(opset, "pow", "Pow", [("a", np.abs(x))], [("b", np.array(2.0, np.float32))])))
+    c.append(("Equal", case(opset, "eq", "Equal", [("a", np.array([1, 2, 3, 4], np.int64))],
+                            [("b", np.array([1, 0, 3, 0], np.int64))])))
+    c.append(("Concat", case(opset, "concat", "Concat", [("a", x), ("b", f32(2, 4, 10, 12))], [], dict(axis=1))))
+    c.append(("ConcatNeg", case(opset, "concatn", "Concat", [("a", f32(1, 3, 5)), ("b", f32(1, 3, 7))], [], dict(axis=-1))))
+    c.append(("MaxPool", case(opset, "mp", "MaxPool", [("x", x)], [], dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2], strides=[1, 1]))))
+    c.append(("MaxPool2", case(opset, "mp2", "MaxPool", [("x", x)], [], dict(kernel_shape=[2, 2], strides=[2, 2]))))
+    scales = np.array([1, 1, 2, 2], np.float32)
+    m = case(opset, "resize", "Resize", [("x", x)], [("roi", np.array([], np.float32)), ("scales", scales)],
+             dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+    c.append(("Resize", m))
+    m = case(opset, "resize_sizes", "Resize", [("x", x)], [("roi", np.array([], np.float32)), ("scales", np.array([], np.float32)),
+                                                          ("sizes", np.array([2, 8, 20, 24], np.int64))],
+             dict(mode="nearest"))
+    c.append(("ResizeSizes", m))
+    c.append(("Reshape", case(opset, "reshape", "Reshape", [("x", x)], [("s", np.array([2, 4, -1, 0], np.int64))])))
+    c.append(("Transpose", case(opset, "tr", "Transpose", [("x", f32(1, 3, 5, 4, 6))], [], dict(perm=[0, 1, 3, 4, 2]))))
+    if opset >= 13:
+        c.append(("Split", case(opset, "split", "Split", [("x", f32(1, 3, 4, 85))], [("s", np.array([2, 2, 81], np.int64))],
+                                dict(axis=-1), n_out=3)))
+        c.append(("Unsqueeze", case(opset, "unsq", "Unsqueeze", [("x", x)], [("a", np.array([0, -1], np.int64))])))
+        c.append(("Squeeze", case(opset, "sq", "Squeeze", [("x", f32(1, 3, 1, 4))], [("a", np.array([2], np.int64))])))
+    else:
+        c.append(("Split", case(opset, "split", "Split", [("x", f32(1, 3, 4, 85))], [], dict(axis=-1, split=[2, 2, 81]), n_out=3)))
+        c.append(("Unsqueeze", case(opset, "unsq", "Unsqueeze", [("x", x)], [], dict(axes=[0, -1]))))
+        c.append(("Squeeze", case(opset, "sq", "Squeeze", [("x", f32(1, 3, 1, 4))], [], dict(axes=[2]))))
+    c.append(("SplitEqual", case(opset, "splite", "Split", [("x", f32(2, 6, 3))], [], dict(axis=1), n_out=3)))
+    sl = [("st", np.array([1, 0], np.int64)), ("en", np.array([3, 100], np.int64)), ("ax", np.array([1, 3], np.int64)),
+          ("sp", np.array([1, 2], np.int64))]
+    c.append(("Slice", case(opset, "slice", "Slice", [("x", x)], sl)))
+    sl2 = [("st", np.array([-1], np.int64)), ("en", np.array([-100], np.int64)), ("ax", np.array([2], np.int64)),
+           ("sp", np.array([-2], np.int64))]
+    c.append(("SliceNeg", case(opset, "slicen", "Slice", [("x", x)], sl2)))
+    c.append(("Gather", case(opset, "gather", "Gather", [("x", x)], [("i", np.array([3, -1, 0], np.int64))], dict(axis=2))))
+    c.append(("GatherScalar", case(opset, "gathers", "Gather", [("x", np.array([4, 3, 80, 80], np.int64))],
+                                   [("i", np.array(2, np.int64))], dict(axis=0))))
+    c.append(("Shape", case(opset, "shape", "Shape", [("x", x)], [])))
+    c.append(("Range", case(opset, "range", "Range", [], [("s", np.array(0, np.int64)), ("l", np.array(20, np.int64)),
+                                                          ("d", np.array(3, np.int64))])))
+    c.append(("RangeF", case(opset, "rangef", "Range", [], [("s", np.array(0.5, np.float32)), ("l", np.array(8, np.float32)),
+                                                           ("d", np.array(1.5, np.float32))])))
+    c.append(("Expand", case(opset, "expand", "Expand", [("x", f32(1, 3, 1, 1, 2))], [("s", np.array([1, 3, 4, 5, 2], np.int64))])))
+    c.append(("ConstantOfShape", case(opset, "cos", "ConstantOfShape", [], [("s", np.array([2, 3], np.int64))],
+                                      dict(value=numpy_helper.from_array(np.array([7], np.int64))))))
+    c.append(("Where", case(opset, "where", "Where", [("c", rng.random((3, 4)) > 0.5), ("a", f32(3, 4))], [("b", f32(1, 4))])))
+    c.append(("Cast", case(opset, "cast", "Cast", [("x", x * 10)], [], dict(to=TensorProto.INT64))))
+    c.append(("CastF16", case(opset, "casth", "Cast", [("x", x)], [], dict(to=TensorProto.FLOAT16))))
+    c.append(("Constant", case(opset, "const", "Constant", [], [], dict(value=numpy_helper.from_array(f32(2, 3))))))
+    return c
+
+
+def main() -> int:
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    lines = []
+    for opset in range(11, 18):
+        for name, (model, feeds) in cases(opset):
+            # Shape-inferred output types for the value infos (ORT needs them defined).
+            model = onnx.shape_inference.infer_shapes(model)
+            d = os.path.join(out, f"{name}_op{opset}")
+            os.makedirs(d, exist_ok=True)
+            onnx.save(model, os.path.join(d, "model.onnx"))
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            sess = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
+            ins = [vi for vi in model.graph.input if vi.name not in {n.name for n in model.graph.initializer}]
+            feed = {vi.name: a for vi, a in zip(ins, feeds)}
+            outs = sess.run(None, feed)
+            for k, vi in enumerate(ins):
+                np.save(os.path.join(d, f"in{k}.npy"), feed[vi.name])
+            for k, v in enumerate(outs):
+                np.save(os.path.join(d, f"out{k}.npy"), v)
+            lines.append(f"{name}_op{opset} {len(ins)} {len(outs)}")
+    with open(os.path.join(out, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{len(lines)} op cases written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
