@@ -1,0 +1,73 @@
+// Post-processing arithmetic shared by the CPU reference and the CUDA kernels (__host__ __device__
+// under nvcc), so that both evaluate the same float expressions in the same order.
+#pragma once
+
+#include <cmath>
+
+#include "yolocu/geometry.hpp"
+#include "yolocu/postprocess.hpp"
+
+namespace yolocu {
+
+// Canonical candidate order: score descending, then row ascending, then class ascending.
+YOLOCU_HD bool canonical_before(float sa, int ra, int ca, float sb, int rb, int cb) {
+  if (sa != sb) return sa > sb;
+  if (ra != rb) return ra < rb;
+  return ca < cb;
+}
+
+YOLOCU_HD float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+// xywh -> xyxy as ultralytics xywh2xyxy (x - w / 2, ...); `r` rounds to the tensor's dtype.
+template <typename Round>
+YOLOCU_HD Box xywh_to_xyxy(float cx, float cy, float w, float h, Round r) {
+  const float hw = r(w / 2.f), hh = r(h / 2.f);
+  return Box{r(cx - hw), r(cy - hh), r(cx + hw), r(cy + hh)};
+}
+
+// Raw head -> merged row, in place: v[0..3] hold sigmoid(t_x, t_y, t_w, t_h) and become
+// cx, cy, w, h in input pixels, computed as the exported Detect head does:
+// xy = (s * 2 + (grid - 0.5)) * stride, wh = (s * 2) ** 2 * anchor.
+template <typename Round>
+YOLOCU_HD void head_to_xywh(float* v, int x, int y, float stride, float anchor_w, float anchor_h,
+                            Round r) {
+  const float gx = r(static_cast<float>(x) - 0.5f), gy = r(static_cast<float>(y) - 0.5f);
+  const float tx = r(v[0] * 2.f), ty = r(v[1] * 2.f), tw = r(v[2] * 2.f), th = r(v[3] * 2.f);
+  v[0] = r(r(tx + gx) * stride);
+  v[1] = r(r(ty + gy) * stride);
+  v[2] = r(r(tw * tw) * anchor_w);
+  v[3] = r(r(th * th) * anchor_h);
+}
+
+// The box NMS compares: shifted by class * 7680 px unless agnostic (float adds, as the reference).
+YOLOCU_HD Box nms_box(const Box& b, int class_id, bool agnostic) {
+  if (agnostic) return b;
+  const float off = static_cast<float>(class_id) * kClassOffset;
+  return Box{b.x1 + off, b.y1 + off, b.x2 + off, b.y2 + off};
+}
+
+// scale_boxes + clip_boxes in float32 (the reference subtracts float(pad), divides by float(gain)).
+struct ProjectParams {
+  float pad_x, pad_y, gain, width, height;
+};
+
+inline ProjectParams project_params(const LetterboxGeometry& g) {
+  return ProjectParams{static_cast<float>(g.pad_x), static_cast<float>(g.pad_y),
+                       static_cast<float>(g.gain), static_cast<float>(g.src_w),
+                       static_cast<float>(g.src_h)};
+}
+
+YOLOCU_HD float clamp_coord(float v, float hi) {
+  // torch.clamp_(0, hi): NaN stays NaN
+  const float lo_v = v < 0.f ? 0.f : v;
+  return lo_v > hi ? hi : lo_v;
+}
+
+YOLOCU_HD Box project_box(const Box& b, const ProjectParams& p) {
+  return Box{clamp_coord((b.x1 - p.pad_x) / p.gain, p.width),
+             clamp_coord((b.y1 - p.pad_y) / p.gain, p.height),
+             clamp_coord((b.x2 - p.pad_x) / p.gain, p.width),
+             clamp_coord((b.y2 - p.pad_y) / p.gain, p.height)};
+}
+
+}  // namespace yolocu
