@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #ifdef YOLOCU_WITH_CUDA
@@ -13,14 +14,25 @@
 
 namespace yolocu::test {
 
+std::string data_dir() {
+  const char* env = std::getenv("YOLOCU_DATA_DIR");  // overrides the configured path (GPU machine)
+  return env && *env ? env : YOLOCU_DATA_DIR;
+}
+
+std::string source_dir() {
+  const char* env = std::getenv("YOLOCU_SOURCE_DIR");
+  return env && *env ? env : YOLOCU_SOURCE_DIR;
+}
+
 std::string data_file(const std::string& relative) {
-  const std::string p = std::string(YOLOCU_DATA_DIR) + "/" + relative;
+  const std::string p = data_dir() + "/" + relative;
   struct stat st;
   return stat(p.c_str(), &st) == 0 ? p : std::string();
 }
 
 std::string scratch_dir(const std::string& name) {
-  const std::string p = std::string(YOLOCU_BINARY_DIR) + "/test-scratch/" + name;
+  const char* env = std::getenv("YOLOCU_SCRATCH_DIR");
+  const std::string p = (env && *env ? std::string(env) : std::string(YOLOCU_BINARY_DIR) + "/test-scratch") + "/" + name;
   std::filesystem::create_directories(p);
   return p;
 }
@@ -51,6 +63,8 @@ int run_command(const std::string& cmd, std::string* out) {
 }
 
 std::string python() {
+  const char* env = std::getenv("YOLOCU_PYTHON");
+  if (env) return env;  // empty: no Python oracles
   struct stat st;
   return stat(YOLOCU_PYTHON, &st) == 0 ? std::string(YOLOCU_PYTHON) : std::string();
 }

@@ -9,6 +9,11 @@
 
 namespace yolocu::test {
 
+// The test material directory: $YOLOCU_DATA_DIR if set, else the configured YOLOCU_DATA_DIR.
+std::string data_dir();
+// The source tree ($YOLOCU_SOURCE_DIR if set): tests/python scripts live there.
+std::string source_dir();
+
 // Absolute path of a file of the shared test material (YOLOCU_DATA_DIR); empty if absent.
 std::string data_file(const std::string& relative);
 
@@ -35,7 +40,7 @@ Diff compare(const Tensor& a, const Tensor& b);
 // Skips the current test (visibly) when a data file is missing.
 #define YOLOCU_REQUIRE_DATA(var, rel)                                                      \
   const std::string var = ::yolocu::test::data_file(rel);                                  \
-  if (var.empty()) GTEST_SKIP() << "test material not found: " << YOLOCU_DATA_DIR << "/" << rel
+  if (var.empty()) GTEST_SKIP() << "test material not found: " << ::yolocu::test::data_dir() << "/" << rel
 
 #define YOLOCU_REQUIRE_GPU() \
   if (!::yolocu::test::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"

@@ -11,7 +11,7 @@ std::vector<Tensor> run_ort(const std::string& model, const std::vector<Tensor>&
   const std::string py = python();
   if (py.empty()) return {};
   const std::string dir = scratch_dir("ort/" + tag);
-  std::string cmd = py + " " + YOLOCU_SOURCE_DIR + "/tests/python/ort_run.py " + model + " " + dir + "/out";
+  std::string cmd = py + " " + source_dir() + "/tests/python/ort_run.py " + model + " " + dir + "/out";
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string p = dir + "/in" + std::to_string(i) + ".npy";
     save_npy(p, inputs[i]);

@@ -20,7 +20,7 @@ TEST(Ops, EveryOpEveryOpsetAgainstOnnxRuntime) {
   if (py.empty()) GTEST_SKIP() << "no .venv python with onnx/onnxruntime (run scripts/setup.sh)";
   const std::string dir = test::scratch_dir("opcases");
   std::string log;
-  ASSERT_EQ(test::run_command(py + " " + YOLOCU_SOURCE_DIR + "/tests/python/make_op_cases.py " + dir, &log), 0) << log;
+  ASSERT_EQ(test::run_command(py + " " + test::source_dir() + "/tests/python/make_op_cases.py " + dir, &log), 0) << log;
   std::ifstream manifest(dir + "/manifest.txt");
   std::string line;
   int cases = 0;

@@ -31,7 +31,7 @@ inline void expect_detections_match(const Detections& got, const Tensor& ref, do
 
 // Directory of this test's Python oracle scripts.
 inline std::string oracle_script(const std::string& name) {
-  return std::string(YOLOCU_SOURCE_DIR) + "/tests/postprocess/" + name;
+  return source_dir() + "/tests/postprocess/" + name;
 }
 
 }  // namespace yolocu::test
