@@ -23,6 +23,10 @@
 
 namespace yolocu {
 
+// kExact: bit-identical to ultralytics + OpenCV 4.6 (fixed-point INTER_LINEAR, 2x area path).
+// kFast: plain float bilinear with correct pixel centres (GPU only; within a few grey levels).
+enum class LetterboxMode : int32_t { kExact = 0, kFast = 1 };
+
 // Pad value of the letterbox border, in all three channels.
 inline constexpr uint8_t kLetterboxPad = 114;
 

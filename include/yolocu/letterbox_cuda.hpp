@@ -23,11 +23,10 @@
 
 #include "yolocu/geometry.hpp"
 #include "yolocu/image.hpp"
+#include "yolocu/letterbox.hpp"
 #include "yolocu/tensor.hpp"
 
 namespace yolocu {
-
-enum class LetterboxMode : int32_t { kExact = 0, kFast = 1 };
 
 // One image of a batch (plain data, copied to the device as is). Built by make_letterbox_cuda_desc.
 struct LetterboxCudaDesc {

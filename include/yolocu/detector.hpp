@@ -1,0 +1,85 @@
+// yolocu/detector.hpp - image in, boxes out: the API services and video pipelines deploy.
+//
+//   auto det = yolocu::Detector::create("yolov5n.onnx", options);   // ~1 s: load + build
+//   std::vector<yolocu::Detections> boxes = det->detect({view1, view2});
+//
+// A Detector owns the model, the engine (CPU: oneDNN; CUDA: cuDNN + yolocu kernels) and every
+// buffer it needs; detect() takes caller-owned 8-bit BGR images (any size, any row pitch) and
+// returns, per image, the detections in original-image pixels, exactly as ultralytics/yolov5's
+// detect.py computes them (letterbox, model, non_max_suppression, scale_boxes; see
+// docs/semantics.md).
+//
+// Threads: every public member function may be called from several threads at once on one
+// Detector. Calls are queued to a fixed set of execution contexts (one per Detector by default,
+// see DetectorOptions::contexts); results never depend on which thread or context ran a batch.
+#pragma once
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "yolocu/detection.hpp"
+#include "yolocu/geometry.hpp"
+#include "yolocu/image.hpp"
+#include "yolocu/letterbox.hpp"
+#include "yolocu/postprocess.hpp"
+#include "yolocu/tensor.hpp"
+
+namespace yolocu {
+
+enum class Device { kAuto, kCpu, kCuda };  // kAuto: the GPU when one is usable, else the CPU
+enum class Precision { kFloat32, kFloat16 };
+
+const char* device_name(Device d) noexcept;
+
+struct DetectorOptions {
+  Device device = Device::kAuto;
+  int cuda_device = 0;
+  Precision precision = Precision::kFloat16;  // GPU engine precision; the CPU always runs FP32
+  int max_batch = 1;                          // images per detect() call are split into batches of this size
+  int input_width = 0, input_height = 0;      // network input; 0 = the model's static size, else 640
+  PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode
+  LetterboxMode letterbox = LetterboxMode::kExact;
+  int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
+  int contexts = 1;                           // concurrent execution contexts (GPU streams)
+};
+
+// Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump).
+struct DetectionTrace {
+  std::vector<Tensor> letterboxed;  // per image: dst_h x dst_w x 3 uint8 BGR
+  Tensor input;                     // batch x 3 x dst_h x dst_w model input (float32)
+  std::vector<Tensor> outputs;      // raw model outputs
+  std::vector<Tensor> candidates;   // per image: k x 6 (x1, y1, x2, y2, score, class) before NMS, letterbox pixels
+  std::vector<LetterboxGeometry> geometry;
+};
+
+// Wall time of the stages of the last detect() call, milliseconds.
+struct StageTimes {
+  double preprocess = 0, inference = 0, postprocess = 0, total = 0;
+};
+
+class Detector {
+ public:
+  // Loads the ONNX file and builds the engine. Throws yolocu::Error naming the problem (file,
+  // model, unsupported op, no GPU for Device::kCuda, invalid options).
+  static std::unique_ptr<Detector> create(const std::string& onnx_path, const DetectorOptions& options = {});
+  virtual ~Detector() = default;
+
+  // Detects objects in each image (caller-owned, only read during the call). Returns one
+  // Detections per image, in input order, boxes in that image's pixels. Thread-safe.
+  virtual std::vector<Detections> detect(const std::vector<ImageView>& images, DetectionTrace* trace = nullptr) = 0;
+  Detections detect(const ImageView& image) { return detect(std::vector<ImageView>{image}).at(0); }
+
+  // Asynchronous form: the images must stay valid until the future is ready.
+  std::future<std::vector<Detections>> detect_async(std::vector<ImageView> images);
+
+  virtual Device device() const = 0;
+  virtual const std::vector<std::string>& class_names() const = 0;  // from the model metadata
+  virtual int input_width() const = 0;
+  virtual int input_height() const = 0;
+  virtual const DetectorOptions& options() const = 0;
+  virtual StageTimes last_times() const = 0;
+};
+
+}  // namespace yolocu
