@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepares a GPU-machine run without a GPU here: builds the CUDA targets for sm_90 into build-gpu/,
+# then packs into .gpu/ (git-ignored) what the GPU machine needs and does not have: our binaries,
+# the non-system shared libraries they load (oneDNN, protobuf, libjpeg, libpng; found with ldd),
+# and the test material the GPU tests and benchmarks read. scripts/gpu/run_all.sh runs it there.
+#
+#   scripts/gpu/bundle.sh infer   inference: GPU tests, sanitizers, kernel/engine/end-to-end benchmarks
+#   scripts/gpu/bundle.sh train   training kernels and the real-training benchmark
+# Then call the device tool with carry [".gpu"] (and ".data" for train) and the command
+#   bash scripts/gpu/run_all.sh <part>
+set -euo pipefail
+part=${1:?usage: bundle.sh infer|train}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+data=${YOLOCU_DATA_DIR:-$root/../shared/data}
+arch=${CUDA_ARCH:-90}
+
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  -DYOLOCU_DATA_DIR="$data" >/dev/null
+# Every target whose name says it runs on the GPU, plus the CLI.
+targets=$(ninja -C build-gpu -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/|apps/yolocu/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+|yolocu)$' | sed 's#.*/##' | sort -u)
+echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
+cmake --build build-gpu --target $targets
+
+rm -rf .gpu
+mkdir -p .gpu/bin .gpu/lib .gpu/data
+for t in $targets; do
+  f=$(find build-gpu -type f -name "$t" -perm -u+x | head -1)
+  [ -n "$f" ] && cp "$f" .gpu/bin/
+done
+# Shared libraries that are not part of glibc, the CUDA driver/runtime or cuDNN (those are on the
+# GPU machine): copied and loaded through LD_LIBRARY_PATH there.
+for b in .gpu/bin/*; do
+  ldd "$b" | awk '$3 ~ /^\// {print $3}'
+done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
+  while read -r lib; do cp -L "$lib" .gpu/lib/; done
+
+copy() { mkdir -p ".gpu/data/$(dirname "$1")"; cp -r "$data/$1" ".gpu/data/$1"; }
+case "$part" in
+  infer)
+    copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
+    copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt; copy reference/bus.npz; copy images; copy coco.names
+    ;;
+  train)
+    rm -rf .gpu/data; mkdir -p .gpu/data
+    ;;
+  *) echo "unknown part $part" >&2; exit 2 ;;
+esac
+tar -C .gpu -cJf .gpu/bundle.tar.xz bin lib
+rm -rf .gpu/bin .gpu/lib
+du -sh .gpu; du -sh .gpu/* | sort -h

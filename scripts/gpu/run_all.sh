@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# THE GPU-machine run: GPU tests, compute-sanitizer, benchmarks against their peers in the same
+# run; full logs under $OUT (or ./gpu-out), a short table printed last.
+#
+#   scripts/gpu/bundle.sh infer   (here, no GPU needed)   then on the GPU machine:
+#   bash scripts/gpu/run_all.sh infer          (carry: .gpu)
+#   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
+set -uo pipefail
+part=${1:?usage: run_all.sh infer|train}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+row() { printf '%s\n' "$*" | tee -a "$summary"; }
+step() { echo "== $* ($(date +%T))"; }
+
+step "unpack"
+mkdir -p .gpu/run && tar -C .gpu/run -xJf .gpu/bundle.tar.xz || { echo "no bundle: run scripts/gpu/bundle.sh first"; exit 1; }
+bin=$root/.gpu/run/bin
+cudnn_dir=$(dirname "$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)")
+cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=$root/.gpu/run/lib:$cudnn_dir:$cudart_dir:${LD_LIBRARY_PATH:-}
+export YOLOCU_DATA_DIR=$root/.gpu/data YOLOCU_SOURCE_DIR=$root YOLOCU_SCRATCH_DIR=$out/scratch YOLOCU_PYTHON=python3
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
+echo "cudnn: $cudnn_dir"; ls "$bin"
+row "commit $(git rev-parse --short HEAD 2>/dev/null || cat .gpu/COMMIT 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
+
+run_test() {  # run_test <binary> [gtest filter]
+  local t=$1 filter=${2:-*}
+  [ -x "$bin/$t" ] || { row "SKIP  $t (not built)"; return; }
+  if "$bin/$t" --gtest_filter="$filter" >"$out/$t.log" 2>&1; then
+    row "PASS  $t: $(grep -c '^\[       OK \]' "$out/$t.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$t.log") skipped"
+  else
+    row "FAIL  $t (log $t.log)"; grep -E '^\[  FAILED  \]|Failure|error' "$out/$t.log" | head -15
+  fi
+}
+sanitize() {  # sanitize <tool> <binary> <gtest filter>
+  local tool=$1 t=$2 filter=$3
+  [ -x "$bin/$t" ] || return
+  if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+    row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_$t.log" | tail -1)"
+  else
+    row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
+  fi
+}
+
+if [ "$part" = infer ]; then
+  step "GPU tests"
+  for t in $(ls "$bin" | grep -E '^test_'); do run_test "$t"; done
+  step "compute-sanitizer (short runs)"
+  for t in $(ls "$bin" | grep -E '^test_.*cuda'); do
+    sanitize memcheck "$t" '*'
+    sanitize racecheck "$t" '*Batch1*:*Random*'
+    sanitize initcheck "$t" '*Batch1*:*Random*'
+  done
+  step "benchmarks"
+  for b in $(ls "$bin" | grep -E '^bench_' | grep -v _cpu); do
+    timeout 240 "$bin/$b" >"$out/$b.log" 2>&1 && echo "ok    $b" || echo "FAIL  $b (log $b.log)"
+  done
+  for p in bench/peer_*.py; do
+    [ -f "$p" ] || continue
+    n=$(basename "$p" .py)
+    timeout 240 python3 "$p" >"$out/$n.log" 2>&1 && echo "ok    $n" || echo "FAIL  $n (log $n.log)"
+  done
+  step "summary"
+  for f in "$out"/bench_*.log "$out"/peer_*.log; do
+    [ -f "$f" ] || continue
+    echo "-- $(basename "$f" .log)" >>"$summary"
+    grep -E '^\|' "$f" >>"$summary" || tail -5 "$f" >>"$summary"
+  done
+fi
+
+if [ "$part" = train ]; then
+  mkdir -p build/tests/training
+  for t in "$bin"/test_training*; do [ -e "$t" ] && ln -sf "$t" build/tests/training/; done
+  scripts/gpu/training.sh "$out/training" --train 2>&1 | tee "$out/training.log"
+  grep -E '^(PASS|FAIL|\|)' "$out/training.log" >>"$summary"
+fi
+
+echo
+echo "================ summary ================"
+cat "$summary"
