@@ -48,6 +48,19 @@ class _Inert:
         return False
 
 
+class _NullSummaryWriter:
+    """Stand-in for torch.utils.tensorboard.SummaryWriter: every method is a no-op. Not callable itself
+    (yolov5 registers every callable attribute of its Loggers as a callback)."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+
 class _InertModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -115,7 +128,7 @@ def apply(log=print):
             applied.append(f"stub {name}")
     if _missing("tensorboard"):
         tb = types.ModuleType("torch.utils.tensorboard")
-        tb.SummaryWriter = _Inert
+        tb.SummaryWriter = _NullSummaryWriter
         sys.modules["torch.utils.tensorboard"] = tb
         applied.append("stub torch.utils.tensorboard")
     if _missing("tqdm"):

@@ -64,12 +64,14 @@ def main():
 
     utils.loss.ComputeLoss.__call__ = recording_call
 
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+
     def on_start(*a, **k):
-        torch.cuda.synchronize()
+        sync()
         rec["t_start"].append(time.perf_counter())
 
     def on_end(model, ni, *a, **k):
-        torch.cuda.synchronize()
+        sync()
         rec["t_end"].append(time.perf_counter())
         rec["ni"].append(int(ni))
 
@@ -85,7 +87,7 @@ def main():
     total = time.perf_counter() - t0
     rec["loss_items"] = [x.float().cpu().tolist() for x in loss_items[:len(rec["ni"])]]
     rec.update(total_s=total, yolocu=args.yolocu, switched=switched, compat=fixes, train_args=train_args,
-               torch=torch.__version__, device=torch.cuda.get_device_name(0))
+               torch=torch.__version__, device=torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu")
     if args.log:
         with open(args.log, "w") as f:
             json.dump(rec, f)

@@ -82,17 +82,21 @@ class FusedSGD(torch.optim.Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
-        self._plan = None
+        self._plan = None  # (key, params, group index per tensor, fused ok, cached buffer list)
 
-    def _build_plan(self):
+    def _plan_key(self):
+        return tuple((len(g["params"]), g["momentum"] != 0) for g in self.param_groups)
+
+    def _build_plan(self, key):
         params, group_idx = [], []
         for gi, g in enumerate(self.param_groups):
             for p in g["params"]:
                 params.append(p)
                 group_idx.append(gi)
-        ok = (len(self.param_groups) <= 8 and
-              all(p.is_cuda and p.dtype == torch.float32 and p.device == params[0].device for p in params))
-        self._plan = (params, group_idx, ok, len(self.param_groups))
+        ok = bool(params) and len(self.param_groups) <= 8 and all(
+            p.is_cuda and p.dtype == torch.float32 and p.device == params[0].device and
+            (p.is_contiguous() or p.is_contiguous(memory_format=torch.channels_last)) for p in params)
+        self._plan = [key, params, group_idx, ok, None]
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -100,41 +104,50 @@ class FusedSGD(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        if self._plan is None or self._plan[3] != len(self.param_groups) or \
-                sum(len(g["params"]) for g in self.param_groups) != len(self._plan[0]):
-            self._build_plan()
-        params, group_idx, ok, _ = self._plan
+        key = self._plan_key()
+        if self._plan is None or self._plan[0] != key:
+            self._build_plan(key)
+        _, params, group_idx, ok, bufs = self._plan
         grads = [p.grad for p in params]
-        if not params:
-            return loss
-        if not ok or any(g is None or g.is_sparse or g.stride() != p.stride() for g, p in zip(grads, params)):
+        if not ok or any(g is None for g in grads):
             self._reference_step()
             return loss
         groups = self.param_groups
-        bufs, new = [], []
-        for p, gi in zip(params, group_idx):
-            if groups[gi]["momentum"] == 0:
-                bufs.append(p.grad)  # a placeholder: never written when momentum == 0
-                continue
-            b = self.state[p].get("momentum_buffer")
-            new.append(b is None)
-            if b is None:
-                b = self.state[p]["momentum_buffer"] = torch.empty_like(p)  # filled by the first step
-            bufs.append(b)
-        if any(new) and not all(new):
-            # Some buffers exist, some do not (groups added later): the kernel has one first_step flag.
-            for p, gi, is_new in zip([p for p, gi in zip(params, group_idx) if groups[gi]["momentum"] != 0],
-                                     [gi for gi in group_idx if groups[gi]["momentum"] != 0], new):
-                if is_new:
-                    del self.state[p]["momentum_buffer"]
-            self._reference_step()
-            return loss
-        first = bool(new) and all(new)
-        F_.sgd_step_(params, grads, bufs, group_idx,
+        first = False
+        if bufs is None:
+            # Checked once per plan: gradients laid out like their parameters (autograd's contract).
+            if any(g.is_sparse or g.stride() != p.stride() for g, p in zip(grads, params)):
+                self._plan[3] = False
+                self._reference_step()
+                return loss
+            have = [self.state[p].get("momentum_buffer") is not None
+                    for p, gi in zip(params, group_idx) if groups[gi]["momentum"] != 0]
+            if any(have) and not all(have):
+                self._reference_step()  # mixed: some buffers exist (e.g. a group added later)
+                return loss
+            first = not all(have) if have else False
+            bufs = []
+            for p, gi in zip(params, group_idx):
+                if groups[gi]["momentum"] == 0:
+                    bufs.append(None)  # placeholder, replaced by the gradient below; never written
+                    continue
+                st = self.state[p]
+                if st.get("momentum_buffer") is None:
+                    st["momentum_buffer"] = torch.empty_like(p)  # written by the first step
+                bufs.append(st["momentum_buffer"])
+            if all(b is not None for b in bufs):
+                self._plan[4] = bufs
+        step_bufs = bufs if all(b is not None for b in bufs) else \
+            [b if b is not None else g for b, g in zip(bufs, grads)]
+        F_.sgd_step_(params, grads, step_bufs, group_idx,
                      [float(g["lr"]) for g in groups], [float(g["momentum"]) for g in groups],
                      [float(g["dampening"]) for g in groups], [float(g["weight_decay"]) for g in groups],
                      [bool(g["nesterov"]) for g in groups], first)
         return loss
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._plan = None  # buffers were replaced
 
     def _reference_step(self):
         for g in self.param_groups:
