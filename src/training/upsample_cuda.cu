@@ -36,23 +36,38 @@ __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2hal
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-// 16 bytes of T, moved with one 128-bit load/store.
-template <typename T>
-union Vec16 {
-  static constexpr int kN = 16 / sizeof(T);
-  uint4 raw;
+// kBytes (16, 8 or 4) bytes of T, moved with one 128/64/32-bit load or store.
+template <int kBytes>
+struct RawOf;
+template <>
+struct RawOf<16> {
+  using type = uint4;
+};
+template <>
+struct RawOf<8> {
+  using type = uint2;
+};
+template <>
+struct RawOf<4> {
+  using type = unsigned int;
+};
+
+template <typename T, int kBytes>
+union Vec {
+  static constexpr int kN = kBytes / static_cast<int>(sizeof(T));
+  typename RawOf<kBytes>::type raw;
   T v[kN];
 };
 
-template <typename T>
-__device__ __forceinline__ Vec16<T> load16(const T* p) {
-  Vec16<T> r;
-  r.raw = *reinterpret_cast<const uint4*>(p);
+template <typename T, int kBytes>
+__device__ __forceinline__ Vec<T, kBytes> load_vec(const T* p) {
+  Vec<T, kBytes> r;
+  r.raw = *reinterpret_cast<const typename RawOf<kBytes>::type*>(p);
   return r;
 }
-template <typename T>
-__device__ __forceinline__ void store16(T* p, const Vec16<T>& r) {
-  *reinterpret_cast<uint4*>(p) = r.raw;
+template <typename T, int kBytes>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, kBytes>& r) {
+  *reinterpret_cast<typename RawOf<kBytes>::type*>(p) = r.raw;
 }
 
 // Scalar fallback, both layouts, any alignment. The tensor is viewed as rows x width x inner
@@ -91,18 +106,19 @@ __global__ void upsample2x_bwd_scalar(const T* __restrict__ dy, T* __restrict__ 
   dx[i] = from_acc<T>(s);
 }
 
-// NCHW, W % N == 0 (N = 16/sizeof(T)). One thread per 16-byte input vector: vector i covers
+// NCHW, W % N == 0 (N = kBytes/sizeof(T) >= 2; kBytes = 16 where W allows, else 8 or 4). One
+// thread per kBytes input vector: vector i covers
 // x[row, N*k .. N*k+N) with row = i / (W/N). Forward: each value is duplicated into 2N outputs,
 // stored as two 16-byte vectors on output row 2*row and the same two on row 2*row+1.
-template <typename T, typename I>
+template <typename T, int kBytes, typename I>
 __global__ void upsample2x_fwd_nchw_vec(const T* __restrict__ x, T* __restrict__ y, I total_vec,
                                         I width_vec) {
-  constexpr int kN = Vec16<T>::kN;
+  constexpr int kN = Vec<T, kBytes>::kN;
   const I i = static_cast<I>(blockIdx.x) * kBlock + static_cast<I>(threadIdx.x);
   if (i >= total_vec) return;
   const I row = i / width_vec, k = i - row * width_vec;
-  const Vec16<T> in = load16(x + static_cast<I>(i) * kN);
-  Vec16<T> lo, hi;
+  const Vec<T, kBytes> in = load_vec<T, kBytes>(x + static_cast<I>(i) * kN);
+  Vec<T, kBytes> lo, hi;
 #pragma unroll
   for (int j = 0; j < kN / 2; ++j) {
     lo.v[2 * j] = in.v[j];
@@ -112,31 +128,31 @@ __global__ void upsample2x_fwd_nchw_vec(const T* __restrict__ x, T* __restrict__
   }
   const I out_w = 2 * width_vec * kN;
   T* o = y + 2 * row * out_w + 2 * k * kN;
-  store16(o, lo);
-  store16(o + kN, hi);
-  store16(o + out_w, lo);
-  store16(o + out_w + kN, hi);
+  store_vec<T, kBytes>(o, lo);
+  store_vec<T, kBytes>(o + kN, hi);
+  store_vec<T, kBytes>(o + out_w, lo);
+  store_vec<T, kBytes>(o + out_w + kN, hi);
 }
 
-// NCHW backward, W % N == 0. One thread per 16-byte dx vector (row, k): it loads the 2N dy values
-// of output row 2*row and of row 2*row+1 (four 16-byte loads), sums each 2x2 window in the
-// accumulation type in PyTorch's order, and stores N dx values with one 16-byte store.
-template <typename T, typename I>
+// NCHW backward, W % N == 0. One thread per kBytes dx vector (row, k): it loads the 2N dy values
+// of output row 2*row and of row 2*row+1 (four vector loads), sums each 2x2 window in the
+// accumulation type in PyTorch's order, and stores N dx values with one vector store.
+template <typename T, int kBytes, typename I>
 __global__ void upsample2x_bwd_nchw_vec(const T* __restrict__ dy, T* __restrict__ dx, I total_vec,
                                         I width_vec) {
-  constexpr int kN = Vec16<T>::kN;
+  constexpr int kN = Vec<T, kBytes>::kN;
   const I i = static_cast<I>(blockIdx.x) * kBlock + static_cast<I>(threadIdx.x);
   if (i >= total_vec) return;
   const I row = i / width_vec, k = i - row * width_vec;
   const I out_w = 2 * width_vec * kN;
   const T* g = dy + 2 * row * out_w + 2 * k * kN;
-  const Vec16<T> a0 = load16(g), a1 = load16(g + kN);
-  const Vec16<T> b0 = load16(g + out_w), b1 = load16(g + out_w + kN);
-  Vec16<T> out;
+  const Vec<T, kBytes> a0 = load_vec<T, kBytes>(g), a1 = load_vec<T, kBytes>(g + kN);
+  const Vec<T, kBytes> b0 = load_vec<T, kBytes>(g + out_w), b1 = load_vec<T, kBytes>(g + out_w + kN);
+  Vec<T, kBytes> out;
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
-    const Vec16<T>& a = j < kN / 2 ? a0 : a1;
-    const Vec16<T>& b = j < kN / 2 ? b0 : b1;
+    const Vec<T, kBytes>& a = j < kN / 2 ? a0 : a1;
+    const Vec<T, kBytes>& b = j < kN / 2 ? b0 : b1;
     const int jj = 2 * (j % (kN / 2));
     typename AccOf<T>::type s = to_acc(a.v[jj]);
     s += to_acc(a.v[jj + 1]);
@@ -144,42 +160,42 @@ __global__ void upsample2x_bwd_nchw_vec(const T* __restrict__ dy, T* __restrict_
     s += to_acc(b.v[jj + 1]);
     out.v[j] = from_acc<T>(s);
   }
-  store16(dx + static_cast<I>(i) * kN, out);
+  store_vec<T, kBytes>(dx + static_cast<I>(i) * kN, out);
 }
 
-// NHWC (channels_last), C % N == 0. One thread per 16-byte input vector: vector i holds channels
+// NHWC (channels_last), C % N == 0. One thread per kBytes input vector: vector i holds channels
 // [N*k, N*k+N) of pixel p = i / (C/N), p = row*W + w. Forward copies it to the 4 output pixels
 // (2row+{0,1}, 2w+{0,1}); backward sums the 4 pixels' vectors and stores one dx vector.
-template <typename T, typename I>
+template <typename T, int kBytes, typename I>
 __global__ void upsample2x_fwd_nhwc_vec(const T* __restrict__ x, T* __restrict__ y, I total_vec,
                                         I width, I channels_vec) {
-  constexpr int kN = Vec16<T>::kN;
+  constexpr int kN = Vec<T, kBytes>::kN;
   const I i = static_cast<I>(blockIdx.x) * kBlock + static_cast<I>(threadIdx.x);
   if (i >= total_vec) return;
   const I p = i / channels_vec, k = i - p * channels_vec;
   const I row = p / width, w = p - row * width;
   const I c = channels_vec * kN;
-  const Vec16<T> v = load16(x + static_cast<I>(i) * kN);
+  const Vec<T, kBytes> v = load_vec<T, kBytes>(x + static_cast<I>(i) * kN);
   T* o = y + (2 * row * (2 * width) + 2 * w) * c + k * kN;
-  store16(o, v);
-  store16(o + c, v);
-  store16(o + 2 * width * c, v);
-  store16(o + 2 * width * c + c, v);
+  store_vec<T, kBytes>(o, v);
+  store_vec<T, kBytes>(o + c, v);
+  store_vec<T, kBytes>(o + 2 * width * c, v);
+  store_vec<T, kBytes>(o + 2 * width * c + c, v);
 }
 
-template <typename T, typename I>
+template <typename T, int kBytes, typename I>
 __global__ void upsample2x_bwd_nhwc_vec(const T* __restrict__ dy, T* __restrict__ dx, I total_vec,
                                         I width, I channels_vec) {
-  constexpr int kN = Vec16<T>::kN;
+  constexpr int kN = Vec<T, kBytes>::kN;
   const I i = static_cast<I>(blockIdx.x) * kBlock + static_cast<I>(threadIdx.x);
   if (i >= total_vec) return;
   const I p = i / channels_vec, k = i - p * channels_vec;
   const I row = p / width, w = p - row * width;
   const I c = channels_vec * kN;
   const T* g = dy + (2 * row * (2 * width) + 2 * w) * c + k * kN;
-  const Vec16<T> a = load16(g), b = load16(g + c), e = load16(g + 2 * width * c),
-                 f = load16(g + 2 * width * c + c);
-  Vec16<T> out;
+  const Vec<T, kBytes> a = load_vec<T, kBytes>(g), b = load_vec<T, kBytes>(g + c), e = load_vec<T, kBytes>(g + 2 * width * c),
+                 f = load_vec<T, kBytes>(g + 2 * width * c + c);
+  Vec<T, kBytes> out;
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
     typename AccOf<T>::type s = to_acc(a.v[j]);
@@ -188,37 +204,52 @@ __global__ void upsample2x_bwd_nhwc_vec(const T* __restrict__ dy, T* __restrict_
     s += to_acc(f.v[j]);
     out.v[j] = from_acc<T>(s);
   }
-  store16(dx + static_cast<I>(i) * kN, out);
+  store_vec<T, kBytes>(dx + static_cast<I>(i) * kN, out);
 }
 
 unsigned grid_for(int64_t threads) { return static_cast<unsigned>((threads + kBlock - 1) / kBlock); }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool aligned(const void* p, int bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
+
+// Launches the vector kernel with kBytes-wide accesses if the innermost dense dim and both
+// pointers allow it; returns false otherwise.
+template <typename T, int kBytes, typename I>
+bool try_vec(bool forward, const T* in, T* out, bool nchw, I rows, I width, I inner, cudaStream_t stream) {
+  constexpr int kN = kBytes / static_cast<int>(sizeof(T));
+  if constexpr (kN < 1) {
+    return false;
+  } else {
+    if (!aligned(in, kBytes) || !aligned(out, kBytes) || (nchw ? width % kN : inner % kN) != 0) return false;
+    const I total_vec = rows * width * inner / kN;
+    const unsigned grid = grid_for(total_vec);
+    if (nchw) {
+      if constexpr (kN < 2) {
+        return false;  // NCHW vectors must hold at least the two halves of an output pair
+      } else {
+        if (forward)
+          upsample2x_fwd_nchw_vec<T, kBytes, I><<<grid, kBlock, 0, stream>>>(in, out, total_vec, width / kN);
+        else
+          upsample2x_bwd_nchw_vec<T, kBytes, I><<<grid, kBlock, 0, stream>>>(in, out, total_vec, width / kN);
+      }
+    } else if (forward) {
+      upsample2x_fwd_nhwc_vec<T, kBytes, I><<<grid, kBlock, 0, stream>>>(in, out, total_vec, width, inner / kN);
+    } else {
+      upsample2x_bwd_nhwc_vec<T, kBytes, I><<<grid, kBlock, 0, stream>>>(in, out, total_vec, width, inner / kN);
+    }
+    return true;
+  }
+}
 
 template <typename T, typename I>
 void launch(bool forward, const T* in, T* out, const Upsample2xShape& s, cudaStream_t stream) {
-  constexpr int kN = Vec16<T>::kN;
   const bool nchw = s.layout == Layout::kNCHW;
   const I rows = static_cast<I>(nchw ? s.n * s.c * s.h : s.n * s.h);
   const I width = static_cast<I>(s.w);
   const I inner = static_cast<I>(nchw ? 1 : s.c);
-  const I total = rows * width * inner;
-  const bool vec_ok = aligned16(in) && aligned16(out) && (nchw ? s.w % kN == 0 : s.c % kN == 0);
-  if (vec_ok && nchw) {
-    const I total_vec = total / kN, width_vec = width / kN;
-    if (forward)
-      upsample2x_fwd_nchw_vec<T, I><<<grid_for(total_vec), kBlock, 0, stream>>>(in, out, total_vec, width_vec);
-    else
-      upsample2x_bwd_nchw_vec<T, I><<<grid_for(total_vec), kBlock, 0, stream>>>(in, out, total_vec, width_vec);
-  } else if (vec_ok) {
-    const I total_vec = total / kN, channels_vec = inner / kN;
-    if (forward)
-      upsample2x_fwd_nhwc_vec<T, I><<<grid_for(total_vec), kBlock, 0, stream>>>(in, out, total_vec, width,
-                                                                                channels_vec);
-    else
-      upsample2x_bwd_nhwc_vec<T, I><<<grid_for(total_vec), kBlock, 0, stream>>>(in, out, total_vec, width,
-                                                                                channels_vec);
-  } else {
+  if (!try_vec<T, 16, I>(forward, in, out, nchw, rows, width, inner, stream) &&
+      !try_vec<T, 8, I>(forward, in, out, nchw, rows, width, inner, stream) &&
+      !try_vec<T, 4, I>(forward, in, out, nchw, rows, width, inner, stream)) {
+    const I total = rows * width * inner;
     if (forward)
       upsample2x_fwd_scalar<T, I><<<grid_for(total), kBlock, 0, stream>>>(in, out, total, width, inner);
     else

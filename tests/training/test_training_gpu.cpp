@@ -94,14 +94,14 @@ std::string upsample_case_name(
   return name + (misalign ? "_misaligned" : "_aligned");
 }
 
-const std::vector<int64_t> kYolo1 = {2, 16, 20, 20}, kYolo2 = {2, 8, 40, 40}, kRagged = {2, 3, 5, 7},
+const std::vector<int64_t> kYolo1 = {2, 16, 20, 20}, kYolo2 = {2, 8, 40, 40}, kRagged = {2, 3, 5, 7}, kNarrow = {2, 3, 4, 2},
                            kWide = {1, 2, 3, 24}, kCl = {2, 24, 4, 6};
 INSTANTIATE_TEST_SUITE_P(
     All, training_UpsampleGpu,
     ::testing::Combine(::testing::Values(yt::FloatType::kFloat32, yt::FloatType::kFloat16, yt::FloatType::kBFloat16,
                                          yt::FloatType::kFloat64),
                        ::testing::Values(yt::Layout::kNCHW, yt::Layout::kNHWC),
-                       ::testing::Values(kYolo1, kYolo2, kRagged, kWide, kCl), ::testing::Values(0, 1)),
+                       ::testing::Values(kYolo1, kYolo2, kRagged, kNarrow, kWide, kCl), ::testing::Values(0, 1)),
     upsample_case_name);
 
 TEST(training_CiouGpu, MatchesCpuOnThreeLevels) {
