@@ -15,3 +15,13 @@ for _pair in yaml:PyYAML tqdm:tqdm psutil:psutil PIL:pillow; do
     fi
   fi
 done
+# torch.utils.cpp_extension.load needs a ninja executable.
+if ! command -v ninja >/dev/null 2>&1; then
+  _file=$(ls "$root"/.whl/ninja-*.whl 2>/dev/null | head -1)
+  if [ -n "$_file" ]; then
+    echo "py_deps: installing $(basename "$_file") (no ninja on PATH)"
+    "$py" -m pip install --quiet --no-index --no-deps --target "$_deps_dir" "$_file" || echo "py_deps: ninja install failed"
+  fi
+  export PATH="$_deps_dir/bin:$PATH"
+  command -v ninja >/dev/null 2>&1 || echo "py_deps: still no ninja (the extension build will fail)"
+fi

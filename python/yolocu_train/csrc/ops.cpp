@@ -306,14 +306,14 @@ using torch::autograd::variable_list;
 
 class Upsample2xFunction : public torch::autograd::Function<Upsample2xFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
+  static at::Tensor forward(AutogradContext* /*ctx*/, const at::Tensor& x) {
     at::AutoDispatchBelowADInplaceOrView guard;
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("yolocu::upsample_nearest2x", "")
                          .typed<at::Tensor(const at::Tensor&)>();
     return op.call(x);
   }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+  static variable_list backward(AutogradContext* /*ctx*/, variable_list grads) {
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("yolocu::upsample_nearest2x_backward", "")
                          .typed<at::Tensor(const at::Tensor&)>();
