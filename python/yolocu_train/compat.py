@@ -1,6 +1,7 @@
 """Runs ultralytics/yolov5 v7.0's train.py offline on a current stack (torch 2.x, numpy 2, Python 3.12)
 without editing its files. Each fix is a small, named patch applied before train.py is imported:
 
+0. torch.cuda.amp.autocast/GradScaler (train.py) only warn on torch 2.x; aliased to torch.amp if gone.
 1. torch.load: torch >= 2.6 defaults to weights_only=True, which cannot unpickle yolov5
    checkpoints (attempt_load / strip_optimizer at the end of training) -> default weights_only=False.
 2. numpy 2: np.trapz (used by utils/metrics.compute_ap in val) may be missing -> alias np.trapezoid.
@@ -97,6 +98,16 @@ def apply(log=print):
 
     torch.load = load
     applied.append("torch.load(weights_only=False)")
+
+    # torch.cuda.amp.autocast / GradScaler are deprecated aliases in torch 2.x (FutureWarning only);
+    # if a future torch drops them, route them to torch.amp.
+    import torch.cuda.amp as cuda_amp
+    if not hasattr(cuda_amp, "autocast"):
+        cuda_amp.autocast = lambda enabled=True, **k: torch.amp.autocast("cuda", enabled=enabled, **k)
+        applied.append("torch.cuda.amp.autocast -> torch.amp.autocast")
+    if not hasattr(cuda_amp, "GradScaler"):
+        cuda_amp.GradScaler = lambda **k: torch.amp.GradScaler("cuda", **k)
+        applied.append("torch.cuda.amp.GradScaler -> torch.amp.GradScaler")
 
     if not hasattr(np, "trapz"):
         np.trapz = np.trapezoid

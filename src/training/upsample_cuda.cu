@@ -109,7 +109,7 @@ __global__ void upsample2x_bwd_scalar(const T* __restrict__ dy, T* __restrict__ 
 // NCHW, W % N == 0 (N = kBytes/sizeof(T) >= 2; kBytes = 16 where W allows, else 8 or 4). One
 // thread per kBytes input vector: vector i covers
 // x[row, N*k .. N*k+N) with row = i / (W/N). Forward: each value is duplicated into 2N outputs,
-// stored as two 16-byte vectors on output row 2*row and the same two on row 2*row+1.
+// stored as two vectors on output row 2*row and the same two on row 2*row+1.
 template <typename T, int kBytes, typename I>
 __global__ void upsample2x_fwd_nchw_vec(const T* __restrict__ x, T* __restrict__ y, I total_vec,
                                         I width_vec) {
