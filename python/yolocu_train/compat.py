@@ -7,9 +7,9 @@ without editing its files. Each fix is a small, named patch applied before train
 2. numpy 2: np.trapz (used by utils/metrics.compute_ap in val) may be missing -> alias np.trapezoid.
 3. pkg_resources (utils/general, utils/loggers import it at top; only parse_version/require are
    used) was dropped by recent setuptools -> a minimal stand-in if the import fails.
-4. Packages used only for plots/notebooks/logging (pandas, matplotlib, seaborn, IPython,
-   tensorboard) -> inert stand-in modules *only if they are not installed* (plots are off via
-   --noplots; the tensorboard writer then discards scalars).
+4. Packages used only for plots/notebooks/logging/downloads (pandas, matplotlib, seaborn, IPython,
+   tensorboard, requests) -> inert stand-in modules *only if they are not installed* (plots are
+   off via --noplots; the tensorboard writer then discards scalars; nothing is downloaded).
 5. wandb / clearml / comet_ml are blocked (ImportError) so nothing tries to log in online.
 6. Network checks: check_git_info (runs at train.py import and pip-installs gitpython),
    check_git_status, check_requirements (pip-installs), check_font (downloads Arial.ttf) -> no-ops;
@@ -131,7 +131,7 @@ def apply(log=print):
         applied.append("pkg_resources stand-in")
 
     for name, subs in (("pandas", ()), ("matplotlib", ("matplotlib.pyplot",)), ("seaborn", ()),
-                       ("IPython", ("IPython.display",))):
+                       ("IPython", ("IPython.display",)), ("requests", ())):
         if _missing(name):
             _stub_module(name)
             for s in subs:
