@@ -34,7 +34,12 @@ def main():
     args = ap.parse_args(argv)
 
     sys.path.insert(0, os.path.dirname(HERE))  # python/ -> import yolocu_train
-    from yolocu_train import compat
+    # compat.py by path: importing the yolocu_train package would build/load the extension, which
+    # the baseline run must not do.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("yolocu_train_compat", os.path.join(HERE, "compat.py"))
+    compat = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compat)
     fixes = compat.apply()
     import torch
 
