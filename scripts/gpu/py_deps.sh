@@ -3,7 +3,7 @@
 _deps_dir="$root/build/pydeps"
 mkdir -p "$_deps_dir"
 export PYTHONPATH="$_deps_dir${PYTHONPATH:+:$PYTHONPATH}"
-for _pair in yaml:PyYAML tqdm:tqdm psutil:psutil PIL:pillow; do
+for _pair in yaml:PyYAML tqdm:tqdm psutil:psutil PIL:pillow setuptools:setuptools; do
   _mod=${_pair%%:*}; _whl=${_pair#*:}
   if ! "$py" -c "import $_mod" 2>/dev/null; then
     _file=$(ls "$root"/.whl/"$_whl"-*.whl 2>/dev/null | head -1)
