@@ -238,6 +238,8 @@ def main():
     ap.add_argument("--compile", action="store_true", help="also time torch.compile(bbox_iou) for CIoU")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if not yt.HAVE_CUDA_KERNELS:
+        sys.exit(f"the yolocu extension was built without CUDA kernels ({yt.LIBRARY_PATH})")
     FLUSH = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
     dev = torch.cuda.get_device_name(0)
     peak = copy_bw(2 * 1024 ** 3, iters=20)

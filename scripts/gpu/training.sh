@@ -31,7 +31,7 @@ if [ ! -x build/tests/training/test_training_gpu ]; then
 fi
 for t in test_training_cpu test_training_gpu; do
   if build/tests/training/$t >"$out/$t.log" 2>&1; then
-    echo "PASS  $t ($(grep -c '^\[       OK \]' "$out/$t.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$t.log") skipped)"
+    echo "PASS  $t: $(grep -E '^\[  (PASSED|SKIPPED) +\] [0-9]+ test' "$out/$t.log" | tr -s ' ' | tr '\n' ' ')"
   else
     echo "FAIL  $t (see $t.log)"; grep -E '^\[  FAILED  \]' "$out/$t.log" | head -20; status=1
   fi
@@ -45,14 +45,23 @@ else
 fi
 
 step "PyTorch op tests (forward/gradients vs PyTorch, gradcheck float64)"
-"$py" tests/training/test_torch_ops.py --device cuda >"$out/test_torch_ops.log" 2>&1 || status=1
-grep -E '^(FAIL|ALL PASSED|[0-9]+ FAILED)' "$out/test_torch_ops.log"; grep -c '^PASS' "$out/test_torch_ops.log" | sed 's/^/PASS lines: /'
+if "$py" tests/training/test_torch_ops.py --device cuda >"$out/test_torch_ops.log" 2>&1; then
+  echo "PASS  test_torch_ops.py: $(grep -c '^PASS' "$out/test_torch_ops.log") checks passed"
+else
+  status=1
+  echo "FAIL  test_torch_ops.py (see test_torch_ops.log):"
+  grep -E '^FAIL' "$out/test_torch_ops.log" || tail -15 "$out/test_torch_ops.log"
+fi
 
 step "kernel benchmarks vs PyTorch"
 extra=()
 [ "${YOLOCU_BENCH_COMPILE:-0}" = 1 ] && extra+=(--compile)
-"$py" bench/training/bench_kernels.py --out "$out" "${extra[@]}" >"$out/bench_kernels.log" 2>&1 || status=1
-sed -n '/^device/,$p' "$out/bench_kernels.log"
+if "$py" bench/training/bench_kernels.py --out "$out" "${extra[@]}" >"$out/bench_kernels.log" 2>&1; then
+  sed -n '/^device/,$p' "$out/bench_kernels.log"
+else
+  status=1
+  echo "FAIL  bench_kernels.py (see bench_kernels.log):"; tail -15 "$out/bench_kernels.log"
+fi
 
 if [ "${2:-}" = "--train" ]; then
   step "real training benchmark"

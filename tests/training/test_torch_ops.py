@@ -288,6 +288,10 @@ def main():
     args = ap.parse_args()
     print(f"torch {torch.__version__}, device {args.device}"
           f"{' ' + torch.cuda.get_device_name(0) if args.device == 'cuda' else ''}, library {yt.LIBRARY_PATH}")
+    if args.device == "cuda":
+        check("extension built with CUDA kernels", yt.HAVE_CUDA_KERNELS, f"library {yt.LIBRARY_PATH}")
+        if not yt.HAVE_CUDA_KERNELS:
+            sys.exit(1)
     yolov5_bbox_iou = None
     if os.path.isdir(os.path.join(args.yolov5, "utils")):
         # Import only utils/metrics.py's bbox_iou (its module imports need matplotlib: use the compat stubs).
