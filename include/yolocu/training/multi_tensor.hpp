@@ -44,7 +44,8 @@ void sgd_step_cpu(float* const* params, const float* const* grads, float* const*
 // addresses are set per call with set_pointers(); they are uploaded (one small async copy from
 // pinned memory) only when they differ from the last ones, so a training loop whose tensors keep
 // their storage pays no copy at all. Owns its device and pinned buffers (RAII); not thread-safe;
-// one table serves one CUDA device.
+// one table serves one CUDA device, and its uploads and launches must be ordered on one stream
+// (or synchronised between streams): the device pointer table is rewritten in stream order.
 class MultiTensorTable {
  public:
   // numel[i] > 0 elements (< 2^31) for tensor i; group[i] (empty: all 0) for SGD.
