@@ -42,10 +42,15 @@ case "$part" in
     copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt; copy reference/bus.npz; copy images; copy coco.names
     ;;
   train)
+    # training.sh/train_bench.sh read .data/yolov5 (a v7.0 copy) and .data/coco128; wheels in .whl
     rm -rf .gpu/data; mkdir -p .gpu/data
+    [ -d .data/coco128 ] || { mkdir -p .data; cp -r "$data/coco128" .data/coco128; }
+    [ -d .data/yolov5 ] || echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): see docs/training.md"
     ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
+git rev-parse --short HEAD > .gpu/COMMIT
+git diff --quiet HEAD 2>/dev/null || echo "$(cat .gpu/COMMIT)+uncommitted" > .gpu/COMMIT
 tar -C .gpu -cJf .gpu/bundle.tar.xz bin lib
 rm -rf .gpu/bin .gpu/lib
 du -sh .gpu; du -sh .gpu/* | sort -h

@@ -9,9 +9,11 @@ set -uo pipefail
 part=${1:?usage: run_all.sh infer|train}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-out=${OUT:-$root/gpu-out}
+# $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
+final=${OUT:-$root/gpu-out}
+out=$final/logs
 mkdir -p "$out"
-summary="$out/summary.txt"
+summary="$final/summary.txt"
 : >"$summary"
 row() { printf '%s\n' "$*" | tee -a "$summary"; }
 step() { echo "== $* ($(date +%T))"; }
@@ -25,7 +27,7 @@ export LD_LIBRARY_PATH=$root/.gpu/run/lib:$cudnn_dir:$cudart_dir:${LD_LIBRARY_PA
 export YOLOCU_DATA_DIR=$root/.gpu/data YOLOCU_SOURCE_DIR=$root YOLOCU_SCRATCH_DIR=$out/scratch YOLOCU_PYTHON=python3
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
 echo "cudnn: $cudnn_dir"; ls "$bin"
-row "commit $(git rev-parse --short HEAD 2>/dev/null || cat .gpu/COMMIT 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
+row "commit $(cat .gpu/COMMIT 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
 
 run_test() {  # run_test <binary> [gtest filter]
   local t=$1 filter=${2:-*}
@@ -40,7 +42,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   local tool=$1 t=$2 filter=$3
   [ -x "$bin/$t" ] || return
   if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
-    row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_$t.log" | tail -1)"
+    row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
   else
     row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
   fi
@@ -79,6 +81,7 @@ if [ "$part" = train ]; then
   grep -E '^(PASS|FAIL|\|)' "$out/training.log" >>"$summary"
 fi
 
+tar -C "$final" -czf "$final/logs.tar.gz" logs && rm -rf "$out"
 echo
 echo "================ summary ================"
 cat "$summary"
