@@ -52,7 +52,7 @@ if [ "$part" = infer ]; then
   step "GPU tests"
   for t in $(ls "$bin" | grep -E '^test_'); do run_test "$t"; done
   step "compute-sanitizer (short runs)"
-  for t in $(ls "$bin" | grep -E '^test_.*cuda'); do
+  for t in $(ls "$bin" | grep -E '^test_.*(cuda|gpu)'); do
     sanitize memcheck "$t" '*'
     sanitize racecheck "$t" '*Batch1*:*Random*'
     sanitize initcheck "$t" '*Batch1*:*Random*'
@@ -81,7 +81,9 @@ if [ "$part" = train ]; then
   grep -E '^(PASS|FAIL|\|)' "$out/training.log" >>"$summary"
 fi
 
-tar -C "$final" -czf "$final/logs.tar.gz" logs && rm -rf "$out"
+# (model checkpoints and training images stay behind: the archive must stay small)
+tar -C "$final" --exclude='*.pt' --exclude='*.jpg' --exclude='*.png' --exclude='*.cache' --exclude='*.onnx' \
+  -czf "$final/logs.tar.gz" logs && rm -rf "$out"
 echo
 echo "================ summary ================"
 cat "$summary"

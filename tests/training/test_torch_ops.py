@@ -269,6 +269,7 @@ def check_sgd(device):
                     p.grad = (torch.randn(p.shape, generator=gg) * 1024).to(device)
             if step == 3:
                 params[0][0].grad[0] = float("inf")  # GradScaler skips this step
+            scaler.scale(torch.ones((), device=device))  # initialises the scaler's state, as scaling a loss does
             scaler.unscale_(opt)
             scaler.step(opt)
             scaler.update()
