@@ -71,42 +71,79 @@ __device__ __forceinline__ void fast_pixel(const LetterboxCudaDesc& d, int x, in
   }
 }
 
-// Thread mapping: blockIdx.z is the image of the batch; each thread owns one destination pixel
-// (x, y) of that image's dst_w x dst_h letterbox and writes its R, G and B planes (coalesced along
-// x). Threads in the border write the pad value; the others gather their 2x2 source neighbourhood
-// (read-only, through the L1/texture path) and resize in registers. No shared memory, no sync.
-template <typename T, bool kExactMode>
+// Stores kPix consecutive values of one plane: 16-byte (float) or 8-byte (half) vector stores
+// when kPix == 4, scalar stores otherwise.
+template <typename T, int kPix>
+__device__ __forceinline__ void store_run(T* out, const float (&v)[kPix]) {
+  if constexpr (kPix == 4 && sizeof(T) == 4) {
+    *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (kPix == 4 && sizeof(T) == 2) {
+    const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+    uint2 packed;
+    packed.x = *reinterpret_cast<const unsigned int*>(&lo);
+    packed.y = *reinterpret_cast<const unsigned int*>(&hi);
+    *reinterpret_cast<uint2*>(out) = packed;
+  } else {
+    for (int k = 0; k < kPix; ++k) out[k] = to_out<T>(v[k]);
+  }
+}
+
+// Thread mapping: blockIdx.z is the image of the batch; each thread owns kPix consecutive
+// destination pixels (x0 .. x0+kPix-1, y) of that image's dst_w x dst_h letterbox and writes them
+// to the R, G and B planes with one vector store per plane (coalesced along x). Pixels in the
+// border take the pad value; the others gather their 2x2 source neighbourhood (read-only, through
+// L1) and resize in registers. No shared memory, no sync.
+template <typename T, bool kExactMode, int kPix>
 __global__ void letterbox_kernel(const LetterboxCudaDesc* __restrict__ descs, int dst_w, int dst_h,
                                  T* __restrict__ dst) {
-  const int x = blockIdx.x * kBlockX + threadIdx.x;
+  const int x0 = (blockIdx.x * kBlockX + threadIdx.x) * kPix;
   const int y = blockIdx.y * kBlockY + threadIdx.y;
-  if (x >= dst_w || y >= dst_h) return;
+  if (x0 >= dst_w || y >= dst_h) return;
   const LetterboxCudaDesc d = descs[blockIdx.z];
   const size_t plane = static_cast<size_t>(dst_w) * dst_h;
-  T* out = dst + static_cast<size_t>(blockIdx.z) * 3 * plane + static_cast<size_t>(y) * dst_w + x;
-  const int rx = x - d.left, ry = y - d.top;
-  int bgr[3] = {kLetterboxPad, kLetterboxPad, kLetterboxPad};
-  if (rx >= 0 && rx < d.new_w && ry >= 0 && ry < d.new_h) {
-    if (kExactMode) {
-      exact_pixel(d, rx, ry, bgr);
-    } else {
-      fast_pixel(d, rx, ry, bgr);
+  T* out = dst + static_cast<size_t>(blockIdx.z) * 3 * plane + static_cast<size_t>(y) * dst_w + x0;
+  const int ry = y - d.top;
+  float r[kPix], g[kPix], b[kPix];
+#pragma unroll
+  for (int k = 0; k < kPix; ++k) {
+    const int rx = x0 + k - d.left;
+    int bgr[3] = {kLetterboxPad, kLetterboxPad, kLetterboxPad};
+    if (rx >= 0 && rx < d.new_w && ry >= 0 && ry < d.new_h) {
+      if (kExactMode) {
+        exact_pixel(d, rx, ry, bgr);
+      } else {
+        fast_pixel(d, rx, ry, bgr);
+      }
     }
+    r[k] = unit(bgr[2]);
+    g[k] = unit(bgr[1]);
+    b[k] = unit(bgr[0]);
   }
-  out[0] = to_out<T>(unit(bgr[2]));
-  out[plane] = to_out<T>(unit(bgr[1]));
-  out[2 * plane] = to_out<T>(unit(bgr[0]));
+  store_run<T, kPix>(out, r);
+  store_run<T, kPix>(out + plane, g);
+  store_run<T, kPix>(out + 2 * plane, b);
+}
+
+template <typename T, int kPix>
+void launch_pix(const LetterboxCudaDesc* d_descs, int batch, int dst_w, int dst_h, LetterboxMode mode,
+                void* d_dst, cudaStream_t stream) {
+  const dim3 block(kBlockX, kBlockY);
+  const dim3 grid((dst_w + kBlockX * kPix - 1) / (kBlockX * kPix), (dst_h + kBlockY - 1) / kBlockY, batch);
+  if (mode == LetterboxMode::kExact) {
+    letterbox_kernel<T, true, kPix><<<grid, block, 0, stream>>>(d_descs, dst_w, dst_h, static_cast<T*>(d_dst));
+  } else {
+    letterbox_kernel<T, false, kPix><<<grid, block, 0, stream>>>(d_descs, dst_w, dst_h, static_cast<T*>(d_dst));
+  }
 }
 
 template <typename T>
 void launch(const LetterboxCudaDesc* d_descs, int batch, int dst_w, int dst_h, LetterboxMode mode,
             void* d_dst, cudaStream_t stream) {
-  const dim3 block(kBlockX, kBlockY);
-  const dim3 grid((dst_w + kBlockX - 1) / kBlockX, (dst_h + kBlockY - 1) / kBlockY, batch);
-  if (mode == LetterboxMode::kExact) {
-    letterbox_kernel<T, true><<<grid, block, 0, stream>>>(d_descs, dst_w, dst_h, static_cast<T*>(d_dst));
+  // Vector stores need every row start aligned: dst_w % 4 == 0 and an aligned base pointer.
+  if (dst_w % 4 == 0 && reinterpret_cast<uintptr_t>(d_dst) % (4 * sizeof(T)) == 0) {
+    launch_pix<T, 4>(d_descs, batch, dst_w, dst_h, mode, d_dst, stream);
   } else {
-    letterbox_kernel<T, false><<<grid, block, 0, stream>>>(d_descs, dst_w, dst_h, static_cast<T*>(d_dst));
+    launch_pix<T, 1>(d_descs, batch, dst_w, dst_h, mode, d_dst, stream);
   }
 }
 
