@@ -4,12 +4,13 @@
 # the non-system shared libraries they load (oneDNN, protobuf, libjpeg, libpng; found with ldd),
 # and the test material the GPU tests and benchmarks read. scripts/gpu/run_all.sh runs it there.
 #
-#   scripts/gpu/bundle.sh infer   inference: GPU tests, sanitizers, kernel/engine/end-to-end benchmarks
+#   scripts/gpu/bundle.sh tests   GPU tests and compute-sanitizer (all four models, reference tensors)
+#   scripts/gpu/bundle.sh bench   benchmarks against their peers, coco128 on the GPU (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train   training kernels and the real-training benchmark
-# Then call the device tool with carry [".gpu"] (and ".data" for train) and the command
-#   bash scripts/gpu/run_all.sh <part>
+# (one part per call: each call carries at most 64 MiB). Then call the device tool with carry
+# [".gpu"] (and ".data", ".whl" for train) and the command  bash scripts/gpu/run_all.sh <part>
 set -euo pipefail
-part=${1:?usage: bundle.sh infer|train}
+part=${1:?usage: bundle.sh tests|bench|train}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
@@ -37,9 +38,14 @@ done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc
 
 copy() { mkdir -p ".gpu/data/$(dirname "$1")"; cp -r "$data/$1" ".gpu/data/$1"; }
 case "$part" in
-  infer)
+  tests)
     copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
-    copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt; copy reference/bus.npz; copy images; copy coco.names
+    copy models/yolov5s_random_fp16.onnx; copy reference/bus.npz; copy images; copy coco.names
+    ;;
+  bench)
+    copy models/yolov5n.onnx; copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt
+    copy reference/bus.npz; copy images; copy coco.names; copy coco128
+    if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
     ;;
   train)
     # training.sh/train_bench.sh read .data/yolov5 (a v7.0 copy) and .data/coco128; wheels in .whl

@@ -2,11 +2,12 @@
 # THE GPU-machine run: GPU tests, compute-sanitizer, benchmarks against their peers in the same
 # run; full logs under $OUT (or ./gpu-out), a short table printed last.
 #
-#   scripts/gpu/bundle.sh infer   (here, no GPU needed)   then on the GPU machine:
-#   bash scripts/gpu/run_all.sh infer          (carry: .gpu)
+#   scripts/gpu/bundle.sh <part>   (here, no GPU needed)   then on the GPU machine:
+#   bash scripts/gpu/run_all.sh tests          (carry: .gpu)  GPU tests + compute-sanitizer
+#   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
 set -uo pipefail
-part=${1:?usage: run_all.sh infer|train}
+part=${1:?usage: run_all.sh tests|bench|train}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
@@ -48,7 +49,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
-if [ "$part" = infer ]; then
+if [ "$part" = tests ]; then
   step "GPU tests"
   for t in $(ls "$bin" | grep -E '^test_'); do run_test "$t"; done
   step "compute-sanitizer (short runs)"
@@ -57,6 +58,10 @@ if [ "$part" = infer ]; then
     sanitize racecheck "$t" '*Batch1*:*Random*'
     sanitize initcheck "$t" '*Batch1*:*Random*'
   done
+fi
+
+if [ "$part" = bench ]; then
+  export YOLOV5_DIR=$root/.gpu/yolov5
   step "benchmarks"
   for b in $(ls "$bin" | grep -E '^bench_' | grep -v _cpu); do
     timeout 240 "$bin/$b" >"$out/$b.log" 2>&1 && echo "ok    $b" || echo "FAIL  $b (log $b.log)"
@@ -64,7 +69,7 @@ if [ "$part" = infer ]; then
   for p in bench/peer_*.py; do
     [ -f "$p" ] || continue
     n=$(basename "$p" .py)
-    timeout 240 python3 "$p" >"$out/$n.log" 2>&1 && echo "ok    $n" || echo "FAIL  $n (log $n.log)"
+    timeout 300 python3 "$p" --yolov5 "$YOLOV5_DIR" --data "$YOLOCU_DATA_DIR" >"$out/$n.log" 2>&1 && echo "ok    $n" || echo "FAIL  $n (log $n.log)"
   done
   step "summary"
   for f in "$out"/bench_*.log "$out"/peer_*.log; do
