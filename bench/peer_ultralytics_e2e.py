@@ -28,7 +28,7 @@ def load_compat(root):
 def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser()
-    ap.add_argument("--yolov5", default=os.path.join(here, ".data", "yolov5"))
+    ap.add_argument("--yolov5", default=os.environ.get("YOLOV5_DIR", os.path.join(here, ".data", "yolov5")))
     ap.add_argument("--data", default=os.environ.get("YOLOCU_DATA_DIR", os.path.join(here, ".gpu", "data")))
     ap.add_argument("--models", nargs="+", default=["yolov5n.pt", "yolov5s.yaml"])
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])

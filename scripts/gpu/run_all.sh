@@ -69,7 +69,7 @@ if [ "$part" = bench ]; then
   for p in bench/peer_*.py; do
     [ -f "$p" ] || continue
     n=$(basename "$p" .py)
-    timeout 300 python3 "$p" --yolov5 "$YOLOV5_DIR" --data "$YOLOCU_DATA_DIR" >"$out/$n.log" 2>&1 && echo "ok    $n" || echo "FAIL  $n (log $n.log)"
+    timeout 300 python3 "$p" >"$out/$n.log" 2>&1 && echo "ok    $n" || echo "FAIL  $n (log $n.log)"
   done
   step "summary"
   for f in "$out"/bench_*.log "$out"/peer_*.log; do
