@@ -612,7 +612,8 @@ PostprocessWorkspace::PostprocessWorkspace(int64_t max_batch, int64_t rows, int 
   YOLOCU_CUDA_CHECK(cudaMallocHost(&h, w.layout.result_bytes));
   w.h_result.reset(h);
   std::memset(h, 0, w.layout.result_bytes);
-  const size_t smem = w.plan.nms_shared_bytes;
+  // the attribute is per kernel, shared by all workspaces: always the largest any plan can use
+  const size_t smem = static_cast<size_t>(kMaxCudaMaxDet) * (sizeof(uint64_t) + sizeof(Box));
   set_nms_smem<MergedSource<float, RoundNone>>(smem);
   set_nms_smem<MergedSource<__half, RoundHalf>>(smem);
   set_nms_smem<HeadsSource<float, RoundNone>>(smem);
