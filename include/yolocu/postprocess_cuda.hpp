@@ -1,18 +1,30 @@
 // yolocu/postprocess_cuda.hpp - decode + greedy NMS + back-projection on the device (CUDA builds).
 //
 // Same semantics and results as the CPU reference in postprocess.hpp (canonical order, torchvision
-// CPU threshold rule, class offset 7680): keep lists identical, boxes bit-identical for FP32 merged
-// output (the kernels evaluate the same float expressions, without FMA contraction).
+// CPU threshold rule, class offset 7680, first max_nms candidates by canonical order): keep lists
+// identical, boxes bit-identical (the kernels evaluate the same float expressions, without FMA
+// contraction; the sigmoid of the raw-head path is the shared double-precision one).
 //
-// Ownership and streams: PostprocessWorkspace owns every device buffer and one pinned host buffer,
-// all sized at construction for (max_batch, rows, num_classes, options); postprocess_cuda() only
-// enqueues work on `stream` (no allocation, no synchronisation: capturable in a CUDA graph) and
-// ends with ONE device-to-host copy into the pinned buffer. Read the results with results() after
-// synchronising that stream.
+// Memory is bounded by a fixed number of candidate slots per image (default max_nms, 30000):
+// 8 bytes per slot (a 64-bit key: score descending, then row * nc + class ascending; boxes are
+// recomputed from the input). When an image finds more candidates than slots, radix-select passes
+// find the key of the capacity-th best candidate and keep exactly the best-scored ones (ties by
+// index); the dropped count is reported by overflow(). NMS never builds an n x n mask: one block
+// per image takes the candidates in canonical order, 1024 at a time, and tests each only against
+// the boxes already kept (<= max_det, in shared memory), stopping at max_det.
+//
+// Ownership and streams: PostprocessWorkspace owns one device buffer and one pinned host buffer,
+// both sized at construction for (max_batch, rows, num_classes, options); postprocess_cuda() and
+// postprocess_raw_heads_cuda() only enqueue work on `stream` (a memset, 2 kernels, or 9 when an
+// image can overflow its slots, and ONE device-to-host copy into the pinned buffer; no allocation,
+// no synchronisation): capturable in a CUDA graph. Input pointers, options and geometries are
+// kernel arguments, so a captured graph replays them as captured. Read the results with results()
+// after synchronising that stream. A workspace serves one stream at a time.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,21 +33,48 @@
 
 namespace yolocu {
 
+// Largest batch of one call (geometries travel as kernel arguments) and largest max_det (the kept
+// boxes of an image live in shared memory).
+constexpr int kMaxCudaBatch = 128;
+constexpr int kMaxCudaMaxDet = 4096;
+
+// What a workspace allocates, computed on the host without touching the device.
+struct PostprocessCudaPlan {
+  int64_t max_batch = 0, rows = 0;
+  int num_classes = 0;
+  int64_t capacity = 0;         // candidate slots per image
+  int64_t max_candidates = 0;   // most candidates one image can produce (rows, or rows x classes)
+  bool select_passes = false;   // max_candidates > capacity: overflow possible, radix select enqueued
+  size_t device_bytes = 0;      // the one device allocation
+  size_t pinned_bytes = 0;      // the one pinned host allocation (results)
+  size_t nms_shared_bytes = 0;  // dynamic shared memory of the NMS kernel (kept boxes)
+};
+
+// candidate_capacity: slots per image; 0 = options.max_nms. Clamped to max_nms (the reference
+// keeps the first max_nms) and to max_candidates (more slots can never be used). A capacity below
+// max_nms saves memory but then keeps fewer candidates than the reference when one overflows.
+// Throws kInvalidArgument (options, batch outside [1, kMaxCudaBatch], max_det > kMaxCudaMaxDet,
+// rows * num_classes >= 2^31, negative capacity).
+PostprocessCudaPlan plan_postprocess_cuda(int64_t max_batch, int64_t rows, int num_classes,
+                                          const PostprocessOptions& options,
+                                          int64_t candidate_capacity = 0);
+
 class PostprocessWorkspace {
  public:
-  // candidate_capacity: candidate slots per image; 0 = exact (rows, or rows * nc when
-  // multi_label), which can never overflow. A smaller capacity saves memory; candidates beyond it
-  // are dropped and counted in overflow() (which ones is then scheduling-dependent).
+  // See plan_postprocess_cuda for the arguments. Allocates (synchronously) and throws kCuda on
+  // failure.
   PostprocessWorkspace(int64_t max_batch, int64_t rows, int num_classes,
                        const PostprocessOptions& options, int64_t candidate_capacity = 0);
   ~PostprocessWorkspace();
   PostprocessWorkspace(const PostprocessWorkspace&) = delete;
   PostprocessWorkspace& operator=(const PostprocessWorkspace&) = delete;
 
+  const PostprocessCudaPlan& plan() const;
   size_t device_bytes() const;
-  // After the stream of the last postprocess_cuda() call has been synchronised:
+  // After the stream of the last call has been synchronised (one entry per image of that call):
   std::vector<Detections> results() const;
-  // candidates dropped for lack of slots, per image of the last call
+  // candidates found per image (before the slot limit) and candidates dropped by it
+  std::vector<int64_t> candidates() const;
   std::vector<int64_t> overflow() const;
 
   struct Impl;
@@ -44,12 +83,23 @@ class PostprocessWorkspace {
   std::unique_ptr<Impl> impl_;
   friend void postprocess_cuda(const OutputView&, const std::vector<LetterboxGeometry>&,
                                const PostprocessOptions&, PostprocessWorkspace&, cudaStream_t);
+  friend void postprocess_raw_heads_cuda(const RawHeadsView&, const std::vector<LetterboxGeometry>&,
+                                         const PostprocessOptions&, PostprocessWorkspace&,
+                                         cudaStream_t);
 };
 
 // d_output: merged output in DEVICE memory (batch x rows x (5 + nc), float32 or float16);
-// one geometry per image; options must equal the workspace's (validated). Stream last.
+// one geometry per image; options must equal the workspace's. Stream last.
 void postprocess_cuda(const OutputView& d_output, const std::vector<LetterboxGeometry>& geometries,
                       const PostprocessOptions& options, PostprocessWorkspace& workspace,
                       cudaStream_t stream);
+
+// The same from the raw Detect-head convolution outputs in DEVICE memory (NCHW, as
+// raw_heads_view describes them): sigmoid, grid and anchors fused into the decode, the merged
+// batch x rows x (5 + nc) tensor is never formed. Workspace rows = d_heads.rows().
+void postprocess_raw_heads_cuda(const RawHeadsView& d_heads,
+                                const std::vector<LetterboxGeometry>& geometries,
+                                const PostprocessOptions& options, PostprocessWorkspace& workspace,
+                                cudaStream_t stream);
 
 }  // namespace yolocu

@@ -16,7 +16,10 @@ YOLOCU_HD bool canonical_before(float sa, int ra, int ca, float sb, int rb, int 
   return ca < cb;
 }
 
-YOLOCU_HD float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+// Evaluated in double and rounded once to float: the host's and the device's double exp are both
+// within 1 ulp, so CPU reference and CUDA kernels give the same float (a float expf differs by
+// 1-2 ulp between glibc and CUDA, which moved raw-head boxes and scores off bit-parity).
+YOLOCU_HD float sigmoid(float x) { return static_cast<float>(1.0 / (1.0 + ::exp(-static_cast<double>(x)))); }
 
 // xywh -> xyxy as ultralytics xywh2xyxy (x - w / 2, ...); `r` rounds to the tensor's dtype.
 template <typename Round>
