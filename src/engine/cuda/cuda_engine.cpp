@@ -132,6 +132,7 @@ struct BatchExec {
   std::vector<ConvBatch> convs;  // per ConvInfo
   GraphExec graph;
   bool graph_failed = false;
+  int runs = 0;
 };
 
 struct StepAux {
@@ -782,7 +783,9 @@ void CudaEngine::Impl::run(const void* d_input, int batch, cudaStream_t s) {
   const int in_id = sp.plan.inputs[0];
   // The input conversion stays outside the graph: the graph then never depends on d_input.
   ck::nchw_to_nhwc(d_input, half, ptr(in_id), half, batch, in_c, in_h, in_w, s);
-  if (options.cuda_graphs && !be.graph_failed) {
+  // The first run of a batch size is eager (it loads every kernel module outside any capture);
+  // the second captures the graph, later ones replay it.
+  if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {
     if (!be.graph) {
       try {
         capture(be, batch);
