@@ -1,0 +1,372 @@
+// Kernels of the GPU engine: layout conversion, conv epilogue, NHWC pooling / resize / concat, and
+// generic strided kernels for the plain-layout Detect tail. Arithmetic is float32 inside every
+// kernel; fp16 is only a storage format.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/cuda_check.hpp"
+#include "engine/cuda/cuda_kernels.hpp"
+
+namespace yolocu::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > (int64_t{1} << 20) ? (int64_t{1} << 20) : b));
+}
+
+void check_count(int64_t n, const char* what) {
+  YOLOCU_CHECK(n >= 0 && n < (int64_t{1} << 31), kUnsupported, what, ": ", n, " elements (limit 2^31)");
+}
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+template <typename T>
+__device__ __forceinline__ T from_f(float v);
+template <>
+__device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+__device__ __forceinline__ float apply(EltOp op, float a, float b) {
+  switch (op) {
+    case EltOp::kSigmoid: return 1.f / (1.f + expf(-a));
+    case EltOp::kRelu: return a > 0.f ? a : 0.f;
+    case EltOp::kExp: return expf(a);
+    case EltOp::kSqrt: return sqrtf(a);
+    case EltOp::kFloor: return floorf(a);
+    case EltOp::kCeil: return ceilf(a);
+    case EltOp::kNeg: return -a;
+    case EltOp::kAbs: return fabsf(a);
+    case EltOp::kAdd: return a + b;
+    case EltOp::kSub: return a - b;
+    case EltOp::kMul: return a * b;
+    case EltOp::kDiv: return a / b;
+    case EltOp::kPow: return powf(a, b);
+    case EltOp::kMax: return fmaxf(a, b);
+    case EltOp::kMin: return fminf(a, b);
+  }
+  return a;
+}
+
+// NCHW -> NHWC. One thread per destination element, destination order (channel fastest) so the
+// writes coalesce; the reads stride by H*W, which is cheap for the 3-channel network input.
+template <typename Tin, typename Tout>
+__global__ void nchw_to_nhwc_kernel(const Tin* __restrict__ src, Tout* __restrict__ dst, int c, int hw,
+                                    int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int ch = i % c;
+    const int pix = i / c;
+    const int n = pix / hw, p = pix - n * hw;
+    dst[i] = from_f<Tout>(to_f(src[(static_cast<int64_t>(n) * c + ch) * hw + p]));
+  }
+}
+
+// NHWC -> NCHW float32 as a tiled transpose of each image's [HW x C] matrix: a 32x32 tile per
+// block (blockIdx.x: channel tile, blockIdx.y: pixel tile, blockIdx.z: image), 32x8 threads;
+// loads are coalesced along C, stores along HW, through padded shared memory.
+template <typename Tin>
+__global__ void nhwc_to_nchw_kernel(const Tin* __restrict__ src, float* __restrict__ dst, int c, int hw) {
+  __shared__ float tile[32][33];
+  const int64_t base = static_cast<int64_t>(blockIdx.z) * hw * c;
+  const int c0 = blockIdx.x * 32, p0 = blockIdx.y * 32;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int p = p0 + j, ch = c0 + threadIdx.x;
+    if (p < hw && ch < c) tile[j][threadIdx.x] = to_f(src[base + static_cast<int64_t>(p) * c + ch]);
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int ch = c0 + j, p = p0 + threadIdx.x;
+    if (ch < c && p < hw) dst[base + static_cast<int64_t>(ch) * hw + p] = tile[threadIdx.x][j];
+  }
+}
+
+// Conv epilogue, in place on the NHWC output: each thread owns V consecutive channels of one
+// pixel (C % V == 0), one vector load of y (and of the residual), bias from the (cached) bias
+// array, SiLU in float, one vector store.
+template <typename T, int V>
+__global__ void bias_act_kernel(T* __restrict__ y, const float* __restrict__ bias, const T* __restrict__ res,
+                                int nvec, int cvec, bool silu) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += gridDim.x * blockDim.x) {
+    const int c0 = (i % cvec) * V;
+    Vec<T, V> a = reinterpret_cast<const Vec<T, V>*>(y)[i];
+    Vec<T, V> r;
+    if (res) r = reinterpret_cast<const Vec<T, V>*>(res)[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      float v = to_f(a.v[k]);
+      if (bias) v += bias[c0 + k];
+      if (silu) v = v / (1.f + expf(-v));
+      if (res) v += to_f(r.v[k]);
+      a.v[k] = from_f<T>(v);
+    }
+    reinterpret_cast<Vec<T, V>*>(y)[i] = a;
+  }
+}
+
+// Same-shape elementwise op: one thread per element (grid-stride), any layout.
+template <typename T>
+__global__ void eltwise_kernel(EltOp op, const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y,
+                               int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] = from_f<T>(apply(op, to_f(a[i]), b ? to_f(b[i]) : 0.f));
+}
+
+// Row copy with pitches (channel concat in NHWC, any-axis concat in plain layout): one thread
+// per U-sized unit; row = unit / units_per_row. U is the widest power of two dividing all sizes.
+template <typename U>
+__global__ void copy_rows_kernel(const U* __restrict__ src, int src_pitch, U* __restrict__ dst, int dst_pitch,
+                                 int units_per_row, int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int row = i / units_per_row, col = i - row * units_per_row;
+    dst[static_cast<int64_t>(row) * dst_pitch + col] = src[static_cast<int64_t>(row) * src_pitch + col];
+  }
+}
+
+// Max pooling on NHWC: one thread per output element, channel fastest (coalesced loads of each
+// window tap); NaN propagates like the CPU reference; padding taps are skipped.
+template <typename T>
+__global__ void maxpool_kernel(const T* __restrict__ x, T* __restrict__ y, PoolParams p, int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int ch = i % p.c;
+    int t = i / p.c;
+    const int ox = t % p.ow;
+    t /= p.ow;
+    const int oy = t % p.oh;
+    const int n = t / p.oh;
+    const int y0 = max(0, oy * p.sh - p.ph), y1 = min(p.h, oy * p.sh - p.ph + p.kh);
+    const int x0 = max(0, ox * p.sw - p.pw), x1 = min(p.w, ox * p.sw - p.pw + p.kw);
+    float m = -INFINITY;
+    for (int yy = y0; yy < y1; ++yy)
+      for (int xx = x0; xx < x1; ++xx) {
+        const float v = to_f(x[((static_cast<int64_t>(n) * p.h + yy) * p.w + xx) * p.c + ch]);
+        m = (v > m || isnan(v)) ? v : m;
+      }
+    y[i] = from_f<T>(m);
+  }
+}
+
+// Nearest resize on NHWC: one thread per output element, channel fastest; source row/column from
+// the precomputed tables (exactly the CPU reference's indices).
+template <typename T>
+__global__ void resize_kernel(const T* __restrict__ x, T* __restrict__ y, int h, int w, int c, int oh, int ow,
+                              const int* __restrict__ sy, const int* __restrict__ sx, int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int ch = i % c;
+    int t = i / c;
+    const int ox = t % ow;
+    t /= ow;
+    const int oy = t % oh;
+    const int n = t / oh;
+    y[i] = x[((static_cast<int64_t>(n) * h + sy[oy]) * w + sx[ox]) * c + ch];
+  }
+}
+
+// Generic strided kernels (plain float32): one thread per output element in row-major order; the
+// coordinate is decomposed from the last axis and dotted with each input's strides (0 for a
+// broadcast axis).
+__global__ void binary_strided_kernel(EltOp op, const float* __restrict__ a, const float* __restrict__ b,
+                                      float* __restrict__ y, StridedParams p, int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int rem = i;
+    int64_t oa = 0, ob = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int dim = static_cast<int>(p.out_dims[d]);
+      const int q = rem / dim, coord = rem - q * dim;
+      rem = q;
+      oa += coord * p.a_strides[d];
+      ob += coord * p.b_strides[d];
+    }
+    y[i] = apply(op, a[oa], b[ob]);
+  }
+}
+
+__global__ void gather_strided_kernel(const float* __restrict__ x, float* __restrict__ y, StridedParams p,
+                                      int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int rem = i;
+    int64_t o = p.a_base;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int dim = static_cast<int>(p.out_dims[d]);
+      const int q = rem / dim, coord = rem - q * dim;
+      rem = q;
+      o += coord * p.a_strides[d];
+    }
+    y[i] = x[o];
+  }
+}
+
+int64_t numel_of(const StridedParams& p) {
+  int64_t n = 1;
+  for (int d = 0; d < p.rank; ++d) n *= p.out_dims[d];
+  return n;
+}
+
+}  // namespace
+
+EltOp elt_op(const char* op_type) {
+  static const struct {
+    const char* name;
+    EltOp op;
+  } kTable[] = {{"Sigmoid", EltOp::kSigmoid}, {"Relu", EltOp::kRelu}, {"Exp", EltOp::kExp},   {"Sqrt", EltOp::kSqrt},
+                {"Floor", EltOp::kFloor},     {"Ceil", EltOp::kCeil}, {"Neg", EltOp::kNeg},   {"Abs", EltOp::kAbs},
+                {"Add", EltOp::kAdd},         {"Sub", EltOp::kSub},   {"Mul", EltOp::kMul},   {"Div", EltOp::kDiv},
+                {"Pow", EltOp::kPow},         {"Max", EltOp::kMax},   {"Min", EltOp::kMin}};
+  for (const auto& e : kTable)
+    if (std::strcmp(e.name, op_type) == 0) return e.op;
+  detail::fail(ErrorCode::kUnsupported, "GPU engine: no elementwise kernel for op '", op_type, "'");
+}
+
+bool elt_is_unary(EltOp op) { return static_cast<int>(op) < static_cast<int>(EltOp::kAdd); }
+
+void nchw_to_nhwc(const void* src, bool in_half, void* dst, bool out_half, int n, int c, int h, int w,
+                  cudaStream_t stream) {
+  const int64_t total = int64_t{n} * c * h * w;
+  check_count(total, "nchw_to_nhwc");
+  const int t = static_cast<int>(total);
+  const unsigned g = grid_for(total);
+  if (in_half && out_half)
+    nchw_to_nhwc_kernel<<<g, kThreads, 0, stream>>>(static_cast<const __half*>(src), static_cast<__half*>(dst), c, h * w, t);
+  else if (in_half)
+    nchw_to_nhwc_kernel<<<g, kThreads, 0, stream>>>(static_cast<const __half*>(src), static_cast<float*>(dst), c, h * w, t);
+  else if (out_half)
+    nchw_to_nhwc_kernel<<<g, kThreads, 0, stream>>>(static_cast<const float*>(src), static_cast<__half*>(dst), c, h * w, t);
+  else
+    nchw_to_nhwc_kernel<<<g, kThreads, 0, stream>>>(static_cast<const float*>(src), static_cast<float*>(dst), c, h * w, t);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h, int w, cudaStream_t stream) {
+  check_count(int64_t{n} * c * h * w, "nhwc_to_nchw");
+  YOLOCU_CHECK(n <= 65535 && (h * w + 31) / 32 <= 65535, kUnsupported, "nhwc_to_nchw: grid too large");
+  const dim3 grid((c + 31) / 32, (h * w + 31) / 32, n), block(32, 8);
+  if (in_half)
+    nhwc_to_nchw_kernel<<<grid, block, 0, stream>>>(static_cast<const __half*>(src), dst, c, h * w);
+  else
+    nhwc_to_nchw_kernel<<<grid, block, 0, stream>>>(static_cast<const float*>(src), dst, c, h * w);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+template <typename T, int V>
+void launch_bias_act(void* y, const float* bias, const void* res, int64_t pixels, int channels, bool silu,
+                     cudaStream_t stream) {
+  const int64_t nvec = pixels * channels / V;
+  bias_act_kernel<T, V><<<grid_for(nvec), kThreads, 0, stream>>>(static_cast<T*>(y), bias, static_cast<const T*>(res),
+                                                                 static_cast<int>(nvec), channels / V, silu);
+}
+}  // namespace
+
+void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
+                   bool silu, cudaStream_t stream) {
+  check_count(pixels * channels, "bias_act_nhwc");
+  // Vector width: 16-byte accesses when the channel count allows (buffers are 256-byte aligned).
+  if (half) {
+    if (channels % 8 == 0) launch_bias_act<__half, 8>(y, bias, residual, pixels, channels, silu, stream);
+    else if (channels % 2 == 0) launch_bias_act<__half, 2>(y, bias, residual, pixels, channels, silu, stream);
+    else launch_bias_act<__half, 1>(y, bias, residual, pixels, channels, silu, stream);
+  } else {
+    if (channels % 4 == 0) launch_bias_act<float, 4>(y, bias, residual, pixels, channels, silu, stream);
+    else launch_bias_act<float, 1>(y, bias, residual, pixels, channels, silu, stream);
+  }
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void eltwise_flat(EltOp op, const void* a, const void* b, void* y, bool half, int64_t n, cudaStream_t stream) {
+  check_count(n, "eltwise");
+  if (half)
+    eltwise_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, static_cast<const __half*>(a),
+                                                         static_cast<const __half*>(b), static_cast<__half*>(y),
+                                                         static_cast<int>(n));
+  else
+    eltwise_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, static_cast<const float*>(a),
+                                                         static_cast<const float*>(b), static_cast<float*>(y),
+                                                         static_cast<int>(n));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+template <typename U>
+void launch_copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch, int64_t rows,
+                      int64_t row_bytes, cudaStream_t stream) {
+  const int64_t upr = row_bytes / static_cast<int64_t>(sizeof(U));
+  const int64_t total = upr * rows;
+  check_count(total, "copy_rows");
+  check_count(rows * (std::max(src_pitch, dst_pitch) / static_cast<int64_t>(sizeof(U))), "copy_rows extent");
+  copy_rows_kernel<U><<<grid_for(total), kThreads, 0, stream>>>(
+      static_cast<const U*>(src), static_cast<int>(src_pitch / static_cast<int64_t>(sizeof(U))), static_cast<U*>(dst),
+      static_cast<int>(dst_pitch / static_cast<int64_t>(sizeof(U))), static_cast<int>(upr), static_cast<int>(total));
+}
+}  // namespace
+
+void copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch, int64_t rows, int64_t row_bytes,
+               cudaStream_t stream) {
+  if (rows <= 0 || row_bytes <= 0) return;
+  const uint64_t all = static_cast<uint64_t>(src_pitch) | static_cast<uint64_t>(dst_pitch) |
+                       static_cast<uint64_t>(row_bytes) | reinterpret_cast<uintptr_t>(src) |
+                       reinterpret_cast<uintptr_t>(dst);
+  if (all % 16 == 0) launch_copy_rows<uint4>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+  else if (all % 8 == 0) launch_copy_rows<uint2>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+  else if (all % 4 == 0) launch_copy_rows<uint32_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+  else if (all % 2 == 0) launch_copy_rows<uint16_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+  else launch_copy_rows<uint8_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaStream_t stream) {
+  const int64_t total = int64_t{p.n} * p.oh * p.ow * p.c;
+  check_count(total, "maxpool");
+  check_count(int64_t{p.n} * p.h * p.w * p.c, "maxpool input");
+  if (half)
+    maxpool_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), static_cast<__half*>(y), p,
+                                                             static_cast<int>(total));
+  else
+    maxpool_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), p,
+                                                             static_cast<int>(total));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow,
+                         const int* src_y, const int* src_x, cudaStream_t stream) {
+  const int64_t total = int64_t{n} * oh * ow * c;
+  check_count(total, "resize");
+  if (half)
+    resize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), static_cast<__half*>(y), h,
+                                                            w, c, oh, ow, src_y, src_x, static_cast<int>(total));
+  else
+    resize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), h, w,
+                                                            c, oh, ow, src_y, src_x, static_cast<int>(total));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void unary_plain(EltOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+  eltwise_flat(op, x, nullptr, y, false, n, stream);
+}
+
+void binary_plain(EltOp op, const float* a, const float* b, float* y, const StridedParams& p, cudaStream_t stream) {
+  const int64_t n = numel_of(p);
+  check_count(n, "binary");
+  binary_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, a, b, y, p, static_cast<int>(n));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t stream) {
+  const int64_t n = numel_of(p);
+  check_count(n, "gather");
+  gather_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, p, static_cast<int>(n));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace yolocu::cuda_kernels

@@ -1,0 +1,65 @@
+// Kernels of the GPU engine (cuda_kernels.cu), callable from host C++. Every launcher only enqueues
+// on `stream` (capturable in a CUDA graph) and throws yolocu::Error(kCuda) if the launch fails.
+// `half` selects the activation dtype of NHWC buffers (true: fp16, false: fp32); plain buffers are
+// always float32. Element counts must be < 2^31 (checked).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace yolocu::cuda_kernels {
+
+constexpr int kMaxRank = 6;
+
+enum class EltOp : int {
+  kSigmoid, kRelu, kExp, kSqrt, kFloor, kCeil, kNeg, kAbs,          // unary
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,                          // binary
+};
+// Throws kUnsupported for an op type with no EltOp.
+EltOp elt_op(const char* op_type);
+bool elt_is_unary(EltOp op);
+
+// NCHW (float32 or fp16 as `in_half`) -> NHWC activation dtype.
+void nchw_to_nhwc(const void* src, bool in_half, void* dst, bool out_half, int n, int c, int h, int w,
+                  cudaStream_t stream);
+// NHWC activation dtype -> NCHW float32.
+void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h, int w, cudaStream_t stream);
+
+// y[p, c] = act(y[p, c] + bias[c]) (+ residual[p, c]) over pixels x channels, in place; bias may be
+// null, residual may be null, act = SiLU if silu else identity.
+void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
+                   bool silu, cudaStream_t stream);
+
+// Same-shape elementwise op over n elements of the activation dtype (b null for unary ops).
+void eltwise_flat(EltOp op, const void* a, const void* b, void* y, bool half, int64_t n, cudaStream_t stream);
+
+// Copies `rows` rows of `row_bytes` from src (pitch src_pitch) to dst (pitch dst_pitch); all
+// byte counts; picks the widest access that divides every size and both pointers.
+void copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch, int64_t rows, int64_t row_bytes,
+               cudaStream_t stream);
+
+struct PoolParams {
+  int n, h, w, c, oh, ow, kh, kw, sh, sw, ph, pw;
+};
+void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaStream_t stream);
+
+// Nearest resize: output row oy reads input row src_y[oy], column ox reads src_x[ox] (device tables).
+void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow,
+                         const int* src_y, const int* src_x, cudaStream_t stream);
+
+// Strided views for the plain (float32) generic kernels: out coordinate -> element offsets.
+struct StridedParams {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t a_strides[kMaxRank] = {};  // per output axis (0 = broadcast)
+  int64_t b_strides[kMaxRank] = {};
+  int64_t a_base = 0;
+};
+void unary_plain(EltOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
+// y[i] = op(a[offset_a(i)], b[offset_b(i)])
+void binary_plain(EltOp op, const float* a, const float* b, float* y, const StridedParams& p, cudaStream_t stream);
+// y[i] = x[a_base + offset_a(i)]  (Transpose, Slice, Split)
+void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t stream);
+
+}  // namespace yolocu::cuda_kernels

@@ -1,0 +1,311 @@
+#include "engine/cuda/gpu_steps.hpp"
+
+#include <algorithm>
+
+#include "core/check.hpp"
+#include "engine/memory_plan.hpp"
+
+namespace yolocu::engine {
+
+const char* gpu_step_kind_name(GpuStepKind k) noexcept {
+  switch (k) {
+    case GpuStepKind::kConv: return "Conv";
+    case GpuStepKind::kToNhwc: return "ToNhwc";
+    case GpuStepKind::kToPlain: return "ToPlain";
+    case GpuStepKind::kEltwiseNhwc: return "EltwiseNhwc";
+    case GpuStepKind::kConcatNhwc: return "ConcatNhwc";
+    case GpuStepKind::kMaxPool: return "MaxPool";
+    case GpuStepKind::kResize: return "Resize";
+    case GpuStepKind::kUnary: return "Unary";
+    case GpuStepKind::kBinary: return "Binary";
+    case GpuStepKind::kGather: return "Gather";
+    case GpuStepKind::kConcat: return "Concat";
+    case GpuStepKind::kCopy: return "Copy";
+    case GpuStepKind::kView: return "View";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_unary(const std::string& op) {
+  return op == "Sigmoid" || op == "Relu" || op == "Exp" || op == "Sqrt" || op == "Floor" || op == "Ceil" ||
+         op == "Neg" || op == "Abs";
+}
+bool is_binary(const std::string& op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min";
+}
+
+// Conv -> Sigmoid -> Mul(conv, sigmoid) with no other consumers: the SiLU the CPU executor fuses too.
+bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx) {
+  const PlanNode& c = plan.nodes[static_cast<size_t>(conv_idx)];
+  const int cv = c.out[0];
+  const auto& v = plan.values[static_cast<size_t>(cv)];
+  if (v.graph_output || v.consumers.size() != 2) return false;
+  int s = -1, m = -1;
+  for (int k : v.consumers) {
+    const auto& n = plan.nodes[static_cast<size_t>(k)].node;
+    if (n.op_type == "Sigmoid") s = k;
+    else if (n.op_type == "Mul") m = k;
+  }
+  if (s < 0 || m < 0) return false;
+  const int sv = plan.nodes[static_cast<size_t>(s)].out[0];
+  const auto& sval = plan.values[static_cast<size_t>(sv)];
+  if (sval.graph_output || sval.consumers.size() != 1 || sval.consumers[0] != m) return false;
+  const auto& mn = plan.nodes[static_cast<size_t>(m)];
+  if (mn.in.size() != 2 || !((mn.in[0] == cv && mn.in[1] == sv) || (mn.in[0] == sv && mn.in[1] == cv))) return false;
+  *sig_idx = s;
+  *mul_idx = m;
+  return true;
+}
+
+}  // namespace
+
+size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size) {
+  const auto& v = sp.plan.values[static_cast<size_t>(value)];
+  const size_t es = sp.layout[static_cast<size_t>(value)] == Layout::kNhwc ? act_elem_size : sizeof(float);
+  return static_cast<size_t>(shape_numel(v.shape)) * es;
+}
+
+GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
+  GpuStepPlan sp;
+  sp.plan = std::move(plan_in);
+  Plan& plan = sp.plan;
+  auto val = [&](int id) -> PlanValue& { return plan.values[static_cast<size_t>(id)]; };
+
+  for (const auto& v : plan.values)
+    if (!v.constant)
+      YOLOCU_CHECK(v.dtype == DType::kFloat32, kUnsupported, "GPU engine: value '", v.name, "' has type ",
+                   dtype_name(v.dtype), " at run time (only float tensors are supported)");
+
+  sp.layout.assign(plan.values.size(), Layout::kNone);
+  for (int id : plan.inputs) {
+    YOLOCU_CHECK(val(id).shape.size() == 4, kUnsupported, "GPU engine: input '", val(id).name,
+                 "' must be rank 4 (N, C, H, W), got ", shape_str(val(id).shape));
+    sp.layout[static_cast<size_t>(id)] = Layout::kNhwc;
+  }
+
+  std::vector<int> twin(plan.values.size(), -1);
+  auto make_twin = [&](int id, Layout to) {
+    if (sp.layout[static_cast<size_t>(id)] == to) return id;
+    if (twin[static_cast<size_t>(id)] >= 0) return twin[static_cast<size_t>(id)];
+    PlanValue pv = val(id);
+    pv.name += to == Layout::kNhwc ? ":nhwc" : ":nchw";
+    pv.graph_output = false;
+    pv.graph_input = false;
+    pv.consumers.clear();
+    pv.producer = -1;
+    plan.values.push_back(pv);
+    sp.layout.push_back(to);
+    twin.push_back(id);  // the twin's twin is the original
+    const int t = static_cast<int>(plan.values.size()) - 1;
+    twin[static_cast<size_t>(id)] = t;
+    GpuStep r;
+    r.kind = to == Layout::kNhwc ? GpuStepKind::kToNhwc : GpuStepKind::kToPlain;
+    r.in = {id};
+    r.out = {t};
+    r.label = val(id).name + (to == Layout::kNhwc ? " -> nhwc" : " -> nchw");
+    sp.steps.push_back(r);
+    return t;
+  };
+  auto plain = [&](int id) {
+    if (id < 0 || val(id).constant) return id;
+    return make_twin(id, Layout::kPlain);
+  };
+  auto nhwc = [&](int id) {
+    YOLOCU_CHECK(val(id).shape.size() == 4, kUnsupported, "GPU engine: value '", val(id).name,
+                 "' feeds a convolution-type op but has shape ", shape_str(val(id).shape));
+    YOLOCU_CHECK(!val(id).constant, kUnsupported, "GPU engine: constant '", val(id).name,
+                 "' as the data input of a convolution-type op");
+    return make_twin(id, Layout::kNhwc);
+  };
+  auto layout_of = [&](int id) { return id < 0 ? Layout::kNone : sp.layout[static_cast<size_t>(id)]; };
+
+  std::vector<bool> absorbed(plan.nodes.size(), false);
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    if (absorbed[i]) continue;
+    const PlanNode pn = plan.nodes[i];  // copy: plan.values may grow below
+    const std::string& op = pn.node.op_type;
+    GpuStep s;
+    s.node = static_cast<int>(i);
+    s.in = pn.in;
+    s.out = pn.out;
+    s.label = pn.node.name.empty() ? op : pn.node.name;
+    const int y = pn.out.empty() ? -1 : pn.out[0];
+    std::vector<int> runtime_in;
+    for (int id : pn.in)
+      if (id >= 0 && !val(id).constant) runtime_in.push_back(id);
+    Layout out_layout = Layout::kPlain;
+
+    if (op == "Conv") {
+      YOLOCU_CHECK(pn.in.size() >= 2 && val(pn.in[1]).constant, kUnsupported, pn.node.describe(),
+                   ": weights computed at run time are not supported");
+      YOLOCU_CHECK(pn.in.size() < 3 || pn.in[2] < 0 || val(pn.in[2]).constant, kUnsupported, pn.node.describe(),
+                   ": bias computed at run time is not supported");
+      const auto pads = pn.node.attr_ints("pads", {0, 0, 0, 0});
+      YOLOCU_CHECK(pads.size() == 4 && pads[0] == pads[2] && pads[1] == pads[3], kUnsupported, pn.node.describe(),
+                   ": asymmetric padding is not supported on the GPU");
+      YOLOCU_CHECK(pn.node.attr_string("auto_pad", "NOTSET") == "NOTSET", kUnsupported, pn.node.describe(),
+                   ": auto_pad is not supported on the GPU");
+      s.kind = GpuStepKind::kConv;
+      s.in[0] = nhwc(pn.in[0]);
+      ++sp.convs;
+      int sig = -1, mul = -1;
+      if (options.fuse_silu && is_silu_pair(plan, static_cast<int>(i), &sig, &mul)) {
+        absorbed[static_cast<size_t>(sig)] = absorbed[static_cast<size_t>(mul)] = true;
+        s.silu = true;
+        s.out = plan.nodes[static_cast<size_t>(mul)].out;
+        ++sp.fused_silu;
+        // Residual: the SiLU output's only consumer is Add(silu, r) with r ready, same shape, NHWC.
+        const int sv = s.out[0];
+        const auto& svv = val(sv);
+        if (options.fuse_residual && !svv.graph_output && svv.consumers.size() == 1) {
+          const int a = svv.consumers[0];
+          const PlanNode& an = plan.nodes[static_cast<size_t>(a)];
+          if (an.node.op_type == "Add" && an.in.size() == 2 && an.out.size() == 1 && !absorbed[static_cast<size_t>(a)]) {
+            const int r = an.in[0] == sv ? an.in[1] : an.in[0];
+            const bool ready = r >= 0 && r != sv && !val(r).constant &&
+                               (val(r).graph_input || (val(r).producer >= 0 && val(r).producer < static_cast<int>(i)));
+            if (ready && layout_of(r) == Layout::kNhwc && val(r).shape == svv.shape &&
+                val(an.out[0]).shape == svv.shape) {
+              absorbed[static_cast<size_t>(a)] = true;
+              s.residual = r;
+              s.out = an.out;
+              ++sp.fused_residual;
+            }
+          }
+        }
+      }
+      // Inputs the step reads: x, (weights / bias are constants), residual.
+      s.in = {s.in[0], pn.in[1], pn.in.size() > 2 ? pn.in[2] : -1, s.residual};
+      out_layout = Layout::kNhwc;
+    } else if (is_unary(op) || is_binary(op)) {
+      YOLOCU_CHECK(!is_binary(op) || pn.in.size() == 2, kUnsupported, pn.node.describe(), ": expects 2 inputs");
+      bool nhwc_ok = y >= 0 && val(y).shape.size() == 4 && runtime_in.size() == pn.in.size();
+      for (int id : runtime_in) nhwc_ok = nhwc_ok && layout_of(id) == Layout::kNhwc && val(id).shape == val(y).shape;
+      if (nhwc_ok) {
+        s.kind = GpuStepKind::kEltwiseNhwc;
+        out_layout = Layout::kNhwc;
+      } else {
+        s.kind = is_unary(op) ? GpuStepKind::kUnary : GpuStepKind::kBinary;
+        for (int& id : s.in) id = plain(id);
+        YOLOCU_CHECK(val(y).shape.size() <= 6, kUnsupported, pn.node.describe(), ": rank ", val(y).shape.size(),
+                     " > 6 is not supported on the GPU");
+      }
+    } else if (op == "Concat") {
+      int64_t axis = pn.node.attr_int("axis", 0);
+      const int64_t r = static_cast<int64_t>(val(y).shape.size());
+      if (axis < 0) axis += r;
+      bool nhwc_ok = axis == 1 && r == 4 && runtime_in.size() == pn.in.size();
+      for (int id : runtime_in) nhwc_ok = nhwc_ok && layout_of(id) == Layout::kNhwc;
+      if (nhwc_ok) {
+        s.kind = GpuStepKind::kConcatNhwc;
+        out_layout = Layout::kNhwc;
+      } else {
+        s.kind = GpuStepKind::kConcat;
+        for (int& id : s.in) id = plain(id);
+      }
+    } else if (op == "MaxPool") {
+      YOLOCU_CHECK(val(y).shape.size() == 4, kUnsupported, pn.node.describe(), ": only 2-D max pooling");
+      YOLOCU_CHECK(pn.node.attr_ints("dilations", {1, 1}) == std::vector<int64_t>({1, 1}), kUnsupported,
+                   pn.node.describe(), ": dilated max pooling is not supported on the GPU");
+      YOLOCU_CHECK(pn.node.attr_string("auto_pad", "NOTSET") == "NOTSET", kUnsupported, pn.node.describe(),
+                   ": auto_pad is not supported on the GPU");
+      YOLOCU_CHECK(pn.out.size() == 1 || pn.out[1] < 0, kUnsupported, pn.node.describe(), ": Indices output");
+      s.kind = GpuStepKind::kMaxPool;
+      s.in = {nhwc(pn.in[0])};
+      out_layout = Layout::kNhwc;
+    } else if (op == "Resize" || op == "Upsample") {
+      YOLOCU_CHECK(pn.node.attr_string("mode", "nearest") == "nearest", kUnsupported, pn.node.describe(),
+                   ": only nearest resizing is supported on the GPU");
+      const Shape& xs = val(pn.in[0]).shape;
+      const Shape& ys = val(y).shape;
+      YOLOCU_CHECK(xs.size() == 4 && ys.size() == 4 && xs[0] == ys[0] && xs[1] == ys[1], kUnsupported,
+                   pn.node.describe(), ": only spatial resizing of rank-4 tensors is supported on the GPU");
+      s.kind = GpuStepKind::kResize;
+      s.in[0] = nhwc(pn.in[0]);
+      out_layout = Layout::kNhwc;
+    } else if (op == "Transpose" || op == "Slice" || op == "Split") {
+      s.kind = GpuStepKind::kGather;
+      s.in[0] = plain(pn.in[0]);
+      YOLOCU_CHECK(val(pn.in[0]).shape.size() <= 6, kUnsupported, pn.node.describe(), ": rank > 6");
+      if (op == "Split") {
+        // One gather step per output.
+        for (size_t k = 0; k < pn.out.size(); ++k) {
+          if (pn.out[k] < 0) continue;
+          GpuStep g = s;
+          g.out = {pn.out[k]};
+          g.out_index = static_cast<int>(k);
+          sp.layout[static_cast<size_t>(pn.out[k])] = Layout::kPlain;
+          sp.steps.push_back(g);
+        }
+        continue;
+      }
+    } else if (op == "Cast") {
+      YOLOCU_CHECK(val(pn.in[0]).dtype == DType::kFloat32 && val(y).dtype == DType::kFloat32, kUnsupported,
+                   pn.node.describe(), ": only casts between float types are supported on the GPU");
+      s.kind = GpuStepKind::kCopy;
+      s.in[0] = plain(pn.in[0]);
+    } else if (pn.op->is_view) {
+      s.kind = GpuStepKind::kView;
+      YOLOCU_CHECK(pn.in[0] >= 0 && !val(pn.in[0]).constant, kInternal, pn.node.describe(),
+                   ": view of a constant was not folded");
+      s.in[0] = plain(pn.in[0]);
+    } else {
+      detail::fail(ErrorCode::kUnsupported, pn.node.describe(), ": op '", op,
+                   "' is not supported by the GPU engine (its inputs are not all constant)");
+    }
+    for (int id : s.out)
+      if (id >= 0) sp.layout[static_cast<size_t>(id)] = out_layout;
+    sp.steps.push_back(std::move(s));
+  }
+  for (int& id : plan.outputs) {
+    YOLOCU_CHECK(!val(id).constant && !val(id).graph_input, kUnsupported, "GPU engine: output '", val(id).name,
+                 "' is a constant or an input");
+    if (layout_of(id) == Layout::kNhwc) {
+      const int t = plain(id);
+      val(t).graph_output = true;
+      id = t;
+    }
+  }
+
+  // Buffers: views alias their input (a chain resolves to the first real buffer).
+  const size_t nv = plan.values.size();
+  sp.root.resize(nv);
+  for (size_t v = 0; v < nv; ++v) sp.root[v] = static_cast<int>(v);
+  for (const auto& s : sp.steps)
+    if (s.kind == GpuStepKind::kView) sp.root[static_cast<size_t>(s.out[0])] = sp.root[static_cast<size_t>(s.in[0])];
+  const int nsteps = static_cast<int>(sp.steps.size());
+  std::vector<int> first(nv, -2), last(nv, -2);
+  auto touch = [&](int id, int step) {
+    if (id < 0 || val(id).constant) return;
+    const size_t r = static_cast<size_t>(sp.root[static_cast<size_t>(id)]);
+    if (first[r] == -2 || step < first[r]) first[r] = step;
+    last[r] = std::max(last[r], step);
+  };
+  for (int id : plan.inputs) touch(id, -1);
+  for (int i = 0; i < nsteps; ++i) {
+    for (int id : sp.steps[static_cast<size_t>(i)].in) touch(id, i);
+    for (int id : sp.steps[static_cast<size_t>(i)].out) touch(id, i);
+  }
+  for (int id : plan.outputs) touch(id, nsteps);
+  std::vector<BufferRequest> reqs;
+  std::vector<int> req_of(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    if (sp.root[v] != static_cast<int>(v) || first[v] == -2) continue;
+    req_of[v] = static_cast<int>(reqs.size());
+    reqs.push_back({value_bytes(sp, static_cast<int>(v), options.act_elem_size), first[v] + 1, last[v] + 1});
+  }
+  const MemoryPlan mp = plan_memory(reqs, options.alignment);
+  sp.offset.assign(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    const int r = sp.root[v];
+    if (req_of[static_cast<size_t>(r)] >= 0)
+      sp.offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]);
+  }
+  sp.arena_bytes = mp.total_bytes;
+  sp.naive_bytes = mp.naive_bytes;
+  return sp;
+}
+
+}  // namespace yolocu::engine

@@ -1,0 +1,76 @@
+// Host-side planning of the GPU engine (no CUDA needed, unit-tested on the CPU): turns an
+// engine::Plan into GPU steps, decides each activation's layout, fuses Conv -> Sigmoid -> Mul
+// (SiLU) and a following residual Add into the convolution, and plans the activation arena.
+//
+// Layouts: rank-4 activations of convolution chains are channels-last (NHWC) in the engine's
+// activation dtype (fp16 or fp32); Conv, channel Concat, MaxPool, nearest Resize and same-shape
+// elementwise ops run on that layout. Every other value is "plain": dense row-major float32, the
+// layout of the ONNX graph, where generic kernels run the remaining ops (the Detect tail:
+// Reshape / Transpose / Split / broadcast arithmetic). Explicit reorder steps convert between the
+// two, exactly like the CPU executor's reorders.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/plan.hpp"
+
+namespace yolocu::engine {
+
+enum class Layout : uint8_t { kNone, kPlain, kNhwc };
+
+enum class GpuStepKind {
+  kConv,         // cuDNN convolution + our bias / SiLU / residual epilogue (NHWC -> NHWC)
+  kToNhwc,       // plain float32 NCHW -> NHWC activation dtype
+  kToPlain,      // NHWC activation dtype -> plain float32 NCHW
+  kEltwiseNhwc,  // same-shape unary / binary op on NHWC values (flat)
+  kConcatNhwc,   // channel concat on NHWC values (strided row copies)
+  kMaxPool,      // NHWC
+  kResize,       // nearest, NHWC, per-axis source index tables
+  kUnary,        // plain
+  kBinary,       // plain, numpy broadcasting (constants allowed)
+  kGather,       // plain: Transpose / Slice / Split (one step per output) as a strided gather
+  kConcat,       // plain, any axis
+  kCopy,         // plain copy (Cast between float types after fp16 -> fp32 planning)
+  kView,         // Reshape / Flatten / Squeeze / Unsqueeze / Identity: aliases its input, no work
+};
+
+const char* gpu_step_kind_name(GpuStepKind k) noexcept;
+
+struct GpuStep {
+  GpuStepKind kind = GpuStepKind::kView;
+  int node = -1;          // index into plan.nodes (-1 for reorders)
+  std::vector<int> in;    // value ids read (after layout twins; -1 omitted)
+  std::vector<int> out;   // value ids written
+  bool silu = false;      // kConv: SiLU fused
+  int residual = -1;      // kConv: value added after the activation (fused Add), -1 none
+  int out_index = 0;      // kGather for Split: which output of the node
+  std::string label;      // node name (or "reorder") for profiles
+};
+
+struct GpuStepPlan {
+  Plan plan;                    // values may be appended (layout twins)
+  std::vector<GpuStep> steps;
+  std::vector<Layout> layout;   // per value
+  std::vector<int> root;        // per value: the value whose buffer it uses (views alias)
+  std::vector<int64_t> offset;  // per value: arena offset of its root, -1 if none
+  size_t arena_bytes = 0, naive_bytes = 0;
+  int fused_silu = 0, fused_residual = 0, convs = 0;
+};
+
+struct GpuStepOptions {
+  size_t act_elem_size = 2;  // bytes per NHWC activation element (2: fp16, 4: fp32)
+  bool fuse_silu = true;
+  bool fuse_residual = true;
+  size_t alignment = 256;
+};
+
+// Throws kUnsupported naming the node for ops / attributes the GPU engine does not run.
+GpuStepPlan plan_gpu_steps(Plan plan, const GpuStepOptions& options);
+
+// Bytes of a value's buffer at the plan's shapes in its layout.
+size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size);
+
+}  // namespace yolocu::engine

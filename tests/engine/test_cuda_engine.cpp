@@ -1,0 +1,265 @@
+// GPU engine vs the CPU executor (the oracle): FP32 within rel L2 1e-5, FP16 within 5e-3 of FP32,
+// fp16 model FP16 path within 1e-2 of the CPU; repeated runs bit-identical; argument errors.
+// Label "gpu": every test skips visibly without a CUDA device.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "test_util.hpp"
+#include "yolocu/cuda_engine.hpp"
+#include "yolocu/engine.hpp"
+#include "yolocu/error.hpp"
+#include "yolocu/model.hpp"
+#include "yolocu/npy.hpp"
+
+namespace yolocu {
+namespace {
+
+std::shared_ptr<const Model> load(const std::string& path) { return std::make_shared<Model>(load_onnx(path)); }
+
+Tensor random_input(int64_t batch, uint32_t seed) {
+  Tensor t(DType::kFloat32, {batch, 3, 640, 640});
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  float* p = t.data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(rng);
+  return t;
+}
+
+// Stacks 1x3xHxW images into one batch.
+Tensor stack(const std::vector<Tensor>& imgs) {
+  const int64_t per = imgs[0].numel();
+  Tensor t(DType::kFloat32, {static_cast<int64_t>(imgs.size()), 3, imgs[0].dim(2), imgs[0].dim(3)});
+  for (size_t i = 0; i < imgs.size(); ++i)
+    std::memcpy(t.data_as<float>() + static_cast<int64_t>(i) * per, imgs[i].data(), static_cast<size_t>(per) * 4);
+  return t;
+}
+
+std::vector<Tensor> cpu_run(const std::shared_ptr<const Model>& m, const Tensor& x) {
+  CpuEngine cpu(m);
+  const DType in = m->graph.inputs[0].dtype;
+  std::vector<Tensor> outs = cpu.run({x.dtype() == in ? x : cast_tensor(x, in)});
+  for (auto& o : outs)
+    if (o.dtype() != DType::kFloat32) o = cast_tensor(o, DType::kFloat32);
+  return outs;
+}
+
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& ref, double max_rel_l2,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].shape(), ref[i].shape()) << what << " output " << i;
+    const test::Diff d = test::compare(got[i], ref[i]);
+    std::printf("[ %-44s ] output %zu %s: rel L2 %.3g, max |diff| %.3g (limit rel L2 %.1g)\n", what.c_str(), i,
+                shape_str(got[i].shape()).c_str(), d.rel_l2, d.max_abs, max_rel_l2);
+    EXPECT_LE(d.rel_l2, max_rel_l2) << what << " output " << i << ": max |diff| " << d.max_abs;
+  }
+}
+
+bool bit_identical(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].nbytes() != b[i].nbytes() || std::memcmp(a[i].data(), b[i].data(), a[i].nbytes()) != 0) return false;
+  return true;
+}
+
+CudaEngineOptions opts(Precision p, int max_batch = 1, bool graphs = true) {
+  CudaEngineOptions o;
+  o.precision = p;
+  o.max_batch = max_batch;
+  o.cuda_graphs = graphs;
+  return o;
+}
+
+void print_stats(const std::string& what, const CudaEngine& e) {
+  const CudaEngineStats s = e.stats();
+  std::printf("[ %-44s ] build %.0f ms, %d steps, %d kernels/run, %d/%d convs fused (+%d residual), arena %.1f MiB "
+              "(naive %.1f), weights %.1f MiB, workspace %.1f MiB\n",
+              what.c_str(), s.build_ms, s.steps, s.kernels_per_run, s.fused_convs, s.convs, s.fused_residuals,
+              s.activation_bytes / 1048576.0, s.naive_bytes / 1048576.0, s.weight_bytes / 1048576.0,
+              s.workspace_bytes / 1048576.0);
+}
+
+// FP32 (no TF32) against the CPU executor, batch 1: reference images and a random input.
+void fp32_vs_cpu(const std::string& model_file, double tol) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/" + model_file);
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  YOLOCU_REQUIRE_DATA(zid, "reference/zidane.npz");
+  const auto m = load(path);
+  CudaEngine gpu(m, opts(Precision::kFloat32));
+  print_stats(model_file + " fp32", gpu);
+  const std::vector<std::pair<std::string, Tensor>> inputs = {
+      {"bus", load_npz(bus)["input"]}, {"zidane", load_npz(zid)["input"]}, {"random", random_input(1, 7)}};
+  for (const auto& in : inputs) expect_close(gpu.run_host({in.second}), cpu_run(m, in.second), tol, model_file + " fp32 " + in.first);
+}
+
+TEST(CudaEngine, Fp32MatchesCpuYolov5n) { fp32_vs_cpu("yolov5n.onnx", 1e-5); }
+TEST(CudaEngine, Fp32MatchesCpuYolov5nDynBatch1) { fp32_vs_cpu("yolov5n_dyn.onnx", 1e-5); }
+TEST(CudaEngine, Fp32MatchesCpuRawHeads) { fp32_vs_cpu("yolov5n_raw_heads.onnx", 1e-5); }
+// The CPU engine returns this model's output as fp16 (its declared type): that rounding (2^-11
+// relative) dominates the difference.
+TEST(CudaEngine, Fp32MatchesCpuFp16Model) { fp32_vs_cpu("yolov5s_random_fp16.onnx", 1e-3); }
+
+TEST(CudaEngine, Fp16ModelFp16PathMatchesCpu) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5s_random_fp16.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  CudaEngine gpu(m, opts(Precision::kFloat16));
+  print_stats("yolov5s_random_fp16 fp16", gpu);
+  for (const Tensor& x : {load_npz(bus)["input"], random_input(1, 11)}) {
+    expect_close(gpu.run_host({x}), cpu_run(m, x), 1e-2, "yolov5s_random_fp16 fp16 vs cpu");
+    // fp16 host input accepted too, same result (the engine rounds float32 input to fp16 anyway).
+    EXPECT_TRUE(bit_identical(gpu.run_host({x}), gpu.run_host({cast_tensor(x, DType::kFloat16)})));
+  }
+}
+
+TEST(CudaEngine, Fp16CloseToFp32) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  YOLOCU_REQUIRE_DATA(zid, "reference/zidane.npz");
+  const auto m = load(path);
+  CudaEngine g32(m, opts(Precision::kFloat32));
+  CudaEngine g16(m, opts(Precision::kFloat16));
+  print_stats("yolov5n fp16", g16);
+  for (const Tensor& x : {load_npz(bus)["input"], load_npz(zid)["input"], random_input(1, 3)})
+    expect_close(g16.run_host({x}), g32.run_host({x}), 5e-3, "yolov5n fp16 vs fp32");
+}
+
+TEST(CudaEngine, DynamicBatch8AndSmallerBatches) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  YOLOCU_REQUIRE_DATA(zid, "reference/zidane.npz");
+  const auto m = load(path);
+  const Tensor b = load_npz(bus)["input"], z = load_npz(zid)["input"];
+  const Tensor r = random_input(6, 5);
+  std::vector<Tensor> imgs = {b, z};
+  for (int i = 0; i < 6; ++i)
+    imgs.push_back(Tensor::view(DType::kFloat32, {1, 3, 640, 640}, const_cast<float*>(r.data_as<float>()) + i * 3 * 640 * 640).clone());
+  const Tensor x8 = stack(imgs);
+  const Tensor x3 = stack({z, imgs[2], b});
+  CudaEngine g32(m, opts(Precision::kFloat32, 8));
+  print_stats("yolov5n_dyn fp32 max_batch 8", g32);
+  expect_close(g32.run_host({x8}), cpu_run(m, x8), 1e-5, "yolov5n_dyn fp32 batch 8");
+  expect_close(g32.run_host({x3}), cpu_run(m, x3), 1e-5, "yolov5n_dyn fp32 batch 3 (max 8)");
+  CudaEngine g16(m, opts(Precision::kFloat16, 8));
+  expect_close(g16.run_host({x8}), g32.run_host({x8}), 5e-3, "yolov5n_dyn fp16 vs fp32 batch 8");
+  expect_close(g16.run_host({x3}), g32.run_host({x3}), 5e-3, "yolov5n_dyn fp16 vs fp32 batch 3");
+}
+
+TEST(CudaEngine, RepeatedRunsBitIdenticalAndGraphEqualsEager) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  const Tensor x = load_npz(bus)["input"];
+  for (Precision p : {Precision::kFloat16, Precision::kFloat32}) {
+    CudaEngine graph(m, opts(p, 1, true));
+    CudaEngine eager(m, opts(p, 1, false));
+    const auto a = graph.run_host({x});
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(bit_identical(a, graph.run_host({x}))) << "graph replay " << i;
+    const auto e = eager.run_host({x});
+    EXPECT_TRUE(bit_identical(e, eager.run_host({x})));
+    expect_close(a, e, p == Precision::kFloat32 ? 1e-6 : 1e-3, "graph vs eager engine");
+  }
+}
+
+TEST(CudaEngine, DeviceApiOnUserStream) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  const Tensor x = load_npz(bus)["input"];
+  CudaEngine e(m, opts(Precision::kFloat32));
+  ASSERT_EQ(e.num_outputs(), 1);
+  EXPECT_EQ(e.output_name(0), "output0");
+  EXPECT_EQ(e.output_shape(0, 1), (Shape{1, 25200, 85}));
+  EXPECT_EQ(e.output_dtype(0), DType::kFloat32);
+  void* d_in = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_in, x.nbytes()), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_in, x.data(), x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  e.run(d_in, 1, s);
+  e.run(d_in, 1, s);
+  Tensor out(DType::kFloat32, e.output_shape(0, 1));
+  ASSERT_EQ(cudaMemcpyAsync(out.data(), e.output(0), out.nbytes(), cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  e.run(d_in, 1, nullptr);  // legacy default stream
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(bit_identical({out}, e.run_host({x})));
+  cudaStreamDestroy(s);
+  cudaFree(d_in);
+}
+
+TEST(CudaEngine, BadArguments) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
+  const auto m = load(path);
+  auto expect_code = [](ErrorCode code, const std::function<void()>& f, const char* what) {
+    try {
+      f();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const Error& e) {
+      std::printf("[ %-44s ] %s\n", what, e.what());
+      EXPECT_EQ(e.code(), code) << what << ": " << e.what();
+    }
+  };
+  expect_code(ErrorCode::kInvalidArgument, [&] { CudaEngine(nullptr, {}); }, "null model");
+  expect_code(ErrorCode::kInvalidArgument, [&] { CudaEngine(m, opts(Precision::kFloat16, 8)); }, "static model, max_batch 8");
+  expect_code(ErrorCode::kInvalidArgument, [&] { CudaEngine(m, opts(Precision::kFloat16, 0)); }, "max_batch 0");
+  expect_code(ErrorCode::kInvalidArgument, [&] {
+    CudaEngineOptions o;
+    o.device = 999;
+    CudaEngine(m, o);
+  }, "device 999");
+  CudaEngine e(load(dyn), opts(Precision::kFloat16, 2));
+  void* d_in = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_in, 3 * 3 * 640 * 640 * 2), cudaSuccess);
+  std::vector<uint16_t> host(16);
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run(nullptr, 1, nullptr); }, "run: null input");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run(d_in, 3, nullptr); }, "run: batch > max_batch");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run(d_in, 0, nullptr); }, "run: batch 0");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run(host.data(), 1, nullptr); }, "run: host pointer");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run_host({random_input(3, 1)}); }, "run_host: batch 3 > 2");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run_host({Tensor(DType::kFloat32, {1, 3, 320, 640})}); },
+              "run_host: wrong size");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.run_host({Tensor(DType::kUInt8, {1, 3, 640, 640})}); },
+              "run_host: uint8");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.output(1); }, "output(1)");
+  expect_code(ErrorCode::kInvalidArgument, [&] { e.profile(5, 1); }, "profile batch 5");
+  cudaFree(d_in);
+  // The engine still works after the rejected calls.
+  EXPECT_EQ(e.run_host({random_input(2, 2)})[0].shape(), (Shape{2, 25200, 85}));
+}
+
+TEST(CudaEngine, ProfileAndStats) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  CudaEngine e(load(path), opts(Precision::kFloat16));
+  const CudaEngineStats s = e.stats();
+  EXPECT_EQ(s.convs, 60);
+  EXPECT_EQ(s.fused_convs, 57);
+  EXPECT_EQ(s.fused_residuals, 7);
+  EXPECT_LT(s.activation_bytes, s.naive_bytes);
+  EXPECT_NEAR(s.conv_flops_per_image / 1e9, 4.5, 0.6);  // yolov5n: ~4.5 GFLOPs at 640
+  const auto layers = e.profile(1, 3);
+  ASSERT_FALSE(layers.empty());
+  double total = 0;
+  for (const auto& l : layers) {
+    EXPECT_GE(l.ms, 0.0) << l.name;
+    total += l.ms;
+  }
+  std::printf("profile: %zu layers, %.3f ms total (eager, batch 1)\n", layers.size(), total);
+}
+
+}  // namespace
+}  // namespace yolocu

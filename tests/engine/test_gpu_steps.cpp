@@ -1,0 +1,95 @@
+// Host-side planning of the GPU engine (no GPU needed): layouts, fusion and the arena.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "engine/cuda/gpu_steps.hpp"
+#include "engine/plan.hpp"
+#include "test_util.hpp"
+#include "yolocu/model.hpp"
+
+namespace yolocu {
+namespace {
+
+using engine::GpuStepKind;
+using engine::Layout;
+
+engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2) {
+  const Model m = load_onnx(path);
+  engine::GpuStepOptions o;
+  o.act_elem_size = es;
+  return engine::plan_gpu_steps(engine::build_plan(m, {{batch, 3, 640, 640}}), o);
+}
+
+// Every step reads the layouts its kernel expects, and every buffer pair with overlapping
+// lifetimes is disjoint in the arena.
+void check_consistent(const engine::GpuStepPlan& sp, size_t es) {
+  auto lay = [&](int id) { return sp.layout[static_cast<size_t>(id)]; };
+  auto is_const = [&](int id) { return sp.plan.values[static_cast<size_t>(id)].constant; };
+  for (const auto& s : sp.steps) {
+    for (size_t k = 0; k < s.in.size(); ++k) {
+      const int id = s.in[k];
+      if (id < 0 || is_const(id)) continue;
+      switch (s.kind) {
+        case GpuStepKind::kConv:
+        case GpuStepKind::kToPlain:
+        case GpuStepKind::kEltwiseNhwc:
+        case GpuStepKind::kConcatNhwc:
+        case GpuStepKind::kMaxPool:
+        case GpuStepKind::kResize: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
+        default: EXPECT_EQ(lay(id), Layout::kPlain) << s.label; break;
+      }
+    }
+    EXPECT_GE(sp.offset[static_cast<size_t>(s.out[0])], 0) << s.label;
+  }
+  for (int id : sp.plan.outputs) EXPECT_EQ(lay(id), Layout::kPlain);
+  // Arena bounds.
+  for (size_t v = 0; v < sp.plan.values.size(); ++v) {
+    if (sp.offset[v] < 0 || sp.root[v] != static_cast<int>(v)) continue;
+    EXPECT_LE(static_cast<size_t>(sp.offset[v]) + engine::value_bytes(sp, static_cast<int>(v), es), sp.arena_bytes)
+        << sp.plan.values[v].name;
+    EXPECT_EQ(sp.offset[v] % 256, 0);
+  }
+  EXPECT_LT(sp.arena_bytes, sp.naive_bytes);
+}
+
+TEST(GpuSteps, Yolov5nStatic) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  const auto sp = plan_for(path, 1);
+  EXPECT_EQ(sp.convs, 60);
+  EXPECT_EQ(sp.fused_silu, 57);      // all but the three Detect convolutions
+  EXPECT_EQ(sp.fused_residual, 7);   // the bottleneck shortcuts of the backbone C3 blocks
+  int nhwc_eltwise = 0, to_plain = 0;
+  for (const auto& s : sp.steps) {
+    nhwc_eltwise += s.kind == GpuStepKind::kEltwiseNhwc;
+    to_plain += s.kind == GpuStepKind::kToPlain;
+  }
+  EXPECT_EQ(nhwc_eltwise, 0);  // every Sigmoid/Mul of the backbone is fused
+  EXPECT_EQ(to_plain, 3);      // one per Detect head
+  check_consistent(sp, 2);
+  std::printf("yolov5n: %zu steps, arena %.1f MiB (naive %.1f MiB)\n", sp.steps.size(), sp.arena_bytes / 1048576.0,
+              sp.naive_bytes / 1048576.0);
+}
+
+TEST(GpuSteps, AllModels) {
+  for (const char* name : {"yolov5n_dyn.onnx", "yolov5n_raw_heads.onnx", "yolov5s_random_fp16.onnx"}) {
+    YOLOCU_REQUIRE_DATA(path, std::string("models/") + name);
+    for (size_t es : {size_t{2}, size_t{4}}) {
+      SCOPED_TRACE(name);
+      const int64_t batch = std::string(name) == "yolov5n_dyn.onnx" ? 8 : 1;
+      const auto sp = plan_for(path, batch, es);
+      EXPECT_EQ(sp.convs, 60);
+      check_consistent(sp, es);
+    }
+  }
+}
+
+TEST(GpuSteps, RawHeadsOutputsArePlain) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_raw_heads.onnx");
+  const auto sp = plan_for(path, 1);
+  ASSERT_EQ(sp.plan.outputs.size(), 3u);
+  for (int id : sp.plan.outputs) EXPECT_EQ(sp.plan.values[static_cast<size_t>(id)].shape.size(), 4u);
+}
+
+}  // namespace
+}  // namespace yolocu
