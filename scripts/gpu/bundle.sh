@@ -4,13 +4,15 @@
 # the non-system shared libraries they load (oneDNN, protobuf, libjpeg, libpng; found with ldd),
 # and the test material the GPU tests and benchmarks read. scripts/gpu/run_all.sh runs it there.
 #
-#   scripts/gpu/bundle.sh tests   GPU tests and compute-sanitizer (all four models, reference tensors)
-#   scripts/gpu/bundle.sh bench   benchmarks against their peers, coco128 on the GPU (+ a v7.0 copy for the peers)
-#   scripts/gpu/bundle.sh train   training kernels and the real-training benchmark
+#   scripts/gpu/bundle.sh tests     kernel tests (letterbox, decode/NMS, training) + compute-sanitizer
+#   scripts/gpu/bundle.sh engine    GPU engine tests against the CPU engine (all four models)
+#   scripts/gpu/bundle.sh detector  GPU detector tests: bus/zidane, coco128, threads, soak
+#   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
+#   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
 # (one part per call: each call carries at most 64 MiB). Then call the device tool with carry
 # [".gpu"] (and ".data", ".whl" for train) and the command  bash scripts/gpu/run_all.sh <part>
 set -euo pipefail
-part=${1:?usage: bundle.sh tests|bench|train}
+part=${1:?usage: bundle.sh tests|engine|detector|bench|train}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
@@ -37,24 +39,42 @@ done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc
   while read -r lib; do cp -L "$lib" .gpu/lib/; done
 
 copy() { mkdir -p ".gpu/data/$(dirname "$1")"; cp -r "$data/$1" ".gpu/data/$1"; }
+# Test material per part (a call carries at most 64 MiB).
+slim_npz() {  # slim_npz <name> <keys...>: a copy of reference/<name>.npz holding only these arrays
+  local name=$1; shift
+  mkdir -p .gpu/data/reference
+  "$root/.venv/bin/python" - "$data/reference/$name.npz" ".gpu/data/reference/$name.npz" "$@" <<'PY'
+import sys, numpy as np
+src, dst, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+d = np.load(src)
+np.savez_compressed(dst, **{k: d[k] for k in keys})
+PY
+}
 case "$part" in
-  tests)
-    copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
-    copy models/yolov5s_random_fp16.onnx; copy reference/bus.npz; copy images; copy coco.names
+  tests)    # kernels: letterbox, decode/NMS, training
+    copy reference/bus.npz; copy reference/zidane.npz; copy images; copy coco.names
     ;;
-  bench)
+  engine)   # the GPU engine against the CPU engine, all four models
+    copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
+    copy models/yolov5s_random_fp16.onnx; slim_npz bus input; slim_npz zidane input
+    ;;
+  detector) # the GPU detector end to end: bus/zidane, coco128, threads, soak
+    copy models/yolov5n.onnx; copy models/yolov5n_raw_heads.onnx; copy images; copy coco.names; copy coco128
+    slim_npz bus letterboxed_bgr input detect val; slim_npz zidane letterboxed_bgr input detect val
+    ;;
+  bench)    # benchmarks against their peers
     copy models/yolov5n.onnx; copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt
-    copy reference/bus.npz; copy images; copy coco.names; copy coco128
+    copy reference/bus.npz; copy images; copy coco.names
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
     ;;
   train)
     # training.sh/train_bench.sh read .data/yolov5 (a v7.0 copy) and .data/coco128; wheels in .whl
-    rm -rf .gpu/data; mkdir -p .gpu/data
     [ -d .data/coco128 ] || { mkdir -p .data; cp -r "$data/coco128" .data/coco128; }
     [ -d .data/yolov5 ] || echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): see docs/training.md"
     ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
+echo "$part" > .gpu/PART
 git rev-parse --short HEAD > .gpu/COMMIT
 git diff --quiet HEAD 2>/dev/null || echo "$(cat .gpu/COMMIT)+uncommitted" > .gpu/COMMIT
 tar -C .gpu -cJf .gpu/bundle.tar.xz bin lib

@@ -3,11 +3,13 @@
 # run; full logs under $OUT (or ./gpu-out), a short table printed last.
 #
 #   scripts/gpu/bundle.sh <part>   (here, no GPU needed)   then on the GPU machine:
-#   bash scripts/gpu/run_all.sh tests          (carry: .gpu)  GPU tests + compute-sanitizer
+#   bash scripts/gpu/run_all.sh tests          (carry: .gpu)  kernel tests + compute-sanitizer
+#   bash scripts/gpu/run_all.sh engine         (carry: .gpu)  GPU engine tests + compute-sanitizer
+#   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|bench|train}
+part=${1:?usage: run_all.sh tests|engine|detector|bench|train}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
@@ -42,22 +44,37 @@ run_test() {  # run_test <binary> [gtest filter]
 sanitize() {  # sanitize <tool> <binary> <gtest filter>
   local tool=$1 t=$2 filter=$3
   [ -x "$bin/$t" ] || return
-  if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+  if timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
     row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
   else
     row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
   fi
 }
 
-if [ "$part" = tests ]; then
+case "$part" in
+  tests) tests="test_preprocess_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
+  engine) tests="test_cuda_engine" ;;
+  detector) tests="test_detector_cuda" ;;
+  *) tests="" ;;
+esac
+if [ -n "$tests" ]; then
   step "GPU tests"
-  for t in $(ls "$bin" | grep -E '^test_'); do run_test "$t"; done
+  for t in $tests; do run_test "$t"; done
   step "compute-sanitizer (short runs)"
-  for t in $(ls "$bin" | grep -E '^test_.*(cuda|gpu)'); do
-    sanitize memcheck "$t" '*'
-    sanitize racecheck "$t" '*Batch1*:*Random*'
-    sanitize initcheck "$t" '*Batch1*:*Random*'
-  done
+  # binary | memcheck filter | racecheck + initcheck filter ("-": skip)
+  while read -r t mem race; do
+    [ -x "$bin/$t" ] && [[ " $tests " == *" $t "* ]] || continue
+    sanitize memcheck "$t" "$mem"
+    [ "$race" = - ] && continue
+    sanitize racecheck "$t" "$race"
+    sanitize initcheck "$t" "$race"
+  done <<'LIST'
+test_preprocess_cuda * *Batch1*:*RealImages*
+test_postprocess_cuda * PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowKeepsTheBestScored:PostprocessCuda.RawHeadsMatchCpu
+test_training_gpu * *Ciou*:*MultiTensor*
+test_cuda_engine CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments -
+test_detector_cuda *Bus* *Bus*
+LIST
 fi
 
 if [ "$part" = bench ]; then

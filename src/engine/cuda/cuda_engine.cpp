@@ -233,6 +233,22 @@ void CudaEngine::Impl::check_batch_scaling(const engine::Plan& big) {
     const auto& pn = big.nodes[n];
     YOLOCU_CHECK(pn.node.op_type == one.nodes[n].node.op_type, kUnsupported, "CudaEngine: node order differs");
     if (pn.op->is_view) continue;  // shape inputs are never read on the device
+    if (pn.node.op_type == "Resize" || pn.node.op_type == "Upsample") {
+      // The dynamic export computes Resize 'sizes' from the input shape, batch included: what
+      // must not change is the source index map of the non-batch axes.
+      auto indices = [&](const engine::Plan& p, const engine::PlanNode& node) {
+        std::vector<const Tensor*> args;
+        for (int id : node.in)
+          args.push_back(id >= 0 && p.values[static_cast<size_t>(id)].constant ? &p.values[static_cast<size_t>(id)].value
+                                                                                : nullptr);
+        auto idx = ops::resize_source_indices(node.node, p.opset, p.values[static_cast<size_t>(node.in[0])].shape, args);
+        idx.erase(idx.begin());
+        return idx;
+      };
+      YOLOCU_CHECK(indices(big, pn) == indices(one, one.nodes[n]), kUnsupported, pn.node.describe(),
+                   ": the resize depends on the batch size");
+      continue;
+    }
     for (int id : pn.in) {
       if (id < 0 || !big.values[static_cast<size_t>(id)].constant) continue;
       const Tensor& ta = big.values[static_cast<size_t>(id)].value;
