@@ -144,18 +144,34 @@ void CpuDetector::inspect_model() {
                "detector: input size ", width_, "x", height_, " must be a multiple of the model stride ", stride);
 
   // Outputs: one merged [batch, rows, 5 + nc] tensor (the first output when the export added
-  // more), or the three raw Detect convolutions [batch, na * (5 + nc), ny, nx].
+  // more), or the three raw Detect convolutions [batch, na * (5 + nc), ny, nx]. A symbolic
+  // channel count (dynamic exports) is read from the output of one forward pass on zeros.
   YOLOCU_CHECK(!g.outputs.empty(), kUnsupported, "detector: the model has no outputs");
-  const ValueInfo& o0 = g.outputs[0];
-  const bool raw = g.outputs.size() == 3 && o0.has_shape && o0.dims.size() == 4;
+  std::vector<Shape> shapes;
+  bool known = true;
+  for (const ValueInfo& v : g.outputs) {
+    Shape s;
+    known = known && v.has_shape;
+    for (const Dim& d : v.dims) {
+      s.push_back(d.value);
+      known = known && d.is_static();
+    }
+    shapes.push_back(s);
+  }
+  if (!known) {
+    CpuEngine probe(model_, CpuEngineOptions{options_.cpu_threads});
+    const std::vector<Tensor> outs = probe.run({Tensor(input_dtype_, {chunk_, 3, height_, width_})});
+    shapes.clear();
+    for (const Tensor& t : outs) shapes.push_back(t.shape());
+  }
+  const Shape& o0 = shapes[0];
+  const bool raw = shapes.size() == 3 && o0.size() == 4;
   kind_ = raw ? OutputKind::kRawHeads : OutputKind::kMerged;
-  const size_t channel_dim = raw ? 1 : 2;
-  YOLOCU_CHECK(o0.has_shape && o0.dims.size() == channel_dim + (raw ? 3 : 1) && o0.dims[channel_dim].is_static(),
-               kUnsupported, "detector: output '", o0.name,
-               "' must be [batch, rows, 5 + nc] or three [batch, 3 * (5 + nc), ny, nx] heads");
-  const int64_t channels = o0.dims[channel_dim].value;
+  YOLOCU_CHECK(raw || o0.size() == 3, kUnsupported, "detector: output '", g.outputs[0].name, "' is ",
+               shape_str(o0), ": expected [batch, rows, 5 + nc] or three [batch, 3 * (5 + nc), ny, nx] heads");
+  const int64_t channels = raw ? o0[1] : o0[2];
   const int64_t nc = raw ? channels / 3 - 5 : channels - 5;
-  YOLOCU_CHECK(nc >= 1 && (!raw || channels % 3 == 0), kUnsupported, "detector: output '", o0.name,
+  YOLOCU_CHECK(nc >= 1 && (!raw || channels % 3 == 0), kUnsupported, "detector: output '", g.outputs[0].name,
                "' has ", channels, " channels: not a YOLOv5 detection output");
   num_classes_ = static_cast<int>(nc);
   for (int c : options_.postprocess.classes)
