@@ -40,16 +40,17 @@ struct DetectorOptions {
   int max_batch = 1;                          // images per detect() call are split into batches of this size
   int input_width = 0, input_height = 0;      // network input; 0 = the model's static size, else 640
   PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode
-  LetterboxMode letterbox = LetterboxMode::kExact;
+  LetterboxMode letterbox = LetterboxMode::kExact;  // the CPU always runs kExact
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
   int contexts = 1;                           // concurrent execution contexts (GPU streams)
 };
 
-// Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump).
+// Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump). The
+// images of the call are concatenated along dim 0 even when they ran in several batches.
 struct DetectionTrace {
   std::vector<Tensor> letterboxed;  // per image: dst_h x dst_w x 3 uint8 BGR
-  Tensor input;                     // batch x 3 x dst_h x dst_w model input (float32)
-  std::vector<Tensor> outputs;      // raw model outputs, one entry per model output (batch of the call)
+  Tensor input;                     // images x 3 x dst_h x dst_w model input (the model's input dtype)
+  std::vector<Tensor> outputs;      // raw model outputs, one per model output, dim 0 = the call's images
   std::vector<Tensor> candidates;   // per image: k x 6 (x1, y1, x2, y2, score, class) before NMS, letterbox pixels
   std::vector<LetterboxGeometry> geometry;
 };
