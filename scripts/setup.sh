@@ -17,6 +17,7 @@ apt_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   libopencv-dev                                     # tests only: OpenCV 4.6 as the letterbox oracle
   python3-torchvision python3-numpy                 # tests only: torchvision NMS as the NMS oracle
+  python3-opencv                                    # bench/peer_torch_cpu.py: ultralytics on PyTorch-CPU
   python3-venv
 )
 missing=()

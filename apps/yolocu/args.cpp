@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace yolocu::cli {
@@ -32,8 +33,13 @@ Args::Args(int argc, char** argv, int first, const std::vector<std::string>& fla
         }
         values_[key].push_back(value);
         // ultralytics style: --classes 0 2 5 (several values after one option)
-        if (key == "classes" || key == "input" || key == "imgsz" || key == "batch")
+        // (numeric lists stop at the first non-number, so that paths can follow them)
+        if (key == "input")
           while (i + 1 < argc && argv[i + 1][0] != '-') values_[key].push_back(argv[++i]);
+        if (key == "classes" || key == "imgsz" || key == "batch")
+          while (i + 1 < argc && argv[i + 1][0] != '\0' &&
+                 std::strspn(argv[i + 1], "0123456789, ") == std::strlen(argv[i + 1]))
+            values_[key].push_back(argv[++i]);
       } else {
         throw UsageError("unknown option --" + key);
       }

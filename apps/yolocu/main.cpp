@@ -13,6 +13,8 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: yolocu <command> [options]\n\n"
                "commands:\n"
+               "  detect    detect objects in images (JSON, YOLO txt, annotated JPEGs, stage dumps)\n"
+               "  eval      mAP of a model over a labelled image folder (val.py metrics)\n"
                "  infer     run an ONNX model on .npy tensors, write every output as .npy\n"
                "  inspect   describe an ONNX model: inputs, outputs, opset, ops, metadata\n\n"
                "yolocu <command> --help shows the options of a command.\n");
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "infer") return yolocu::cli::cmd_infer(argc, argv);
     if (cmd == "inspect") return yolocu::cli::cmd_inspect(argc, argv);
+    if (cmd == "detect") return yolocu::cli::cmd_detect(argc, argv);
+    if (cmd == "eval") return yolocu::cli::cmd_eval(argc, argv);
     std::fprintf(stderr, "yolocu: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

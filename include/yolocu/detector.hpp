@@ -40,16 +40,17 @@ struct DetectorOptions {
   int max_batch = 1;                          // images per detect() call are split into batches of this size
   int input_width = 0, input_height = 0;      // network input; 0 = the model's static size, else 640
   PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode
-  LetterboxMode letterbox = LetterboxMode::kExact;
+  LetterboxMode letterbox = LetterboxMode::kExact;  // the CPU always runs kExact
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
   int contexts = 1;                           // concurrent execution contexts (GPU streams)
 };
 
-// Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump).
+// Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump). The
+// images of the call are concatenated along dim 0 even when they ran in several batches.
 struct DetectionTrace {
   std::vector<Tensor> letterboxed;  // per image: dst_h x dst_w x 3 uint8 BGR
-  Tensor input;                     // batch x 3 x dst_h x dst_w model input (float32)
-  std::vector<Tensor> outputs;      // raw model outputs
+  Tensor input;                     // images x 3 x dst_h x dst_w model input (the model's input dtype)
+  std::vector<Tensor> outputs;      // raw model outputs, one per model output, dim 0 = the call's images
   std::vector<Tensor> candidates;   // per image: k x 6 (x1, y1, x2, y2, score, class) before NMS, letterbox pixels
   std::vector<LetterboxGeometry> geometry;
 };
@@ -66,12 +67,15 @@ class Detector {
   static std::unique_ptr<Detector> create(const std::string& onnx_path, const DetectorOptions& options = {});
   virtual ~Detector() = default;
 
-  // Detects objects in each image (caller-owned, only read during the call). Returns one
-  // Detections per image, in input order, boxes in that image's pixels. Thread-safe.
-  virtual std::vector<Detections> detect(const std::vector<ImageView>& images, DetectionTrace* trace = nullptr) = 0;
+  // Detects objects in each image (caller-owned host memory, only read during the call). Returns
+  // one Detections per image, in input order, boxes in that image's pixels. Thread-safe. The
+  // images are validated here, once, before any backend sees them: kInvalidArgument for null data,
+  // a zero size or a pitch below width * 3. `trace` (optional) receives the stage tensors.
+  std::vector<Detections> detect(const std::vector<ImageView>& images, DetectionTrace* trace = nullptr);
   Detections detect(const ImageView& image) { return detect(std::vector<ImageView>{image}).at(0); }
 
-  // Asynchronous form: the images must stay valid until the future is ready.
+  // Asynchronous form (runs detect() on another thread): the images must stay valid, and the
+  // Detector alive, until the future is ready. Invalid images throw here, not from get().
   std::future<std::vector<Detections>> detect_async(std::vector<ImageView> images);
 
   virtual Device device() const = 0;
@@ -80,6 +84,10 @@ class Detector {
   virtual int input_height() const = 0;
   virtual const DetectorOptions& options() const = 0;
   virtual StageTimes last_times() const = 0;
+
+ protected:
+  // The backend: `images` is non-empty and validated; same contract as detect().
+  virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) = 0;
 };
 
 }  // namespace yolocu

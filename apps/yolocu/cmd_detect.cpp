@@ -1,0 +1,184 @@
+// yolocu detect: images in, boxes out (JSON, YOLO txt, annotated JPEGs, per-stage .npy dumps).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "run_common.hpp"
+#include "yolocu/annotate.hpp"
+#include "yolocu/error.hpp"
+#include "yolocu/npy.hpp"
+
+namespace yolocu::cli {
+namespace fs = std::filesystem;
+namespace {
+
+void print_help() {
+  std::printf(
+      "usage: yolocu detect --model M.onnx [options] PATH...\n"
+      "Detects objects in images exactly as ultralytics/yolov5 v7.0 detect.py does (letterbox, model,\n"
+      "non_max_suppression, scale_boxes). PATHs are image files (JPEG, PNG), folders (their images,\n"
+      "sorted) and glob patterns ('coco/*.jpg', quoted).\n\n"
+      "post-processing (detect.py defaults):\n"
+      "  --conf C           confidence threshold (0.25)\n"
+      "  --iou T            NMS IoU threshold (0.45)\n"
+      "  --max-det N        detections per image (1000)\n"
+      "  --classes 0 2 ...  keep only these class ids\n"
+      "  --agnostic         class-agnostic NMS (also --agnostic-nms)\n"
+      "  --multi-label      one candidate per (box, class) above --conf\n"
+      "model and execution:\n"
+      "  --imgsz S | H W    network input size (default: the model's static size, else 640)\n"
+      "  --device D         auto | cpu | cuda | cuda:N (auto)\n"
+      "  --batch N          images per forward pass (1)\n"
+      "  --threads N        CPU engine threads (0 = all cores)\n"
+      "  --workers N        image decoding threads (2)\n"
+      "outputs:\n"
+      "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
+      "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"
+      "  --save-txt         DIR/labels/<stem>.txt: 'class cx cy w h' normalised, like detect.py\n"
+      "  --save-conf        add the confidence to each --save-txt line\n"
+      "  --save-img         DIR/<stem>.jpg: the image with boxes and labels drawn\n"
+      "  --dump DIR         every stage as .npy: <stem>_letterboxed, _input, _output<k>, _candidates\n"
+      "  --verbose          one summary line per image on stdout\n"
+      "  --quiet            no progress or summary on stderr\n"
+      "Exit status: 0 all images processed, 1 some image or the model failed, 2 bad usage.\n");
+}
+
+// YOLO txt lines as detect.py --save-txt writes them: boxes rounded to whole pixels
+// (torch.round: half to even), xywh normalised by the image size, '%g', in reversed order.
+std::string yolo_txt(const ImageResult& r, bool with_conf) {
+  std::string s;
+  const float w = static_cast<float>(r.width), h = static_cast<float>(r.height);
+  for (auto it = r.detections.rbegin(); it != r.detections.rend(); ++it) {
+    const float x1 = std::nearbyint(it->x1), y1 = std::nearbyint(it->y1);
+    const float x2 = std::nearbyint(it->x2), y2 = std::nearbyint(it->y2);
+    const float cx = (x1 + x2) / 2.f / w, cy = (y1 + y2) / 2.f / h;
+    const float bw = (x2 - x1) / w, bh = (y2 - y1) / h;
+    char buf[160];
+    if (with_conf)
+      std::snprintf(buf, sizeof buf, "%d %g %g %g %g %g\n", it->class_id, static_cast<double>(cx), static_cast<double>(cy),
+                    static_cast<double>(bw), static_cast<double>(bh), static_cast<double>(it->confidence));
+    else
+      std::snprintf(buf, sizeof buf, "%d %g %g %g %g\n", it->class_id, static_cast<double>(cx), static_cast<double>(cy),
+                    static_cast<double>(bw), static_cast<double>(bh));
+    s += buf;
+  }
+  return s;
+}
+
+// Image `slot` of a batched tensor (dim 0), as a [1, ...] copy.
+Tensor batch_slice(const Tensor& t, size_t slot) {
+  Shape s = t.shape();
+  const size_t per = t.nbytes() / static_cast<size_t>(s.at(0));
+  s[0] = 1;
+  Tensor out(t.dtype(), s);
+  std::memcpy(out.data(), static_cast<const uint8_t*>(t.data()) + slot * per, per);
+  return out;
+}
+
+std::string summary_line(const ImageResult& r, const std::vector<std::string>& names) {
+  std::map<int, int> counts;
+  for (const Detection& d : r.detections) counts[d.class_id]++;
+  std::string s = r.path + ": " + std::to_string(r.width) + "x" + std::to_string(r.height);
+  if (counts.empty()) return s + " (no detections)";
+  for (const auto& [c, k] : counts) {
+    const std::string name = c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : "class" + std::to_string(c);
+    s += " " + std::to_string(k) + " " + name + ",";
+  }
+  s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int cmd_detect(int argc, char** argv) {
+  std::vector<std::string> valued = detector_valued_options();
+  for (const char* o : {"json", "output-dir", "project", "dump"}) valued.push_back(o);
+  std::vector<std::string> flags = detector_flag_options();
+  for (const char* f : {"save-txt", "save-conf", "save-img", "verbose"}) flags.push_back(f);
+  Args args(argc, argv, 2, flags, valued);
+  if (args.flag("help")) {
+    print_help();
+    return 0;
+  }
+  const std::string model = args.require("model");
+  if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
+  const DetectorOptions opts = detector_options(args, detect_options());
+  const long workers = args.get_int("workers", 2);
+  if (workers < 1 || workers > 64) throw UsageError("--workers must be in 1..64");
+  const bool quiet = args.flag("quiet"), verbose = args.flag("verbose");
+  const bool save_txt = args.flag("save-txt"), save_img = args.flag("save-img"), save_conf = args.flag("save-conf");
+  if (save_conf && !save_txt) throw UsageError("--save-conf needs --save-txt");
+  const std::string out_dir = args.get("output-dir", args.get("project", "runs/detect"));
+  const std::string dump_dir = args.get("dump");
+  const std::string json_path = args.get("json");
+
+  const std::vector<InputItem> items = expand_inputs(args.positional());
+  auto detector = Detector::create(model, opts);
+  const std::vector<std::string>& names = detector->class_names();
+  if (save_txt) fs::create_directories(fs::path(out_dir) / "labels");
+  if (save_img) fs::create_directories(out_dir);
+  if (!dump_dir.empty()) fs::create_directories(dump_dir);
+
+  RunOptions ro;
+  ro.batch = opts.max_batch;
+  ro.decode_threads = static_cast<int>(workers);
+  ro.trace = !dump_dir.empty();
+  ro.quiet = quiet;
+  auto on_image = [&](size_t, const ImageResult& r, const Image& image, const DetectionTrace* trace, size_t slot) {
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
+      return;
+    }
+    if (verbose) std::printf("%s\n", summary_line(r, names).c_str());
+    const std::string stem = file_stem(r.path);
+    if (save_txt && !r.detections.empty())
+      write_text((fs::path(out_dir) / "labels" / (stem + ".txt")).string(), yolo_txt(r, save_conf));
+    if (save_img) {
+      Image copy(image.width(), image.height());
+      std::memcpy(copy.data(), image.data(), image.size_bytes());
+      draw_detections(copy, r.detections, names);
+      write_jpeg((fs::path(out_dir) / (stem + ".jpg")).string(), copy.view());
+    }
+    if (trace) {
+      const fs::path base = fs::path(dump_dir) / stem;
+      save_npy(base.string() + "_letterboxed.npy", trace->letterboxed.at(slot));
+      save_npy(base.string() + "_input.npy", batch_slice(trace->input, slot));
+      for (size_t k = 0; k < trace->outputs.size(); ++k)
+        save_npy(base.string() + "_output" + std::to_string(k) + ".npy", batch_slice(trace->outputs[k], slot));
+      save_npy(base.string() + "_candidates.npy", trace->candidates.at(slot));
+    }
+  };
+  RunSummary sum;
+  const std::vector<ImageResult> results = run_detector(*detector, items, ro, on_image, &sum);
+
+  if (!json_path.empty()) {
+    std::string j = "{\"images\": [";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const ImageResult& r = results[i];
+      j += i ? ",\n  {" : "\n  {";
+      j += "\"path\": " + json_string(r.path) + ", \"width\": " + std::to_string(r.width) +
+           ", \"height\": " + std::to_string(r.height);
+      if (!r.error.empty()) j += ", \"error\": " + json_string(r.error);
+      j += ", \"detections\": " + detections_json(r.detections, names, "  ") + "}";
+    }
+    j += results.empty() ? "]}\n" : "\n]}\n";
+    write_text(json_path, j);
+  }
+  if (!quiet) {
+    const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));
+    std::fprintf(stderr,
+                 "%zu images (%zu failed), %zu detections on %s; per image: %.1f ms preprocess, %.1f ms inference, "
+                 "%.1f ms postprocess; %.1f img/s overall\n",
+                 sum.images, sum.failed, sum.detections, device_name(detector->device()), sum.times.preprocess / ok,
+                 sum.times.inference / ok, sum.times.postprocess / ok,
+                 sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0);
+    if (save_txt || save_img) std::fprintf(stderr, "results saved to %s\n", out_dir.c_str());
+  }
+  return sum.failed ? 1 : 0;
+}
+
+}  // namespace yolocu::cli

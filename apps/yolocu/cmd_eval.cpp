@@ -1,0 +1,132 @@
+// yolocu eval: mAP of a model over a labelled image folder, as ultralytics/yolov5 v7.0 val.py
+// scores it (see docs/semantics.md for the one difference: the letterbox is detect.py's).
+#include <cstdio>
+#include <filesystem>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "run_common.hpp"
+#include "yolocu/eval.hpp"
+#include "yolocu/error.hpp"
+
+namespace yolocu::cli {
+namespace fs = std::filesystem;
+namespace {
+
+void print_help() {
+  std::printf(
+      "usage: yolocu eval --model M.onnx --images DIR --labels DIR [options]\n"
+      "Runs the detector over the images (files, folders or glob patterns; --images may repeat) and\n"
+      "scores it against YOLO labels (DIR/<image stem>.txt, 'class cx cy w h' normalised; an image\n"
+      "without a label file is background): mAP50, mAP50-95, P, R as val.py computes them.\n\n"
+      "  --conf C           confidence threshold (0.001, val.py)\n"
+      "  --iou T            NMS IoU threshold (0.6)\n"
+      "  --max-det N        detections per image (300)\n"
+      "  --single-label     best class per box only (val.py default is multi-label)\n"
+      "  --classes ... --agnostic --imgsz --device --batch --threads --workers   as in yolocu detect\n"
+      "  --json OUT         per-image detections and the metrics as JSON ('-' = stdout)\n"
+      "  --verbose          per-class AP table\n"
+      "  --quiet            no progress line\n"
+      "Exit status: 0 success, 1 some image or the model failed (the metrics cover the others), 2 bad usage.\n");
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  std::vector<std::string> valued = detector_valued_options();
+  for (const char* o : {"images", "labels", "json"}) valued.push_back(o);
+  std::vector<std::string> flags = detector_flag_options();
+  for (const char* f : {"verbose", "single-label"}) flags.push_back(f);
+  Args args(argc, argv, 2, flags, valued);
+  if (args.flag("help")) {
+    print_help();
+    return 0;
+  }
+  const std::string model = args.require("model");
+  std::vector<std::string> specs = args.all("images");
+  for (const auto& p : args.positional()) specs.push_back(p);
+  if (specs.empty()) throw UsageError("missing required option --images");
+  const std::string labels_dir = args.require("labels");
+  if (!fs::is_directory(labels_dir)) throw UsageError("--labels " + labels_dir + " is not a folder");
+  DetectorOptions opts = detector_options(args, val_options());
+  if (args.flag("single-label")) opts.postprocess.multi_label = false;
+  const long workers = args.get_int("workers", 2);
+  if (workers < 1 || workers > 64) throw UsageError("--workers must be in 1..64");
+  const bool quiet = args.flag("quiet");
+
+  const std::vector<InputItem> items = expand_inputs(specs);
+  auto detector = Detector::create(model, opts);
+  const std::vector<std::string>& names = detector->class_names();
+  MapEvaluator evaluator;
+  RunOptions ro;
+  ro.batch = opts.max_batch;
+  ro.decode_threads = static_cast<int>(workers);
+  ro.quiet = quiet;
+  std::vector<std::string> label_errors(items.size());
+  auto on_image = [&](size_t i, const ImageResult& r, const Image&, const DetectionTrace*, size_t) {
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "yolocu eval: %s: %s\n", r.path.c_str(), r.error.c_str());
+      return;
+    }
+    try {
+      const auto labels =
+          load_yolo_labels((fs::path(labels_dir) / (file_stem(r.path) + ".txt")).string(), r.width, r.height);
+      evaluator.add_image(r.detections, labels);
+    } catch (const std::exception& e) {
+      label_errors[i] = describe_error(e);
+      std::fprintf(stderr, "yolocu eval: %s: labels: %s\n", r.path.c_str(), label_errors[i].c_str());
+    }
+  };
+  RunSummary sum;
+  const std::vector<ImageResult> results = run_detector(*detector, items, ro, on_image, &sum);
+  const MapResult m = evaluator.compute();
+  size_t failed = sum.failed;
+  for (const auto& e : label_errors) failed += e.empty() ? 0 : 1;
+
+  std::printf("%-20s %8s %8s %8s %8s %8s %10s\n", "class", "images", "labels", "P", "R", "mAP50", "mAP50-95");
+  std::printf("%-20s %8d %8d %8.4f %8.4f %8.4f %10.4f\n", "all", m.num_images, m.num_labels, m.precision, m.recall,
+              m.map50, m.map50_95);
+  if (args.flag("verbose"))
+    for (const ClassAp& c : m.per_class) {
+      const std::string name = static_cast<size_t>(c.class_id) < names.size() ? names[static_cast<size_t>(c.class_id)]
+                                                                              : "class" + std::to_string(c.class_id);
+      std::printf("%-20s %8s %8d %8.4f %8.4f %8.4f %10.4f\n", name.c_str(), "", c.num_labels, c.precision, c.recall,
+                  c.ap50, c.ap50_95);
+    }
+  if (!quiet) {
+    const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));
+    std::fprintf(stderr, "%zu images (%zu failed) on %s; per image: %.1f ms preprocess, %.1f ms inference, %.1f ms postprocess\n",
+                 sum.images, failed, device_name(detector->device()), sum.times.preprocess / ok,
+                 sum.times.inference / ok, sum.times.postprocess / ok);
+  }
+
+  const std::string json_path = args.get("json");
+  if (!json_path.empty()) {
+    std::string j = "{\"metrics\": {\"map50\": " + json_number(m.map50) + ", \"map50_95\": " + json_number(m.map50_95) +
+                    ", \"precision\": " + json_number(m.precision) + ", \"recall\": " + json_number(m.recall) +
+                    ", \"num_images\": " + std::to_string(m.num_images) + ", \"num_labels\": " +
+                    std::to_string(m.num_labels) + ", \"per_class\": [";
+    for (size_t k = 0; k < m.per_class.size(); ++k) {
+      const ClassAp& c = m.per_class[k];
+      j += std::string(k ? ",\n    " : "\n    ") + "{\"class_id\": " + std::to_string(c.class_id) +
+           ", \"labels\": " + std::to_string(c.num_labels) + ", \"predictions\": " + std::to_string(c.num_predictions) +
+           ", \"ap50\": " + json_number(c.ap50) + ", \"ap50_95\": " + json_number(c.ap50_95) +
+           ", \"precision\": " + json_number(c.precision) + ", \"recall\": " + json_number(c.recall) + "}";
+    }
+    j += "]},\n \"images\": [";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const ImageResult& r = results[i];
+      const std::string err = !r.error.empty() ? r.error : label_errors[i];
+      j += i ? ",\n  {" : "\n  {";
+      j += "\"path\": " + json_string(r.path) + ", \"width\": " + std::to_string(r.width) +
+           ", \"height\": " + std::to_string(r.height);
+      if (!err.empty()) j += ", \"error\": " + json_string(err);
+      j += ", \"detections\": " + detections_json(r.detections, names, "  ") + "}";
+    }
+    j += results.empty() ? "]}\n" : "\n]}\n";
+    write_text(json_path, j);
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace yolocu::cli

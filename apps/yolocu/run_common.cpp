@@ -1,0 +1,356 @@
+#include "run_common.hpp"
+
+#include <glob.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "yolocu/error.hpp"
+
+namespace yolocu::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_image_name(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+// Decoded images handed out in input order; workers run at most `ahead` images in front of the
+// consumer, which bounds the memory held by decoded images.
+class DecodeQueue {
+ public:
+  struct Item {
+    Image image;
+    std::string error;
+  };
+
+  DecodeQueue(const std::vector<InputItem>& items, int threads, size_t ahead)
+      : items_(items), ahead_(std::max<size_t>(ahead, 1)) {
+    const int n = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(items.size(), 1))));
+    for (int t = 0; t < n; ++t) workers_.emplace_back([this] { work(); });
+  }
+  ~DecodeQueue() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    space_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  DecodeQueue(const DecodeQueue&) = delete;
+  DecodeQueue& operator=(const DecodeQueue&) = delete;
+
+  // Blocks until image i is decoded (or failed) and moves it out. Call with i = 0, 1, 2, ...
+  Item take(size_t i) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return done_.count(i) != 0; });
+    Item item = std::move(done_[i]);
+    done_.erase(i);
+    consumed_ = i + 1;
+    lock.unlock();
+    space_.notify_all();
+    return item;
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        space_.wait(lock, [&] { return stop_ || next_ >= items_.size() || next_ < consumed_ + ahead_; });
+        if (stop_ || next_ >= items_.size()) return;
+        i = next_++;
+      }
+      Item item;
+      if (!items_[i].error.empty()) {
+        item.error = items_[i].error;
+      } else {
+        try {
+          item.image = decode_image_file(items_[i].path);
+        } catch (const std::exception& e) {
+          item.error = describe_error(e);
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_[i] = std::move(item);
+      }
+      ready_.notify_all();
+    }
+  }
+
+  const std::vector<InputItem>& items_;
+  const size_t ahead_;
+  std::mutex mutex_;
+  std::condition_variable ready_, space_;
+  std::map<size_t, Item> done_;
+  size_t next_ = 0, consumed_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// "[37/128] 12.3 img/s": rewritten in place on a terminal, a line every 50 images otherwise.
+class Progress {
+ public:
+  Progress(size_t total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(STDERR_FILENO) == 1) {}
+  void update(size_t done) {
+    if (quiet_ || total_ < 2) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = s > 0 ? static_cast<double>(done) / s : 0.0;
+    if (tty_) {
+      std::fprintf(stderr, "\r[%zu/%zu] %.1f img/s", done, total_, rate);
+      if (done == total_) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    } else if (done % 50 == 0 || (done == total_ && total_ >= 50)) {
+      std::fprintf(stderr, "[%zu/%zu] %.1f img/s\n", done, total_, rate);
+    }
+  }
+
+ private:
+  size_t total_;
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+std::vector<InputItem> expand_inputs(const std::vector<std::string>& specs) {
+  std::vector<InputItem> out;
+  for (const std::string& spec : specs) {
+    std::error_code ec;
+    if (fs::is_directory(spec, ec)) {
+      std::vector<std::string> files;
+      for (const auto& e : fs::directory_iterator(spec, ec))
+        if (e.is_regular_file(ec) && is_image_name(e.path())) files.push_back(e.path().string());
+      if (ec) {
+        out.push_back({spec, "kIo: " + spec + ": cannot list the folder: " + ec.message()});
+        continue;
+      }
+      std::sort(files.begin(), files.end());
+      for (auto& f : files) out.push_back({f, ""});
+    } else if (!fs::exists(spec, ec) && has_glob_chars(spec)) {
+      glob_t g{};
+      const int rc = glob(spec.c_str(), 0, nullptr, &g);
+      if (rc == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) out.push_back({g.gl_pathv[i], ""});  // glob sorts
+      } else {
+        out.push_back({spec, "kIo: " + spec + ": no file matches the pattern"});
+      }
+      globfree(&g);
+    } else {
+      out.push_back({spec, ""});
+    }
+  }
+  return out;
+}
+
+std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+std::string describe_error(const std::exception& e) {
+  if (const auto* ye = dynamic_cast<const Error*>(&e)) return std::string(error_code_name(ye->code())) + ": " + e.what();
+  return e.what();
+}
+
+std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem>& items, const RunOptions& o,
+                                      const ImageCallback& callback, RunSummary* summary) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t n = items.size(), batch = static_cast<size_t>(std::max(o.batch, 1));
+  std::vector<ImageResult> results(n);
+  for (size_t i = 0; i < n; ++i) results[i].path = items[i].path;
+  RunSummary sum;
+  Progress progress(n, o.quiet);
+  DecodeQueue queue(items, o.decode_threads, 2 * batch + static_cast<size_t>(o.decode_threads));
+  auto add_times = [&](const StageTimes& t) {
+    sum.times.preprocess += t.preprocess, sum.times.inference += t.inference;
+    sum.times.postprocess += t.postprocess, sum.times.total += t.total;
+  };
+
+  size_t next = 0;
+  while (next < n) {
+    const size_t start = next;
+    std::vector<size_t> index;
+    std::vector<Image> images;
+    while (index.size() < batch && next < n) {
+      DecodeQueue::Item item = queue.take(next);
+      if (item.error.empty()) {
+        results[next].width = item.image.width();
+        results[next].height = item.image.height();
+        index.push_back(next);
+        images.push_back(std::move(item.image));
+      } else {
+        results[next].error = item.error;
+      }
+      ++next;
+    }
+    DetectionTrace trace;
+    std::vector<size_t> slot(next - start, 0);
+    bool traced = false;
+    if (!images.empty()) {
+      std::vector<ImageView> views;
+      for (const Image& im : images) views.push_back(im.view());
+      try {
+        std::vector<Detections> dets = det.detect(views, o.trace ? &trace : nullptr);
+        add_times(det.last_times());
+        for (size_t k = 0; k < index.size(); ++k) {
+          results[index[k]].detections = std::move(dets[k]);
+          slot[index[k] - start] = k;
+        }
+        traced = o.trace;
+      } catch (const std::exception&) {
+        // retry one by one so that the error is reported for the image that caused it
+        for (size_t k = 0; k < index.size(); ++k) {
+          try {
+            results[index[k]].detections = det.detect(views[k]);
+            add_times(det.last_times());
+          } catch (const std::exception& e) {
+            results[index[k]].error = describe_error(e);
+          }
+        }
+      }
+    }
+    size_t image_slot = 0;
+    for (size_t i = start; i < next; ++i) {
+      const ImageResult& r = results[i];
+      static const Image kNoImage;
+      const bool ok = r.error.empty();
+      const Image& im = ok ? images[image_slot] : kNoImage;
+      if (callback) callback(i, r, im, ok && traced ? &trace : nullptr, slot[i - start]);
+      if (ok) ++image_slot;
+      sum.failed += ok ? 0 : 1;
+      sum.detections += r.detections.size();
+      progress.update(i + 1);
+    }
+  }
+  sum.images = n;
+  sum.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (summary) *summary = sum;
+  return results;
+}
+
+std::vector<std::string> detector_valued_options() {
+  return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers"};
+}
+std::vector<std::string> detector_flag_options() { return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help"}; }
+
+DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults) {
+  DetectorOptions o;
+  o.postprocess = defaults;
+  PostprocessOptions& p = o.postprocess;
+  p.conf_threshold = static_cast<float>(args.get_double("conf", p.conf_threshold));
+  p.iou_threshold = static_cast<float>(args.get_double("iou", p.iou_threshold));
+  const long max_det = args.get_int("max-det", p.max_det);
+  if (max_det < 1 || max_det > 1000000) throw UsageError("--max-det must be in 1..1000000");
+  p.max_det = static_cast<int>(max_det);
+  if (!(p.conf_threshold >= 0 && p.conf_threshold <= 1)) throw UsageError("--conf must be in [0, 1]");
+  if (!(p.iou_threshold >= 0 && p.iou_threshold <= 1)) throw UsageError("--iou must be in [0, 1]");
+  if (args.has("classes")) {
+    p.classes = args.get_int_list("classes");
+    for (int c : p.classes)
+      if (c < 0) throw UsageError("--classes: class ids are >= 0");
+  }
+  if (args.flag("agnostic") || args.flag("agnostic-nms")) p.agnostic = true;
+  if (args.flag("multi-label")) p.multi_label = true;
+  const std::vector<int> sz = args.get_int_list("imgsz");
+  if (sz.size() == 1) {
+    o.input_width = o.input_height = sz[0];
+  } else if (sz.size() == 2) {
+    o.input_height = sz[0], o.input_width = sz[1];  // detect.py: --imgsz h w
+  } else if (!sz.empty()) {
+    throw UsageError("--imgsz takes one or two values (size, or height width)");
+  }
+  if (!sz.empty() && (sz[0] <= 0 || sz.back() <= 0)) throw UsageError("--imgsz must be > 0");
+  const std::string dev = args.get("device", "auto");
+  if (dev == "auto") o.device = Device::kAuto;
+  else if (dev == "cpu") o.device = Device::kCpu;
+  else if (dev == "cuda" || dev == "gpu") o.device = Device::kCuda;
+  else if (dev.rfind("cuda:", 0) == 0 || (dev.size() == 1 && std::isdigit(static_cast<unsigned char>(dev[0])))) {
+    o.device = Device::kCuda;
+    o.cuda_device = std::atoi(dev.c_str() + (dev[0] == 'c' ? 5 : 0));
+  } else {
+    throw UsageError("--device must be auto, cpu, cuda or cuda:N, got '" + dev + "'");
+  }
+  const long batch = args.get_int("batch", 1);
+  if (batch < 1 || batch > 1024) throw UsageError("--batch must be in 1..1024");
+  o.max_batch = static_cast<int>(batch);
+  const long threads = args.get_int("threads", 0);
+  if (threads < 0 || threads > 1024) throw UsageError("--threads must be in 0..1024 (0: all cores)");
+  o.cpu_threads = static_cast<int>(threads);
+  return o;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string detections_json(const Detections& dets, const std::vector<std::string>& names, const std::string& ind) {
+  if (dets.empty()) return "[]";
+  std::string s = "[\n";
+  for (size_t i = 0; i < dets.size(); ++i) {
+    const Detection& d = dets[i];
+    const std::string name = d.class_id >= 0 && static_cast<size_t>(d.class_id) < names.size()
+                                 ? names[static_cast<size_t>(d.class_id)]
+                                 : "class" + std::to_string(d.class_id);
+    s += ind + "  {\"box\": [" + json_number(d.x1) + ", " + json_number(d.y1) + ", " + json_number(d.x2) + ", " +
+         json_number(d.y2) + "], \"confidence\": " + json_number(d.confidence) +
+         ", \"class_id\": " + std::to_string(d.class_id) + ", \"class_name\": " + json_string(name) + "}";
+    s += i + 1 < dets.size() ? ",\n" : "\n";
+  }
+  return s + ind + "]";
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  const fs::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIo, path + ": cannot open for writing");
+  f << text;
+  f.close();
+  if (!f) throw Error(ErrorCode::kIo, path + ": write failed");
+}
+
+}  // namespace yolocu::cli

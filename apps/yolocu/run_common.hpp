@@ -1,0 +1,80 @@
+// Shared machinery of `yolocu detect` and `yolocu eval`: input expansion, decoding on worker
+// threads overlapped with inference, the batched detection loop, progress and JSON helpers.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "yolocu/detector.hpp"
+#include "yolocu/image.hpp"
+
+namespace yolocu::cli {
+
+// One input file; `error` is set when the spec could not be resolved (e.g. a glob without match).
+struct InputItem {
+  std::string path;
+  std::string error;
+};
+
+// Files as given, folders (their .jpg/.jpeg/.png files, sorted, not recursive) and glob(3)
+// patterns (sorted matches). A path that does not exist is kept: it fails when decoded.
+std::vector<InputItem> expand_inputs(const std::vector<std::string>& specs);
+
+// The file name without folder and extension.
+std::string file_stem(const std::string& path);
+
+// The result of one image.
+struct ImageResult {
+  std::string path;
+  int width = 0, height = 0;
+  std::string error;  // empty on success
+  Detections detections;
+};
+
+// Called once per image, in input order, after detection (or after its failure). `image` is the
+// decoded image (empty on failure); `trace`/`slot`: the batch's trace and this image's place in it
+// (null unless tracing was asked for).
+using ImageCallback =
+    std::function<void(size_t index, const ImageResult& result, const Image& image, const DetectionTrace* trace, size_t slot)>;
+
+struct RunOptions {
+  int batch = 1;           // images per detect() call
+  int decode_threads = 2;  // JPEG/PNG decoding threads
+  bool trace = false;      // fill DetectionTrace for the callback
+  bool quiet = false;      // no progress line
+};
+
+struct RunSummary {
+  size_t images = 0, failed = 0, detections = 0;
+  StageTimes times;  // summed over the detect() calls
+  double wall_ms = 0;
+};
+
+// Decodes the items (worker threads, bounded look-ahead) and runs the detector over them in
+// batches, in order. A failed decode or a failed detect() is recorded in that image's result (a
+// failing batch is retried image by image so that the error lands on the right file).
+std::vector<ImageResult> run_detector(Detector& detector, const std::vector<InputItem>& items, const RunOptions& options,
+                                      const ImageCallback& callback, RunSummary* summary);
+
+// DetectorOptions from the common options (--conf --iou --max-det --classes --agnostic
+// --multi-label --imgsz --device --batch --threads), over the given post-processing defaults.
+DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults);
+
+// The valued/flag option names detector_options() reads.
+std::vector<std::string> detector_valued_options();
+std::vector<std::string> detector_flag_options();
+
+// "kIo: message" for any exception.
+std::string describe_error(const std::exception& e);
+
+// JSON pieces.
+std::string json_string(const std::string& s);
+std::string json_number(double v);  // %.9g; non-finite -> null
+std::string detections_json(const Detections& dets, const std::vector<std::string>& names, const std::string& indent);
+// Writes `text` to `path`, or to stdout when path is "-"; kIo on failure.
+void write_text(const std::string& path, const std::string& text);
+
+}  // namespace yolocu::cli

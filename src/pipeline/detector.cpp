@@ -1,0 +1,102 @@
+// Detector front end: option and image validation (once, before a backend is chosen), the backend
+// choice, and the asynchronous form.
+#include "yolocu/detector.hpp"
+
+#include <future>
+
+#include "core/check.hpp"
+#include "pipeline/detector_backends.hpp"
+
+#ifdef YOLOCU_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace yolocu {
+
+const char* device_name(Device d) noexcept {
+  switch (d) {
+    case Device::kAuto: return "auto";
+    case Device::kCpu: return "cpu";
+    case Device::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+bool cuda_device_usable(int index) noexcept {
+#ifdef YOLOCU_WITH_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" / "no driver" status
+    return false;
+  }
+  return index >= 0 && index < count;
+#else
+  (void)index;
+  return false;
+#endif
+}
+
+void validate_image(const ImageView& im, size_t i) {
+  YOLOCU_CHECK(im.data != nullptr, kInvalidArgument, "detect: image ", i, " has null data");
+  YOLOCU_CHECK(im.width > 0 && im.height > 0, kInvalidArgument, "detect: image ", i,
+               " has size ", im.width, "x", im.height, " (both must be > 0)");
+  YOLOCU_CHECK(im.pitch_bytes >= static_cast<size_t>(im.width) * 3, kInvalidArgument,
+               "detect: image ", i, " has pitch ", im.pitch_bytes, " bytes < width * 3 = ",
+               static_cast<size_t>(im.width) * 3);
+}
+
+namespace {
+
+void validate_detector_options(const DetectorOptions& o) {
+  YOLOCU_CHECK(o.max_batch >= 1, kInvalidArgument, "DetectorOptions: max_batch must be >= 1, got ", o.max_batch);
+  YOLOCU_CHECK(o.input_width >= 0 && o.input_height >= 0, kInvalidArgument,
+               "DetectorOptions: input size must be >= 0 (0 = the model's), got ", o.input_width, "x",
+               o.input_height);
+  YOLOCU_CHECK(o.contexts >= 1, kInvalidArgument, "DetectorOptions: contexts must be >= 1, got ", o.contexts);
+  YOLOCU_CHECK(o.cpu_threads >= 0, kInvalidArgument, "DetectorOptions: cpu_threads must be >= 0, got ",
+               o.cpu_threads);
+  YOLOCU_CHECK(o.cuda_device >= 0, kInvalidArgument, "DetectorOptions: cuda_device must be >= 0, got ",
+               o.cuda_device);
+  validate_options(o.postprocess);
+}
+
+}  // namespace
+}  // namespace detail
+
+std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
+  detail::validate_detector_options(options);
+  if (options.device == Device::kCuda) {
+    YOLOCU_CHECK(detail::cuda_detector_available(), kUnsupported,
+                 "Device::kCuda: this build of yolocu has no CUDA detector yet (use Device::kCpu or kAuto)");
+    YOLOCU_CHECK(detail::cuda_device_usable(options.cuda_device), kCuda, "Device::kCuda: CUDA device ",
+                 options.cuda_device, " is not usable (no GPU, no driver, or index out of range)");
+    auto det = detail::create_cuda_detector(onnx_path, options);
+    YOLOCU_CHECK(det != nullptr, kInternal, "CUDA detector factory returned nothing");
+    return det;
+  }
+  if (options.device == Device::kAuto && detail::cuda_detector_available() &&
+      detail::cuda_device_usable(options.cuda_device)) {
+    auto det = detail::create_cuda_detector(onnx_path, options);
+    if (det) return det;
+  }
+  return detail::create_cpu_detector(onnx_path, options);
+}
+
+std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, DetectionTrace* trace) {
+  for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
+  if (images.empty()) {
+    if (trace) *trace = DetectionTrace{};
+    return {};
+  }
+  return run_detect(images, trace);
+}
+
+std::future<std::vector<Detections>> Detector::detect_async(std::vector<ImageView> images) {
+  // Validate on the caller's thread so that argument errors surface at the call, not at get().
+  for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
+  return std::async(std::launch::async, [this, imgs = std::move(images)]() { return detect(imgs); });
+}
+
+}  // namespace yolocu

@@ -1,0 +1,30 @@
+// Internal: the detector implementations behind Detector::create, and the hook through which the
+// CUDA implementation plugs in.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "yolocu/detector.hpp"
+
+namespace yolocu::detail {
+
+// The CPU reference implementation (oneDNN engine, exact letterbox, CPU post-processing).
+// `options` are already validated by the front end.
+std::unique_ptr<Detector> create_cpu_detector(const std::string& onnx_path, const DetectorOptions& options);
+
+// The CUDA implementation, when this build has one: returns nullptr while none is linked in
+// (cuda_detector_hook.cpp; replace that file's definitions with the real CudaDetector).
+bool cuda_detector_available() noexcept;
+std::unique_ptr<Detector> create_cuda_detector(const std::string& onnx_path, const DetectorOptions& options);
+
+// True when CUDA device `index` exists and the driver answers (always false without CUDA).
+bool cuda_device_usable(int index) noexcept;
+
+// Candidates as a k x 6 float32 tensor (x1, y1, x2, y2, score, class), for DetectionTrace.
+Tensor candidates_tensor(const Candidates& candidates);
+
+// The front-end checks of one image (host view): kInvalidArgument naming image `index`.
+void validate_image(const ImageView& image, size_t index);
+
+}  // namespace yolocu::detail

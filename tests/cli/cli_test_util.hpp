@@ -1,0 +1,44 @@
+// Helpers of the CLI tests: run the built `yolocu` binary, read its files.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace yolocu::test {
+
+inline std::string yolocu_binary() {
+  const char* env = std::getenv("YOLOCU_CLI");
+  return env ? std::string(env) : std::string(YOLOCU_BINARY_DIR) + "/apps/yolocu/yolocu";
+}
+
+inline std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `yolocu <args>`; stdout into *out, stderr into *err (if given). Returns the exit status.
+inline int run_yolocu(const std::string& args, std::string* out = nullptr, std::string* err = nullptr,
+                      const std::string& tag = "cli") {
+  const std::string err_file = scratch_dir(tag) + "/stderr.txt";
+  const int rc = run_command("( " + quote(yolocu_binary()) + " " + args + " 2>" + quote(err_file) + " )", out);
+  if (err) {
+    std::ifstream f(err_file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    *err = ss.str();
+  }
+  return rc;
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace yolocu::test
