@@ -36,7 +36,7 @@ Args::Args(int argc, char** argv, int first, const std::vector<std::string>& fla
         // (numeric lists stop at the first non-number, so that paths can follow them)
         if (key == "input")
           while (i + 1 < argc && argv[i + 1][0] != '-') values_[key].push_back(argv[++i]);
-        if (key == "classes" || key == "imgsz" || key == "batch")
+        if (key == "classes" || key == "imgsz" || key == "batch" || key == "batches")
           while (i + 1 < argc && argv[i + 1][0] != '\0' &&
                  std::strspn(argv[i + 1], "0123456789, ") == std::strlen(argv[i + 1]))
             values_[key].push_back(argv[++i]);

@@ -32,6 +32,8 @@ void print_help() {
       "model and execution:\n"
       "  --imgsz S | H W    network input size (default: the model's static size, else 640)\n"
       "  --device D         auto | cpu | cuda | cuda:N (auto)\n"
+      "  --precision P      GPU engine precision: fp16 (default, also --half) or fp32\n"
+      "  --letterbox M      GPU letterbox: exact (bit-identical to OpenCV, default) or fast\n"
       "  --batch N          images per forward pass (1)\n"
       "  --threads N        CPU engine threads (0 = all cores)\n"
       "  --workers N        image decoding threads (2)\n"

@@ -15,6 +15,7 @@ void usage(FILE* f) {
                "commands:\n"
                "  detect    detect objects in images (JSON, YOLO txt, annotated JPEGs, stage dumps)\n"
                "  eval      mAP of a model over a labelled image folder (val.py metrics)\n"
+               "  bench     latency (median, p90, p99) and throughput of detection, per stage and batch size\n"
                "  infer     run an ONNX model on .npy tensors, write every output as .npy\n"
                "  inspect   describe an ONNX model: inputs, outputs, opset, ops, metadata\n\n"
                "yolocu <command> --help shows the options of a command.\n");
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return yolocu::cli::cmd_inspect(argc, argv);
     if (cmd == "detect") return yolocu::cli::cmd_detect(argc, argv);
     if (cmd == "eval") return yolocu::cli::cmd_eval(argc, argv);
+    if (cmd == "bench") return yolocu::cli::cmd_bench(argc, argv);
     std::fprintf(stderr, "yolocu: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

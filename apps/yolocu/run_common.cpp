@@ -242,9 +242,12 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 }
 
 std::vector<std::string> detector_valued_options() {
-  return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers"};
+  return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
+          "precision", "letterbox"};
 }
-std::vector<std::string> detector_flag_options() { return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help"}; }
+std::vector<std::string> detector_flag_options() {
+  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
+}
 
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults) {
   DetectorOptions o;
@@ -289,6 +292,14 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   const long threads = args.get_int("threads", 0);
   if (threads < 0 || threads > 1024) throw UsageError("--threads must be in 0..1024 (0: all cores)");
   o.cpu_threads = static_cast<int>(threads);
+  const std::string prec = args.flag("half") ? "fp16" : args.get("precision", "fp16");
+  if (prec == "fp16" || prec == "half") o.precision = Precision::kFloat16;
+  else if (prec == "fp32" || prec == "float") o.precision = Precision::kFloat32;
+  else throw UsageError("--precision must be fp16 or fp32, got '" + prec + "'");
+  const std::string lb = args.get("letterbox", "exact");
+  if (lb == "exact") o.letterbox = LetterboxMode::kExact;
+  else if (lb == "fast") o.letterbox = LetterboxMode::kFast;
+  else throw UsageError("--letterbox must be exact or fast, got '" + lb + "'");
   return o;
 }
 

@@ -13,7 +13,9 @@
 //
 // Threads: one CudaEngine is ONE execution context: do not call run()/run_host()/profile() on the
 // same engine from several threads at once. Several engines (sharing one Model) may run
-// concurrently on different streams; there is no global state.
+// concurrently on different streams. The only process-wide state is a mutex-protected cache of
+// the chosen convolution algorithms (per device, shape and precision), so that every engine of a
+// model computes bit-identical results and only the first build times the candidates.
 #pragma once
 
 #if defined(YOLOCU_WITH_CUDA)

@@ -1,5 +1,5 @@
-// The CUDA detector's entry point. No CUDA implementation exists yet: Device::kAuto therefore runs
-// on the CPU and Device::kCuda is refused. The CUDA detector replaces these two definitions.
+// The CUDA detector's entry point in builds without CUDA (YOLOCU_CUDA=OFF): Device::kAuto runs on
+// the CPU and Device::kCuda is refused. CUDA builds link cuda_detector.cpp instead.
 #include "pipeline/detector_backends.hpp"
 
 namespace yolocu::detail {

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -158,6 +159,19 @@ struct AlgoChoice {
   cudnnMathType_t math;
 };
 
+// Convolution algorithms chosen once per (device, shape, precision) for the whole process: every
+// later engine of the same model (a detector's other execution contexts, a rebuilt detector)
+// reuses the first engine's choice, so results never depend on which engine ran a batch and only
+// the first build pays for the search.
+struct AlgoCache {
+  std::mutex mutex;
+  std::map<std::string, AlgoChoice> choices;
+};
+AlgoCache& algo_cache() {
+  static AlgoCache cache;
+  return cache;
+}
+
 }  // namespace
 
 struct CudaEngine::Impl {
@@ -176,7 +190,6 @@ struct CudaEngine::Impl {
   Stream stream;          // run_host / profile
   Stream capture_stream;  // graph capture only (never executes work)
   std::vector<std::unique_ptr<BatchExec>> batches;  // index = batch size
-  std::map<std::string, AlgoChoice> algo_cache;
   CudaEngineStats stats;
 
   const engine::PlanValue& val(int id) const { return sp.plan.values[static_cast<size_t>(id)]; }
@@ -495,8 +508,12 @@ void CudaEngine::Impl::setup_conv_batch(ConvInfo& ci, ConvBatch& cb, int batch, 
     cb.ws = need;
     return true;
   };
-  auto cached = algo_cache.find(key);
-  if (cached != algo_cache.end() && try_algo(cached->second.algo, cached->second.math)) return;
+  const std::string cache_key = std::to_string(options.device) + (half ? ":h:" : ":f:") + key;
+  {
+    std::lock_guard<std::mutex> lock(algo_cache().mutex);
+    auto cached = algo_cache().choices.find(cache_key);
+    if (cached != algo_cache().choices.end() && try_algo(cached->second.algo, cached->second.math)) return;
+  }
 
   constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   cudnnConvolutionFwdAlgoPerf_t perf[kCount];
@@ -521,7 +538,8 @@ void CudaEngine::Impl::setup_conv_batch(ConvInfo& ci, ConvBatch& cb, int batch, 
       if (p.status != CUDNN_STATUS_SUCCESS) continue;
       if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
       if (try_algo(p.algo, p.mathType)) {
-        algo_cache[key] = {p.algo, half ? p.mathType : CUDNN_FMA_MATH};
+        std::lock_guard<std::mutex> lock(algo_cache().mutex);
+        algo_cache().choices.emplace(cache_key, AlgoChoice{p.algo, half ? p.mathType : CUDNN_FMA_MATH});
         return;
       }
     }

@@ -1,0 +1,300 @@
+// CudaDetector: the GPU hot path. Per batch: images copied once into pinned staging and uploaded
+// with one async copy, letterboxed on the device (one launch for the batch), the engine's forward
+// (a replayed CUDA graph), decode + NMS + back-projection on the device, one small copy back.
+// Only the final result synchronises.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "core/check.hpp"
+#include "pipeline/detector_backends.hpp"
+#include "yolocu/model.hpp"
+#include "yolocu/cuda_engine.hpp"
+#include "yolocu/letterbox_cuda.hpp"
+#include "yolocu/postprocess_cuda.hpp"
+
+namespace yolocu {
+namespace {
+
+#define YOLOCU_CUDA_OK(stmt)                                                                         \
+  do {                                                                                               \
+    const cudaError_t err_ = (stmt);                                                                 \
+    if (err_ != cudaSuccess)                                                                         \
+      ::yolocu::detail::fail(::yolocu::ErrorCode::kCuda, __FILE__, ":", __LINE__, ": ", #stmt, ": ", \
+                             cudaGetErrorString(err_));                                              \
+  } while (0)
+
+// Grow-only device / pinned host buffers: they reallocate only when a larger image than ever
+// before arrives (never in the steady state of a video stream or a fixed dataset).
+class DeviceBuffer {
+ public:
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  void reserve(size_t bytes) {
+    if (bytes <= size_) return;
+    cudaFree(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+    YOLOCU_CUDA_OK(cudaMalloc(&ptr_, bytes));
+    size_ = bytes;
+  }
+  void* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+class PinnedBuffer {
+ public:
+  ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  void reserve(size_t bytes) {
+    if (bytes <= size_) return;
+    cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+    YOLOCU_CUDA_OK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault));
+    size_ = bytes;
+  }
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One execution context: a stream, an engine, a post-processing workspace and staging buffers.
+struct Context {
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<CudaEngine> engine;
+  std::unique_ptr<PostprocessWorkspace> post;
+  DeviceBuffer d_images, d_descs, d_input;
+  PinnedBuffer h_images, h_descs;
+  bool busy = false;
+  ~Context() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+class CudaDetector final : public Detector {
+ public:
+  CudaDetector(std::shared_ptr<const Model> model, const DetectorOptions& options) : model_(std::move(model)) {
+    options_ = options;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      (void)cudaGetLastError();
+      detail::fail(ErrorCode::kCuda, "no usable CUDA device (device cuda requested)");
+    }
+    YOLOCU_CHECK(options.cuda_device >= 0 && options.cuda_device < count, kInvalidArgument, "cuda_device ",
+                 options.cuda_device, " does not exist (", count, " device(s))");
+    YOLOCU_CUDA_OK(cudaSetDevice(options.cuda_device));
+    validate_options(options.postprocess);
+    CudaEngineOptions eo;
+    eo.device = options.cuda_device;
+    eo.precision = options.precision;
+    eo.max_batch = options.max_batch;
+    eo.width = options.input_width;
+    eo.height = options.input_height;
+    const int contexts = std::max(1, options.contexts);
+    for (int i = 0; i < contexts; ++i) {
+      auto c = std::make_unique<Context>();
+      YOLOCU_CUDA_OK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+      c->engine = std::make_unique<CudaEngine>(model_, eo);
+      const Shape in = c->engine->input_shape(options.max_batch);
+      input_h_ = static_cast<int>(in[2]);
+      input_w_ = static_cast<int>(in[3]);
+      raw_heads_ = c->engine->num_outputs() == 3;
+      if (raw_heads_) {
+        const Shape o = c->engine->output_shape(0, 1);
+        nc_ = static_cast<int>(o[1] / 3 - 5);
+        rows_ = 0;
+        for (int k = 0; k < 3; ++k) {
+          const Shape s = c->engine->output_shape(k, 1);
+          rows_ += 3 * s[2] * s[3];
+        }
+      } else {
+        YOLOCU_CHECK(c->engine->num_outputs() == 1, kUnsupported, "the model has ", c->engine->num_outputs(),
+                     " outputs: expected the merged output (1) or three raw heads");
+        const Shape o = c->engine->output_shape(0, 1);
+        YOLOCU_CHECK(o.size() == 3 && o[2] > 5, kUnsupported, "model output shape ", shape_str(o),
+                     " is not N x rows x (5 + classes)");
+        rows_ = o[1];
+        nc_ = static_cast<int>(o[2] - 5);
+      }
+      c->post = std::make_unique<PostprocessWorkspace>(options.max_batch, rows_, nc_, options.postprocess);
+      const size_t in_bytes = static_cast<size_t>(shape_numel(in)) * dtype_size(c->engine->input_dtype());
+      c->d_input.reserve(in_bytes);
+      c->d_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
+      c->h_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
+      contexts_.push_back(std::move(c));
+    }
+    names_ = model_->class_names();
+    names_.resize(static_cast<size_t>(nc_));
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (names_[i].empty()) names_[i] = "class" + std::to_string(i);
+  }
+
+  Device device() const override { return Device::kCuda; }
+  const std::vector<std::string>& class_names() const override { return names_; }
+  int input_width() const override { return input_w_; }
+  int input_height() const override { return input_h_; }
+  const DetectorOptions& options() const override { return options_; }
+  StageTimes last_times() const override {
+    std::lock_guard<std::mutex> lock(times_mutex_);
+    return last_times_;
+  }
+
+ protected:
+  std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
+    std::vector<Detections> out;
+    out.reserve(images.size());
+    if (trace) *trace = DetectionTrace{};
+    const auto t0 = std::chrono::steady_clock::now();
+    StageTimes times;
+    for (size_t b = 0; b < images.size(); b += static_cast<size_t>(options_.max_batch)) {
+      const size_t n = std::min(images.size() - b, static_cast<size_t>(options_.max_batch));
+      Context& c = acquire();
+      try {
+        run_batch(c, &images[b], static_cast<int>(n), out, trace, times);
+      } catch (...) {
+        release(c);
+        throw;
+      }
+      release(c);
+    }
+    times.total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    {
+      std::lock_guard<std::mutex> lock(times_mutex_);
+      last_times_ = times;
+    }
+    return out;
+  }
+
+ private:
+  Context& acquire() {
+    std::unique_lock<std::mutex> lock(pool_mutex_);
+    for (;;) {
+      for (auto& c : contexts_)
+        if (!c->busy) {
+          c->busy = true;
+          return *c;
+        }
+      pool_cv_.wait(lock);
+    }
+  }
+  void release(Context& c) {
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      c.busy = false;
+    }
+    pool_cv_.notify_one();
+  }
+
+  void run_batch(Context& c, const ImageView* images, int n, std::vector<Detections>& out, DetectionTrace* trace,
+                 StageTimes& times) {
+    YOLOCU_CUDA_OK(cudaSetDevice(options_.cuda_device));
+    const auto t0 = std::chrono::steady_clock::now();
+    // 1. Stage all images (tightly packed, BGR) in pinned memory, one upload.
+    std::vector<size_t> offset(static_cast<size_t>(n) + 1, 0);
+    for (int i = 0; i < n; ++i)
+      offset[static_cast<size_t>(i) + 1] =
+          offset[static_cast<size_t>(i)] + static_cast<size_t>(images[i].width) * images[i].height * 3;
+    c.h_images.reserve(offset.back());
+    c.d_images.reserve(offset.back());
+    auto* staging = static_cast<uint8_t*>(c.h_images.get());
+    for (int i = 0; i < n; ++i) {
+      const ImageView& im = images[i];
+      const size_t row = static_cast<size_t>(im.width) * 3;
+      uint8_t* dst = staging + offset[static_cast<size_t>(i)];
+      if (im.pitch_bytes == row) {
+        std::memcpy(dst, im.data, row * im.height);
+      } else {
+        for (int y = 0; y < im.height; ++y) std::memcpy(dst + row * y, im.data + im.pitch_bytes * y, row);
+      }
+    }
+    YOLOCU_CUDA_OK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
+    // 2. Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
+    std::vector<LetterboxGeometry> geoms(static_cast<size_t>(n));
+    auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+    for (int i = 0; i < n; ++i) {
+      const ImageView dev{static_cast<const uint8_t*>(c.d_images.get()) + offset[static_cast<size_t>(i)],
+                          images[i].width, images[i].height, static_cast<size_t>(images[i].width) * 3};
+      descs[i] = make_letterbox_cuda_desc(dev, input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
+    }
+    YOLOCU_CUDA_OK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
+                                   cudaMemcpyHostToDevice, c.stream));
+    letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
+                            c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
+    const auto t1 = std::chrono::steady_clock::now();
+    // 3. Forward.
+    c.engine->run(c.d_input.get(), n, c.stream);
+    const auto t2 = std::chrono::steady_clock::now();
+    // 4. Decode + NMS + back-projection on the device; one copy back; the only synchronisation.
+    if (raw_heads_) {
+      std::vector<Tensor> heads;
+      for (int k = 0; k < 3; ++k)
+        heads.push_back(Tensor::view(DType::kFloat32, c.engine->output_shape(k, n), const_cast<void*>(c.engine->output(k))));
+      postprocess_raw_heads_cuda(raw_heads_view(heads, nc_), geoms, options_.postprocess, *c.post, c.stream);
+    } else {
+      OutputView view;
+      view.data = c.engine->output(0);
+      view.dtype = c.engine->output_dtype(0);
+      view.batch = n;
+      view.rows = rows_;
+      view.channels = nc_ + 5;
+      postprocess_cuda(view, geoms, options_.postprocess, *c.post, c.stream);
+    }
+    YOLOCU_CUDA_OK(cudaStreamSynchronize(c.stream));
+    const auto t3 = std::chrono::steady_clock::now();
+    std::vector<Detections> res = c.post->results();
+    for (auto& d : res) out.push_back(std::move(d));
+    if (trace) fill_trace(c, n, geoms, *trace);
+    times.preprocess += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    times.inference += std::chrono::duration<double, std::milli>(t2 - t1).count();
+    times.postprocess += std::chrono::duration<double, std::milli>(t3 - t2).count();
+  }
+
+  // Debug path (--dump): the device tensors of the batch copied back (slow, never on the hot path).
+  void fill_trace(Context& c, int n, const std::vector<LetterboxGeometry>& geoms, DetectionTrace& t) {
+    const Shape in = c.engine->input_shape(n);
+    Tensor x(c.engine->input_dtype(), in);
+    YOLOCU_CUDA_OK(cudaMemcpy(x.data(), c.d_input.get(), x.nbytes(), cudaMemcpyDeviceToHost));
+    t.input = x.dtype() == DType::kFloat32 ? x : cast_tensor(x, DType::kFloat32);
+    for (int k = 0; k < c.engine->num_outputs(); ++k) {
+      Tensor o(DType::kFloat32, c.engine->output_shape(k, n));
+      YOLOCU_CUDA_OK(cudaMemcpy(o.data(), c.engine->output(k), o.nbytes(), cudaMemcpyDeviceToHost));
+      t.outputs.push_back(o);
+    }
+    t.geometry.insert(t.geometry.end(), geoms.begin(), geoms.end());
+  }
+
+  std::shared_ptr<const Model> model_;
+  DetectorOptions options_;
+  std::vector<std::string> names_;
+  int input_w_ = 0, input_h_ = 0, nc_ = 0;
+  int64_t rows_ = 0;
+  bool raw_heads_ = false;
+  std::vector<std::unique_ptr<Context>> contexts_;
+  std::mutex pool_mutex_;
+  std::condition_variable pool_cv_;
+  mutable std::mutex times_mutex_;
+  StageTimes last_times_;
+};
+
+}  // namespace
+
+namespace detail {
+
+bool cuda_detector_available() noexcept { return cuda_device_usable(0); }
+
+std::unique_ptr<Detector> create_cuda_detector(const std::string& onnx_path, const DetectorOptions& options) {
+  auto model = std::make_shared<Model>(load_onnx(onnx_path));
+  return std::make_unique<CudaDetector>(std::move(model), options);
+}
+
+}  // namespace detail
+
+}  // namespace yolocu

@@ -1,0 +1,256 @@
+// The GPU detector end to end (label gpu; skips without a device): same detections as the CPU path
+// and as ultralytics' reference in FP32, FP16 accuracy on coco128, thread safety, memory soak.
+#include <gtest/gtest.h>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <dirent.h>
+#include <fstream>
+#include <thread>
+
+#include "test_util.hpp"
+#include "yolocu/detector.hpp"
+#include "yolocu/eval.hpp"
+#include "yolocu/npy.hpp"
+
+namespace yolocu {
+namespace {
+
+DetectorOptions gpu_options(Precision p, const PostprocessOptions& post, int max_batch = 1) {
+  DetectorOptions o;
+  o.device = Device::kCuda;
+  o.precision = p;
+  o.postprocess = post;
+  o.max_batch = max_batch;
+  return o;
+}
+
+PostprocessOptions detect_settings() {
+  PostprocessOptions p;
+  p.conf_threshold = 0.25f;
+  p.iou_threshold = 0.45f;
+  p.max_det = 1000;
+  return p;
+}
+
+// Same count and classes, boxes within 0.01 px, confidence within 1e-4; the order may differ
+// only between detections whose confidences are within 1e-6 (float near-ties), reported.
+::testing::AssertionResult same_detections(const Detections& a, const Detections& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " detections";
+  std::vector<bool> used(b.size(), false);
+  for (size_t i = 0; i < a.size(); ++i) {
+    bool found = false;
+    for (size_t j = 0; j < b.size() && !found; ++j) {
+      if (used[j]) continue;
+      const Detection &x = a[i], &y = b[j];
+      if (x.class_id == y.class_id && std::fabs(x.x1 - y.x1) <= 0.01f && std::fabs(x.y1 - y.y1) <= 0.01f &&
+          std::fabs(x.x2 - y.x2) <= 0.01f && std::fabs(x.y2 - y.y2) <= 0.01f &&
+          std::fabs(x.confidence - y.confidence) <= 1e-4f && (i == j || std::fabs(a[i].confidence - b[i].confidence) < 1e-6f)) {
+        used[j] = found = true;
+      }
+    }
+    if (!found)
+      return ::testing::AssertionFailure() << "detection " << i << " (class " << a[i].class_id << ", conf "
+                                           << a[i].confidence << ", box " << a[i].x1 << " " << a[i].y1 << " " << a[i].x2
+                                           << " " << a[i].y2 << ") has no counterpart";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+Detections from_reference(const Tensor& t) {
+  Detections d;
+  for (int64_t i = 0; i < t.dim(0); ++i) {
+    const float* r = t.data_as<float>() + 6 * i;
+    d.push_back({r[0], r[1], r[2], r[3], r[4], static_cast<int>(r[5])});
+  }
+  return d;
+}
+
+std::vector<std::string> coco_images() {
+  std::vector<std::string> files;
+  const std::string dir = test::data_file("coco128/images/train2017");
+  if (dir.empty()) return files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.size() > 4 && n.substr(n.size() - 4) == ".jpg") files.push_back(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<ImageView> views(const std::vector<Image>& images) {
+  std::vector<ImageView> v;
+  for (const auto& im : images) v.push_back(im.view());
+  return v;
+}
+
+size_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+size_t device_used() {
+  size_t free_b = 0, total = 0;
+  cudaMemGetInfo(&free_b, &total);
+  return total - free_b;
+}
+
+}  // namespace
+
+TEST(DetectorCuda, BusZidaneFp32EqualsCpuAndReference) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  for (const bool val : {false, true}) {
+    const PostprocessOptions post = val ? val_options() : detect_settings();
+    auto gpu = Detector::create(model, gpu_options(Precision::kFloat32, post));
+    DetectorOptions co;
+    co.device = Device::kCpu;
+    co.postprocess = post;
+    auto cpu = Detector::create(model, co);
+    ASSERT_EQ(gpu->device(), Device::kCuda);
+    for (const char* name : {"bus", "zidane"}) {
+      YOLOCU_REQUIRE_DATA(img, std::string("images/") + name + ".jpg");
+      const Image im = decode_image_file(img);
+      const Detections g = gpu->detect(im.view());
+      const Detections c = cpu->detect(im.view());
+      EXPECT_TRUE(same_detections(g, c)) << name << (val ? " val" : " detect") << ": GPU FP32 vs CPU";
+      const std::string npz = test::data_file(std::string("reference/") + name + ".npz");
+      if (!npz.empty()) {
+        const auto ref = load_npz(npz);
+        EXPECT_TRUE(same_detections(g, from_reference(ref.at(val ? "val" : "detect"))))
+            << name << (val ? " val" : " detect") << ": GPU FP32 vs ultralytics";
+      }
+      std::printf("[ %s %s ] GPU FP32 %zu detections, CPU %zu\n", name, val ? "val" : "detect", g.size(), c.size());
+    }
+  }
+}
+
+TEST(DetectorCuda, RawHeadsModelEqualsMergedModel) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(raw, "models/yolov5n_raw_heads.onnx");
+  YOLOCU_REQUIRE_DATA(img, "images/bus.jpg");
+  const Image im = decode_image_file(img);
+  auto a = Detector::create(model, gpu_options(Precision::kFloat32, val_options()));
+  auto b = Detector::create(raw, gpu_options(Precision::kFloat32, val_options()));
+  EXPECT_TRUE(same_detections(a->detect(im.view()), b->detect(im.view())));
+}
+
+TEST(DetectorCuda, Coco128Fp32EqualsCpuAndFp16Map) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  const auto files = coco_images();
+  if (files.empty()) GTEST_SKIP() << "coco128 not found";
+  std::vector<Image> images;
+  for (const auto& f : files) images.push_back(decode_image_file(f));
+  DetectorOptions co;
+  co.device = Device::kCpu;
+  co.postprocess = val_options();
+  auto cpu = Detector::create(model, co);
+  auto gpu32 = Detector::create(model, gpu_options(Precision::kFloat32, val_options(), 16));
+  auto gpu16 = Detector::create(model, gpu_options(Precision::kFloat16, val_options(), 16));
+  const auto v = views(images);
+  const auto c = cpu->detect(v);
+  const auto g32 = gpu32->detect(v);
+  const auto g16 = gpu16->detect(v);
+  int mismatched = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto r = same_detections(g32[i], c[i]);
+    if (!r) {
+      ++mismatched;
+      ADD_FAILURE() << files[i] << ": GPU FP32 vs CPU: " << r.message();
+    }
+  }
+  std::printf("[ coco128 ] GPU FP32 vs CPU: %zu images, %d with different detections\n", files.size(), mismatched);
+  MapEvaluator e16, e32;
+  const std::string labels = test::data_file("coco128/labels/train2017");
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string stem = files[i].substr(files[i].rfind('/') + 1, files[i].size() - files[i].rfind('/') - 5);
+    const auto gt = load_yolo_labels(labels + "/" + stem + ".txt", images[i].width(), images[i].height());
+    e16.add_image(g16[i], gt);
+    e32.add_image(g32[i], gt);
+  }
+  const MapResult m16 = e16.compute(), m32 = e32.compute();
+  std::printf("[ coco128 ] GPU FP32 mAP50 %.4f mAP50-95 %.4f | GPU FP16 mAP50 %.4f mAP50-95 %.4f (reference 0.5452 / 0.3486)\n",
+              m32.map50, m32.map50_95, m16.map50, m16.map50_95);
+  EXPECT_NEAR(m32.map50_95, 0.3486, 0.0005);
+  EXPECT_NEAR(m16.map50_95, 0.3486, 0.002);
+}
+
+TEST(DetectorCuda, EightThreadsEqualSerial) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  auto files = coco_images();
+  if (files.empty()) GTEST_SKIP() << "coco128 not found";
+  std::vector<Image> images;
+  for (const auto& f : files) images.push_back(decode_image_file(f));
+  DetectorOptions o = gpu_options(Precision::kFloat16, detect_settings(), 4);
+  o.contexts = 4;
+  auto det = Detector::create(model, o);
+  constexpr int kThreads = 8, kPerThread = 200;
+  std::vector<Detections> serial;
+  for (int i = 0; i < kPerThread; ++i) serial.push_back(det->detect(images[static_cast<size_t>(i) % images.size()].view()));
+  std::vector<std::vector<Detections>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      // Each thread walks the same 200 images from a different start, mixing batch sizes 1 and 3.
+      for (int k = 0; k < kPerThread;) {
+        const int n = (k + t) % 2 ? 1 : std::min(3, kPerThread - k);
+        std::vector<ImageView> batch;
+        for (int j = 0; j < n; ++j) batch.push_back(images[static_cast<size_t>((k + j + t * 25) % kPerThread) % images.size()].view());
+        const auto r = det->detect(batch);
+        for (int j = 0; j < n; ++j) results[static_cast<size_t>(t)].push_back(r[static_cast<size_t>(j)]);
+        k += n;
+      }
+    });
+  for (auto& th : threads) th.join();
+  int diffs = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int k = 0; k < kPerThread; ++k) {
+      const Detections& a = results[static_cast<size_t>(t)][static_cast<size_t>(k)];
+      const Detections& b = serial[static_cast<size_t>((k + t * 25) % kPerThread)];
+      bool same = a.size() == b.size();
+      for (size_t i = 0; same && i < a.size(); ++i)
+        same = a[i].x1 == b[i].x1 && a[i].y1 == b[i].y1 && a[i].x2 == b[i].x2 && a[i].y2 == b[i].y2 &&
+               a[i].confidence == b[i].confidence && a[i].class_id == b[i].class_id;
+      diffs += !same;
+    }
+  std::printf("[ threads ] %d threads x %d images: %d results differ from the serial run\n", kThreads, kPerThread, diffs);
+  EXPECT_EQ(diffs, 0);
+}
+
+TEST(DetectorCuda, SoakKeepsMemoryFlat) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  auto files = coco_images();
+  if (files.empty()) GTEST_SKIP() << "coco128 not found";
+  std::vector<Image> images;
+  for (const auto& f : files) images.push_back(decode_image_file(f));
+  auto det = Detector::create(model, gpu_options(Precision::kFloat16, detect_settings(), 32));
+  const auto v = views(images);
+  std::vector<ImageView> batch(v.begin(), v.begin() + 32);
+  for (int i = 0; i < 20; ++i) det->detect(batch);  // warm: staging buffers sized, graphs captured
+  const size_t rss0 = rss_bytes(), dev0 = device_used();
+  size_t done = 0, boxes = 0;
+  for (int it = 0; done < 10000; ++it) {
+    for (int j = 0; j < 32; ++j) batch[static_cast<size_t>(j)] = v[(static_cast<size_t>(it) * 32 + j) % v.size()];
+    for (const auto& d : det->detect(batch)) boxes += d.size();
+    done += 32;
+  }
+  const size_t rss1 = rss_bytes(), dev1 = device_used();
+  std::printf("[ soak ] %zu images (%zu boxes): host RSS %.1f -> %.1f MiB, device used %.1f -> %.1f MiB\n", done, boxes,
+              rss0 / 1048576.0, rss1 / 1048576.0, dev0 / 1048576.0, dev1 / 1048576.0);
+  EXPECT_LE(rss1, rss0 + (8u << 20)) << "host memory grew";
+  EXPECT_LE(dev1, dev0 + (2u << 20)) << "device memory grew";
+}
+
+}  // namespace yolocu
