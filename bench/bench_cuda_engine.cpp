@@ -2,9 +2,8 @@
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
-// with a static batch of 1 are re-batched for batch > 1 (Reshape shape constants get 0 = "copy the
-// input's dim" in the batch position, the input's batch dim becomes symbolic); the engine verifies
-// that every value then scales with the batch.
+// with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
+// and verifies that every value then scales with the batch.
 // Per (model, batch): build time, median / p90 ms per forward (CUDA events around graph replays),
 // images/s, conv TFLOP/s and its ratio to the H100 dense FP16 peak (989 TFLOP/s); --profile adds
 // the ten most expensive steps (eager, events around each step).
@@ -49,67 +48,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// Follows Identity nodes back to the producer of `name`.
-const Node* producer_of(const Model& m, std::string name) {
-  for (int hop = 0; hop < 8; ++hop) {
-    const Node* p = nullptr;
-    for (const Node& n : m.graph.nodes)
-      for (const auto& o : n.outputs)
-        if (o == name) p = &n;
-    if (!p || p->op_type != "Identity") return p;
-    name = p->inputs.at(0);
-  }
-  return nullptr;
-}
-
-// A static-batch-1 export -> batch-agnostic: see the header comment.
-void rebatch(Model& m) {
-  auto& in = m.graph.inputs.at(0);
-  if (!in.dims.at(0).is_static()) return;
-  in.dims[0] = Dim{-1, "batch"};
-  for (auto& o : m.graph.outputs)
-    if (!o.dims.empty()) o.dims[0] = Dim{-1, "batch"};
-  auto patch = [](Tensor& t) {
-    if (t.dtype() != DType::kInt64 || t.numel() < 1 || t.data_as<int64_t>()[0] != 1) return;
-    t = t.clone();
-    t.data_as<int64_t>()[0] = 0;
-  };
-  for (Node& n : m.graph.nodes) {
-    if (n.op_type != "Reshape" || n.inputs.size() < 2) continue;
-    std::string name = n.inputs[1];
-    auto it = m.graph.initializers.find(name);
-    if (it != m.graph.initializers.end()) {
-      patch(it->second);
-      continue;
-    }
-    const Node* p = producer_of(m, name);
-    if (p && p->op_type == "Identity") continue;
-    if (p && p->op_type == "Constant") {
-      patch(const_cast<Node*>(p)->attributes["value"].t);
-    } else if (!p) {
-      // Identity chain ending at an initializer.
-      for (const Node& q : m.graph.nodes)
-        if (q.op_type == "Identity" && q.outputs.at(0) == name) {
-          auto jt = m.graph.initializers.find(q.inputs.at(0));
-          if (jt != m.graph.initializers.end()) patch(jt->second);
-        }
-    }
-  }
-  // Identity chains: patch initializers feeding Identity nodes that feed Reshape shapes.
-  for (Node& n : m.graph.nodes) {
-    if (n.op_type != "Reshape" || n.inputs.size() < 2) continue;
-    std::string name = n.inputs[1];
-    for (int hop = 0; hop < 8; ++hop) {
-      const Node* p = nullptr;
-      for (const Node& q : m.graph.nodes)
-        if (!q.outputs.empty() && q.outputs[0] == name) p = &q;
-      if (!p || p->op_type != "Identity") break;
-      name = p->inputs.at(0);
-      auto jt = m.graph.initializers.find(name);
-      if (jt != m.graph.initializers.end()) patch(jt->second);
-    }
-  }
-}
 
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -166,7 +104,6 @@ int main(int argc, char** argv) {
       const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       for (int batch : batches) {
         Model m = base;
-        if (batch > 1) rebatch(m);
         CudaEngineOptions o;
         o.precision = precision;
         o.max_batch = batch;

@@ -204,4 +204,42 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
   return plan;
 }
 
+Model make_batch_dynamic(const Model& model) {
+  Model m = model;
+  if (m.graph.inputs.size() != 1 || m.graph.inputs[0].dims.empty() || !m.graph.inputs[0].dims[0].is_static()) return m;
+  m.graph.inputs[0].dims[0] = Dim{-1, "batch"};
+  for (auto& o : m.graph.outputs)
+    if (!o.dims.empty()) o.dims[0] = Dim{-1, "batch"};
+  std::unordered_map<std::string, Node*> producer;
+  for (Node& n : m.graph.nodes)
+    for (const auto& o : n.outputs) producer[o] = &n;
+  auto patch = [](Tensor& t) {
+    if (t.dtype() != DType::kInt64 || t.numel() < 1 || t.data_as<int64_t>()[0] != 1) return;
+    t = t.clone();  // initializers may share storage with the original model
+    t.data_as<int64_t>()[0] = 0;
+  };
+  for (Node& n : m.graph.nodes) {
+    if (n.op_type != "Reshape" || n.inputs.size() < 2) continue;
+    std::string name = n.inputs[1];
+    for (int hop = 0; hop < 16; ++hop) {
+      auto init = m.graph.initializers.find(name);
+      if (init != m.graph.initializers.end()) {
+        patch(init->second);
+        break;
+      }
+      auto it = producer.find(name);
+      if (it == producer.end()) break;
+      Node* p = it->second;
+      if (p->op_type == "Constant") {
+        auto a = p->attributes.find("value");
+        if (a != p->attributes.end() && a->second.kind == Attribute::Kind::kTensor) patch(a->second.t);
+        break;
+      }
+      if (p->op_type != "Identity" || p->inputs.empty()) break;
+      name = p->inputs[0];
+    }
+  }
+  return m;
+}
+
 }  // namespace yolocu::engine

@@ -50,4 +50,11 @@ void check_input_shapes(const Model& model, const std::vector<Shape>& shapes);
 
 Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options = {});
 
+// A copy of a static-batch-1 export (export.py's default) that accepts any batch: the input's and
+// outputs' dim 0 become symbolic, and every Reshape target whose first entry is the static batch
+// 1 gets 0 ("copy dim 0 from the input", ONNX Reshape semantics), following Identity chains to the
+// initializer or Constant that holds it. Engines verify afterwards that every value scales with
+// the batch (the YOLOv5 Detect head does). Returns the model unchanged if its batch is dynamic.
+Model make_batch_dynamic(const Model& model);
+
 }  // namespace yolocu::engine

@@ -578,9 +578,14 @@ void CudaEngine::Impl::build() {
   };
   in_h = pick(in.dims[2], options.height);
   in_w = pick(in.dims[3], options.width);
-  YOLOCU_CHECK(!in.dims[0].is_static() || (in.dims[0].value == 1 && options.max_batch == 1), kInvalidArgument,
+  YOLOCU_CHECK(!in.dims[0].is_static() || in.dims[0].value == 1 || options.max_batch == 1, kInvalidArgument,
                "CudaEngine: the model's batch is fixed at ", in.dims[0].value, "; max_batch ", options.max_batch,
-               " needs a model exported with a dynamic batch (export.py --dynamic)");
+               " needs a batch-1 or a dynamic-batch export");
+  if (in.dims[0].is_static() && options.max_batch > 1) {
+    // export.py's default static batch-1 file: run it at any batch (checked by check_batch_scaling).
+    model = std::make_shared<Model>(engine::make_batch_dynamic(m));
+    return build();
+  }
 
   engine::Plan plan = engine::build_plan(m, {{options.max_batch, in_c, in_h, in_w}});
   if (options.max_batch > 1) check_batch_scaling(plan);
