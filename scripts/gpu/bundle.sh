@@ -21,13 +21,14 @@ arch=${CUDA_ARCH:-90}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 # Every target whose name says it runs on the GPU, plus the CLI.
-targets=$(ninja -C build-gpu -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/|apps/yolocu/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+|yolocu)$' | sed 's#.*/##' | sort -u)
+targets="$(ninja -C build-gpu -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli"
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
 cmake --build build-gpu --target $targets
 
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib .gpu/data
 for t in $targets; do
+  [ "$t" = yolocu_cli ] && t=yolocu
   f=$(find build-gpu -type f -name "$t" -perm -u+x | head -1)
   [ -n "$f" ] && cp "$f" .gpu/bin/
 done

@@ -79,20 +79,27 @@ fi
 
 if [ "$part" = bench ]; then
   export YOLOV5_DIR=$root/.gpu/yolov5
-  step "benchmarks"
-  for b in $(ls "$bin" | grep -E '^bench_' | grep -v _cpu); do
-    timeout 240 "$bin/$b" >"$out/$b.log" 2>&1 && echo "ok    $b" || echo "FAIL  $b (log $b.log)"
+  d=$YOLOCU_DATA_DIR
+  step "benchmarks (ours and the peers, same machine, same call)"
+  bench() {  # bench <log name> <command...>
+    local name=$1; shift
+    if timeout 300 "$@" >"$out/$name.log" 2>&1; then echo "ok    $name"; else echo "FAIL  $name (log $name.log)"; tail -5 "$out/$name.log"; fi
+  }
+  bench bench_letterbox "$bin/bench_letterbox"
+  bench bench_postprocess "$bin/bench_postprocess" "$d" 200
+  bench bench_nms "$bin/bench_nms" 100
+  bench bench_cuda_engine "$bin/bench_cuda_engine" --batches 1,8,32 --profile
+  for m in yolov5n yolov5s_random_fp16; do
+    bench "yolocu_bench_$m" "$bin/yolocu" bench --model "$d/models/$m.onnx" --image "$d/images/bus.jpg" \
+      --device cuda --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 --json "$out/yolocu_bench_$m.json"
   done
-  for p in bench/peer_*.py; do
-    [ -f "$p" ] || continue
-    n=$(basename "$p" .py)
-    timeout 300 python3 "$p" >"$out/$n.log" 2>&1 && echo "ok    $n" || echo "FAIL  $n (log $n.log)"
-  done
+  bench peer_postprocess python3 bench/peer_postprocess.py "$d" 100
+  bench peer_ultralytics_e2e python3 bench/peer_ultralytics_e2e.py --batch 1 8 32 --iters 50
   step "summary"
-  for f in "$out"/bench_*.log "$out"/peer_*.log; do
+  for f in "$out"/bench_*.log "$out"/yolocu_bench_*.log "$out"/peer_*.log; do
     [ -f "$f" ] || continue
     echo "-- $(basename "$f" .log)" >>"$summary"
-    grep -E '^\|' "$f" >>"$summary" || tail -5 "$f" >>"$summary"
+    grep -E '^\||^(cpu|cuda) |^device|^batch|^[0-9]+ ' "$f" >>"$summary" || tail -5 "$f" >>"$summary"
   done
 fi
 

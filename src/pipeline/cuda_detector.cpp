@@ -4,6 +4,7 @@
 // Only the final result synchronises.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -205,14 +206,21 @@ class CudaDetector final : public Detector {
     c.h_images.reserve(offset.back());
     c.d_images.reserve(offset.back());
     auto* staging = static_cast<uint8_t*>(c.h_images.get());
-    for (int i = 0; i < n; ++i) {
-      const ImageView& im = images[i];
+    // Host-side copy into pinned memory, spread over the cores in 64-row bands (a batch of 32
+    // full-HD frames is ~200 MB: one thread would take longer than the whole GPU pipeline).
+    std::vector<std::pair<int, int>> bands;  // (image, first row)
+    for (int i = 0; i < n; ++i)
+      for (int y = 0; y < images[i].height; y += 64) bands.emplace_back(i, y);
+#pragma omp parallel for schedule(dynamic, 1) if (offset.back() > (size_t{1} << 20))
+    for (int64_t k = 0; k < static_cast<int64_t>(bands.size()); ++k) {
+      const ImageView& im = images[bands[static_cast<size_t>(k)].first];
+      const int y0 = bands[static_cast<size_t>(k)].second, y1 = std::min(im.height, y0 + 64);
       const size_t row = static_cast<size_t>(im.width) * 3;
-      uint8_t* dst = staging + offset[static_cast<size_t>(i)];
+      uint8_t* dst = staging + offset[static_cast<size_t>(bands[static_cast<size_t>(k)].first)];
       if (im.pitch_bytes == row) {
-        std::memcpy(dst, im.data, row * im.height);
+        std::memcpy(dst + row * y0, im.data + row * y0, row * static_cast<size_t>(y1 - y0));
       } else {
-        for (int y = 0; y < im.height; ++y) std::memcpy(dst + row * y, im.data + im.pitch_bytes * y, row);
+        for (int y = y0; y < y1; ++y) std::memcpy(dst + row * y, im.data + im.pitch_bytes * y, row);
       }
     }
     YOLOCU_CUDA_OK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
