@@ -95,8 +95,12 @@ def main():
             x = torch.rand(b, 3, 640, 640, device=dev).half()
             with torch.no_grad():
                 eager = timed(lambda: model(x), a.iters)
-                m_cl = model.to(memory_format=torch.channels_last)
-                xs = x.to(memory_format=torch.channels_last).clone()
+                # channels_last on the 4-D weights (Detect's anchor buffers are 3-D)
+                for prm in model.parameters():
+                    if prm.dim() == 4:
+                        prm.data = prm.data.contiguous(memory_format=torch.channels_last)
+                m_cl = model
+                xs = x.contiguous(memory_format=torch.channels_last).clone()
                 s = torch.cuda.Stream()
                 s.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(s):
@@ -107,7 +111,9 @@ def main():
                 with torch.cuda.graph(g):
                     m_cl(xs)
                 graphed = timed(g.replay, a.iters)
-                model = m_cl.to(memory_format=torch.contiguous_format)
+                for prm in model.parameters():
+                    if prm.dim() == 4:
+                        prm.data = prm.data.contiguous()
             print(f"| {name} | {b} | {e2e:.2f} | {e2e / b:.3f} | {1000 * b / e2e:.0f} | {prep:.3f} | {eager:.3f} | {graphed:.3f} |", flush=True)
 
 

@@ -65,7 +65,7 @@ case "$part" in
     ;;
   bench)    # benchmarks against their peers
     copy models/yolov5n.onnx; copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt
-    copy reference/bus.npz; copy images; copy coco.names
+    copy reference/bus.npz; slim_npz zidane output; copy images; copy coco.names
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
     ;;
   train)

@@ -99,7 +99,7 @@ if [ "$part" = bench ]; then
   for f in "$out"/bench_*.log "$out"/yolocu_bench_*.log "$out"/peer_*.log; do
     [ -f "$f" ] || continue
     echo "-- $(basename "$f" .log)" >>"$summary"
-    grep -E '^\||^(cpu|cuda) |^device|^batch|^[0-9]+ ' "$f" >>"$summary" || tail -5 "$f" >>"$summary"
+    grep -E '^\||^(cpu|cuda) |^device|^batch|^model|^yolov5|^[0-9]+ ' "$f" >>"$summary" || tail -5 "$f" >>"$summary"
   done
 fi
 
