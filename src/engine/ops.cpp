@@ -542,10 +542,18 @@ void compute_transpose(const Node& n, int64_t, const In& in, const Out& out) {
 }
 
 // Copies `rows` blocks of `block` bytes with independent strides (Concat, Split, Slice helpers).
+// Large copies are cut into 64 KiB pieces spread over the threads (a channel Concat of one image
+// is a few MiB in one block).
 void copy_blocks(uint8_t* dst, int64_t dst_stride, const uint8_t* src, int64_t src_stride, int64_t rows, int64_t block) {
-  if (rows * block >= kParallelMin * 4 && rows > 1) {
+  constexpr int64_t kPiece = 64 << 10;
+  const int64_t pieces = (block + kPiece - 1) / kPiece;
+  const int64_t total = rows * pieces;
+  if (rows * block >= kParallelMin * 4 && total > 1) {
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, static_cast<size_t>(block));
+    for (int64_t t = 0; t < total; ++t) {
+      const int64_t i = t / pieces, off = (t % pieces) * kPiece;
+      std::memcpy(dst + i * dst_stride + off, src + i * src_stride + off, static_cast<size_t>(std::min(kPiece, block - off)));
+    }
   } else {
     for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, static_cast<size_t>(block));
   }
@@ -580,11 +588,33 @@ void compute_concat(const Node& n, int64_t, const In& in, const Out& out) {
   for (int64_t d = 0; d < axis; ++d) outer *= y.shape()[static_cast<size_t>(d)];
   const int64_t es = static_cast<int64_t>(dtype_size(y.dtype()));
   const int64_t ystride = y.numel() / std::max<int64_t>(outer, 1) * es;
-  int64_t off = 0;
+  std::vector<int64_t> blocks;
+  int64_t max_block = 0;
   for (const Tensor* x : in) {
-    const int64_t block = outer ? x->numel() / outer * es : 0;
-    copy_blocks(static_cast<uint8_t*>(y.data()) + off, ystride, static_cast<const uint8_t*>(x->data()), block, outer, block);
-    off += block;
+    blocks.push_back(outer ? x->numel() / outer * es : 0);
+    max_block = std::max(max_block, blocks.back());
+  }
+  if (outer > 1 && max_block <= 1024 && es == 4) {
+    // Many small pieces (the Detect head joins 2 + 2 + 81 floats per row): one parallel pass over
+    // the rows, plain float copies instead of a memcpy call per piece.
+    auto* py = y.data_as<float>();
+#pragma omp parallel for schedule(static) if (y.numel() >= kParallelMin)
+    for (int64_t row = 0; row < outer; ++row) {
+      float* dst = py + row * (ystride / 4);
+      for (size_t k = 0; k < in.size(); ++k) {
+        const int64_t len = blocks[k] / 4;
+        const float* src = in[k]->data_as<float>() + row * len;
+        for (int64_t j = 0; j < len; ++j) dst[j] = src[j];
+        dst += len;
+      }
+    }
+    return;
+  }
+  int64_t off = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    copy_blocks(static_cast<uint8_t*>(y.data()) + off, ystride, static_cast<const uint8_t*>(in[k]->data()), blocks[k],
+                outer, blocks[k]);
+    off += blocks[k];
   }
 }
 

@@ -31,7 +31,7 @@ struct AlignedFree {
 // AVX-512, 8 otherwise) when the channel count is a multiple of B; elementwise ops, channel
 // Concat, MaxPool and nearest Resize run on that layout directly, anything else gets a plain
 // (NCHW) copy made by a reorder step.
-enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked };
+enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kEltwise };
 
 struct StepSpec {
   StepKind kind = StepKind::kNode;
@@ -378,6 +378,22 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
       }
       continue;
     }
+    if (st.node->node.op_type == "Sigmoid" && plan.values[static_cast<size_t>(s.in[0])].dtype == DType::kFloat32 &&
+        !plan.values[static_cast<size_t>(s.in[0])].constant) {
+      // oneDNN's JIT logistic (vectorised exp): the Detect head applies it to N x 25200 x 85 values.
+      // Either layout: elementwise over the buffer (a padded blocked buffer has the same size).
+      const size_t bytes = p->blocked[static_cast<size_t>(s.in[0])]
+                               ? act_md(plan.values[static_cast<size_t>(s.in[0])].shape, true).get_size()
+                               : static_cast<size_t>(shape_numel(plan.values[static_cast<size_t>(s.in[0])].shape)) * 4;
+      const dnnl::memory::desc md({static_cast<dnnl::memory::dim>(bytes / 4)}, dnnl::memory::data_type::f32,
+                                  dnnl::memory::format_tag::x);
+      const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_logistic, md, 0.f, 0.f);
+      const dnnl::eltwise_forward::primitive_desc pd(d, eng);
+      st.kind = StepKind::kEltwise;
+      st.prim = dnnl::eltwise_forward(pd);
+      st.args = {{DNNL_ARG_SRC, dnnl::memory(md, eng, ptr_of(s.in[0]))}, {DNNL_ARG_DST, dnnl::memory(md, eng, ptr_of(s.out[0]))}};
+      continue;
+    }
     for (int id : s.in) st.in_views.push_back(id >= 0 ? view_of(id) : Tensor());
     for (int id : s.out) st.out_views.push_back(id >= 0 ? view_of(id) : Tensor());
     for (size_t k = 0; k < st.in_views.size(); ++k) st.in_ptrs.push_back(s.in[k] >= 0 ? &st.in_views[k] : nullptr);
@@ -511,7 +527,8 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     switch (st.kind) {
       case StepKind::kConv:
-      case StepKind::kReorder: st.prim.execute(impl_->strm, st.args); break;
+      case StepKind::kReorder:
+      case StepKind::kEltwise: st.prim.execute(impl_->strm, st.args); break;
       case StepKind::kMaxPoolBlocked: maxpool_blocked(st); break;
       case StepKind::kResizeBlocked: resize_blocked(st); break;
       case StepKind::kNode: st.node->op->compute(st.node->node, plan.opset, st.in_ptrs, st.out_ptrs); break;
