@@ -204,6 +204,28 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
   return plan;
 }
 
+bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx) {
+  const PlanNode& c = plan.nodes[static_cast<size_t>(conv_idx)];
+  const int cv = c.out[0];
+  const auto& v = plan.values[static_cast<size_t>(cv)];
+  if (v.graph_output || v.consumers.size() != 2) return false;
+  int s = -1, m = -1;
+  for (int k : v.consumers) {
+    const auto& n = plan.nodes[static_cast<size_t>(k)].node;
+    if (n.op_type == "Sigmoid") s = k;
+    else if (n.op_type == "Mul") m = k;
+  }
+  if (s < 0 || m < 0) return false;
+  const int sv = plan.nodes[static_cast<size_t>(s)].out[0];
+  const auto& sval = plan.values[static_cast<size_t>(sv)];
+  if (sval.graph_output || sval.consumers.size() != 1 || sval.consumers[0] != m) return false;
+  const auto& mn = plan.nodes[static_cast<size_t>(m)];
+  if (mn.in.size() != 2 || !((mn.in[0] == cv && mn.in[1] == sv) || (mn.in[0] == sv && mn.in[1] == cv))) return false;
+  *sig_idx = s;
+  *mul_idx = m;
+  return true;
+}
+
 Model make_batch_dynamic(const Model& model) {
   Model m = model;
   if (m.graph.inputs.size() != 1 || m.graph.inputs[0].dims.empty() || !m.graph.inputs[0].dims[0].is_static()) return m;

@@ -50,6 +50,10 @@ void check_input_shapes(const Model& model, const std::vector<Shape>& shapes);
 
 Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options = {});
 
+// Conv -> Sigmoid -> Mul(conv, sigmoid) with no other consumers (SiLU): the pattern both engines
+// fuse into the convolution. On a match sets the Sigmoid's and the Mul's node indices.
+bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx);
+
 // A copy of a static-batch-1 export (export.py's default) that accepts any batch: the input's and
 // outputs' dim 0 become symbolic, and every Reshape target whose first entry is the static batch
 // 1 gets 0 ("copy dim 0 from the input", ONNX Reshape semantics), following Identity chains to the

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/check.hpp"
+#include "core/cuda_check.hpp"
 #include "pipeline/detector_backends.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/cuda_engine.hpp"
@@ -19,14 +20,6 @@
 
 namespace yolocu {
 namespace {
-
-#define YOLOCU_CUDA_OK(stmt)                                                                         \
-  do {                                                                                               \
-    const cudaError_t err_ = (stmt);                                                                 \
-    if (err_ != cudaSuccess)                                                                         \
-      ::yolocu::detail::fail(::yolocu::ErrorCode::kCuda, __FILE__, ":", __LINE__, ": ", #stmt, ": ", \
-                             cudaGetErrorString(err_));                                              \
-  } while (0)
 
 // Grow-only device / pinned host buffers: they reallocate only when a larger image than ever
 // before arrives (never in the steady state of a video stream or a fixed dataset).
@@ -38,7 +31,7 @@ class DeviceBuffer {
     cudaFree(ptr_);
     ptr_ = nullptr;
     size_ = 0;
-    YOLOCU_CUDA_OK(cudaMalloc(&ptr_, bytes));
+    YOLOCU_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
     size_ = bytes;
   }
   void* get() const { return ptr_; }
@@ -57,7 +50,7 @@ class PinnedBuffer {
     cudaFreeHost(ptr_);
     ptr_ = nullptr;
     size_ = 0;
-    YOLOCU_CUDA_OK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault));
+    YOLOCU_CUDA_CHECK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault));
     size_ = bytes;
   }
   void* get() const { return ptr_; }
@@ -91,7 +84,7 @@ class CudaDetector final : public Detector {
     }
     YOLOCU_CHECK(options.cuda_device >= 0 && options.cuda_device < count, kInvalidArgument, "cuda_device ",
                  options.cuda_device, " does not exist (", count, " device(s))");
-    YOLOCU_CUDA_OK(cudaSetDevice(options.cuda_device));
+    YOLOCU_CUDA_CHECK(cudaSetDevice(options.cuda_device));
     validate_options(options.postprocess);
     CudaEngineOptions eo;
     eo.device = options.cuda_device;
@@ -102,7 +95,7 @@ class CudaDetector final : public Detector {
     const int contexts = std::max(1, options.contexts);
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();
-      YOLOCU_CUDA_OK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+      YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
       c->engine = std::make_unique<CudaEngine>(model_, eo);
       const Shape in = c->engine->input_shape(options.max_batch);
       input_h_ = static_cast<int>(in[2]);
@@ -196,7 +189,7 @@ class CudaDetector final : public Detector {
 
   void run_batch(Context& c, const ImageView* images, int n, std::vector<Detections>& out, DetectionTrace* trace,
                  StageTimes& times) {
-    YOLOCU_CUDA_OK(cudaSetDevice(options_.cuda_device));
+    YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
     // 1. Stage all images (tightly packed, BGR) in pinned memory, one upload.
     std::vector<size_t> offset(static_cast<size_t>(n) + 1, 0);
@@ -223,7 +216,7 @@ class CudaDetector final : public Detector {
         for (int y = y0; y < y1; ++y) std::memcpy(dst + row * y, im.data + im.pitch_bytes * y, row);
       }
     }
-    YOLOCU_CUDA_OK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
+    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
     // 2. Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
     std::vector<LetterboxGeometry> geoms(static_cast<size_t>(n));
     auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
@@ -232,7 +225,7 @@ class CudaDetector final : public Detector {
                           images[i].width, images[i].height, static_cast<size_t>(images[i].width) * 3};
       descs[i] = make_letterbox_cuda_desc(dev, input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
     }
-    YOLOCU_CUDA_OK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
+    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
                                    cudaMemcpyHostToDevice, c.stream));
     letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
                             c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
@@ -255,7 +248,7 @@ class CudaDetector final : public Detector {
       view.channels = nc_ + 5;
       postprocess_cuda(view, geoms, options_.postprocess, *c.post, c.stream);
     }
-    YOLOCU_CUDA_OK(cudaStreamSynchronize(c.stream));
+    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
     const auto t3 = std::chrono::steady_clock::now();
     std::vector<Detections> res = c.post->results();
     for (auto& d : res) out.push_back(std::move(d));
@@ -269,11 +262,11 @@ class CudaDetector final : public Detector {
   void fill_trace(Context& c, int n, const std::vector<LetterboxGeometry>& geoms, DetectionTrace& t) {
     const Shape in = c.engine->input_shape(n);
     Tensor x(c.engine->input_dtype(), in);
-    YOLOCU_CUDA_OK(cudaMemcpy(x.data(), c.d_input.get(), x.nbytes(), cudaMemcpyDeviceToHost));
+    YOLOCU_CUDA_CHECK(cudaMemcpy(x.data(), c.d_input.get(), x.nbytes(), cudaMemcpyDeviceToHost));
     t.input = x.dtype() == DType::kFloat32 ? x : cast_tensor(x, DType::kFloat32);
     for (int k = 0; k < c.engine->num_outputs(); ++k) {
       Tensor o(DType::kFloat32, c.engine->output_shape(k, n));
-      YOLOCU_CUDA_OK(cudaMemcpy(o.data(), c.engine->output(k), o.nbytes(), cudaMemcpyDeviceToHost));
+      YOLOCU_CUDA_CHECK(cudaMemcpy(o.data(), c.engine->output(k), o.nbytes(), cudaMemcpyDeviceToHost));
       t.outputs.push_back(o);
     }
     t.geometry.insert(t.geometry.end(), geoms.begin(), geoms.end());

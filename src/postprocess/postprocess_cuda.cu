@@ -18,16 +18,10 @@
 #include <cub/block/block_scan.cuh>
 
 #include "core/check.hpp"
+#include "core/cuda_check.hpp"
 #include "postprocess/postprocess_common.hpp"
 #include "yolocu/postprocess_cuda.hpp"
 
-#define YOLOCU_CUDA_CHECK(stmt)                                                                 \
-  do {                                                                                          \
-    const cudaError_t e_ = (stmt);                                                              \
-    if (e_ != cudaSuccess)                                                                      \
-      ::yolocu::detail::fail(::yolocu::ErrorCode::kCuda, __FILE__, ":", __LINE__, ": ", #stmt, \
-                             ": ", cudaGetErrorString(e_));                                    \
-  } while (0)
 
 namespace yolocu {
 

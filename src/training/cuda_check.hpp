@@ -1,17 +1,10 @@
-// Internal: CUDA error checking for the training kernels (throws yolocu::Error(kCuda)).
+// Internal: CUDA error checking for the training kernels: the project's one check macro family
+// (core/cuda_check.hpp) under the names the training sources use.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include "core/check.hpp"
+#include "core/cuda_check.hpp"
 
-#define YOLOCU_TRAIN_CUDA_CHECK(stmt)                                                            \
-  do {                                                                                           \
-    const cudaError_t yolocu_err_ = (stmt);                                                      \
-    if (yolocu_err_ != cudaSuccess)                                                              \
-      ::yolocu::detail::fail(::yolocu::ErrorCode::kCuda, __FILE__, ":", __LINE__, ": ", #stmt,   \
-                             " failed: ", cudaGetErrorString(yolocu_err_));                      \
-  } while (0)
-
-// Checks the launch that was just enqueued (configuration errors, not asynchronous faults).
-#define YOLOCU_TRAIN_CHECK_LAUNCH() YOLOCU_TRAIN_CUDA_CHECK(cudaGetLastError())
+#define YOLOCU_TRAIN_CUDA_CHECK(stmt) YOLOCU_CUDA_CHECK(stmt)
+#define YOLOCU_TRAIN_CHECK_LAUNCH() YOLOCU_CUDA_CHECK_LAUNCH()

@@ -36,29 +36,6 @@ bool is_binary(const std::string& op) {
   return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min";
 }
 
-// Conv -> Sigmoid -> Mul(conv, sigmoid) with no other consumers: the SiLU the CPU executor fuses too.
-bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx) {
-  const PlanNode& c = plan.nodes[static_cast<size_t>(conv_idx)];
-  const int cv = c.out[0];
-  const auto& v = plan.values[static_cast<size_t>(cv)];
-  if (v.graph_output || v.consumers.size() != 2) return false;
-  int s = -1, m = -1;
-  for (int k : v.consumers) {
-    const auto& n = plan.nodes[static_cast<size_t>(k)].node;
-    if (n.op_type == "Sigmoid") s = k;
-    else if (n.op_type == "Mul") m = k;
-  }
-  if (s < 0 || m < 0) return false;
-  const int sv = plan.nodes[static_cast<size_t>(s)].out[0];
-  const auto& sval = plan.values[static_cast<size_t>(sv)];
-  if (sval.graph_output || sval.consumers.size() != 1 || sval.consumers[0] != m) return false;
-  const auto& mn = plan.nodes[static_cast<size_t>(m)];
-  if (mn.in.size() != 2 || !((mn.in[0] == cv && mn.in[1] == sv) || (mn.in[0] == sv && mn.in[1] == cv))) return false;
-  *sig_idx = s;
-  *mul_idx = m;
-  return true;
-}
-
 }  // namespace
 
 size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size) {
@@ -151,7 +128,7 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
       s.in[0] = nhwc(pn.in[0]);
       ++sp.convs;
       int sig = -1, mul = -1;
-      if (options.fuse_silu && is_silu_pair(plan, static_cast<int>(i), &sig, &mul)) {
+      if (options.fuse_silu && engine::is_silu_pair(plan, static_cast<int>(i), &sig, &mul)) {
         absorbed[static_cast<size_t>(sig)] = absorbed[static_cast<size_t>(mul)] = true;
         s.silu = true;
         s.out = plan.nodes[static_cast<size_t>(mul)].out;
