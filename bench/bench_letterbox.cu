@@ -12,40 +12,14 @@
 #include <functional>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/letterbox_cuda.hpp"
 
 namespace {
 
-#define BENCH_CUDA(x)                                                              \
-  do {                                                                             \
-    const cudaError_t e_ = (x);                                                    \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));         \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
-
 float median_ms(int runs, cudaStream_t s, const std::function<void()>& fn) {
-  for (int i = 0; i < 10; ++i) fn();
-  BENCH_CUDA(cudaStreamSynchronize(s));
-  cudaEvent_t a, b;
-  BENCH_CUDA(cudaEventCreate(&a));
-  BENCH_CUDA(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < runs; ++i) {
-    BENCH_CUDA(cudaEventRecord(a, s));
-    fn();
-    BENCH_CUDA(cudaEventRecord(b, s));
-    BENCH_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return yolocu::bench::time_events(runs, 10, s, fn).median_ms;
 }
 
 }  // namespace

@@ -18,19 +18,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/postprocess_cuda.hpp"
 
 namespace {
-
-#define BENCH_CUDA(x)                                                      \
-  do {                                                                     \
-    const cudaError_t e_ = (x);                                            \
-    if (e_ != cudaSuccess) {                                               \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                        \
-    }                                                                      \
-  } while (0)
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -80,27 +72,10 @@ int main(int argc, char** argv) {
       v.data = d;
       const std::vector<LetterboxGeometry> geo{letterbox_geometry(640, 640, 640, 640)};
       PostprocessWorkspace ws(1, n, kNc, o);
-      for (int i = 0; i < 10; ++i) postprocess_cuda(v, geo, o, ws, s);
-      BENCH_CUDA(cudaStreamSynchronize(s));
-      cudaEvent_t a, b;
-      BENCH_CUDA(cudaEventCreate(&a));
-      BENCH_CUDA(cudaEventCreate(&b));
-      std::vector<float> t;
-      for (int r = 0; r < runs; ++r) {
-        BENCH_CUDA(cudaEventRecord(a, s));
-        postprocess_cuda(v, geo, o, ws, s);
-        BENCH_CUDA(cudaEventRecord(b, s));
-        BENCH_CUDA(cudaEventSynchronize(b));
-        float ms = 0;
-        BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.f);
-      }
-      std::sort(t.begin(), t.end());
+      const auto t = bench::time_events(runs, 10, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
       const size_t kept = ws.results()[0].size();
-      std::printf("| nms | %d | class-aware | yolocu (max_det %d) | %.1f | %.1f-%.1f | %zu |\n", n,
-                  o.max_det, t[t.size() / 2], t[t.size() / 10], t[t.size() * 9 / 10], kept);
-      cudaEventDestroy(a);
-      cudaEventDestroy(b);
+      std::printf("| nms | %d | class-aware | yolocu (max_det %d) | %.1f | %.1f-%.1f | %zu |\n", n, o.max_det,
+                  t.median_ms * 1000.f, t.p10_ms * 1000.f, t.p90_ms * 1000.f, kept);
       BENCH_CUDA(cudaFree(d));
     }
     BENCH_CUDA(cudaStreamDestroy(s));

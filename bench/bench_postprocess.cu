@@ -17,45 +17,20 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/npy.hpp"
 #include "yolocu/postprocess_cuda.hpp"
 
 namespace {
 
-#define BENCH_CUDA(x)                                                      \
-  do {                                                                     \
-    const cudaError_t e_ = (x);                                            \
-    if (e_ != cudaSuccess) {                                               \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                        \
-    }                                                                      \
-  } while (0)
-
 struct Timing {
   float median_us, p10_us, p90_us;
 };
 
 Timing time_it(int runs, cudaStream_t s, const std::function<void()>& fn) {
-  for (int i = 0; i < 20; ++i) fn();
-  BENCH_CUDA(cudaStreamSynchronize(s));
-  cudaEvent_t a, b;
-  BENCH_CUDA(cudaEventCreate(&a));
-  BENCH_CUDA(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < runs; ++i) {
-    BENCH_CUDA(cudaEventRecord(a, s));
-    fn();
-    BENCH_CUDA(cudaEventRecord(b, s));
-    BENCH_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1000.f);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t[t.size() / 10], t[t.size() * 9 / 10]};
+  const auto t = yolocu::bench::time_events(runs, 20, s, fn);
+  return {t.median_ms * 1000.f, t.p10_ms * 1000.f, t.p90_ms * 1000.f};
 }
 
 yolocu::Tensor tile(const yolocu::Tensor& a, const yolocu::Tensor& b, int batch) {

@@ -84,6 +84,12 @@ std::vector<std::string> coco_images() {
   return files;
 }
 
+std::vector<Image> decode_all(const std::vector<std::string>& files) {
+  std::vector<Image> images;
+  for (const auto& f : files) images.push_back(decode_image_file(f));
+  return images;
+}
+
 std::vector<ImageView> views(const std::vector<Image>& images) {
   std::vector<ImageView> v;
   for (const auto& im : images) v.push_back(im.view());
@@ -188,10 +194,9 @@ TEST(DetectorCuda, Coco128Fp32EqualsCpuAndFp16Map) {
 TEST(DetectorCuda, EightThreadsEqualSerial) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
-  auto files = coco_images();
+  const auto files = coco_images();
   if (files.empty()) GTEST_SKIP() << "coco128 not found";
-  std::vector<Image> images;
-  for (const auto& f : files) images.push_back(decode_image_file(f));
+  const std::vector<Image> images = decode_all(files);
   DetectorOptions o = gpu_options(Precision::kFloat16, detect_settings(), 4);
   o.contexts = 4;
   auto det = Detector::create(model, o);
@@ -231,10 +236,9 @@ TEST(DetectorCuda, EightThreadsEqualSerial) {
 TEST(DetectorCuda, SoakKeepsMemoryFlat) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
-  auto files = coco_images();
+  const auto files = coco_images();
   if (files.empty()) GTEST_SKIP() << "coco128 not found";
-  std::vector<Image> images;
-  for (const auto& f : files) images.push_back(decode_image_file(f));
+  const std::vector<Image> images = decode_all(files);
   auto det = Detector::create(model, gpu_options(Precision::kFloat16, detect_settings(), 32));
   const auto v = views(images);
   std::vector<ImageView> batch(v.begin(), v.begin() + 32);

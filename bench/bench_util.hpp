@@ -1,0 +1,51 @@
+// Shared helpers of the CUDA benchmark binaries: a fatal check macro (a benchmark has nothing to
+// recover) and CUDA-event timing of a stream's work (warm-up, then median / p10 / p90).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#define BENCH_CUDA(x)                                                      \
+  do {                                                                     \
+    const cudaError_t e_ = (x);                                            \
+    if (e_ != cudaSuccess) {                                               \
+      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                        \
+    }                                                                      \
+  } while (0)
+
+namespace yolocu::bench {
+
+struct EventTiming {
+  float median_ms, p10_ms, p90_ms;
+};
+
+// Runs fn `warmup` times, then `runs` times each between two events on `s`.
+inline EventTiming time_events(int runs, int warmup, cudaStream_t s, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < runs; ++i) {
+    BENCH_CUDA(cudaEventRecord(a, s));
+    fn();
+    BENCH_CUDA(cudaEventRecord(b, s));
+    BENCH_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[t.size() / 10], t[t.size() * 9 / 10]};
+}
+
+}  // namespace yolocu::bench
