@@ -155,8 +155,7 @@ TEST(DetectorCuda, Coco128Fp32EqualsCpuAndFp16Map) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   const auto files = coco_images();
   if (files.empty()) GTEST_SKIP() << "coco128 not found";
-  std::vector<Image> images;
-  for (const auto& f : files) images.push_back(decode_image_file(f));
+  const std::vector<Image> images = decode_all(files);
   DetectorOptions co;
   co.device = Device::kCpu;
   co.postprocess = val_options();
