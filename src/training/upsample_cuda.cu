@@ -107,31 +107,30 @@ __global__ void upsample2x_bwd_scalar(const T* __restrict__ dy, T* __restrict__ 
 }
 
 // NCHW, W % N == 0 (N = kBytes/sizeof(T) >= 2; kBytes = 16 where W allows, else 8 or 4). One
-// thread per kBytes input vector: vector i covers
-// x[row, N*k .. N*k+N) with row = i / (W/N). Forward: each value is duplicated into 2N outputs,
-// stored as two vectors on output row 2*row and the same two on row 2*row+1.
+// thread per OUTPUT vector of an even output row: thread j reads input vector i = j / 2 of
+// x[row, ...] (the two threads of a pair read the same 16 bytes, one L1 transaction), duplicates
+// the half j % 2 of it into N outputs and stores them on output rows 2*row and 2*row+1, so that
+// each store instruction of a warp writes one contiguous 512-byte span.
 template <typename T, int kBytes, typename I>
 __global__ void upsample2x_fwd_nchw_vec(const T* __restrict__ x, T* __restrict__ y, I total_vec,
                                         I width_vec) {
   constexpr int kN = Vec<T, kBytes>::kN;
-  const I i = static_cast<I>(blockIdx.x) * kBlock + static_cast<I>(threadIdx.x);
-  if (i >= total_vec) return;
+  const I j = static_cast<I>(blockIdx.x) * kBlock + static_cast<I>(threadIdx.x);
+  if (j >= 2 * total_vec) return;
+  const I i = j >> 1;
+  const int half = static_cast<int>(j & 1);
   const I row = i / width_vec, k = i - row * width_vec;
   const Vec<T, kBytes> in = load_vec<T, kBytes>(x + static_cast<I>(i) * kN);
-  Vec<T, kBytes> lo, hi;
+  Vec<T, kBytes> out;
 #pragma unroll
-  for (int j = 0; j < kN / 2; ++j) {
-    lo.v[2 * j] = in.v[j];
-    lo.v[2 * j + 1] = in.v[j];
-    hi.v[2 * j] = in.v[kN / 2 + j];
-    hi.v[2 * j + 1] = in.v[kN / 2 + j];
+  for (int q = 0; q < kN / 2; ++q) {
+    out.v[2 * q] = in.v[half * (kN / 2) + q];
+    out.v[2 * q + 1] = in.v[half * (kN / 2) + q];
   }
   const I out_w = 2 * width_vec * kN;
-  T* o = y + 2 * row * out_w + 2 * k * kN;
-  store_vec<T, kBytes>(o, lo);
-  store_vec<T, kBytes>(o + kN, hi);
-  store_vec<T, kBytes>(o + out_w, lo);
-  store_vec<T, kBytes>(o + out_w + kN, hi);
+  T* o = y + 2 * row * out_w + (2 * k + half) * kN;
+  store_vec<T, kBytes>(o, out);
+  store_vec<T, kBytes>(o + out_w, out);
 }
 
 // NCHW backward, W % N == 0. One thread per kBytes dx vector (row, k): it loads the 2N dy values
@@ -227,7 +226,8 @@ bool try_vec(bool forward, const T* in, T* out, bool nchw, I rows, I width, I in
         return false;  // NCHW vectors must hold at least the two halves of an output pair
       } else {
         if (forward)
-          upsample2x_fwd_nchw_vec<T, kBytes, I><<<grid, kBlock, 0, stream>>>(in, out, total_vec, width / kN);
+          upsample2x_fwd_nchw_vec<T, kBytes, I>
+              <<<grid_for(2 * static_cast<int64_t>(total_vec)), kBlock, 0, stream>>>(in, out, total_vec, width / kN);
         else
           upsample2x_bwd_nchw_vec<T, kBytes, I><<<grid, kBlock, 0, stream>>>(in, out, total_vec, width / kN);
       }
