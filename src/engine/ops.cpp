@@ -885,15 +885,28 @@ struct PoolParams {
   bool ceil;
 };
 
+// strides / pads / dilations of a 2-D Conv or MaxPool, validated once for both (auto_pad: only
+// NOTSET and VALID, which both mean the explicit pads).
+struct Window2d {
+  std::vector<int64_t> strides, pads, dilations;
+};
+
+Window2d window_2d(const Node& n) {
+  Window2d w{n.attr_ints("strides", {1, 1}), n.attr_ints("pads", {0, 0, 0, 0}), n.attr_ints("dilations", {1, 1})};
+  YOLOCU_CHECK(w.strides.size() == 2 && w.pads.size() == 4 && w.dilations.size() == 2, kParse, n.describe(),
+               ": malformed strides/pads/dilations");
+  const std::string ap = n.attr_string("auto_pad", "NOTSET");
+  YOLOCU_CHECK(ap == "NOTSET" || ap == "VALID", kUnsupported, n.describe(), ": auto_pad ", ap);
+  return w;
+}
+
 PoolParams pool_params(const Node& n, const Shape& x) {
   const auto k = n.attr_ints("kernel_shape");
   YOLOCU_CHECK(k.size() == 2 && x.size() == 4, kUnsupported, n.describe(), ": only 2-D pooling on NCHW is supported");
-  const auto s = n.attr_ints("strides", {1, 1});
-  const auto p = n.attr_ints("pads", {0, 0, 0, 0});
-  const auto d = n.attr_ints("dilations", {1, 1});
-  YOLOCU_CHECK(s.size() == 2 && p.size() == 4 && d.size() == 2, kParse, n.describe(), ": malformed strides/pads/dilations");
-  const std::string ap = n.attr_string("auto_pad", "NOTSET");
-  YOLOCU_CHECK(ap == "NOTSET" || ap == "VALID", kUnsupported, n.describe(), ": auto_pad ", ap);
+  const Window2d w = window_2d(n);
+  const auto& s = w.strides;
+  const auto& p = w.pads;
+  const auto& d = w.dilations;
   YOLOCU_CHECK(n.attr_int("storage_order", 0) == 0, kUnsupported, n.describe(), ": storage_order 1");
   YOLOCU_CHECK(k[0] > 0 && k[1] > 0 && s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, kInvalidArgument, n.describe(),
                ": invalid kernel, stride or dilation");
@@ -1099,12 +1112,10 @@ void infer_conv(const Node& n, int64_t, const Metas& in, Metas& out) {
     YOLOCU_CHECK(in[2].shape == Shape{w[0]}, kInvalidArgument, n.describe(), ": bias shape ", shape_str(in[2].shape));
   const auto ks = n.attr_ints("kernel_shape", {w[2], w[3]});
   YOLOCU_CHECK(ks.size() == 2 && ks[0] == w[2] && ks[1] == w[3], kInvalidArgument, n.describe(), ": kernel_shape mismatch");
-  const auto s = n.attr_ints("strides", {1, 1});
-  const auto p = n.attr_ints("pads", {0, 0, 0, 0});
-  const auto d = n.attr_ints("dilations", {1, 1});
-  YOLOCU_CHECK(s.size() == 2 && p.size() == 4 && d.size() == 2, kParse, n.describe(), ": malformed strides/pads/dilations");
-  const std::string ap = n.attr_string("auto_pad", "NOTSET");
-  YOLOCU_CHECK(ap == "NOTSET" || ap == "VALID", kUnsupported, n.describe(), ": auto_pad ", ap);
+  const Window2d win = window_2d(n);
+  const auto& s = win.strides;
+  const auto& p = win.pads;
+  const auto& d = win.dilations;
   out.resize(1);
   out[0].dtype = in[0].dtype;
   out[0].shape = {x[0], w[0], pool_out(x[2], w[2], s[0], p[0], p[2], d[0], false),
@@ -1121,9 +1132,10 @@ void compute_conv(const Node& n, int64_t, const In& in, const Out& out) {
   Tensor& y = *out[0];
   YOLOCU_CHECK(x.dtype() == DType::kFloat32, kUnsupported, n.describe(), ": reference conv needs float32");
   const int64_t group = n.attr_int("group", 1);
-  const auto s = n.attr_ints("strides", {1, 1});
-  const auto p = n.attr_ints("pads", {0, 0, 0, 0});
-  const auto d = n.attr_ints("dilations", {1, 1});
+  const Window2d win = window_2d(n);
+  const auto& s = win.strides;
+  const auto& p = win.pads;
+  const auto& d = win.dilations;
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   const int64_t K = w.dim(0), KH = w.dim(2), KW = w.dim(3), OH = y.dim(2), OW = y.dim(3);
   const int64_t cg = C / group, kg = K / group;
