@@ -1,6 +1,9 @@
 // Helpers of the CLI tests: run the built `yolocu` binary, read its files.
 #pragma once
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -23,7 +26,11 @@ inline std::string quote(const std::string& s) {
 // Runs `yolocu <args>`; stdout into *out, stderr into *err (if given). Returns the exit status.
 inline int run_yolocu(const std::string& args, std::string* out = nullptr, std::string* err = nullptr,
                       const std::string& tag = "cli") {
-  const std::string err_file = scratch_dir(tag) + "/stderr.txt";
+  // One file per process and call: ctest runs the CLI tests as parallel processes, and a shared
+  // stderr file let one test read another's messages.
+  static int calls = 0;
+  const std::string err_file =
+      scratch_dir(tag) + "/stderr." + std::to_string(::getpid()) + "." + std::to_string(++calls) + ".txt";
   const int rc = run_command("( " + quote(yolocu_binary()) + " " + args + " 2>" + quote(err_file) + " )", out);
   if (err) {
     std::ifstream f(err_file);
@@ -31,6 +38,7 @@ inline int run_yolocu(const std::string& args, std::string* out = nullptr, std::
     ss << f.rdbuf();
     *err = ss.str();
   }
+  std::remove(err_file.c_str());
   return rc;
 }
 
