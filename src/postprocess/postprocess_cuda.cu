@@ -274,6 +274,12 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __syncthreads();
   if (!s_last) return;
   __threadfence();
+  // 1-based rank of the capacity-th key among the keys matching the prefix. Every thread reads
+  // `below` before the barrier and only one thread writes it after: reading it after the scan
+  // (as this kernel once did) let a warp scheduled late see the updated value, match a second
+  // bin and overwrite the prefix with a smaller digit (seen under racecheck's scheduling).
+  const int need = p.capacity - __ldcg(st.below + img);
+  __syncthreads();
   int bins[kPerThread], sum = 0;
   for (int j = 0; j < kPerThread; ++j) {
     bins[j] = __ldcg(&g[threadIdx.x * kPerThread + j]);
@@ -281,7 +287,6 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   int before = 0;
   Scan(scan_tmp).ExclusiveSum(sum, before);
-  const int need = p.capacity - st.below[img];  // 1-based rank among keys matching the prefix
   if (before < need && need <= before + sum) {
     for (int j = 0; j < kPerThread; ++j) {
       if (need <= before + bins[j]) {
