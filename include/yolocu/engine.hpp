@@ -18,12 +18,16 @@ namespace yolocu {
 
 struct CpuEngineOptions {
   int num_threads = 0;  // 0: all cores (OpenMP default)
+  // Run the tail of ultralytics' Detect head (reshape, transpose, sigmoid, grid/anchor arithmetic,
+  // concatenations) as one step reading the head convolutions directly; the same float operations
+  // in the same order. Off: node by node, as the graph says (for comparisons).
+  bool fuse_detect_head = true;
 };
 
 struct EngineStats {
   int runtime_nodes = 0;  // nodes executed per run after folding and fusion
   int folded_nodes = 0;   // nodes evaluated once at prepare time
-  int fused_nodes = 0;    // nodes merged into a preceding convolution
+  int fused_nodes = 0;    // nodes merged into another step (SiLU into convolutions, Detect tails)
   size_t arena_bytes = 0;     // activation memory with liveness reuse
   size_t naive_bytes = 0;     // activation memory with one buffer per value
   size_t weight_bytes = 0;    // convolution weights in oneDNN's preferred layout

@@ -1,5 +1,6 @@
 #include "engine/plan.hpp"
 
+#include <array>
 #include <map>
 #include <unordered_map>
 
@@ -223,6 +224,156 @@ bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx) {
   if (mn.in.size() != 2 || !((mn.in[0] == cv && mn.in[1] == sv) || (mn.in[0] == sv && mn.in[1] == cv))) return false;
   *sig_idx = s;
   *mul_idx = m;
+  return true;
+}
+
+namespace {
+
+struct TailMatcher {
+  const Plan& plan;
+  std::vector<int> nodes;
+
+  const PlanValue& val(int id) const { return plan.values[static_cast<size_t>(id)]; }
+  const PlanNode& node(int idx) const { return plan.nodes[static_cast<size_t>(idx)]; }
+  bool runtime_f32(int id, size_t consumers = 1) const {
+    if (id < 0) return false;
+    const PlanValue& v = val(id);
+    return !v.constant && !v.graph_input && !v.graph_output && v.producer >= 0 && v.dtype == DType::kFloat32 &&
+           v.consumers.size() == consumers;
+  }
+  // Node producing `id` if it is an `op` and `id` has exactly one consumer; else -1.
+  int producer(int id, const char* op) const {
+    if (!runtime_f32(id)) return -1;
+    return node(val(id).producer).node.op_type == op ? val(id).producer : -1;
+  }
+  // Binary node `idx` = op(runtime `*x`, fp32 constant `*c`) in either order (Mul and Add commute).
+  bool with_constant(int idx, int* x, int* c, bool ordered = false) const {
+    const PlanNode& n = node(idx);
+    if (n.in.size() != 2 || n.out.size() != 1) return false;
+    for (int k = 0; k < 2; ++k) {
+      if (ordered && k == 1) break;
+      const int a = n.in[static_cast<size_t>(k)], b = n.in[static_cast<size_t>(1 - k)];
+      if (a >= 0 && b >= 0 && !val(a).constant && val(b).constant && val(b).dtype == DType::kFloat32) {
+        *x = a;
+        *c = b;
+        return true;
+      }
+    }
+    return false;
+  }
+  // The constant broadcast (numpy rules, batch dim 1) to [na, ny, nx, 2].
+  static bool broadcast(const Tensor& t, int64_t na, int64_t ny, int64_t nx, std::vector<float>* out) {
+    const Shape target{1, na, ny, nx, 2};
+    const Shape& s = t.shape();
+    if (s.size() > target.size() || t.dtype() != DType::kFloat32) return false;
+    std::array<int64_t, 5> stride{};
+    int64_t st = 1;
+    for (size_t k = 0; k < s.size(); ++k) {
+      const size_t d = s.size() - 1 - k, td = target.size() - 1 - k;
+      if (s[d] != 1 && s[d] != target[td]) return false;
+      stride[td] = s[d] == 1 ? 0 : st;
+      st *= s[d];
+    }
+    const float* p = t.data_as<float>();
+    out->resize(static_cast<size_t>(na * ny * nx * 2));
+    size_t i = 0;
+    for (int64_t a = 0; a < na; ++a)
+      for (int64_t y = 0; y < ny; ++y)
+        for (int64_t x = 0; x < nx; ++x)
+          for (int64_t k = 0; k < 2; ++k)
+            (*out)[i++] = p[a * stride[1] + y * stride[2] + x * stride[3] + k * stride[4]];
+    return true;
+  }
+  static bool last_axis(const Node& n, int64_t rank) {
+    const int64_t axis = n.attr_int("axis", 0);
+    return axis == rank - 1 || axis == -1;
+  }
+
+  bool level(int value, DetectLevel* L) {
+    const int r2 = producer(value, "Reshape");
+    if (r2 < 0) return false;
+    const int c1 = producer(node(r2).in[0], "Concat");
+    if (c1 < 0 || !last_axis(node(c1).node, 5) || node(c1).in.size() != 3) return false;
+    const int xy = node(c1).in[0], wh = node(c1).in[1], conf = node(c1).in[2];
+    const int split = producer(conf, "Split");
+    if (split < 0) return false;
+    const PlanNode& sp = node(split);
+    if (sp.out.size() != 3 || sp.out[2] != conf || !runtime_f32(sp.out[0]) || !runtime_f32(sp.out[1]) ||
+        !last_axis(sp.node, 5))
+      return false;
+    int x = -1, c_anchor = -1, c_pow = -1, c_wh = -1, c_stride = -1, c_grid = -1, c_xy = -1;
+    const int m7 = producer(wh, "Mul");
+    if (m7 < 0 || !with_constant(m7, &x, &c_anchor)) return false;
+    const int pw = producer(x, "Pow");
+    if (pw < 0 || !with_constant(pw, &x, &c_pow, true) || val(c_pow).value.numel() != 1) return false;
+    const int m6 = producer(x, "Mul");
+    if (m6 < 0 || !with_constant(m6, &x, &c_wh) || x != sp.out[1]) return false;
+    const int m5 = producer(xy, "Mul");
+    if (m5 < 0 || !with_constant(m5, &x, &c_stride)) return false;
+    const int add = producer(x, "Add");
+    if (add < 0 || !with_constant(add, &x, &c_grid)) return false;
+    const int m4 = producer(x, "Mul");
+    if (m4 < 0 || !with_constant(m4, &x, &c_xy) || x != sp.out[0]) return false;
+    const int sig = producer(sp.in[0], "Sigmoid");
+    if (sig < 0) return false;
+    const int tr = producer(node(sig).in[0], "Transpose");
+    if (tr < 0 || node(tr).node.attr_ints("perm") != std::vector<int64_t>{0, 1, 3, 4, 2}) return false;
+    const int r1 = producer(node(tr).in[0], "Reshape");
+    if (r1 < 0) return false;
+    const int conv = producer(node(r1).in[0], "Conv");
+    if (conv < 0) return false;
+    // shapes: conv [N, na*no, ny, nx] -> [N, na, no, ny, nx] -> [N, na, ny, nx, no] -> [N, na*ny*nx, no]
+    const Shape& cs = val(node(conv).out[0]).shape;
+    const Shape& rs = val(node(r1).out[0]).shape;
+    const Shape& os = val(value).shape;
+    if (cs.size() != 4 || rs.size() != 5 || os.size() != 3) return false;
+    const int64_t n = cs[0], na = rs[1], no = rs[2], ny = rs[3], nx = rs[4];
+    if (rs[0] != n || na * no != cs[1] || ny != cs[2] || nx != cs[3] || no <= 5) return false;
+    if (os != Shape{n, na * ny * nx, no}) return false;
+    const Shape part{n, na, ny, nx, 2};
+    if (val(sp.out[0]).shape != part || val(sp.out[1]).shape != part ||
+        val(sp.out[2]).shape != Shape{n, na, ny, nx, no - 4})
+      return false;
+    L->conv = conv;
+    L->na = na;
+    L->no = no;
+    L->ny = ny;
+    L->nx = nx;
+    L->wh_pow = val(c_pow).value.data_as<float>()[0];
+    if (!broadcast(val(c_xy).value, na, ny, nx, &L->xy_scale) || !broadcast(val(c_grid).value, na, ny, nx, &L->grid) ||
+        !broadcast(val(c_stride).value, na, ny, nx, &L->stride) ||
+        !broadcast(val(c_wh).value, na, ny, nx, &L->wh_scale) ||
+        !broadcast(val(c_anchor).value, na, ny, nx, &L->anchor_grid))
+      return false;
+    for (int k : {r1, tr, sig, split, m4, add, m5, m6, pw, m7, c1, r2}) nodes.push_back(k);
+    return true;
+  }
+};
+
+}  // namespace
+
+bool match_detect_head(const Plan& plan, int concat_idx, DetectHead* head) {
+  const PlanNode& c = plan.nodes[static_cast<size_t>(concat_idx)];
+  if (c.node.op_type != "Concat" || c.out.size() != 1 || c.out[0] < 0 || c.in.empty()) return false;
+  const PlanValue& out = plan.values[static_cast<size_t>(c.out[0])];
+  if (out.constant || out.dtype != DType::kFloat32 || out.shape.size() != 3) return false;
+  const int64_t axis = c.node.attr_int("axis", 0);
+  if (axis != 1 && axis != -2) return false;
+  TailMatcher m{plan, {}};
+  DetectHead h;
+  h.concat = concat_idx;
+  for (int v : c.in) {
+    DetectLevel L;
+    if (!m.level(v, &L)) return false;
+    if (L.no != out.shape[2] || plan.values[static_cast<size_t>(v)].shape[0] != out.shape[0]) return false;
+    L.row_begin = h.rows;
+    h.rows += L.na * L.ny * L.nx;
+    h.levels.push_back(std::move(L));
+  }
+  if (h.rows != out.shape[1]) return false;
+  h.absorbed = std::move(m.nodes);
+  h.absorbed.push_back(concat_idx);
+  *head = std::move(h);
   return true;
 }
 

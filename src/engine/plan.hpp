@@ -54,6 +54,35 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
 // fuse into the convolution. On a match sets the Sigmoid's and the Mul's node indices.
 bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx);
 
+// The tail of ultralytics' Detect head as export.py writes it (models/yolo.py, v6.2-v7.0), one
+// level per head convolution:
+//   Conv -> Reshape [N, na, no, ny, nx] -> Transpose [0,1,3,4,2] -> Sigmoid -> Split [2, 2, no-4]
+//   xy = (s0 * xy_scale + grid) * stride;  wh = (s1 * wh_scale) ^ wh_pow * anchor_grid
+//   Concat(xy, wh, s2) on the last axis -> Reshape [N, na*ny*nx, no]
+// and the Concat of the levels on axis 1 (the merged output). Engines replace all of it with one
+// step that reads the convolutions' sigmoid outputs and writes the merged rows (the transposed
+// 25200 x 85 tensor is never built piece by piece). The constants are broadcast here to
+// [na, ny, nx, 2] (batch 1), so the fused step repeats the graph's float operations one by one,
+// in the graph's order.
+struct DetectLevel {
+  int conv = -1;  // node index of the head convolution (its output feeds only this tail)
+  int64_t na = 0, no = 0, ny = 0, nx = 0;
+  int64_t row_begin = 0;  // first row of the level in the merged output
+  std::vector<float> xy_scale, grid, stride, wh_scale, anchor_grid;  // [na][ny][nx][2] each
+  float wh_pow = 2.f;
+};
+
+struct DetectHead {
+  int concat = -1;  // node index of the Concat that merges the levels (the step's output)
+  int64_t rows = 0;  // rows of the merged output
+  std::vector<DetectLevel> levels;
+  std::vector<int> absorbed;  // node indices the fused step replaces (tails and the Concat)
+};
+
+// Matches the pattern above ending at node `concat_idx`; every intermediate value has exactly the
+// one consumer of the pattern, all values are fp32. Returns false (head untouched) otherwise.
+bool match_detect_head(const Plan& plan, int concat_idx, DetectHead* head);
+
 // A copy of a static-batch-1 export (export.py's default) that accepts any batch: the input's and
 // outputs' dim 0 become symbolic, and every Reshape target whose first entry is the static batch
 // 1 gets 0 ("copy dim 0 from the input", ONNX Reshape semantics), following Identity chains to the

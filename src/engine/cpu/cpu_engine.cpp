@@ -31,12 +31,14 @@ struct AlignedFree {
 // AVX-512, 8 otherwise) when the channel count is a multiple of B; elementwise ops, channel
 // Concat, MaxPool and nearest Resize run on that layout directly, anything else gets a plain
 // (NCHW) copy made by a reorder step.
-enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kEltwise };
+enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kEltwise, kDetectHead };
 
 struct StepSpec {
   StepKind kind = StepKind::kNode;
   int node = -1;            // index into plan.nodes (not for reorders)
   bool fused_silu = false;
+  bool fused_logistic = false;  // a Detect head convolution: its sigmoid runs in the convolution
+  int head = -1;                // kDetectHead: index into Prepared::heads
   std::vector<int> in;      // per node input: value id actually read (-1 omitted)
   std::vector<int> out;     // per node output
 };
@@ -55,10 +57,15 @@ struct Step {
   std::vector<int64_t> ry, rx;  // nearest source rows / cols
   const float* src = nullptr;
   float* dst = nullptr;
+  // fused Detect head: per level the convolution's (sigmoid) output and whether it is blocked
+  const engine::DetectHead* head = nullptr;
+  std::vector<const float*> level_src;
+  std::vector<char> level_blocked;
 };
 
 struct Prepared {
   Plan plan;
+  std::vector<engine::DetectHead> heads;
   std::vector<Step> steps;
   std::vector<char> blocked;    // per value
   std::vector<int64_t> offset;  // per value: arena offset, -1 if none (constant / unused)
@@ -120,6 +127,54 @@ void resize_blocked(const Step& st) {
     }
 }
 
+// The fused Detect tail (engine::DetectHead): every merged row [a, y, x] of a level gathers the
+// `no` channels a*no .. a*no+no-1 of pixel (y, x) from the head convolution's sigmoid output
+// (nChw{B}c, padded, or NCHW) and applies the graph's xy / wh arithmetic in the graph's order.
+void detect_head(const Step& st) {
+  const engine::DetectHead& h = *st.head;
+  const int64_t B = block_size();
+  for (size_t l = 0; l < h.levels.size(); ++l) {
+    const engine::DetectLevel& L = h.levels[l];
+    const float* src = st.level_src[l];
+    const bool blocked = st.level_blocked[l] != 0;
+    const int64_t C = L.na * L.no, HW = L.ny * L.nx, CB = (C + B - 1) / B;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < st.n; ++n)
+      for (int64_t y = 0; y < L.ny; ++y) {
+        for (int64_t x = 0; x < L.nx; ++x) {
+          const int64_t p = y * L.nx + x;
+          for (int64_t a = 0; a < L.na; ++a) {
+            float* row = st.dst + (n * h.rows + L.row_begin + a * HW + p) * L.no;
+            if (blocked) {  // channel c = cb * B + j; no division in the loop
+              const int64_t c0 = a * L.no;
+              const float* blk = src + ((n * CB + c0 / B) * HW + p) * B;
+              int64_t j = c0 % B;
+              for (int64_t k = 0; k < L.no; ++k) {
+                row[k] = blk[j];
+                if (++j == B) {
+                  j = 0;
+                  blk += HW * B;
+                }
+              }
+            } else {
+              const float* base = src + (n * L.na + a) * L.no * HW + p;
+              for (int64_t k = 0; k < L.no; ++k) row[k] = base[k * HW];
+            }
+            const size_t ci = static_cast<size_t>((a * HW + p) * 2);
+            for (size_t q = 0; q < 2; ++q) {
+              float v = row[q] * L.xy_scale[ci + q];
+              v = v + L.grid[ci + q];
+              row[q] = v * L.stride[ci + q];
+              float w = row[2 + q] * L.wh_scale[ci + q];
+              w = L.wh_pow == 2.f ? w * w : std::pow(w, L.wh_pow);  // as the Pow op: x*x for 2
+              row[2 + q] = w * L.anchor_grid[ci + q];
+            }
+          }
+        }
+      }
+  }
+}
+
 }  // namespace
 
 struct CpuEngine::Impl {
@@ -142,9 +197,23 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   p->plan = engine::build_plan(*model, shapes);
   Plan& plan = p->plan;
 
-  // 1. Steps, with Conv -> Sigmoid -> Mul fused into one convolution.
+  // 1. Steps, with Conv -> Sigmoid -> Mul fused into one convolution and the Detect head's tail
+  // (reshape, transpose, sigmoid, split, grid/anchor arithmetic, concats) into one step.
   std::vector<StepSpec> specs;
   std::vector<bool> absorbed(plan.nodes.size(), false);
+  std::vector<int> head_at(plan.nodes.size(), -1);      // the Concat a fused head replaces
+  std::vector<bool> logistic(plan.nodes.size(), false);  // head convolutions
+  if (options.fuse_detect_head)
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      engine::DetectHead h;
+      if (plan.nodes[i].node.op_type != "Concat" || !engine::match_detect_head(plan, static_cast<int>(i), &h)) continue;
+      for (int k : h.absorbed) absorbed[static_cast<size_t>(k)] = true;
+      for (const auto& L : h.levels) logistic[static_cast<size_t>(L.conv)] = true;
+      absorbed[i] = false;
+      head_at[i] = static_cast<int>(p->heads.size());
+      p->stats.fused_nodes += static_cast<int>(h.absorbed.size()) - 1;
+      p->heads.push_back(std::move(h));
+    }
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     if (absorbed[i]) continue;
     const PlanNode& pn = plan.nodes[i];
@@ -152,12 +221,19 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     s.node = static_cast<int>(i);
     s.in = pn.in;
     s.out = pn.out;
-    if (pn.node.op_type == "Conv" && plan.values[static_cast<size_t>(pn.in[0])].dtype == DType::kFloat32) {
+    if (head_at[i] >= 0) {
+      const engine::DetectHead& h = p->heads[static_cast<size_t>(head_at[i])];
+      s.kind = StepKind::kDetectHead;
+      s.head = head_at[i];
+      s.in.clear();
+      for (const auto& L : h.levels) s.in.push_back(plan.nodes[static_cast<size_t>(L.conv)].out[0]);
+    } else if (pn.node.op_type == "Conv" && plan.values[static_cast<size_t>(pn.in[0])].dtype == DType::kFloat32) {
       YOLOCU_CHECK(plan.values[static_cast<size_t>(pn.in[1])].constant, kUnsupported, pn.node.describe(),
                    ": weights computed at run time are not supported");
       s.kind = StepKind::kConv;
+      s.fused_logistic = logistic[i];
       int sig = -1, mul = -1;
-      if (engine::is_silu_pair(plan, static_cast<int>(i), &sig, &mul)) {
+      if (!s.fused_logistic && engine::is_silu_pair(plan, static_cast<int>(i), &sig, &mul)) {
         absorbed[static_cast<size_t>(sig)] = absorbed[static_cast<size_t>(mul)] = true;
         s.fused_silu = true;
         s.out = plan.nodes[static_cast<size_t>(mul)].out;
@@ -212,6 +288,8 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
       const auto& yv = plan.values[static_cast<size_t>(y)];
       if (!out_blocked && is_blocked(s.in[0]) && yv.shape.size() == 4 && yv.dtype == DType::kFloat32)
         p->blocked[static_cast<size_t>(y)] = 2;
+    } else if (s.kind == StepKind::kDetectHead) {
+      // writes plain rows; reads the head convolutions in whichever layout they have
     } else if (op == "Sigmoid" || op == "Mul" || op == "Add" || op == "Sub" || op == "Relu") {
       bool ok = y >= 0 && blockable(y) && runtime_in.size() == s.in.size();
       for (int id : runtime_in) ok = ok && is_blocked(id) && plan.values[static_cast<size_t>(id)].shape == plan.values[static_cast<size_t>(y)].shape;
@@ -233,10 +311,11 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
                     plan.values[static_cast<size_t>(y)].shape[0] == plan.values[static_cast<size_t>(s.in[0])].shape[0];
       if (out_blocked) s.kind = StepKind::kResizeBlocked;
     }
-    // Inputs: convolutions read either layout; blocked ops read blocked; the rest read plain twins.
+    // Inputs: convolutions and the Detect head read either layout; blocked ops read blocked; the
+    // rest read plain twins.
     for (int& id : s.in) {
       if (id < 0 || plan.values[static_cast<size_t>(id)].constant) continue;
-      if (s.kind == StepKind::kConv) continue;
+      if (s.kind == StepKind::kConv || s.kind == StepKind::kDetectHead) continue;
       if (!out_blocked) id = plain_of(id);
     }
     if (out_blocked) p->blocked[static_cast<size_t>(y)] = 1;
@@ -326,6 +405,16 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
       make_conv(*p, st, s);
       continue;
     }
+    if (s.kind == StepKind::kDetectHead) {
+      st.head = &p->heads[static_cast<size_t>(s.head)];
+      st.n = plan.values[static_cast<size_t>(s.out[0])].shape[0];
+      for (int id : s.in) {
+        st.level_src.push_back(reinterpret_cast<const float*>(ptr_of(id)));
+        st.level_blocked.push_back(p->blocked[static_cast<size_t>(id)] != 0);
+      }
+      st.dst = reinterpret_cast<float*>(ptr_of(s.out[0]));
+      continue;
+    }
     if (s.kind == StepKind::kMaxPoolBlocked || s.kind == StepKind::kResizeBlocked) {
       const Shape& xs = plan.values[static_cast<size_t>(s.in[0])].shape;
       const Shape& ys = plan.values[static_cast<size_t>(s.out[0])].shape;
@@ -411,9 +500,10 @@ void CpuEngine::Impl::make_conv(Prepared& p, Step& st, const StepSpec& spec) {
   const memory::desc b_md({w.shape[0]}, memory::data_type::f32, memory::format_tag::x);
 
   dnnl::primitive_attr attr;
-  if (spec.fused_silu) {
+  if (spec.fused_silu || spec.fused_logistic) {
     dnnl::post_ops po;
-    po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    if (spec.fused_silu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    else po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
     attr.set_post_ops(po);
   }
   const memory::dims strides{s[0], s[1]}, dil{d[0] - 1, d[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
@@ -509,11 +599,12 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
       case StepKind::kEltwise: st.prim.execute(impl_->strm, st.args); break;
       case StepKind::kMaxPoolBlocked: maxpool_blocked(st); break;
       case StepKind::kResizeBlocked: resize_blocked(st); break;
+      case StepKind::kDetectHead: detect_head(st); break;
       case StepKind::kNode: st.node->op->compute(st.node->node, plan.opset, st.in_ptrs, st.out_ptrs); break;
     }
     if (profile) {
       impl_->strm.wait();
-      prof[st.node ? st.node->node.op_type : "Reorder"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      prof[st.kind == StepKind::kDetectHead ? "DetectHead" : st.node ? st.node->node.op_type : "Reorder"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
   }
   impl_->strm.wait();
