@@ -1,5 +1,7 @@
 """Generates single-op ONNX models for every op YOLOv5 exports use, at every opset 11-17, with
-random inputs and ONNX Runtime's outputs as the oracle.
+random inputs and ONNX Runtime's outputs as the oracle; and small multi-node graphs with the
+patterns the engines fuse (Conv+SiLU+residual Add, a Detect head with its tail), including the
+variants that must not be fused.
 
 usage: make_op_cases.py OUT_DIR
 Writes OUT_DIR/<case>/{model.onnx, in0.npy.., out0.npy..} and OUT_DIR/manifest.txt (one case per
@@ -32,6 +34,80 @@ def case(opset, name, op, inputs, inits, attrs=None, n_out=1, out_types=None):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 7
     return model, [a for _, a in inputs]
+
+
+def graph_case(opset, name, nodes, inputs, inits, outputs):
+    """nodes: (op, inputs, outputs, attrs) tuples in file order; outputs: graph output names."""
+    in_vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs]
+    made = [helper.make_node(op, ins, outs, name=f"{op}_{k}", **(attrs or {}))
+            for k, (op, ins, outs, attrs) in enumerate(nodes)]
+    graph = helper.make_graph(made, name, in_vi, [onnx.ValueInfoProto(name=o) for o in outputs],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model, [a for _, a in inputs]
+
+
+def conv_silu(x, w, y, k=1):
+    """Conv (+ bias) -> Sigmoid -> Mul, as export.py writes SiLU."""
+    return [("Conv", [x, w, w + "_b"], [y + "_c"], dict(kernel_shape=[k, k], pads=[k // 2] * 4)),
+            ("Sigmoid", [y + "_c"], [y + "_s"], None), ("Mul", [y + "_c", y + "_s"], [y], None)]
+
+
+def fusion_cases(opset):
+    c = []
+    for ch in (16, 8):  # 16: blocked layouts; 8: plain (not a multiple of the block) on AVX-512
+        w = lambda name, k=1: [(name, f32(ch, ch, k, k) * 0.3), (name + "_b", f32(ch))]
+        x = f32(1, ch, 10, 12)
+        # the Bottleneck shortcut: x + SiLU(conv(SiLU(conv(x)))), x the graph input -> fused Add
+        nodes = conv_silu("x", "wa", "t") + conv_silu("t", "wb", "u", 3) + [("Add", ["x", "u"], ["y"], None)]
+        c.append((f"FuseResidual{ch}", graph_case(opset, "res", nodes, [("x", x)], w("wa") + w("wb", 3), ["y"])))
+        # an addend produced after the convolution (file order): that convolution must not take
+        # the Add; the later, plain convolution may (its other addend exists by then)
+        nodes = (conv_silu("x", "wa", "t") + conv_silu("t", "wb", "u", 3) +
+                 [("Conv", ["t", "wc", "wc_b"], ["v"], dict(kernel_shape=[1, 1])), ("Add", ["u", "v"], ["y"], None)])
+        c.append((f"FuseResidualLate{ch}", graph_case(opset, "late", nodes, [("x", x)], w("wa") + w("wb", 3) + w("wc"), ["y"])))
+        # the activated output also feeds another op: no fusion
+        nodes = conv_silu("x", "wa", "u") + [("Add", ["x", "u"], ["y"], None), ("Mul", ["u", "u"], ["z"], None)]
+        c.append((f"FuseResidualShared{ch}", graph_case(opset, "shared", nodes, [("x", x)], w("wa"), ["y", "z"])))
+    # A Detect head as export.py writes it: 2 levels, 3 anchors, 2 classes (no = 7), strides 8 / 16
+    na, nc = 3, 2
+    no = nc + 5
+    inputs = [("p3", f32(2, 16, 6, 8)), ("p4", f32(2, 16, 3, 4))]
+    inits, nodes, merged = [], [], []
+    for i, (name, a) in enumerate(inputs):
+        ny, nx = a.shape[2], a.shape[3]
+        stride = float(8 << i)
+        xv, yv = np.meshgrid(np.arange(nx, dtype=np.float32), np.arange(ny, dtype=np.float32))
+        grid = np.broadcast_to(np.stack((xv, yv), 2)[None, None], (1, na, ny, nx, 2)) - np.float32(0.5)
+        anchors = rng.uniform(5, 300, (na, 2)).astype(np.float32)
+        anchor_grid = np.broadcast_to(anchors.reshape(1, na, 1, 1, 2), (1, na, ny, nx, 2)).copy()
+        p = f"l{i}_"
+        inits += [(p + "w", f32(na * no, 16, 1, 1) * 0.5), (p + "b", f32(na * no)),
+                  (p + "shape5", np.array([2, na, no, ny, nx], np.int64)), (p + "two", np.array(2, np.float32)),
+                  (p + "grid", grid.astype(np.float32)), (p + "stride", np.array(stride, np.float32)),
+                  (p + "two_b", np.array(2, np.float32)), (p + "pow", np.array(2, np.float32)),
+                  (p + "anchor", anchor_grid), (p + "shape3", np.array([2, na * ny * nx, no], np.int64))]
+        split = [2, 2, no - 4]
+        if opset >= 13:
+            inits.append((p + "split", np.array(split, np.int64)))
+            split_node = ("Split", [p + "sig", p + "split"], [p + "xy", p + "wh", p + "conf"], dict(axis=4))
+        else:
+            split_node = ("Split", [p + "sig"], [p + "xy", p + "wh", p + "conf"], dict(axis=4, split=split))
+        nodes += [("Conv", [name, p + "w", p + "b"], [p + "conv"], dict(kernel_shape=[1, 1])),
+                  ("Reshape", [p + "conv", p + "shape5"], [p + "r5"], None),
+                  ("Transpose", [p + "r5"], [p + "t"], dict(perm=[0, 1, 3, 4, 2])),
+                  ("Sigmoid", [p + "t"], [p + "sig"], None), split_node,
+                  ("Mul", [p + "xy", p + "two"], [p + "xy2"], None), ("Add", [p + "xy2", p + "grid"], [p + "xyg"], None),
+                  ("Mul", [p + "xyg", p + "stride"], [p + "xyo"], None),
+                  ("Mul", [p + "wh", p + "two_b"], [p + "wh2"], None), ("Pow", [p + "wh2", p + "pow"], [p + "whp"], None),
+                  ("Mul", [p + "whp", p + "anchor"], [p + "who"], None),
+                  ("Concat", [p + "xyo", p + "who", p + "conf"], [p + "cat"], dict(axis=4)),
+                  ("Reshape", [p + "cat", p + "shape3"], [p + "rows"], None)]
+        merged.append(p + "rows")
+    nodes.append(("Concat", merged, ["output0"], dict(axis=1)))
+    c.append(("FuseDetectHead", graph_case(opset, "detect", nodes, inputs, inits, ["output0"])))
+    return c
 
 
 def cases(opset):
@@ -104,7 +180,7 @@ def main() -> int:
     os.makedirs(out, exist_ok=True)
     lines = []
     for opset in range(11, 18):
-        for name, (model, feeds) in cases(opset):
+        for name, (model, feeds) in cases(opset) + fusion_cases(opset):
             # Shape-inferred output types for the value infos (ORT needs them defined).
             model = onnx.shape_inference.infer_shapes(model)
             d = os.path.join(out, f"{name}_op{opset}")

@@ -39,6 +39,7 @@ struct StepSpec {
   bool fused_silu = false;
   bool fused_logistic = false;  // a Detect head convolution: its sigmoid runs in the convolution
   int head = -1;                // kDetectHead: index into Prepared::heads
+  int residual = -1;            // kConv: value added to the (activated) output, an absorbed Add
   std::vector<int> in;      // per node input: value id actually read (-1 omitted)
   std::vector<int> out;     // per node output
 };
@@ -125,6 +126,25 @@ void resize_blocked(const Step& st) {
       for (int64_t ox = 0; ox < st.ow; ++ox)
         std::memcpy(drow + ox * B, srow + st.rx[static_cast<size_t>(ox)] * B, static_cast<size_t>(B) * sizeof(float));
     }
+}
+
+// Add node index if value `y` (the output of convolution node `conv`, activation included) has
+// exactly one consumer, an fp32 Add of y and a runtime value x of the same shape produced before
+// the convolution (or a graph input); sets *x. Else -1.
+int residual_add(const Plan& plan, int conv, int y, int* x) {
+  const auto& yv = plan.values[static_cast<size_t>(y)];
+  if (yv.graph_output || yv.consumers.size() != 1) return -1;
+  const int add = yv.consumers[0];
+  const PlanNode& a = plan.nodes[static_cast<size_t>(add)];
+  if (a.node.op_type != "Add" || a.in.size() != 2 || a.out.size() != 1 || a.out[0] < 0) return -1;
+  const int other = a.in[0] == y ? a.in[1] : a.in[1] == y ? a.in[0] : -1;
+  if (other < 0 || other == y) return -1;
+  const auto& xv = plan.values[static_cast<size_t>(other)];
+  const auto& ov = plan.values[static_cast<size_t>(a.out[0])];
+  if (xv.constant || xv.dtype != DType::kFloat32 || xv.shape != yv.shape || ov.shape != yv.shape) return -1;
+  if (!xv.graph_input && (xv.producer < 0 || xv.producer >= conv)) return -1;
+  *x = other;
+  return add;
 }
 
 // The fused Detect tail (engine::DetectHead): every merged row [a, y, x] of a level gathers the
@@ -238,6 +258,15 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
         s.fused_silu = true;
         s.out = plan.nodes[static_cast<size_t>(mul)].out;
         p->stats.fused_nodes += 2;
+      }
+      // Residual: the (activated) output's only consumer is Add(out, x) with x computed before
+      // this convolution (the Bottleneck shortcut) -> a binary-add post-op reading x.
+      const int add = s.fused_logistic ? -1 : residual_add(plan, static_cast<int>(i), s.out[0], &s.residual);
+      if (add >= 0) {
+        absorbed[static_cast<size_t>(add)] = true;
+        s.out = plan.nodes[static_cast<size_t>(add)].out;
+        s.in.push_back(s.residual);
+        p->stats.fused_nodes += 1;
       }
     }
     specs.push_back(std::move(s));
@@ -500,12 +529,15 @@ void CpuEngine::Impl::make_conv(Prepared& p, Step& st, const StepSpec& spec) {
   const memory::desc b_md({w.shape[0]}, memory::data_type::f32, memory::format_tag::x);
 
   dnnl::primitive_attr attr;
-  if (spec.fused_silu || spec.fused_logistic) {
-    dnnl::post_ops po;
-    if (spec.fused_silu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
-    else po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
-    attr.set_post_ops(po);
+  dnnl::post_ops po;
+  if (spec.fused_silu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+  if (spec.fused_logistic) po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+  memory::desc res_md;
+  if (spec.residual >= 0) {
+    res_md = act_md(plan.values[static_cast<size_t>(spec.residual)].shape, p.blocked[static_cast<size_t>(spec.residual)] != 0);
+    po.append_binary(dnnl::algorithm::binary_add, res_md);
   }
+  attr.set_post_ops(po);
   const memory::dims strides{s[0], s[1]}, dil{d[0] - 1, d[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
   const auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                               dnnl::algorithm::convolution_direct, src_md, w_any_md,
@@ -528,6 +560,9 @@ void CpuEngine::Impl::make_conv(Prepared& p, Step& st, const StepSpec& spec) {
     st.args[DNNL_ARG_BIAS] = b;
   }
   st.args[DNNL_ARG_DST] = memory(dst_md, eng, p.arena.get() + p.offset[static_cast<size_t>(yid)]);
+  if (spec.residual >= 0)
+    st.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(po.len() - 1) | DNNL_ARG_SRC_1] =
+        memory(res_md, eng, p.arena.get() + p.offset[static_cast<size_t>(spec.residual)]);
   strm.wait();
 }
 
