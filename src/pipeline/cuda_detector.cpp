@@ -154,6 +154,9 @@ class CudaDetector final : public Detector {
       try {
         run_batch(c, &images[b], static_cast<int>(n), out, trace, times);
       } catch (...) {
+        // Copies already enqueued may still read this context's pinned staging: let them finish
+        // before another call reuses (or regrows) the buffers.
+        if (cudaStreamSynchronize(c.stream) != cudaSuccess) (void)cudaGetLastError();
         release(c);
         throw;
       }
