@@ -396,7 +396,10 @@ __global__ void __launch_bounds__(kNmsThreads)
     __syncthreads();
     for (int i = t; i < n; i += kNmsThreads) {
       const uint64_t key = k_img[i];
-      if ((!have_last || key > last) && key <= hi) sh.chunk_keys[atomicAdd(&sh.count, 1)] = key;
+      if ((!have_last || key > last) && key <= hi) {
+        const int slot = atomicAdd(&sh.count, 1);
+        if (slot < kChunk) sh.chunk_keys[slot] = key;  // keys are unique: never more than kChunk
+      }
     }
     __syncthreads();
     int size = 1;
