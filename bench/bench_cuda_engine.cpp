@@ -1,6 +1,6 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
-//                     [--iters N] [--warmup W] [--no-graphs] [--profile]
+//                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--fuse-detect-tail]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
 // and verifies that every value then scales with the batch.
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8, 32};
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
-  bool profile = false, graphs = true;
+  bool profile = false, graphs = true, fuse_tail = false;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto next = [&]() -> std::string {
@@ -83,17 +83,19 @@ int main(int argc, char** argv) {
     else if (k == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
     else if (k == "--profile") profile = true;
     else if (k == "--no-graphs") graphs = false;
+    else if (k == "--fuse-detect-tail") fuse_tail = true;
     else {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
-                   "[--iters N] [--warmup W] [--no-graphs] [--profile]\n");
+                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--fuse-detect-tail]\n");
       return 2;
     }
   }
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, precision %s, %s, %d iterations after %d warm-up\n", prop.name,
-              precision == Precision::kFloat16 ? "fp16" : "fp32", graphs ? "CUDA graphs" : "eager", iters, warmup);
+  std::printf("device: %s, precision %s, %s%s, %d iterations after %d warm-up\n", prop.name,
+              precision == Precision::kFloat16 ? "fp16" : "fp32", graphs ? "CUDA graphs" : "eager",
+              fuse_tail ? ", fused Detect tail" : "", iters, warmup);
   std::printf("%-26s %5s %9s %9s %9s %11s %9s %8s %10s %9s\n", "model", "batch", "build_ms", "median_ms", "p90_ms",
               "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels");
   try {
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
         o.precision = precision;
         o.max_batch = batch;
         o.cuda_graphs = graphs;
+        o.fuse_detect_tail = fuse_tail;
         CudaEngine e(std::make_shared<const Model>(std::move(m)), o);
         const Shape is = e.input_shape(batch);
         const size_t n = static_cast<size_t>(is[0] * is[1] * is[2] * is[3]);

@@ -40,6 +40,11 @@ struct CudaEngineOptions {
   int height = 0, width = 0;                  // 0 = the model's static size, else 640
   size_t workspace_limit = size_t{256} << 20; // cuDNN workspace considered when choosing algorithms
   bool cuda_graphs = true;                    // replay one captured graph per batch size
+  // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
+  // one kernel per level reading the head convolutions' NHWC output, instead of ~12 generic passes
+  // per level. Off by default until it has run on a GPU: its math and indexing are tested on the
+  // CPU (tests/engine/test_detect_tail.cpp), the kernel by test_cuda_engine on the next GPU run.
+  bool fuse_detect_tail = false;
 };
 
 struct CudaEngineStats {
@@ -52,6 +57,7 @@ struct CudaEngineStats {
   int steps = 0;                // engine steps per forward
   int fused_convs = 0;          // convolutions with bias + SiLU fused into their epilogue
   int fused_residuals = 0;      // residual Adds fused into a conv epilogue
+  int fused_tail_nodes = 0;     // Detect-tail nodes replaced by the fused tail kernels
   int convs = 0;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image
 };

@@ -89,6 +89,7 @@ if [ "$part" = bench ]; then
   bench bench_postprocess "$bin/bench_postprocess" "$d" 200
   bench bench_nms "$bin/bench_nms" 100
   bench bench_cuda_engine "$bin/bench_cuda_engine" --batches 1,8,32 --profile
+  bench bench_cuda_engine_fused_tail "$bin/bench_cuda_engine" --batches 1,8,32 --fuse-detect-tail
   for m in yolov5n yolov5s_random_fp16; do
     bench "yolocu_bench_$m" "$bin/yolocu" bench --model "$d/models/$m.onnx" --image "$d/images/bus.jpg" \
       --device cuda --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 --json "$out/yolocu_bench_$m.json"

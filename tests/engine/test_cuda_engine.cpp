@@ -210,6 +210,35 @@ TEST(CudaEngine, StaticBatch1ExportRunsBatched) {
   expect_close(g32.run_host({x3}), cpu_run(load(dyn), x3), 1e-5, "static yolov5n at batch 3 vs CPU (dyn export)");
 }
 
+// The fused Detect-tail kernels (CudaEngineOptions::fuse_detect_tail, off by default until this
+// test has passed on a GPU): FP32 against the CPU executor like every other FP32 path, and
+// against the node-by-node GPU tail at both precisions (the same conv outputs; the kernels differ
+// only in (2s)^2 computed as a product instead of powf: rel L2 <= 1e-6); batch 1, 3 of max 8
+// (static export re-batched), graph replays bit-identical; launches per run drop.
+TEST(CudaEngine, FusedDetectTail) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  const Tensor x1 = load_npz(bus)["input"], x3 = random_input(3, 5);
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    const std::string tag = p == Precision::kFloat32 ? "fp32" : "fp16";
+    CudaEngineOptions on = opts(p, 8), off = opts(p, 8);
+    on.fuse_detect_tail = true;
+    CudaEngine fused(m, on), plain(m, off);
+    print_stats("fused tail " + tag, fused);
+    EXPECT_EQ(fused.stats().fused_tail_nodes, 37);
+    EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run);
+    for (const Tensor* x : {&x1, &x3}) {
+      const auto a = fused.run_host({*x});
+      expect_close(a, plain.run_host({*x}), 1e-6, "fused vs node-by-node tail " + tag);
+      if (p == Precision::kFloat32) expect_close(a, cpu_run(load(dyn), *x), 1e-5, "fused tail fp32 vs CPU");
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, fused.run_host({*x}))) << "graph replay " << i;
+    }
+  }
+}
+
 TEST(CudaEngine, BadArguments) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");

@@ -14,10 +14,11 @@ namespace {
 using engine::GpuStepKind;
 using engine::Layout;
 
-engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2) {
+engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2, bool fuse_tail = false) {
   const Model m = load_onnx(path);
   engine::GpuStepOptions o;
   o.act_elem_size = es;
+  o.fuse_detect_tail = fuse_tail;
   return engine::plan_gpu_steps(engine::build_plan(m, {{batch, 3, 640, 640}}), o);
 }
 
@@ -36,7 +37,8 @@ void check_consistent(const engine::GpuStepPlan& sp, size_t es) {
         case GpuStepKind::kEltwiseNhwc:
         case GpuStepKind::kConcatNhwc:
         case GpuStepKind::kMaxPool:
-        case GpuStepKind::kResize: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
+        case GpuStepKind::kResize:
+        case GpuStepKind::kDetectTail: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
         default: EXPECT_EQ(lay(id), Layout::kPlain) << s.label; break;
       }
     }
@@ -82,6 +84,43 @@ TEST(GpuSteps, AllModels) {
       check_consistent(sp, es);
     }
   }
+}
+
+// The fused Detect tail: one step reading the three head convolutions (NHWC) and writing the
+// merged output (plain); none of the tail's generic steps or layout conversions remain.
+TEST(GpuSteps, FusedDetectTail) {
+  for (const char* name : {"yolov5n.onnx", "yolov5n_dyn.onnx", "yolov5s_random_fp16.onnx"}) {
+    YOLOCU_REQUIRE_DATA(path, std::string("models/") + name);
+    SCOPED_TRACE(name);
+    const int64_t batch = std::string(name) == "yolov5n_dyn.onnx" ? 8 : 1;
+    const auto plain = plan_for(path, batch, 2);
+    const auto fused = plan_for(path, batch, 2, true);
+    check_consistent(fused, 2);
+    ASSERT_EQ(fused.heads.size(), 1u);
+    EXPECT_EQ(fused.fused_tail_nodes, 37);  // 3 levels x 12 + the merging Concat
+    int tails = 0, generic = 0, to_plain = 0;
+    for (const auto& s : fused.steps) {
+      tails += s.kind == GpuStepKind::kDetectTail;
+      generic += s.kind == GpuStepKind::kGather || s.kind == GpuStepKind::kBinary || s.kind == GpuStepKind::kUnary ||
+                 s.kind == GpuStepKind::kConcat;
+      to_plain += s.kind == GpuStepKind::kToPlain;
+      if (s.kind != GpuStepKind::kDetectTail) continue;
+      ASSERT_EQ(s.in.size(), 3u);
+      for (size_t l = 0; l < 3; ++l)
+        EXPECT_EQ(s.in[l], fused.plan.nodes[static_cast<size_t>(fused.heads[0].levels[l].conv)].out[0]);
+      ASSERT_EQ(fused.plan.outputs.size(), 1u);
+      EXPECT_EQ(s.out[0], fused.plan.outputs[0]);
+      EXPECT_EQ(fused.layout[static_cast<size_t>(s.out[0])], Layout::kPlain);
+    }
+    EXPECT_EQ(tails, 1);
+    EXPECT_EQ(generic, 0);
+    EXPECT_EQ(to_plain, 0);
+    EXPECT_EQ(plain.steps.size() - fused.steps.size(), 3u * 15u + 1u - 1u)
+        << "12 tail nodes (Split: 3 gather steps) + 1 ToPlain per level, the Concat -> one step";
+    EXPECT_LE(fused.arena_bytes, plain.arena_bytes);
+  }
+  YOLOCU_REQUIRE_DATA(raw, "models/yolov5n_raw_heads.onnx");
+  EXPECT_TRUE(plan_for(raw, 1, 2, true).heads.empty());
 }
 
 TEST(GpuSteps, RawHeadsOutputsArePlain) {

@@ -16,6 +16,7 @@
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/gpu_steps.hpp"
+#include "engine/detect_tail.hpp"
 #include "engine/ops.hpp"
 #include "engine/plan.hpp"
 
@@ -144,6 +145,8 @@ struct StepAux {
   std::vector<int64_t> perm;      // transpose
   int64_t split_start = 0;        // split: offset along axis
   int axis = 0;                   // split / concat axis
+  std::vector<DeviceMem> tail_tables;            // Detect tail: per level, the 5 constant tables
+  std::vector<engine::tail::Level> tail_levels;  // (tables pointing at tail_tables)
 };
 
 int64_t numel(const Shape& s) { return shape_numel(s); }
@@ -459,6 +462,26 @@ void CudaEngine::Impl::setup_step(size_t i) {
     case GpuStepKind::kEltwiseNhwc:
       ck::elt_op(pn->node.op_type.c_str());
       break;
+    case GpuStepKind::kDetectTail:
+      for (const engine::DetectLevel& L : sp.heads[static_cast<size_t>(st.head)].levels) {
+        std::vector<float> t;
+        for (const auto* v : {&L.xy_scale, &L.grid, &L.stride, &L.wh_scale, &L.anchor_grid})
+          t.insert(t.end(), v->begin(), v->end());
+        DeviceMem m = device_alloc(t.size() * sizeof(float), "Detect tail tables");
+        YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
+        stats.weight_bytes += t.size() * sizeof(float);
+        engine::tail::Level dl;
+        dl.na = L.na;
+        dl.no = L.no;
+        dl.ny = L.ny;
+        dl.nx = L.nx;
+        dl.row_begin = L.row_begin;
+        dl.tables = static_cast<const float*>(m.get());
+        dl.wh_pow = L.wh_pow;
+        a.tail_levels.push_back(dl);
+        a.tail_tables.push_back(std::move(m));
+      }
+      break;
     default: break;
   }
 }
@@ -591,6 +614,7 @@ void CudaEngine::Impl::build() {
   if (options.max_batch > 1) check_batch_scaling(plan);
   engine::GpuStepOptions so;
   so.act_elem_size = es;
+  so.fuse_detect_tail = options.fuse_detect_tail;
   sp = engine::plan_gpu_steps(std::move(plan), so);
 
   cudnnHandle_t h = nullptr;
@@ -645,6 +669,7 @@ void CudaEngine::Impl::build() {
   stats.steps = static_cast<int>(sp.steps.size());
   stats.fused_convs = sp.fused_silu;
   stats.fused_residuals = sp.fused_residual;
+  stats.fused_tail_nodes = sp.fused_tail_nodes;
   stats.convs = sp.convs;
   int kernels = 1;  // input conversion
   for (size_t i = 0; i < sp.steps.size(); ++i) {
@@ -653,7 +678,8 @@ void CudaEngine::Impl::build() {
       case GpuStepKind::kView: break;
       case GpuStepKind::kConv: kernels += (st.silu || st.residual >= 0 || st.in[2] >= 0) ? 2 : 1; break;
       case GpuStepKind::kConcat:
-      case GpuStepKind::kConcatNhwc: kernels += static_cast<int>(st.in.size()); break;
+      case GpuStepKind::kConcatNhwc:
+      case GpuStepKind::kDetectTail: kernels += static_cast<int>(st.in.size()); break;
       default: kernels += 1;
     }
   }
@@ -787,6 +813,12 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
         ck::copy_rows(ptr(id), chunk, static_cast<uint8_t*>(ptr(st.out[0])) + off, dst_pitch, outer, chunk, s);
         off += chunk;
       }
+      return;
+    }
+    case GpuStepKind::kDetectTail: {
+      const int64_t rows = sp.heads[static_cast<size_t>(st.head)].rows;
+      for (size_t l = 0; l < st.in.size(); ++l)
+        ck::detect_tail(ptr(st.in[l]), half, fptr(st.out[0]), a.tail_levels[l], rows, batch, s);
       return;
     }
     case GpuStepKind::kCopy:

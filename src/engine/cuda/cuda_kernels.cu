@@ -10,6 +10,7 @@
 
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
+#include "engine/detect_tail.hpp"
 
 namespace yolocu::cuda_kernels {
 
@@ -366,6 +367,32 @@ void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t
   const int64_t n = numel_of(p);
   check_count(n, "gather");
   gather_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, p, static_cast<int>(n));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+// Fused Detect tail of one level: thread = one element of the head convolution's NHWC output
+// (coalesced reads), written to its place in the merged output (runs of `no` floats).
+template <typename T>
+__global__ void detect_tail_kernel(const T* __restrict__ src, float* __restrict__ out, engine::tail::Level L,
+                                   int64_t rows, int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const engine::tail::Coord c = engine::tail::coord_of(L, i);
+    out[engine::tail::output_index(L, rows, c)] = engine::tail::element(L, c, to_f(src[i]));
+  }
+}
+}  // namespace
+
+void detect_tail(const void* src, bool half, float* out, const engine::tail::Level& level, int64_t rows, int batch,
+                 cudaStream_t stream) {
+  const int64_t total = int64_t{batch} * level.ny * level.nx * level.na * level.no;
+  check_count(total, "detect_tail");
+  if (half)
+    detect_tail_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(src), out, level, rows,
+                                                                 static_cast<int>(total));
+  else
+    detect_tail_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(src), out, level, rows,
+                                                                 static_cast<int>(total));
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+namespace yolocu::engine::tail {
+struct Level;
+}
+
 namespace yolocu::cuda_kernels {
 
 constexpr int kMaxRank = 6;
@@ -61,5 +65,11 @@ void unary_plain(EltOp op, const float* x, float* y, int64_t n, cudaStream_t str
 void binary_plain(EltOp op, const float* a, const float* b, float* y, const StridedParams& p, cudaStream_t stream);
 // y[i] = x[a_base + offset_a(i)]  (Transpose, Slice, Split)
 void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t stream);
+
+// Fused Detect tail of one level (engine/detect_tail.hpp): reads the head convolution's NHWC output
+// (bias added, activation dtype) of `batch` images and writes the level's rows of the merged float32
+// output [batch, rows, no]; level.tables is a device pointer.
+void detect_tail(const void* src, bool half, float* out, const engine::tail::Level& level, int64_t rows, int batch,
+                 cudaStream_t stream);
 
 }  // namespace yolocu::cuda_kernels

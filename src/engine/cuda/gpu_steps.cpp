@@ -22,6 +22,7 @@ const char* gpu_step_kind_name(GpuStepKind k) noexcept {
     case GpuStepKind::kConcat: return "Concat";
     case GpuStepKind::kCopy: return "Copy";
     case GpuStepKind::kView: return "View";
+    case GpuStepKind::kDetectTail: return "DetectTail";
   }
   return "?";
 }
@@ -99,6 +100,17 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   auto layout_of = [&](int id) { return id < 0 ? Layout::kNone : sp.layout[static_cast<size_t>(id)]; };
 
   std::vector<bool> absorbed(plan.nodes.size(), false);
+  std::vector<int> head_at(plan.nodes.size(), -1);  // the merging Concat of a fused Detect tail
+  if (options.fuse_detect_tail)
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      DetectHead h;
+      if (plan.nodes[i].node.op_type != "Concat" || !match_detect_head(plan, static_cast<int>(i), &h)) continue;
+      for (int k : h.absorbed) absorbed[static_cast<size_t>(k)] = true;
+      absorbed[i] = false;
+      head_at[i] = static_cast<int>(sp.heads.size());
+      sp.fused_tail_nodes += static_cast<int>(h.absorbed.size());
+      sp.heads.push_back(std::move(h));
+    }
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     if (absorbed[i]) continue;
     const PlanNode pn = plan.nodes[i];  // copy: plan.values may grow below
@@ -114,7 +126,18 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
       if (id >= 0 && !val(id).constant) runtime_in.push_back(id);
     Layout out_layout = Layout::kPlain;
 
-    if (op == "Conv") {
+    if (head_at[i] >= 0) {
+      s.kind = GpuStepKind::kDetectTail;
+      s.head = head_at[i];
+      s.in.clear();
+      for (const DetectLevel& L : sp.heads[static_cast<size_t>(s.head)].levels) {
+        const int cv = plan.nodes[static_cast<size_t>(L.conv)].out[0];
+        YOLOCU_CHECK(layout_of(cv) == Layout::kNhwc, kInternal, "Detect tail: head convolution output '", val(cv).name,
+                     "' is not NHWC");
+        s.in.push_back(cv);
+      }
+      s.label = "DetectTail";
+    } else if (op == "Conv") {
       YOLOCU_CHECK(pn.in.size() >= 2 && val(pn.in[1]).constant, kUnsupported, pn.node.describe(),
                    ": weights computed at run time are not supported");
       YOLOCU_CHECK(pn.in.size() < 3 || pn.in[2] < 0 || val(pn.in[2]).constant, kUnsupported, pn.node.describe(),

@@ -35,6 +35,7 @@ enum class GpuStepKind {
   kConcat,       // plain, any axis
   kCopy,         // plain copy (Cast between float types after fp16 -> fp32 planning)
   kView,         // Reshape / Flatten / Squeeze / Unsqueeze / Identity: aliases its input, no work
+  kDetectTail,   // the Detect head's tail (engine::DetectHead): NHWC head convs -> plain merged output
 };
 
 const char* gpu_step_kind_name(GpuStepKind k) noexcept;
@@ -47,6 +48,7 @@ struct GpuStep {
   bool silu = false;      // kConv: SiLU fused
   int residual = -1;      // kConv: value added after the activation (fused Add), -1 none
   int out_index = 0;      // kGather for Split: which output of the node
+  int head = -1;          // kDetectTail: index into GpuStepPlan::heads (in = the levels' conv outputs)
   std::string label;      // node name (or "reorder") for profiles
 };
 
@@ -58,12 +60,15 @@ struct GpuStepPlan {
   std::vector<int64_t> offset;  // per value: arena offset of its root, -1 if none
   size_t arena_bytes = 0, naive_bytes = 0;
   int fused_silu = 0, fused_residual = 0, convs = 0;
+  std::vector<DetectHead> heads;  // fused Detect tails
+  int fused_tail_nodes = 0;       // nodes they replace
 };
 
 struct GpuStepOptions {
   size_t act_elem_size = 2;  // bytes per NHWC activation element (2: fp16, 4: fp32)
   bool fuse_silu = true;
   bool fuse_residual = true;
+  bool fuse_detect_tail = false;  // see CudaEngineOptions::fuse_detect_tail
   size_t alignment = 256;
 };
 

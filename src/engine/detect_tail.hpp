@@ -1,0 +1,91 @@
+// One element of the fused Detect tail (engine::DetectHead) as the GPU engine computes it from a
+// head convolution's NHWC output: compiled by nvcc for the kernel and by the host compiler for the
+// CPU test that checks it against the node-by-node CPU engine. The graph's float operations in the
+// graph's order; on the device with __fmul_rn / __fadd_rn so that nvcc cannot contract them into
+// an FMA (the node-by-node path runs them as separate kernels, and the CPU without FMA).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define YOLOCU_HD __host__ __device__ __forceinline__
+#else
+#define YOLOCU_HD inline
+#endif
+
+namespace yolocu::engine::tail {
+
+// The five per-(anchor, y, x, xy|wh) constant tables of a level, each [na][ny][nx][2], one after
+// the other: xy_scale, grid, stride, wh_scale, anchor_grid.
+constexpr int kTables = 5;
+
+struct Level {
+  int64_t na = 0, no = 0, ny = 0, nx = 0;
+  int64_t row_begin = 0;   // first row of the level in the merged output
+  const float* tables = nullptr;
+  float wh_pow = 2.f;
+};
+
+YOLOCU_HD float mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+YOLOCU_HD float add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+YOLOCU_HD float sigmoid(float v) {  // as the GPU engine's Sigmoid kernel
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(1.f, __fadd_rn(1.f, expf(-v)));
+#else
+  return 1.f / (1.f + std::exp(-v));
+#endif
+}
+
+// Element k of merged row (a, y, x) of image n.
+struct Coord {
+  int64_t n, a, y, x, k;
+};
+
+// The element a thread handles: i enumerates the head convolution's NHWC output of the batch,
+// i = ((n * ny + y) * nx + x) * (na * no) + a * no + k (coalesced reads).
+YOLOCU_HD Coord coord_of(const Level& L, int64_t i) {
+  const int64_t c_all = L.na * L.no;
+  const int64_t c = i % c_all;
+  int64_t pix = i / c_all;
+  const int64_t x = pix % L.nx;
+  pix /= L.nx;
+  const int64_t a = c / L.no;
+  return Coord{pix / L.ny, a, pix % L.ny, x, c - a * L.no};
+}
+
+// Its index in the merged output [N, rows, no].
+YOLOCU_HD int64_t output_index(const Level& L, int64_t rows, const Coord& c) {
+  return (c.n * rows + L.row_begin + (c.a * L.ny + c.y) * L.nx + c.x) * L.no + c.k;
+}
+
+// Its value, from the convolution's output `v` (bias added, before the sigmoid).
+YOLOCU_HD float element(const Level& L, const Coord& c, float v) {
+  const float s = sigmoid(v);
+  if (c.k >= 4) return s;
+  const int64_t cells = L.na * L.ny * L.nx * 2;
+  const int64_t ci = ((c.a * L.ny + c.y) * L.nx + c.x) * 2 + (c.k & 1);
+  const float* t = L.tables;
+  if (c.k < 2) return mul(add(mul(s, t[ci]), t[cells + ci]), t[2 * cells + ci]);
+  float w = mul(s, t[3 * cells + ci]);
+#if defined(__CUDA_ARCH__)
+  w = L.wh_pow == 2.f ? __fmul_rn(w, w) : powf(w, L.wh_pow);
+#else
+  w = L.wh_pow == 2.f ? w * w : std::pow(w, L.wh_pow);
+#endif
+  return mul(w, t[4 * cells + ci]);
+}
+
+}  // namespace yolocu::engine::tail

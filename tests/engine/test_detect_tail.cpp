@@ -1,0 +1,125 @@
+// The GPU engine's fused Detect tail (src/engine/detect_tail.hpp) compiled for the host: every
+// element of the head convolutions' NHWC output, taken in the kernel's thread order, through the
+// kernel's own index and value functions, must rebuild the merged output that the graph computes
+// node by node (CPU engine), exactly once per element. What this cannot cover (the launch and the
+// device's expf) test_cuda_engine checks on a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "engine/detect_tail.hpp"
+#include "engine/engine_test_util.hpp"
+#include "engine/plan.hpp"
+#include "yolocu/engine.hpp"
+#include "yolocu/model.hpp"
+#include "yolocu/npy.hpp"
+
+using namespace yolocu;
+
+namespace {
+
+Tensor nchw_to_nhwc(const Tensor& t) {
+  const int64_t n = t.dim(0), c = t.dim(1), h = t.dim(2), w = t.dim(3);
+  Tensor y(DType::kFloat32, {n, h, w, c});
+  const float* s = t.data_as<float>();
+  float* d = y.data_as<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < h * w; ++p) d[(b * h * w + p) * c + k] = s[(b * c + k) * h * w + p];
+  return y;
+}
+
+Tensor random_input(Shape s, uint32_t seed) {
+  Tensor x(DType::kFloat32, s);
+  uint32_t v = seed;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    v = v * 1664525u + 1013904223u;
+    x.data_as<float>()[i] = static_cast<float>(v >> 8) / 16777216.f;
+  }
+  return x;
+}
+
+// Runs the host instantiation of the tail on `x` and returns it with the node-by-node output.
+std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x) {
+  const Model m = load_onnx(path);
+  const engine::Plan plan = engine::build_plan(m, {x.shape()});
+  const int out_node = plan.values[static_cast<size_t>(plan.outputs[0])].producer;
+  engine::DetectHead head;
+  EXPECT_TRUE(out_node >= 0 && engine::match_detect_head(plan, out_node, &head));
+  if (head.levels.empty()) return {};
+
+  // The head convolutions' outputs (bias added, before the sigmoid), as the GPU engine has them.
+  auto convs = std::make_shared<Model>(m);
+  convs->graph.outputs.clear();
+  for (const auto& L : head.levels) {
+    ValueInfo vi;
+    vi.name = plan.values[static_cast<size_t>(plan.nodes[static_cast<size_t>(L.conv)].out[0])].name;
+    convs->graph.outputs.push_back(vi);
+  }
+  const std::vector<Tensor> conv_out = CpuEngine(convs).run({x});
+
+  CpuEngineOptions node_by_node;
+  node_by_node.fuse_detect_head = false;
+  const Tensor graph = CpuEngine(std::make_shared<Model>(m), node_by_node).run({x})[0];
+
+  Tensor got(DType::kFloat32, graph.shape());
+  float* g = got.data_as<float>();
+  for (int64_t i = 0; i < got.numel(); ++i) g[i] = std::numeric_limits<float>::quiet_NaN();
+  int64_t writes = 0, out_of_range = 0;
+  for (size_t l = 0; l < head.levels.size(); ++l) {
+    const engine::DetectLevel& D = head.levels[l];
+    std::vector<float> tables;
+    for (const auto* v : {&D.xy_scale, &D.grid, &D.stride, &D.wh_scale, &D.anchor_grid})
+      tables.insert(tables.end(), v->begin(), v->end());
+    engine::tail::Level L;
+    L.na = D.na;
+    L.no = D.no;
+    L.ny = D.ny;
+    L.nx = D.nx;
+    L.row_begin = D.row_begin;
+    L.tables = tables.data();
+    L.wh_pow = D.wh_pow;
+    const Tensor src = nchw_to_nhwc(conv_out[l]);
+    const float* s = src.data_as<float>();
+    for (int64_t i = 0; i < src.numel(); ++i) {  // the kernel's thread order
+      const engine::tail::Coord c = engine::tail::coord_of(L, i);
+      const int64_t o = engine::tail::output_index(L, head.rows, c);
+      if (o < 0 || o >= got.numel()) {
+        ++out_of_range;
+        continue;
+      }
+      g[o] = engine::tail::element(L, c, s[i]);
+      ++writes;
+    }
+  }
+  EXPECT_EQ(out_of_range, 0);
+  EXPECT_EQ(writes, got.numel()) << "every merged element written once";
+  int64_t unwritten = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) unwritten += std::isnan(g[i]) ? 1 : 0;
+  EXPECT_EQ(unwritten, 0);
+  return {got, graph};
+}
+
+}  // namespace
+
+// Tolerance: the same operations in the same order; only the sigmoid differs (the kernel's
+// 1 / (1 + exp(-v)) against oneDNN's vectorised logistic, ~1 ulp), scaled by up to 2 * stride in
+// x / y and 4 * anchor (<= 1492 px) in w / h: |d| <= 1e-5 + 1e-6 * |value|, rel L2 <= 1e-6.
+TEST(DetectTail, HostInstantiationRebuildsTheMergedOutput) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  auto ref = load_npz(bus);
+  const auto [got, graph] = tail_and_graph(path, ref["input"]);
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6));
+  EXPECT_TRUE(test::close_to(got, ref["output"], 1e-3, 2e-5, 1e-5)) << "against ultralytics' own output";
+}
+
+TEST(DetectTail, HostInstantiationBatch2NonSquare) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
+  const auto [got, graph] = tail_and_graph(path, random_input({2, 3, 320, 256}, 11));
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6));
+}
