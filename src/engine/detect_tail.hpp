@@ -8,11 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define YOLOCU_HD __host__ __device__ __forceinline__
-#else
-#define YOLOCU_HD inline
-#endif
+#include "yolocu/geometry.hpp"  // YOLOCU_HD
 
 namespace yolocu::engine::tail {
 
@@ -26,6 +22,25 @@ struct Level {
   const float* tables = nullptr;
   float wh_pow = 2.f;
 };
+
+// The device-side description of a matched level (engine::DetectLevel, host) whose tables were
+// concatenated in the order above (see tables_of).
+template <class HostLevel>
+Level level_from(const HostLevel& d, const float* tables) {
+  Level L;
+  L.na = d.na;
+  L.no = d.no;
+  L.ny = d.ny;
+  L.nx = d.nx;
+  L.row_begin = d.row_begin;
+  L.tables = tables;
+  L.wh_pow = d.wh_pow;
+  return L;
+}
+template <class HostLevel, class Vec>
+void tables_of(const HostLevel& d, Vec* out) {
+  for (const auto* v : {&d.xy_scale, &d.grid, &d.stride, &d.wh_scale, &d.anchor_grid}) out->insert(out->end(), v->begin(), v->end());
+}
 
 YOLOCU_HD float mul(float a, float b) {
 #if defined(__CUDA_ARCH__)

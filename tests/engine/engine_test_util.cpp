@@ -61,4 +61,14 @@ std::vector<Tensor> run_ort(const std::string& model, const std::vector<Tensor>&
   return ::testing::AssertionSuccess() << "relative L2 " << rel;
 }
 
+Tensor uniform_input(const Shape& s, uint32_t seed) {
+  Tensor x(DType::kFloat32, s);
+  uint32_t v = seed;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    v = v * 1664525u + 1013904223u;
+    x.data_as<float>()[i] = static_cast<float>(v >> 8) / 16777216.f;
+  }
+  return x;
+}
+
 }  // namespace yolocu::test

@@ -69,16 +69,6 @@ void expect_yolov5_head(const DetectHead& h, int64_t size) {
 
 std::shared_ptr<Model> load(const std::string& path) { return std::make_shared<Model>(load_onnx(path)); }
 
-Tensor random_input(Shape s, uint32_t seed) {
-  Tensor x(DType::kFloat32, s);
-  uint32_t v = seed;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    v = v * 1664525u + 1013904223u;
-    x.data_as<float>()[i] = static_cast<float>(v >> 8) / 16777216.f;
-  }
-  return x;
-}
-
 // Fused and node-by-node runs of the same model: the same float operations in the same order,
 // except that the sigmoid runs as the convolution's post-op instead of a separate oneDNN
 // eltwise; relative L2 <= 1e-7 and every element within 1e-6 + 1e-6 * |value|.
@@ -194,5 +184,5 @@ TEST(DetectHead, FusedStepEqualsNodeByNode) {
   YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
   expect_fused_equals_unfused(path, load_npz(bus)["input"]);
   YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
-  expect_fused_equals_unfused(dyn, random_input({2, 3, 320, 256}, 7));  // batch 2, non-square
+  expect_fused_equals_unfused(dyn, test::uniform_input({2, 3, 320, 256}, 7));  // batch 2, non-square
 }

@@ -31,16 +31,6 @@ Tensor nchw_to_nhwc(const Tensor& t) {
   return y;
 }
 
-Tensor random_input(Shape s, uint32_t seed) {
-  Tensor x(DType::kFloat32, s);
-  uint32_t v = seed;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    v = v * 1664525u + 1013904223u;
-    x.data_as<float>()[i] = static_cast<float>(v >> 8) / 16777216.f;
-  }
-  return x;
-}
-
 // Runs the host instantiation of the tail on `x` and returns it with the node-by-node output.
 std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x) {
   const Model m = load_onnx(path);
@@ -71,16 +61,8 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
   for (size_t l = 0; l < head.levels.size(); ++l) {
     const engine::DetectLevel& D = head.levels[l];
     std::vector<float> tables;
-    for (const auto* v : {&D.xy_scale, &D.grid, &D.stride, &D.wh_scale, &D.anchor_grid})
-      tables.insert(tables.end(), v->begin(), v->end());
-    engine::tail::Level L;
-    L.na = D.na;
-    L.no = D.no;
-    L.ny = D.ny;
-    L.nx = D.nx;
-    L.row_begin = D.row_begin;
-    L.tables = tables.data();
-    L.wh_pow = D.wh_pow;
+    engine::tail::tables_of(D, &tables);
+    const engine::tail::Level L = engine::tail::level_from(D, tables.data());
     const Tensor src = nchw_to_nhwc(conv_out[l]);
     const float* s = src.data_as<float>();
     for (int64_t i = 0; i < src.numel(); ++i) {  // the kernel's thread order
@@ -119,7 +101,7 @@ TEST(DetectTail, HostInstantiationRebuildsTheMergedOutput) {
 
 TEST(DetectTail, HostInstantiationBatch2NonSquare) {
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
-  const auto [got, graph] = tail_and_graph(path, random_input({2, 3, 320, 256}, 11));
+  const auto [got, graph] = tail_and_graph(path, test::uniform_input({2, 3, 320, 256}, 11));
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6));
 }

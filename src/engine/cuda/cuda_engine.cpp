@@ -465,20 +465,11 @@ void CudaEngine::Impl::setup_step(size_t i) {
     case GpuStepKind::kDetectTail:
       for (const engine::DetectLevel& L : sp.heads[static_cast<size_t>(st.head)].levels) {
         std::vector<float> t;
-        for (const auto* v : {&L.xy_scale, &L.grid, &L.stride, &L.wh_scale, &L.anchor_grid})
-          t.insert(t.end(), v->begin(), v->end());
+        engine::tail::tables_of(L, &t);
         DeviceMem m = device_alloc(t.size() * sizeof(float), "Detect tail tables");
         YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
         stats.weight_bytes += t.size() * sizeof(float);
-        engine::tail::Level dl;
-        dl.na = L.na;
-        dl.no = L.no;
-        dl.ny = L.ny;
-        dl.nx = L.nx;
-        dl.row_begin = L.row_begin;
-        dl.tables = static_cast<const float*>(m.get());
-        dl.wh_pow = L.wh_pow;
-        a.tail_levels.push_back(dl);
+        a.tail_levels.push_back(engine::tail::level_from(L, static_cast<const float*>(m.get())));
         a.tail_tables.push_back(std::move(m));
       }
       break;
