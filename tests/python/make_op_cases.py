@@ -70,6 +70,12 @@ def fusion_cases(opset):
         # the activated output also feeds another op: no fusion
         nodes = conv_silu("x", "wa", "u") + [("Add", ["x", "u"], ["y"], None), ("Mul", ["u", "u"], ["z"], None)]
         c.append((f"FuseResidualShared{ch}", graph_case(opset, "shared", nodes, [("x", x)], w("wa"), ["y", "z"])))
+    # Mixed layouts on AVX-512: x (24 channels, plain) added to a convolution whose input is
+    # blocked (32 channels) and whose 24-channel output is therefore padded-blocked
+    x = f32(1, 24, 10, 12)
+    nodes = conv_silu("x", "wa", "t") + conv_silu("t", "wb", "u", 3) + [("Add", ["x", "u"], ["y"], None)]
+    inits = [("wa", f32(32, 24, 1, 1) * 0.3), ("wa_b", f32(32)), ("wb", f32(24, 32, 3, 3) * 0.3), ("wb_b", f32(24))]
+    c.append(("FuseResidualMixed", graph_case(opset, "mixed", nodes, [("x", x)], inits, ["y"])))
     # A Detect head as export.py writes it: 2 levels, 3 anchors, 2 classes (no = 7), strides 8 / 16
     na, nc = 3, 2
     no = nc + 5
