@@ -74,8 +74,14 @@ struct Prepared {
   EngineStats stats;
 };
 
+// 16 with AVX-512, else 8; YOLOCU_CPU_BLOCK=8 (or 16) overrides it, read once per process (the
+// test suite runs the engine tests again with 8: the layout of CPUs without AVX-512).
 int block_size() {
-  static const int b = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  static const int b = [] {
+    const char* env = std::getenv("YOLOCU_CPU_BLOCK");
+    if (env && (std::strcmp(env, "8") == 0 || std::strcmp(env, "16") == 0)) return std::atoi(env);
+    return __builtin_cpu_supports("avx512f") ? 16 : 8;
+  }();
   return b;
 }
 
