@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds yolocu and runs the whole test suite (CPU machine or GPU machine; GPU tests skip visibly
-# without a device). Then rebuilds the robustness tests under AddressSanitizer + UBSan and runs them.
+# without a device). Then rebuilds the robustness tests and the CPU engine tests under AddressSanitizer
+# + UBSan (label asan) and runs them.
 #
 #   scripts/test.sh                 full run (installs missing packages first)
 #   YOLOCU_DATA_DIR=... scripts/test.sh   test material elsewhere than ../shared/data
@@ -15,7 +16,7 @@ echo "== build (Release) =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DYOLOCU_DATA_DIR="$data" >/dev/null
 cmake --build build -j "$jobs"
 
-echo "== build (AddressSanitizer + UBSan, robustness tests) =="
+echo "== build (AddressSanitizer + UBSan: robustness and CPU engine tests) =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCU_ASAN=ON \
   -DYOLOCU_CUDA=OFF -DYOLOCU_BUILD_BENCH=OFF -DYOLOCU_DATA_DIR="$data" >/dev/null
 cmake --build build-asan -j "$jobs" --target yolocu_asan_tests
