@@ -76,6 +76,20 @@ def fusion_cases(opset):
     nodes = conv_silu("x", "wa", "t") + conv_silu("t", "wb", "u", 3) + [("Add", ["x", "u"], ["y"], None)]
     inits = [("wa", f32(32, 24, 1, 1) * 0.3), ("wa_b", f32(32)), ("wb", f32(24, 32, 3, 3) * 0.3), ("wb_b", f32(24))]
     c.append(("FuseResidualMixed", graph_case(opset, "mixed", nodes, [("x", x)], inits, ["y"])))
+    # Channel Concats of blocked values written in place (one image; not when an input repeats,
+    # is a graph output, or the batch is 2); nested Concats chain
+    w16 = lambda name, cin=16, cout=16, k=1: [(name, f32(cout, cin, k, k) * 0.3), (name + "_b", f32(cout))]
+    trunk = conv_silu("x", "wa", "t") + conv_silu("t", "wb", "u", 3) + [
+        ("MaxPool", ["u"], ["m"], dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]))]
+    head = [("Conv", ["y", "wc", "wc_b"], ["z"], dict(kernel_shape=[1, 1]))]
+    inits = w16("wa") + w16("wb", k=3) + w16("wc", cin=48)
+    for name, cat, batch, outs in [("FuseConcat", [("Concat", ["t", "u", "m"], ["y"], dict(axis=1))], 1, ["z"]),
+                                   ("FuseConcatRepeated", [("Concat", ["t", "u", "t"], ["y"], dict(axis=1))], 1, ["z"]),
+                                   ("FuseConcatOutput", [("Concat", ["t", "u", "m"], ["y"], dict(axis=1))], 1, ["z", "t"]),
+                                   ("FuseConcatBatch2", [("Concat", ["t", "u", "m"], ["y"], dict(axis=1))], 2, ["z"]),
+                                   ("FuseConcatNested", [("Concat", ["t", "u"], ["y1"], dict(axis=1)),
+                                                         ("Concat", ["y1", "m"], ["y"], dict(axis=1))], 1, ["z"])]:
+        c.append((name, graph_case(opset, name.lower(), trunk + cat + head, [("x", f32(batch, 16, 8, 10))], inits, outs)))
     # A Detect head as export.py writes it: 2 levels, 3 anchors, 2 classes (no = 7), strides 8 / 16
     na, nc = 3, 2
     no = nc + 5

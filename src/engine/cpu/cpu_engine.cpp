@@ -2,6 +2,7 @@
 // activations in one liveness-planned arena.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -31,7 +32,7 @@ struct AlignedFree {
 // AVX-512, 8 otherwise) when the channel count is a multiple of B; elementwise ops, channel
 // Concat, MaxPool and nearest Resize run on that layout directly, anything else gets a plain
 // (NCHW) copy made by a reorder step.
-enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kEltwise, kDetectHead };
+enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kEltwise, kDetectHead, kNoop };
 
 struct StepSpec {
   StepKind kind = StepKind::kNode;
@@ -364,16 +365,52 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     }
   specs = std::move(ordered);
 
-  // 3. Buffers: view ops alias their input; lifetimes over step indices.
+  // 3. Buffers: view ops alias their input; the inputs of a blocked channel Concat of one image
+  // are written straight into their slice of its output (nChw{B}c with B | C: the slices are
+  // consecutive), and the Concat step disappears; lifetimes over step indices.
   const size_t nv = plan.values.size();
-  std::vector<int> root(nv);
-  for (size_t v = 0; v < nv; ++v) root[v] = static_cast<int>(v);
-  for (const auto& s : specs) {
+  std::vector<int> parent(nv, -1);   // the value whose buffer this one lives in
+  std::vector<int64_t> rel(nv, 0);   // byte offset inside it
+  for (auto& s : specs) {
     if (s.kind != StepKind::kNode) continue;
     const PlanNode& pn = plan.nodes[static_cast<size_t>(s.node)];
     if (pn.op->is_view && !s.in.empty() && s.in[0] >= 0 && !plan.values[static_cast<size_t>(s.in[0])].constant &&
-        s.out.size() == 1 && s.out[0] >= 0)
-      root[static_cast<size_t>(s.out[0])] = root[static_cast<size_t>(s.in[0])];
+        s.out.size() == 1 && s.out[0] >= 0) {
+      parent[static_cast<size_t>(s.out[0])] = s.in[0];
+      continue;
+    }
+    if (pn.node.op_type != "Concat" || s.out.size() != 1 || p->blocked[static_cast<size_t>(s.out[0])] != 1 ||
+        plan.values[static_cast<size_t>(s.out[0])].shape[0] != 1)
+      continue;
+    bool ok = true;
+    for (size_t k = 0; k < s.in.size() && ok; ++k) {
+      const int id = s.in[k];
+      const auto& v = id >= 0 ? plan.values[static_cast<size_t>(id)] : plan.values[0];
+      ok = id >= 0 && !v.constant && !v.graph_input && !v.graph_output && v.producer >= 0 &&
+           p->blocked[static_cast<size_t>(id)] == 1 && parent[static_cast<size_t>(id)] < 0 &&
+           std::count(s.in.begin(), s.in.end(), id) == 1;
+    }
+    if (!ok) continue;
+    int64_t off = 0;
+    for (int id : s.in) {
+      parent[static_cast<size_t>(id)] = s.out[0];
+      rel[static_cast<size_t>(id)] = off;
+      off += shape_numel(plan.values[static_cast<size_t>(id)].shape) * static_cast<int64_t>(sizeof(float));
+    }
+    s.kind = StepKind::kNoop;
+    ++p->stats.fused_nodes;
+  }
+  std::vector<int> root(nv);
+  std::vector<int64_t> root_off(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    int r = static_cast<int>(v);
+    int64_t o = 0;
+    while (parent[static_cast<size_t>(r)] >= 0) {
+      o += rel[static_cast<size_t>(r)];
+      r = parent[static_cast<size_t>(r)];
+    }
+    root[v] = r;
+    root_off[v] = o;
   }
   const int nsteps = static_cast<int>(specs.size());
   std::vector<int> first(nv, -2), last(nv, -2);
@@ -406,7 +443,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   for (size_t v = 0; v < nv; ++v) {
     const int r = root[v];
     if (req_of[static_cast<size_t>(r)] >= 0)
-      p->offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]);
+      p->offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]) + root_off[v];
   }
   p->stats.arena_bytes = mp.total_bytes;
   p->stats.naive_bytes = mp.naive_bytes;
@@ -427,6 +464,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     const StepSpec& s = specs[i];
     Step& st = p->steps[i];
     st.kind = s.kind;
+    if (s.kind == StepKind::kNoop) continue;
     if (s.kind == StepKind::kReorder) {
       const auto& v = plan.values[static_cast<size_t>(s.in[0])];
       dnnl::memory src(act_md(v.shape, true), eng, ptr_of(s.in[0]));
@@ -501,7 +539,8 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     for (size_t k = 0; k < st.in_views.size(); ++k) st.in_ptrs.push_back(s.in[k] >= 0 ? &st.in_views[k] : nullptr);
     for (size_t k = 0; k < st.out_views.size(); ++k) st.out_ptrs.push_back(s.out[k] >= 0 ? &st.out_views[k] : nullptr);
   }
-  p->stats.runtime_nodes = static_cast<int>(p->steps.size());
+  p->stats.runtime_nodes = static_cast<int>(
+      std::count_if(p->steps.begin(), p->steps.end(), [](const Step& st) { return st.kind != StepKind::kNoop; }));
   p->stats.folded_nodes = plan.folded_nodes;
   p->stats.prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return p;
@@ -633,6 +672,7 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
   static const bool profile = std::getenv("YOLOCU_PROFILE") != nullptr;
   std::map<std::string, double> prof;
   for (Step& st : p.steps) {
+    if (st.kind == StepKind::kNoop) continue;  // a Concat whose inputs were written in place
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     switch (st.kind) {
       case StepKind::kConv:
@@ -641,6 +681,7 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
       case StepKind::kMaxPoolBlocked: maxpool_blocked(st); break;
       case StepKind::kResizeBlocked: resize_blocked(st); break;
       case StepKind::kDetectHead: detect_head(st); break;
+      case StepKind::kNoop: break;  // not reached
       case StepKind::kNode: st.node->op->compute(st.node->node, plan.opset, st.in_ptrs, st.out_ptrs); break;
     }
     if (profile) {
