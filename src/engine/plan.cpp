@@ -377,6 +377,22 @@ bool match_detect_head(const Plan& plan, int concat_idx, DetectHead* head) {
   return true;
 }
 
+int residual_add(const Plan& plan, int conv_idx, int y, int* x) {
+  const auto& yv = plan.values[static_cast<size_t>(y)];
+  if (yv.graph_output || yv.consumers.size() != 1) return -1;
+  const int add = yv.consumers[0];
+  const PlanNode& a = plan.nodes[static_cast<size_t>(add)];
+  if (a.node.op_type != "Add" || a.in.size() != 2 || a.out.size() != 1 || a.out[0] < 0) return -1;
+  const int other = a.in[0] == y ? a.in[1] : a.in[1] == y ? a.in[0] : -1;
+  if (other < 0 || other == y) return -1;
+  const auto& xv = plan.values[static_cast<size_t>(other)];
+  const auto& ov = plan.values[static_cast<size_t>(a.out[0])];
+  if (xv.constant || xv.dtype != DType::kFloat32 || xv.shape != yv.shape || ov.shape != yv.shape) return -1;
+  if (!xv.graph_input && (xv.producer < 0 || xv.producer >= conv_idx)) return -1;
+  *x = other;
+  return add;
+}
+
 Model make_batch_dynamic(const Model& model) {
   Model m = model;
   if (m.graph.inputs.size() != 1 || m.graph.inputs[0].dims.empty() || !m.graph.inputs[0].dims[0].is_static()) return m;

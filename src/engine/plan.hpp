@@ -54,6 +54,12 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
 // fuse into the convolution. On a match sets the Sigmoid's and the Mul's node indices.
 bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx);
 
+// The residual Add both engines fuse into a convolution: value `y` (the output of convolution node
+// `conv_idx`, activation included) has exactly one consumer, an fp32 Add(y, x) of the same shape
+// whose other input x is a runtime value ready before the convolution runs (a graph input or
+// produced by an earlier node). Returns the Add's node index and sets *x, else -1.
+int residual_add(const Plan& plan, int conv_idx, int y, int* x);
+
 // The tail of ultralytics' Detect head as export.py writes it (models/yolo.py, v6.2-v7.0), one
 // level per head convolution:
 //   Conv -> Reshape [N, na, no, ny, nx] -> Transpose [0,1,3,4,2] -> Sigmoid -> Split [2, 2, no-4]

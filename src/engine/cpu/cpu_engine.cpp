@@ -135,25 +135,6 @@ void resize_blocked(const Step& st) {
     }
 }
 
-// Add node index if value `y` (the output of convolution node `conv`, activation included) has
-// exactly one consumer, an fp32 Add of y and a runtime value x of the same shape produced before
-// the convolution (or a graph input); sets *x. Else -1.
-int residual_add(const Plan& plan, int conv, int y, int* x) {
-  const auto& yv = plan.values[static_cast<size_t>(y)];
-  if (yv.graph_output || yv.consumers.size() != 1) return -1;
-  const int add = yv.consumers[0];
-  const PlanNode& a = plan.nodes[static_cast<size_t>(add)];
-  if (a.node.op_type != "Add" || a.in.size() != 2 || a.out.size() != 1 || a.out[0] < 0) return -1;
-  const int other = a.in[0] == y ? a.in[1] : a.in[1] == y ? a.in[0] : -1;
-  if (other < 0 || other == y) return -1;
-  const auto& xv = plan.values[static_cast<size_t>(other)];
-  const auto& ov = plan.values[static_cast<size_t>(a.out[0])];
-  if (xv.constant || xv.dtype != DType::kFloat32 || xv.shape != yv.shape || ov.shape != yv.shape) return -1;
-  if (!xv.graph_input && (xv.producer < 0 || xv.producer >= conv)) return -1;
-  *x = other;
-  return add;
-}
-
 // The fused Detect tail (engine::DetectHead): every merged row [a, y, x] of a level gathers the
 // `no` channels a*no .. a*no+no-1 of pixel (y, x) from the head convolution's sigmoid output
 // (nChw{B}c, padded, or NCHW) and applies the graph's xy / wh arithmetic in the graph's order.
@@ -268,7 +249,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
       }
       // Residual: the (activated) output's only consumer is Add(out, x) with x computed before
       // this convolution (the Bottleneck shortcut) -> a binary-add post-op reading x.
-      const int add = s.fused_logistic ? -1 : residual_add(plan, static_cast<int>(i), s.out[0], &s.residual);
+      const int add = s.fused_logistic ? -1 : engine::residual_add(plan, static_cast<int>(i), s.out[0], &s.residual);
       if (add >= 0) {
         absorbed[static_cast<size_t>(add)] = true;
         s.out = plan.nodes[static_cast<size_t>(add)].out;

@@ -157,23 +157,13 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
         s.out = plan.nodes[static_cast<size_t>(mul)].out;
         ++sp.fused_silu;
         // Residual: the SiLU output's only consumer is Add(silu, r) with r ready, same shape, NHWC.
-        const int sv = s.out[0];
-        const auto& svv = val(sv);
-        if (options.fuse_residual && !svv.graph_output && svv.consumers.size() == 1) {
-          const int a = svv.consumers[0];
-          const PlanNode& an = plan.nodes[static_cast<size_t>(a)];
-          if (an.node.op_type == "Add" && an.in.size() == 2 && an.out.size() == 1 && !absorbed[static_cast<size_t>(a)]) {
-            const int r = an.in[0] == sv ? an.in[1] : an.in[0];
-            const bool ready = r >= 0 && r != sv && !val(r).constant &&
-                               (val(r).graph_input || (val(r).producer >= 0 && val(r).producer < static_cast<int>(i)));
-            if (ready && layout_of(r) == Layout::kNhwc && val(r).shape == svv.shape &&
-                val(an.out[0]).shape == svv.shape) {
-              absorbed[static_cast<size_t>(a)] = true;
-              s.residual = r;
-              s.out = an.out;
-              ++sp.fused_residual;
-            }
-          }
+        int r = -1;
+        const int a = options.fuse_residual ? engine::residual_add(plan, static_cast<int>(i), s.out[0], &r) : -1;
+        if (a >= 0 && !absorbed[static_cast<size_t>(a)] && layout_of(r) == Layout::kNhwc) {
+          absorbed[static_cast<size_t>(a)] = true;
+          s.residual = r;
+          s.out = plan.nodes[static_cast<size_t>(a)].out;
+          ++sp.fused_residual;
         }
       }
       // Inputs the step reads: x, (weights / bias are constants), residual.
