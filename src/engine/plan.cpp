@@ -377,6 +377,15 @@ bool match_detect_head(const Plan& plan, int concat_idx, DetectHead* head) {
   return true;
 }
 
+std::vector<DetectHead> find_detect_heads(const Plan& plan) {
+  std::vector<DetectHead> heads;
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    DetectHead h;
+    if (match_detect_head(plan, static_cast<int>(i), &h)) heads.push_back(std::move(h));
+  }
+  return heads;
+}
+
 int residual_add(const Plan& plan, int conv_idx, int y, int* x) {
   const auto& yv = plan.values[static_cast<size_t>(y)];
   if (yv.graph_output || yv.consumers.size() != 1) return -1;

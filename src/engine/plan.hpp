@@ -89,6 +89,9 @@ struct DetectHead {
 // one consumer of the pattern, all values are fp32. Returns false (head untouched) otherwise.
 bool match_detect_head(const Plan& plan, int concat_idx, DetectHead* head);
 
+// Every Detect head of the plan (match_detect_head at each node), in node order.
+std::vector<DetectHead> find_detect_heads(const Plan& plan);
+
 // A copy of a static-batch-1 export (export.py's default) that accepts any batch: the input's and
 // outputs' dim 0 become symbolic, and every Reshape target whose first entry is the static batch
 // 1 gets 0 ("copy dim 0 from the input", ONNX Reshape semantics), following Identity chains to the

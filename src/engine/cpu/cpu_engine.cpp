@@ -211,17 +211,15 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   std::vector<bool> absorbed(plan.nodes.size(), false);
   std::vector<int> head_at(plan.nodes.size(), -1);      // the Concat a fused head replaces
   std::vector<bool> logistic(plan.nodes.size(), false);  // head convolutions
-  if (options.fuse_detect_head)
-    for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      engine::DetectHead h;
-      if (plan.nodes[i].node.op_type != "Concat" || !engine::match_detect_head(plan, static_cast<int>(i), &h)) continue;
-      for (int k : h.absorbed) absorbed[static_cast<size_t>(k)] = true;
-      for (const auto& L : h.levels) logistic[static_cast<size_t>(L.conv)] = true;
-      absorbed[i] = false;
-      head_at[i] = static_cast<int>(p->heads.size());
-      p->stats.fused_nodes += static_cast<int>(h.absorbed.size()) - 1;
-      p->heads.push_back(std::move(h));
-    }
+  if (options.fuse_detect_head) p->heads = engine::find_detect_heads(plan);
+  for (size_t k = 0; k < p->heads.size(); ++k) {
+    const engine::DetectHead& h = p->heads[k];
+    for (int n : h.absorbed) absorbed[static_cast<size_t>(n)] = true;
+    for (const auto& L : h.levels) logistic[static_cast<size_t>(L.conv)] = true;
+    absorbed[static_cast<size_t>(h.concat)] = false;
+    head_at[static_cast<size_t>(h.concat)] = static_cast<int>(k);
+    p->stats.fused_nodes += static_cast<int>(h.absorbed.size()) - 1;
+  }
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     if (absorbed[i]) continue;
     const PlanNode& pn = plan.nodes[i];

@@ -101,16 +101,14 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
 
   std::vector<bool> absorbed(plan.nodes.size(), false);
   std::vector<int> head_at(plan.nodes.size(), -1);  // the merging Concat of a fused Detect tail
-  if (options.fuse_detect_tail)
-    for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      DetectHead h;
-      if (plan.nodes[i].node.op_type != "Concat" || !match_detect_head(plan, static_cast<int>(i), &h)) continue;
-      for (int k : h.absorbed) absorbed[static_cast<size_t>(k)] = true;
-      absorbed[i] = false;
-      head_at[i] = static_cast<int>(sp.heads.size());
-      sp.fused_tail_nodes += static_cast<int>(h.absorbed.size());
-      sp.heads.push_back(std::move(h));
-    }
+  if (options.fuse_detect_tail) sp.heads = find_detect_heads(plan);
+  for (size_t k = 0; k < sp.heads.size(); ++k) {
+    const DetectHead& h = sp.heads[k];
+    for (int n : h.absorbed) absorbed[static_cast<size_t>(n)] = true;
+    absorbed[static_cast<size_t>(h.concat)] = false;
+    head_at[static_cast<size_t>(h.concat)] = static_cast<int>(k);
+    sp.fused_tail_nodes += static_cast<int>(h.absorbed.size());
+  }
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     if (absorbed[i]) continue;
     const PlanNode pn = plan.nodes[i];  // copy: plan.values may grow below
