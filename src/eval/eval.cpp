@@ -154,23 +154,26 @@ std::vector<std::vector<bool>> MapEvaluator::match(const Detections& det,
     int l, d;
     float iou;
   };
+  // Every (label, detection) pair of one class at the lowest threshold, sorted once: the order is
+  // total, so each higher threshold's pairs are this list filtered, in this order.
+  std::vector<Pair> pairs;  // row-major (label, detection) order, as torch.where
+  for (size_t l = 0; l < labels.size(); ++l)
+    for (size_t d = 0; d < det.size(); ++d) {
+      if (labels[l].class_id != det[d].class_id) continue;
+      const float iou = eval_iou(labels[l], det[d]);
+      if (iou >= iou_threshold(0)) pairs.push_back({static_cast<int>(l), static_cast<int>(d), iou});
+    }
+  // IoU descending; equal IoUs in reverse (label, detection) order (argsort()[::-1]).
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    if (a.iou != b.iou) return a.iou > b.iou;
+    return a.l != b.l ? a.l > b.l : a.d > b.d;
+  });
   for (int t = 0; t < kNumIouThresholds; ++t) {
     const float thr = iou_threshold(t);
-    std::vector<Pair> pairs;  // row-major (label, detection) order, as torch.where
-    for (size_t l = 0; l < labels.size(); ++l)
-      for (size_t d = 0; d < det.size(); ++d) {
-        if (labels[l].class_id != det[d].class_id) continue;
-        const float iou = eval_iou(labels[l], det[d]);
-        if (iou >= thr) pairs.push_back({static_cast<int>(l), static_cast<int>(d), iou});
-      }
-    // IoU descending; equal IoUs in reverse (label, detection) order (argsort()[::-1]).
-    std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
-      if (a.iou != b.iou) return a.iou > b.iou;
-      return a.l != b.l ? a.l > b.l : a.d > b.d;
-    });
     // First pair of each detection (np.unique leaves them ordered by detection index) ...
     std::map<int, int> by_det;  // detection -> label
-    for (const Pair& p : pairs) by_det.emplace(p.d, p.l);
+    for (const Pair& p : pairs)
+      if (p.iou >= thr) by_det.emplace(p.d, p.l);
     // ... then the first remaining pair of each label in that order.
     std::map<int, int> by_label;  // label -> detection
     for (const auto& [d, l] : by_det) by_label.emplace(l, d);
@@ -210,6 +213,8 @@ MapResult MapEvaluator::compute() const {
   for (const Record& r : records_) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const Record* a, const Record* b) { return a->confidence > b->confidence; });
+  std::map<int, std::vector<const Record*>> by_class;  // each in the order above
+  for (const Record* r : sorted) by_class[r->class_id].push_back(r);
   static const std::vector<double> px = linspace01(1000);
   const size_t nc = n_labels.size();
   std::vector<std::vector<double>> p_curve(nc, std::vector<double>(px.size(), 0.0));
@@ -219,9 +224,9 @@ MapResult MapEvaluator::compute() const {
     ClassAp ca;
     ca.class_id = cls;
     ca.num_labels = nl;
-    std::vector<const Record*> preds;
-    for (const Record* r : sorted)
-      if (r->class_id == cls) preds.push_back(r);
+    const auto it = by_class.find(cls);
+    static const std::vector<const Record*> kNone;
+    const std::vector<const Record*>& preds = it == by_class.end() ? kNone : it->second;
     ca.num_predictions = static_cast<int>(preds.size());
     if (!preds.empty()) {
       const size_t np = preds.size();
