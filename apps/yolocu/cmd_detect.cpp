@@ -87,7 +87,7 @@ std::string summary_line(const ImageResult& r, const std::vector<std::string>& n
   std::string s = r.path + ": " + std::to_string(r.width) + "x" + std::to_string(r.height);
   if (counts.empty()) return s + " (no detections)";
   for (const auto& [c, k] : counts) {
-    const std::string name = c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : "class" + std::to_string(c);
+    const std::string name = class_name(names, c);
     s += " " + std::to_string(k) + " " + name + ",";
   }
   s.pop_back();

@@ -88,8 +88,7 @@ int cmd_eval(int argc, char** argv) {
               m.map50, m.map50_95);
   if (args.flag("verbose"))
     for (const ClassAp& c : m.per_class) {
-      const std::string name = static_cast<size_t>(c.class_id) < names.size() ? names[static_cast<size_t>(c.class_id)]
-                                                                              : "class" + std::to_string(c.class_id);
+      const std::string name = class_name(names, c.class_id);
       std::printf("%-20s %8s %8d %8.4f %8.4f %8.4f %10.4f\n", name.c_str(), "", c.num_labels, c.precision, c.recall,
                   c.ap50, c.ap50_95);
     }

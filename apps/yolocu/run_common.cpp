@@ -337,9 +337,7 @@ std::string detections_json(const Detections& dets, const std::vector<std::strin
   std::string s = "[\n";
   for (size_t i = 0; i < dets.size(); ++i) {
     const Detection& d = dets[i];
-    const std::string name = d.class_id >= 0 && static_cast<size_t>(d.class_id) < names.size()
-                                 ? names[static_cast<size_t>(d.class_id)]
-                                 : "class" + std::to_string(d.class_id);
+    const std::string name = class_name(names, d.class_id);
     s += ind + "  {\"box\": [" + json_number(d.x1) + ", " + json_number(d.y1) + ", " + json_number(d.x2) + ", " +
          json_number(d.y2) + "], \"confidence\": " + json_number(d.confidence) +
          ", \"class_id\": " + std::to_string(d.class_id) + ", \"class_name\": " + json_string(name) + "}";

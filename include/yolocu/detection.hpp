@@ -16,4 +16,11 @@ struct Detection {
 
 using Detections = std::vector<Detection>;
 
+// The name of class `id`: names[id] when the list has that entry, else "class<id>" (a model
+// without names metadata, or fewer names than classes).
+inline std::string class_name(const std::vector<std::string>& names, int id) {
+  return id >= 0 && static_cast<size_t>(id) < names.size() ? names[static_cast<size_t>(id)]
+                                                           : "class" + std::to_string(id);
+}
+
 }  // namespace yolocu

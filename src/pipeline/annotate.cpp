@@ -142,9 +142,7 @@ void draw_detections(Image& im, const Detections& dets, const std::vector<std::s
     fill(im, x1, y2 - lw, x2, y2, c);
     fill(im, x1, y1, x1 + lw, y2, c);
     fill(im, x2 - lw, y1, x2, y2, c);
-    const std::string name = d.class_id >= 0 && static_cast<size_t>(d.class_id) < names.size()
-                                 ? names[static_cast<size_t>(d.class_id)]
-                                 : "class" + std::to_string(d.class_id);
+    const std::string name = class_name(names, d.class_id);
     char conf[16];
     std::snprintf(conf, sizeof conf, " %.2f", static_cast<double>(d.confidence));
     const std::string label = name + conf;

@@ -178,10 +178,7 @@ void CpuDetector::inspect_model() {
     YOLOCU_CHECK(c >= 0 && c < num_classes_, kInvalidArgument, "detector: class filter ", c,
                  " is outside the model's classes 0..", num_classes_ - 1);
 
-  names_ = model_->class_names();
-  names_.resize(static_cast<size_t>(num_classes_));
-  for (size_t i = 0; i < names_.size(); ++i)
-    if (names_[i].empty()) names_[i] = "class" + std::to_string(i);
+  names_ = padded_class_names(*model_, num_classes_);
 }
 
 std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) {

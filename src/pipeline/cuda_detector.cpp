@@ -125,10 +125,7 @@ class CudaDetector final : public Detector {
       c->h_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
       contexts_.push_back(std::move(c));
     }
-    names_ = model_->class_names();
-    names_.resize(static_cast<size_t>(nc_));
-    for (size_t i = 0; i < names_.size(); ++i)
-      if (names_[i].empty()) names_[i] = "class" + std::to_string(i);
+    names_ = detail::padded_class_names(*model_, nc_);
   }
 
   Device device() const override { return Device::kCuda; }

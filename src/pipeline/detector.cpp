@@ -38,6 +38,14 @@ bool cuda_device_usable(int index) noexcept {
 #endif
 }
 
+std::vector<std::string> padded_class_names(const Model& model, int num_classes) {
+  std::vector<std::string> names = model.class_names();
+  names.resize(static_cast<size_t>(num_classes));
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i].empty()) names[i] = class_name({}, static_cast<int>(i));
+  return names;
+}
+
 void validate_image(const ImageView& im, size_t i) {
   YOLOCU_CHECK(im.data != nullptr, kInvalidArgument, "detect: image ", i, " has null data");
   YOLOCU_CHECK(im.width > 0 && im.height > 0, kInvalidArgument, "detect: image ", i,

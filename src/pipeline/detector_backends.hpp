@@ -4,8 +4,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "yolocu/detector.hpp"
+#include "yolocu/model.hpp"
 
 namespace yolocu::detail {
 
@@ -20,6 +22,9 @@ std::unique_ptr<Detector> create_cuda_detector(const std::string& onnx_path, con
 
 // True when CUDA device `index` exists and the driver answers (always false without CUDA).
 bool cuda_device_usable(int index) noexcept;
+
+// The model's class names padded (or cut) to `num_classes`, "class<i>" for a missing or empty one.
+std::vector<std::string> padded_class_names(const Model& model, int num_classes);
 
 // Candidates as a k x 6 float32 tensor (x1, y1, x2, y2, score, class), for DetectionTrace.
 Tensor candidates_tensor(const Candidates& candidates);
