@@ -64,6 +64,19 @@ YOLOCU_HD float sigmoid(float v) {  // as the GPU engine's Sigmoid kernel
 #endif
 }
 
+// The tail's arithmetic on a sigmoid output s: x / y = (s * scale + grid) * stride,
+// w / h = (s * scale) ^ pow * anchor (a product for pow 2, as the CPU's Pow op).
+YOLOCU_HD float decode_xy(float s, float scale, float grid, float stride) { return mul(add(mul(s, scale), grid), stride); }
+YOLOCU_HD float decode_wh(float s, float scale, float pow_, float anchor) {
+  float w = mul(s, scale);
+#if defined(__CUDA_ARCH__)
+  w = pow_ == 2.f ? mul(w, w) : powf(w, pow_);
+#else
+  w = pow_ == 2.f ? w * w : std::pow(w, pow_);
+#endif
+  return mul(w, anchor);
+}
+
 // Element k of merged row (a, y, x) of image n.
 struct Coord {
   int64_t n, a, y, x, k;
@@ -93,14 +106,8 @@ YOLOCU_HD float element(const Level& L, const Coord& c, float v) {
   const int64_t cells = L.na * L.ny * L.nx * 2;
   const int64_t ci = ((c.a * L.ny + c.y) * L.nx + c.x) * 2 + (c.k & 1);
   const float* t = L.tables;
-  if (c.k < 2) return mul(add(mul(s, t[ci]), t[cells + ci]), t[2 * cells + ci]);
-  float w = mul(s, t[3 * cells + ci]);
-#if defined(__CUDA_ARCH__)
-  w = L.wh_pow == 2.f ? __fmul_rn(w, w) : powf(w, L.wh_pow);
-#else
-  w = L.wh_pow == 2.f ? w * w : std::pow(w, L.wh_pow);
-#endif
-  return mul(w, t[4 * cells + ci]);
+  if (c.k < 2) return decode_xy(s, t[ci], t[cells + ci], t[2 * cells + ci]);
+  return decode_wh(s, t[3 * cells + ci], L.wh_pow, t[4 * cells + ci]);
 }
 
 }  // namespace yolocu::engine::tail

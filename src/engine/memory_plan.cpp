@@ -36,4 +36,42 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignm
   return plan;
 }
 
+ValueArena plan_value_arena(const std::vector<int>& root, const std::vector<int64_t>& root_off,
+                            const std::vector<bool>& is_const, const std::vector<std::vector<int>>& step_values,
+                            const std::vector<int>& inputs, const std::vector<int>& outputs,
+                            const std::function<size_t(int)>& bytes, size_t alignment) {
+  const size_t nv = root.size();
+  const int nsteps = static_cast<int>(step_values.size());
+  std::vector<int> first(nv, -2), last(nv, -2);
+  auto touch = [&](int id, int step) {
+    if (id < 0 || is_const[static_cast<size_t>(id)]) return;
+    const size_t r = static_cast<size_t>(root[static_cast<size_t>(id)]);
+    if (first[r] == -2 || step < first[r]) first[r] = step;
+    last[r] = std::max(last[r], step);
+  };
+  for (int id : inputs) touch(id, -1);
+  for (int i = 0; i < nsteps; ++i)
+    for (int id : step_values[static_cast<size_t>(i)]) touch(id, i);
+  for (int id : outputs) touch(id, nsteps);
+  std::vector<BufferRequest> reqs;
+  std::vector<int> req_of(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    if (root[v] != static_cast<int>(v) || first[v] == -2) continue;
+    req_of[v] = static_cast<int>(reqs.size());
+    reqs.push_back({bytes(static_cast<int>(v)), first[v] + 1, last[v] + 1});
+  }
+  const MemoryPlan mp = plan_memory(reqs, alignment);
+  ValueArena a;
+  a.offset.assign(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    const int r = root[v];
+    if (req_of[static_cast<size_t>(r)] >= 0)
+      a.offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]) +
+                    (root_off.empty() ? 0 : root_off[v]);
+  }
+  a.total_bytes = mp.total_bytes;
+  a.naive_bytes = mp.naive_bytes;
+  return a;
+}
+
 }  // namespace yolocu::engine

@@ -377,6 +377,14 @@ bool match_detect_head(const Plan& plan, int concat_idx, DetectHead* head) {
   return true;
 }
 
+std::vector<std::vector<int64_t>> resize_indices(const Plan& plan, const PlanNode& node) {
+  std::vector<const Tensor*> args;
+  for (int id : node.in)
+    args.push_back(id >= 0 && plan.values[static_cast<size_t>(id)].constant ? &plan.values[static_cast<size_t>(id)].value
+                                                                            : nullptr);
+  return ops::resize_source_indices(node.node, plan.opset, plan.values[static_cast<size_t>(node.in[0])].shape, args);
+}
+
 std::vector<DetectHead> find_detect_heads(const Plan& plan) {
   std::vector<DetectHead> heads;
   for (size_t i = 0; i < plan.nodes.size(); ++i) {

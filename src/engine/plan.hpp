@@ -54,6 +54,10 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
 // fuse into the convolution. On a match sets the Sigmoid's and the Mul's node indices.
 bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx);
 
+// ops::resize_source_indices of a nearest Resize / Upsample node of the plan (its scales / sizes
+// inputs are constants by then): the source index along every axis of each output position.
+std::vector<std::vector<int64_t>> resize_indices(const Plan& plan, const PlanNode& node);
+
 // The residual Add both engines fuse into a convolution: value `y` (the output of convolution node
 // `conv_idx`, activation included) has exactly one consumer, an fp32 Add(y, x) of the same shape
 // whose other input x is a runtime value ready before the convolution runs (a graph input or

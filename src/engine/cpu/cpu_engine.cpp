@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/check.hpp"
+#include "engine/detect_tail.hpp"
 #include "engine/memory_plan.hpp"
 #include "engine/plan.hpp"
 #include "yolocu/engine.hpp"
@@ -170,12 +171,8 @@ void detect_head(const Step& st) {
             }
             const size_t ci = static_cast<size_t>((a * HW + p) * 2);
             for (size_t q = 0; q < 2; ++q) {
-              float v = row[q] * L.xy_scale[ci + q];
-              v = v + L.grid[ci + q];
-              row[q] = v * L.stride[ci + q];
-              float w = row[2 + q] * L.wh_scale[ci + q];
-              w = L.wh_pow == 2.f ? w * w : std::pow(w, L.wh_pow);  // as the Pow op: x*x for 2
-              row[2 + q] = w * L.anchor_grid[ci + q];
+              row[q] = engine::tail::decode_xy(row[q], L.xy_scale[ci + q], L.grid[ci + q], L.stride[ci + q]);
+              row[2 + q] = engine::tail::decode_wh(row[2 + q], L.wh_scale[ci + q], L.wh_pow, L.anchor_grid[ci + q]);
             }
           }
         }
@@ -391,39 +388,23 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     root[v] = r;
     root_off[v] = o;
   }
-  const int nsteps = static_cast<int>(specs.size());
-  std::vector<int> first(nv, -2), last(nv, -2);
-  auto touch = [&](int id, int step) {
-    if (id < 0 || plan.values[static_cast<size_t>(id)].constant) return;
-    const size_t r = static_cast<size_t>(root[static_cast<size_t>(id)]);
-    if (first[r] == -2 || step < first[r]) first[r] = step;
-    last[r] = std::max(last[r], step);
+  std::vector<bool> is_const(nv);
+  for (size_t v = 0; v < nv; ++v) is_const[v] = plan.values[v].constant;
+  std::vector<std::vector<int>> step_values;
+  for (const auto& s : specs) {
+    step_values.push_back(s.in);
+    step_values.back().insert(step_values.back().end(), s.out.begin(), s.out.end());
+  }
+  auto buffer_bytes = [&](int v) {
+    const auto& val = plan.values[static_cast<size_t>(v)];
+    return p->blocked[static_cast<size_t>(v)] ? act_md(val.shape, true).get_size()
+                                              : static_cast<size_t>(shape_numel(val.shape)) * dtype_size(val.dtype);
   };
-  for (int id : plan.inputs) touch(id, -1);
-  for (int i = 0; i < nsteps; ++i) {
-    for (int id : specs[static_cast<size_t>(i)].in) touch(id, i);
-    for (int id : specs[static_cast<size_t>(i)].out) touch(id, i);
-  }
-  for (int id : plan.outputs) touch(id, nsteps);
-  std::vector<engine::BufferRequest> reqs;
-  std::vector<int> req_of(nv, -1);
-  for (size_t v = 0; v < nv; ++v) {
-    if (root[v] != static_cast<int>(v) || first[v] == -2) continue;
-    const auto& val = plan.values[v];
-    req_of[v] = static_cast<int>(reqs.size());
-    const size_t bytes = p->blocked[v] ? act_md(val.shape, true).get_size()
-                                       : static_cast<size_t>(shape_numel(val.shape)) * dtype_size(val.dtype);
-    reqs.push_back({bytes, first[v] + 1, last[v] + 1});
-  }
-  const engine::MemoryPlan mp = engine::plan_memory(reqs, 64);
+  const engine::ValueArena mp =
+      engine::plan_value_arena(root, root_off, is_const, step_values, plan.inputs, plan.outputs, buffer_bytes, 64);
   p->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(mp.total_bytes, 64))));
   YOLOCU_CHECK(p->arena, kOutOfMemory, "cannot allocate ", mp.total_bytes, " bytes of activation memory");
-  p->offset.assign(nv, -1);
-  for (size_t v = 0; v < nv; ++v) {
-    const int r = root[v];
-    if (req_of[static_cast<size_t>(r)] >= 0)
-      p->offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]) + root_off[v];
-  }
+  p->offset = mp.offset;
   p->stats.arena_bytes = mp.total_bytes;
   p->stats.naive_bytes = mp.naive_bytes;
 
@@ -489,9 +470,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
         st.ph = pads[0];
         st.pw = pads[1];
       } else {
-        std::vector<const Tensor*> args;
-        for (int id : st.node->in) args.push_back(id >= 0 && plan.values[static_cast<size_t>(id)].constant ? &plan.values[static_cast<size_t>(id)].value : nullptr);
-        const auto idx = ops::resize_source_indices(st.node->node, plan.opset, xs, args);
+        const auto idx = engine::resize_indices(plan, *st.node);
         st.ry = idx[2];
         st.rx = idx[3];
       }
@@ -501,9 +480,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
         !plan.values[static_cast<size_t>(s.in[0])].constant) {
       // oneDNN's JIT logistic (vectorised exp): the Detect head applies it to N x 25200 x 85 values.
       // Either layout: elementwise over the buffer (a padded blocked buffer has the same size).
-      const size_t bytes = p->blocked[static_cast<size_t>(s.in[0])]
-                               ? act_md(plan.values[static_cast<size_t>(s.in[0])].shape, true).get_size()
-                               : static_cast<size_t>(shape_numel(plan.values[static_cast<size_t>(s.in[0])].shape)) * 4;
+      const size_t bytes = buffer_bytes(s.in[0]);
       const dnnl::memory::desc md({static_cast<dnnl::memory::dim>(bytes / 4)}, dnnl::memory::data_type::f32,
                                   dnnl::memory::format_tag::x);
       const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_logistic, md, 0.f, 0.f);
@@ -675,10 +652,9 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const int id = plan.outputs[i];
     const auto& v = plan.values[static_cast<size_t>(id)];
-    Tensor t = v.constant ? v.value.clone()
-                          : Tensor::view(v.dtype, v.shape, p.arena.get() + p.offset[static_cast<size_t>(id)]).clone();
-    if (t.dtype() != plan.output_dtypes[i]) t = cast_tensor(t, plan.output_dtypes[i]);
-    outs.push_back(std::move(t));
+    // cast_tensor copies (and converts where the model's output dtype differs): one copy per output
+    outs.push_back(cast_tensor(v.constant ? v.value : Tensor::view(v.dtype, v.shape, p.arena.get() + p.offset[static_cast<size_t>(id)]),
+                               plan.output_dtypes[i]));
   }
   return outs;
 }

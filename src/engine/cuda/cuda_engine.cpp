@@ -253,11 +253,7 @@ void CudaEngine::Impl::check_batch_scaling(const engine::Plan& big) {
       // The dynamic export computes Resize 'sizes' from the input shape, batch included: what
       // must not change is the source index map of the non-batch axes.
       auto indices = [&](const engine::Plan& p, const engine::PlanNode& node) {
-        std::vector<const Tensor*> args;
-        for (int id : node.in)
-          args.push_back(id >= 0 && p.values[static_cast<size_t>(id)].constant ? &p.values[static_cast<size_t>(id)].value
-                                                                                : nullptr);
-        auto idx = ops::resize_source_indices(node.node, p.opset, p.values[static_cast<size_t>(node.in[0])].shape, args);
+        auto idx = engine::resize_indices(p, node);
         idx.erase(idx.begin());
         return idx;
       };
@@ -376,9 +372,7 @@ void CudaEngine::Impl::setup_step(size_t i) {
       break;
     }
     case GpuStepKind::kResize: {
-      std::vector<const Tensor*> args;
-      for (int id : pn->in) args.push_back(id >= 0 && val(id).constant ? &val(id).value : nullptr);
-      const auto idx = ops::resize_source_indices(pn->node, sp.plan.opset, val(pn->in[0]).shape, args);
+      const auto idx = engine::resize_indices(sp.plan, *pn);
       YOLOCU_CHECK(idx.size() == 4, kInternal, pn->node.describe(), ": resize index tables");
       auto upload = [&](const std::vector<int64_t>& v) {
         std::vector<int> t(v.begin(), v.end());

@@ -111,7 +111,7 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   }
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     if (absorbed[i]) continue;
-    const PlanNode pn = plan.nodes[i];  // copy: plan.values may grow below
+    const PlanNode& pn = plan.nodes[i];  // stays valid: only plan.values grows below
     const std::string& op = pn.node.op_type;
     GpuStep s;
     s.node = static_cast<int>(i);
@@ -263,36 +263,19 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   for (size_t v = 0; v < nv; ++v) sp.root[v] = static_cast<int>(v);
   for (const auto& s : sp.steps)
     if (s.kind == GpuStepKind::kView) sp.root[static_cast<size_t>(s.out[0])] = sp.root[static_cast<size_t>(s.in[0])];
-  const int nsteps = static_cast<int>(sp.steps.size());
-  std::vector<int> first(nv, -2), last(nv, -2);
-  auto touch = [&](int id, int step) {
-    if (id < 0 || val(id).constant) return;
-    const size_t r = static_cast<size_t>(sp.root[static_cast<size_t>(id)]);
-    if (first[r] == -2 || step < first[r]) first[r] = step;
-    last[r] = std::max(last[r], step);
-  };
-  for (int id : plan.inputs) touch(id, -1);
-  for (int i = 0; i < nsteps; ++i) {
-    for (int id : sp.steps[static_cast<size_t>(i)].in) touch(id, i);
-    for (int id : sp.steps[static_cast<size_t>(i)].out) touch(id, i);
+  std::vector<bool> is_const(nv);
+  for (size_t v = 0; v < nv; ++v) is_const[v] = plan.values[v].constant;
+  std::vector<std::vector<int>> step_values;
+  for (const auto& s : sp.steps) {
+    step_values.push_back(s.in);
+    step_values.back().insert(step_values.back().end(), s.out.begin(), s.out.end());
   }
-  for (int id : plan.outputs) touch(id, nsteps);
-  std::vector<BufferRequest> reqs;
-  std::vector<int> req_of(nv, -1);
-  for (size_t v = 0; v < nv; ++v) {
-    if (sp.root[v] != static_cast<int>(v) || first[v] == -2) continue;
-    req_of[v] = static_cast<int>(reqs.size());
-    reqs.push_back({value_bytes(sp, static_cast<int>(v), options.act_elem_size), first[v] + 1, last[v] + 1});
-  }
-  const MemoryPlan mp = plan_memory(reqs, options.alignment);
-  sp.offset.assign(nv, -1);
-  for (size_t v = 0; v < nv; ++v) {
-    const int r = sp.root[v];
-    if (req_of[static_cast<size_t>(r)] >= 0)
-      sp.offset[v] = static_cast<int64_t>(mp.offsets[static_cast<size_t>(req_of[static_cast<size_t>(r)])]);
-  }
-  sp.arena_bytes = mp.total_bytes;
-  sp.naive_bytes = mp.naive_bytes;
+  const ValueArena arena = plan_value_arena(
+      sp.root, {}, is_const, step_values, plan.inputs, plan.outputs,
+      [&](int v) { return value_bytes(sp, v, options.act_elem_size); }, options.alignment);
+  sp.offset = arena.offset;
+  sp.arena_bytes = arena.total_bytes;
+  sp.naive_bytes = arena.naive_bytes;
   return sp;
 }
 
