@@ -238,30 +238,23 @@ std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& im
                     count * per_image);
       }
     }
+    // decode -> NMS -> back-projection per image (postprocess_cpu's steps, with the candidates
+    // kept for the trace)
+    auto finish = [&](auto decode) {
+      for (size_t i = 0; i < count; ++i) {
+        const Candidates c = decode(static_cast<int64_t>(i));
+        if (trace) trace->candidates.push_back(candidates_tensor(c));
+        results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i]);
+      }
+    };
     if (kind_ == OutputKind::kMerged) {
       const OutputView view = output_view(outputs[0]);
       YOLOCU_CHECK(view.num_classes() == num_classes_, kInternal, "detector: output has ", view.num_classes(),
                    " classes, expected ", num_classes_);
-      for (size_t i = 0; i < count; ++i) {
-        if (trace) {
-          const Candidates c = decode_cpu(view, static_cast<int64_t>(i), po);
-          trace->candidates.push_back(candidates_tensor(c));
-          results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i]);
-        } else {
-          results[first + i] = postprocess_cpu(view, static_cast<int64_t>(i), geoms[i], po);
-        }
-      }
+      finish([&](int64_t i) { return decode_cpu(view, i, po); });
     } else {
       const RawHeadsView heads = raw_heads_view(outputs, num_classes_);
-      for (size_t i = 0; i < count; ++i) {
-        if (trace) {
-          const Candidates c = decode_raw_heads_cpu(heads, static_cast<int64_t>(i), po);
-          trace->candidates.push_back(candidates_tensor(c));
-          results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i]);
-        } else {
-          results[first + i] = postprocess_raw_heads_cpu(heads, static_cast<int64_t>(i), geoms[i], po);
-        }
-      }
+      finish([&](int64_t i) { return decode_raw_heads_cpu(heads, i, po); });
     }
     st.postprocess += ms_since(t0);
   }
