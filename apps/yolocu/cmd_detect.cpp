@@ -109,8 +109,7 @@ int cmd_detect(int argc, char** argv) {
   const std::string model = args.require("model");
   if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
   const DetectorOptions opts = detector_options(args, detect_options());
-  const long workers = args.get_int("workers", 2);
-  if (workers < 1 || workers > 64) throw UsageError("--workers must be in 1..64");
+  const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet"), verbose = args.flag("verbose");
   const bool save_txt = args.flag("save-txt"), save_img = args.flag("save-img"), save_conf = args.flag("save-conf");
   if (save_conf && !save_txt) throw UsageError("--save-conf needs --save-txt");
@@ -127,7 +126,7 @@ int cmd_detect(int argc, char** argv) {
 
   RunOptions ro;
   ro.batch = opts.max_batch;
-  ro.decode_threads = static_cast<int>(workers);
+  ro.decode_threads = workers;
   ro.trace = !dump_dir.empty();
   ro.quiet = quiet;
   auto on_image = [&](size_t, const ImageResult& r, const Image& image, const DetectionTrace* trace, size_t slot) {
@@ -158,17 +157,8 @@ int cmd_detect(int argc, char** argv) {
   const std::vector<ImageResult> results = run_detector(*detector, items, ro, on_image, &sum);
 
   if (!json_path.empty()) {
-    std::string j = "{\"images\": [";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const ImageResult& r = results[i];
-      j += i ? ",\n  {" : "\n  {";
-      j += "\"path\": " + json_string(r.path) + ", \"width\": " + std::to_string(r.width) +
-           ", \"height\": " + std::to_string(r.height);
-      if (!r.error.empty()) j += ", \"error\": " + json_string(r.error);
-      j += ", \"detections\": " + detections_json(r.detections, names, "  ") + "}";
-    }
-    j += results.empty() ? "]}\n" : "\n]}\n";
-    write_text(json_path, j);
+    write_text(json_path, "{\"images\": " + images_json(results, names, [&](size_t i) { return results[i].error; }) +
+                              "}\n");
   }
   if (!quiet) {
     const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));

@@ -50,8 +50,7 @@ int cmd_eval(int argc, char** argv) {
   if (!fs::is_directory(labels_dir)) throw UsageError("--labels " + labels_dir + " is not a folder");
   DetectorOptions opts = detector_options(args, val_options());
   if (args.flag("single-label")) opts.postprocess.multi_label = false;
-  const long workers = args.get_int("workers", 2);
-  if (workers < 1 || workers > 64) throw UsageError("--workers must be in 1..64");
+  const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet");
 
   const std::vector<InputItem> items = expand_inputs(specs);
@@ -60,7 +59,7 @@ int cmd_eval(int argc, char** argv) {
   MapEvaluator evaluator;
   RunOptions ro;
   ro.batch = opts.max_batch;
-  ro.decode_threads = static_cast<int>(workers);
+  ro.decode_threads = workers;
   ro.quiet = quiet;
   std::vector<std::string> label_errors(items.size());
   auto on_image = [&](size_t i, const ImageResult& r, const Image&, const DetectionTrace*, size_t) {
@@ -112,17 +111,9 @@ int cmd_eval(int argc, char** argv) {
            ", \"ap50\": " + json_number(c.ap50) + ", \"ap50_95\": " + json_number(c.ap50_95) +
            ", \"precision\": " + json_number(c.precision) + ", \"recall\": " + json_number(c.recall) + "}";
     }
-    j += "]},\n \"images\": [";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const ImageResult& r = results[i];
-      const std::string err = !r.error.empty() ? r.error : label_errors[i];
-      j += i ? ",\n  {" : "\n  {";
-      j += "\"path\": " + json_string(r.path) + ", \"width\": " + std::to_string(r.width) +
-           ", \"height\": " + std::to_string(r.height);
-      if (!err.empty()) j += ", \"error\": " + json_string(err);
-      j += ", \"detections\": " + detections_json(r.detections, names, "  ") + "}";
-    }
-    j += results.empty() ? "]}\n" : "\n]}\n";
+    j += "]},\n \"images\": " + images_json(results, names, [&](size_t i) {
+      return !results[i].error.empty() ? results[i].error : label_errors[i];
+    }) + "}\n";
     write_text(json_path, j);
   }
   return failed ? 1 : 0;

@@ -332,6 +332,27 @@ std::string json_number(double v) {
   return buf;
 }
 
+int decode_workers(const Args& args) {
+  const long workers = args.get_int("workers", 2);
+  if (workers < 1 || workers > 64) throw UsageError("--workers must be in 1..64");
+  return static_cast<int>(workers);
+}
+
+std::string images_json(const std::vector<ImageResult>& results, const std::vector<std::string>& names,
+                        const std::function<std::string(size_t)>& error_of) {
+  std::string j = "[";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ImageResult& r = results[i];
+    const std::string err = error_of(i);
+    j += i ? ",\n  {" : "\n  {";
+    j += "\"path\": " + json_string(r.path) + ", \"width\": " + std::to_string(r.width) +
+         ", \"height\": " + std::to_string(r.height);
+    if (!err.empty()) j += ", \"error\": " + json_string(err);
+    j += ", \"detections\": " + detections_json(r.detections, names, "  ") + "}";
+  }
+  return j + (results.empty() ? "]" : "\n]");
+}
+
 std::string detections_json(const Detections& dets, const std::vector<std::string>& names, const std::string& ind) {
   if (dets.empty()) return "[]";
   std::string s = "[\n";

@@ -67,6 +67,9 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
 std::vector<std::string> detector_valued_options();
 std::vector<std::string> detector_flag_options();
 
+// --workers: image decoding threads, 1..64 (default 2); UsageError otherwise.
+int decode_workers(const Args& args);
+
 // "kIo: message" for any exception.
 std::string describe_error(const std::exception& e);
 
@@ -74,6 +77,10 @@ std::string describe_error(const std::exception& e);
 std::string json_string(const std::string& s);
 std::string json_number(double v);  // %.9g; non-finite -> null
 std::string detections_json(const Detections& dets, const std::vector<std::string>& names, const std::string& indent);
+// The "images" array of detect's and eval's --json: one {"path", "width", "height", "error" (only
+// when error_of(i) is not empty), "detections"} object per result.
+std::string images_json(const std::vector<ImageResult>& results, const std::vector<std::string>& names,
+                        const std::function<std::string(size_t)>& error_of);
 // Writes `text` to `path`, or to stdout when path is "-"; kIo on failure.
 void write_text(const std::string& path, const std::string& text);
 
