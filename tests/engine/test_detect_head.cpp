@@ -75,7 +75,8 @@ std::shared_ptr<Model> load(const std::string& path) { return std::make_shared<M
 void expect_fused_equals_unfused(const std::string& path, const Tensor& x) {
   CpuEngineOptions off;
   off.fuse_detect_head = false;
-  CpuEngine fused(load(path)), plain(load(path), off);
+  const auto model = load(path);
+  CpuEngine fused(model), plain(model, off);
   const auto a = fused.run({x}), b = plain.run({x});
   ASSERT_EQ(a.size(), b.size());
   ASSERT_EQ(a[0].shape(), b[0].shape());

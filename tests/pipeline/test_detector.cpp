@@ -120,9 +120,9 @@ INSTANTIATE_TEST_SUITE_P(Images, ReferenceImages, ::testing::Values("bus", "zida
 TEST(Detector, RawHeadsModelGivesTheSameDetections) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n_raw_heads.onnx");
   YOLOCU_REQUIRE_DATA(npz, "reference/bus.npz");
+  auto det = Detector::create(model, cpu_options(detect_options()));
   for (const char* name : {"bus", "zidane"}) {
     const Ref ref = load_ref(name);
-    auto det = Detector::create(model, cpu_options(detect_options()));
     DetectionTrace trace;
     const auto got = det->detect({ref.image.view()}, &trace);
     EXPECT_EQ(trace.outputs.size(), 3u);

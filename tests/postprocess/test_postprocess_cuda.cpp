@@ -22,7 +22,6 @@ using namespace yolocu;
 
 namespace {
 
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(cudaGetLastError())
 
 struct DeviceCopy {
   void* p = nullptr;

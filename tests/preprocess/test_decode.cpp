@@ -46,7 +46,6 @@ TEST(Decode, GreyJpegMatchesImread) {
 }
 
 TEST(Decode, PngsWrittenByOpenCVMatchImread) {
-  std::mt19937 rng(1);
   struct Case {
     const char* name;
     int type;

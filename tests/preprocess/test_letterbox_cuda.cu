@@ -23,7 +23,6 @@
 namespace yolocu {
 namespace {
 
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
 // A device buffer freed on scope exit (test-local RAII).
 struct DeviceBuffer {
