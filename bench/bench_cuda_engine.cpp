@@ -1,12 +1,17 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
-//                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--fuse-detect-tail]
+//                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail]
+//                     [--no-s2d] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
 // and verifies that every value then scales with the batch.
 // Per (model, batch): build time, median / p90 ms per forward (CUDA events around graph replays),
-// images/s, conv TFLOP/s and its ratio to the H100 dense FP16 peak (989 TFLOP/s); --profile adds
-// the ten most expensive steps (eager, events around each step).
+// images/s, conv TFLOP/s and its ratio to the H100 dense FP16 peak (989 TFLOP/s), kernels per run,
+// tactic tuning time and where the tactics came from (cache / tuned). Each engine is built with
+// max_batch = batch and tactics tuned for that batch. --profile adds the per-layer table: every
+// step (eager, events around each step) sorted by time, with its tactic, TFLOP/s, GB/s and % of
+// the roofline (the larger of compute time at 989 TFLOP/s and memory time at the device's DRAM
+// bandwidth, over the measured time).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -64,7 +69,9 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8, 32};
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
-  bool profile = false, graphs = true, fuse_tail = false;
+  bool profile = false, graphs = true, fuse_tail = true, s2d = true;
+  std::string cache = "";
+  int max_plans = 12;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto next = [&]() -> std::string {
@@ -83,21 +90,30 @@ int main(int argc, char** argv) {
     else if (k == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
     else if (k == "--profile") profile = true;
     else if (k == "--no-graphs") graphs = false;
-    else if (k == "--fuse-detect-tail") fuse_tail = true;
+    else if (k == "--no-fuse-detect-tail") fuse_tail = false;
+    else if (k == "--no-s2d") s2d = false;
+    else if (k == "--tactic-cache") cache = next();
+    else if (k == "--max-plans") max_plans = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
-                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--fuse-detect-tail]\n");
+                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-s2d] "
+                   "[--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
   }
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, precision %s, %s%s, %d iterations after %d warm-up\n", prop.name,
-              precision == Precision::kFloat16 ? "fp16" : "fp32", graphs ? "CUDA graphs" : "eager",
-              fuse_tail ? ", fused Detect tail" : "", iters, warmup);
-  std::printf("%-26s %5s %9s %9s %9s %11s %9s %8s %10s %9s\n", "model", "batch", "build_ms", "median_ms", "p90_ms",
-              "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels");
+  int mem_khz = 0, bus_bits = 0;
+  BENCH_CUDA(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
+  BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
+  const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
+  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
+              prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
+              graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "",
+              s2d ? ", space-to-depth stem" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
+  std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
+              "median_ms", "p90_ms", "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels", "tactics");
   try {
     for (const auto& path : models) {
       const std::string name = path.substr(path.find_last_of('/') + 1);
@@ -111,6 +127,9 @@ int main(int argc, char** argv) {
         o.max_batch = batch;
         o.cuda_graphs = graphs;
         o.fuse_detect_tail = fuse_tail;
+        o.space_to_depth_stem = s2d;
+        o.tactic_cache = cache;
+        o.max_graph_plans = max_plans;
         CudaEngine e(std::make_shared<const Model>(std::move(m)), o);
         const Shape is = e.input_shape(batch);
         const size_t n = static_cast<size_t>(is[0] * is[1] * is[2] * is[3]);
@@ -148,18 +167,33 @@ int main(int argc, char** argv) {
         const CudaEngineStats st = e.stats();
         const double med = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
         const double tflops = st.conv_flops_per_image * batch / (med * 1e-3) / 1e12;
-        std::printf("%-26s %5d %9.0f %9.3f %9.3f %11.0f %9.1f %7.2f%% %10.1f %9d\n", name.c_str(), batch,
-                    st.build_ms + (batch == batches.front() ? load_ms : 0.0), med, p90, batch * 1e3 / med, tflops,
-                    100.0 * tflops / kH100DenseFp16Tflops, st.activation_bytes / 1048576.0, st.kernels_per_run);
+        std::printf("%-26s %5d %9.0f %9.0f %9.3f %9.3f %11.0f %9.1f %7.2f%% %10.1f %8d %d cached, %d tuned "
+                    "(%d candidates, %d rejected)\n",
+                    name.c_str(), batch, st.build_ms + (batch == batches.front() ? load_ms : 0.0), st.tune_ms, med, p90,
+                    batch * 1e3 / med, tflops, 100.0 * tflops / kH100DenseFp16Tflops, st.activation_bytes / 1048576.0,
+                    st.kernels_per_run, st.tactic_cache_hits, st.tactics_tuned, st.tactic_candidates,
+                    st.tactic_rejected);
+        for (const auto& w : st.warnings) std::printf("  warning: %s\n", w.c_str());
         if (profile) {
           auto layers = e.profile(batch, 10);
-          double total = 0;
-          for (const auto& l : layers) total += l.ms;
-          std::sort(layers.begin(), layers.end(), [](const LayerTime& x, const LayerTime& y) { return x.ms > y.ms; });
-          std::printf("  top 10 steps (eager, batch %d, sum of all steps %.3f ms):\n", batch, total);
-          for (size_t j = 0; j < std::min<size_t>(10, layers.size()); ++j)
-            std::printf("    %8.3f ms %5.1f%%  %-12s %s\n", layers[j].ms, 100.0 * layers[j].ms / total,
-                        layers[j].kind.c_str(), layers[j].name.c_str());
+          double total = 0, conv = 0;
+          for (const auto& l : layers) {
+            total += l.ms;
+            if (l.kind == "Conv") conv += l.ms;
+          }
+          std::stable_sort(layers.begin(), layers.end(), [](const LayerTime& x, const LayerTime& y) { return x.ms > y.ms; });
+          std::printf("  per-layer profile, %s batch %d (eager, events around each step; sum %.3f ms, convolutions "
+                      "%.3f ms):\n", name.c_str(), batch, total, conv);
+          std::printf("  | # | layer | kind | tactic | us | %% | TFLOP/s | GB/s | %% roofline |\n");
+          std::printf("  |---|---|---|---|---|---|---|---|---|\n");
+          for (size_t j = 0; j < layers.size(); ++j) {
+            const LayerTime& l = layers[j];
+            const double sec = l.ms * 1e-3;
+            const double floor_s = std::max(l.flops / (kH100DenseFp16Tflops * 1e12), l.bytes / (dram_gbs * 1e9));
+            std::printf("  | %zu | %s | %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f |\n", j + 1, l.name.c_str(),
+                        l.kind.c_str(), l.tactic.empty() ? "-" : l.tactic.c_str(), l.ms * 1e3, 100.0 * l.ms / total,
+                        l.flops / sec / 1e12, l.bytes / sec / 1e9, sec > 0 ? 100.0 * floor_s / sec : 0.0);
+          }
         }
         cudaEventDestroy(a);
         cudaEventDestroy(b);

@@ -13,6 +13,7 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config ccache
   protobuf-compiler libprotobuf-dev libonnx-dev   # ONNX schema (onnx.proto) + protobuf runtime
   libdnnl-dev                                       # oneDNN: CPU convolutions
+  nlohmann-json3-dev                                # the GPU engine's tactic cache (JSON)
   libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev zlib1g-dev   # image codecs, .npz
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   libopencv-dev                                     # tests only: OpenCV 4.6 as the letterbox oracle

@@ -1,10 +1,14 @@
 // yolocu/cuda_engine.hpp - runs a loaded model on one NVIDIA GPU (cuDNN + yolocu kernels), FP32 or
 // FP16, without TensorRT. Only in CUDA builds (YOLOCU_WITH_CUDA).
 //
-// Build (constructor, ~0.5-2 s): shape inference and constant folding for {max_batch, 3, H, W},
-// layouts (NHWC activations), Conv+bias+SiLU(+residual Add) fusion, weights converted and uploaded
-// once, cuDNN algorithms chosen by timing, one activation arena planned by liveness, one shared
-// cuDNN workspace. Every device allocation happens here.
+// Build (constructor): shape inference and constant folding for {max_batch, 3, H, W}, layouts
+// (NHWC activations), Conv+bias+SiLU(+residual Add) fusion, the space-to-depth stem, weights
+// converted and uploaded once, one tactic per convolution chosen for every batch size in
+// tune_batches (src/engine/cuda/tactics: from the tactic cache on disk when it has them, else by
+// checking and timing every candidate: cuDNN Graph API fused kernels and legacy cuDNN algorithms),
+// one activation arena planned by liveness, one shared workspace. Every device allocation happens
+// here. A batch size that was not tuned takes the tactics of the nearest tuned one (built at its
+// first run).
 //
 // run() enqueues one forward pass on the caller's stream: no allocation, no synchronisation (after
 // the first run of a batch size, which captures that size's CUDA graph). Outputs live in the
@@ -13,9 +17,9 @@
 //
 // Threads: one CudaEngine is ONE execution context: do not call run()/run_host()/profile() on the
 // same engine from several threads at once. Several engines (sharing one Model) may run
-// concurrently on different streams. The only process-wide state is a mutex-protected cache of
-// the chosen convolution algorithms (per device, shape and precision), so that every engine of a
-// model computes bit-identical results and only the first build times the candidates.
+// concurrently on different streams. The only process-wide state is a mutex-protected memo of
+// the chosen tactics (per device, layer signature and batch), so that every engine of a model
+// computes bit-identical results and only the first build tunes.
 #pragma once
 
 #if defined(YOLOCU_WITH_CUDA)
@@ -38,13 +42,24 @@ struct CudaEngineOptions {
   Precision precision = Precision::kFloat16;  // kFloat32: no TF32 (bit-comparable to the CPU engine)
   int max_batch = 1;
   int height = 0, width = 0;                  // 0 = the model's static size, else 640
-  size_t workspace_limit = size_t{256} << 20; // cuDNN workspace considered when choosing algorithms
+  size_t workspace_limit = size_t{256} << 20; // workspace a tactic may use
   bool cuda_graphs = true;                    // replay one captured graph per batch size
+  // Batch sizes whose tactics are chosen at build (like TensorRT's optimisation profiles); empty:
+  // {1, max_batch}. Values outside [1, max_batch] are an error.
+  std::vector<int> tune_batches;
+  // The tactic cache file: "" = TacticCache::default_path() ($YOLOCU_TACTIC_CACHE, else
+  // $XDG_CACHE_HOME/yolocu/tactics.json, else ~/.cache/yolocu/tactics.json); "none" = no file.
+  std::string tactic_cache;
+  int max_graph_plans = 12;                   // cuDNN Graph API candidates tried per layer
   // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
-  // one kernel per level reading the head convolutions' NHWC output, instead of ~12 generic passes
-  // per level. Off by default until it has run on a GPU: its math and indexing are tested on the
-  // CPU (tests/engine/test_detect_tail.cpp), the kernel by test_cuda_engine on the next GPU run.
-  bool fuse_detect_tail = false;
+  // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
+  // multiple of 8), instead of ~12 generic passes per level.
+  bool fuse_detect_tail = true;
+  // The 6x6 stride-2 first convolution on 3 channels (YOLOv5's stem) runs as a 3x3 stride-1
+  // convolution on the 2x2 space-to-depth input (12 channels padded to 16), which the input
+  // conversion writes directly: the same sums, on a shape tensor cores run well.
+  bool space_to_depth_stem = true;
+  bool print_warnings = true;                 // tactic-cache warnings to stderr (also in stats())
 };
 
 struct CudaEngineStats {
@@ -60,12 +75,26 @@ struct CudaEngineStats {
   int fused_tail_nodes = 0;     // Detect-tail nodes replaced by the fused tail kernels
   int convs = 0;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image
+  bool space_to_depth_stem = false; // the stem runs as space-to-depth + 3x3
+  // Tactics: build-time choice for the tuned batch sizes.
+  std::vector<int> tuned_batches;
+  double tune_ms = 0;               // host time choosing tactics (cache loads included)
+  int tactic_layers = 0;            // (layer, batch) choices made at build
+  int tactic_cache_hits = 0;        // ... taken from the cache on disk (checked, not timed)
+  int tactic_memo_hits = 0;         // ... taken from this process's earlier choices
+  int tactics_tuned = 0;            // ... timed now
+  int tactic_candidates = 0, tactic_rejected = 0;  // tried / failed the correctness check
+  std::string tactic_cache_path;    // "" = none
+  std::vector<std::string> warnings;
 };
 
 struct LayerTime {
-  std::string name;  // node name (or "x -> nchw" for layout conversions)
-  std::string kind;  // step kind: Conv, ConcatNhwc, Gather, ...
-  double ms = 0;     // mean device time per run
+  std::string name;    // node name (or "x -> nchw" for layout conversions)
+  std::string kind;    // step kind: Conv, ConcatNhwc, Gather, ...
+  double ms = 0;       // mean device time per run
+  std::string tactic;  // Conv: the tactic's name
+  double flops = 0;    // Conv: 2 * MACs at this batch
+  double bytes = 0;    // minimum bytes moved (inputs read once, outputs written once)
 };
 
 class CudaEngine {
@@ -96,6 +125,7 @@ class CudaEngine {
 
   // Mean device time of each step over `iters` eager runs (events around every step, no graph).
   // Synchronises. Input: whatever the engine's input buffer holds (zeros, or the last run_host).
+  // The first step is the input conversion (NCHW -> NHWC or space-to-depth).
   std::vector<LayerTime> profile(int batch, int iters);
 
   CudaEngineStats stats() const;

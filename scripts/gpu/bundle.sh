@@ -17,19 +17,23 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 arch=${CUDA_ARCH:-90}
+bdir=${YOLOCU_GPU_BUILD:-build-gpu}  # an existing sm_90 build folder may be named instead
 
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 # Every target whose name says it runs on the GPU, plus the CLI.
-targets="$(ninja -C build-gpu -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli"
+case "$part" in
+  engine) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
+  *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
+esac
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
-cmake --build build-gpu --target $targets
+cmake --build "$bdir" --target $targets
 
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib .gpu/data
 for t in $targets; do
   [ "$t" = yolocu_cli ] && t=yolocu
-  f=$(find build-gpu -type f -name "$t" -perm -u+x | head -1)
+  f=$(find "$bdir" -type f -name "$t" -perm -u+x | head -1)
   [ -n "$f" ] && cp "$f" .gpu/bin/
 done
 # Shared libraries that are not part of glibc, the CUDA driver/runtime or cuDNN (those are on the
@@ -55,9 +59,10 @@ case "$part" in
   tests)    # kernels: letterbox, decode/NMS, training
     copy reference/bus.npz; copy reference/zidane.npz; copy images; copy coco.names
     ;;
-  engine)   # the GPU engine against the CPU engine, all four models
+  engine)   # the GPU engine against the CPU engine, all four models; its benchmark and PyTorch's
     copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
     copy models/yolov5s_random_fp16.onnx; slim_npz bus input; slim_npz zidane input
+    if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the PyTorch peer will not run"; fi
     ;;
   detector) # the GPU detector end to end: bus/zidane, coco128, threads, soak
     copy models/yolov5n.onnx; copy models/yolov5n_raw_heads.onnx; copy images; copy coco.names; copy coco128

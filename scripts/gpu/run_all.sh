@@ -26,7 +26,8 @@ mkdir -p .gpu/run && tar -C .gpu/run -xJf .gpu/bundle.tar.xz || { echo "no bundl
 bin=$root/.gpu/run/bin
 cudnn_dir=$(dirname "$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)")
 cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$root/.gpu/run/lib:$cudnn_dir:$cudart_dir:${LD_LIBRARY_PATH:-}
+nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=$root/.gpu/run/lib:$cudnn_dir:$cudart_dir:$nvrtc_dir:${LD_LIBRARY_PATH:-}
 export YOLOCU_DATA_DIR=$root/.gpu/data YOLOCU_SOURCE_DIR=$root YOLOCU_SCRATCH_DIR=$out/scratch YOLOCU_PYTHON=python3
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
 echo "cudnn: $cudnn_dir"; ls "$bin"
@@ -44,7 +45,7 @@ run_test() {  # run_test <binary> [gtest filter]
 sanitize() {  # sanitize <tool> <binary> <gtest filter>
   local tool=$1 t=$2 filter=$3
   [ -x "$bin/$t" ] || return
-  if timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+  if YOLOCU_TUNE_QUICK=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
     row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
   else
     row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
@@ -72,9 +73,30 @@ if [ -n "$tests" ]; then
 test_preprocess_cuda * *Batch1*:*RealImages*
 test_postprocess_cuda * PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowKeepsTheBestScored:PostprocessCuda.RawHeadsMatchCpu
 test_training_gpu * *Ciou*:*MultiTensor*
-test_cuda_engine CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments -
+test_cuda_engine CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments -
 test_detector_cuda *Bus* *Bus*
 LIST
+fi
+
+if [ "$part" = engine ]; then
+  # The engine against PyTorch in the same call: cold tune (fresh tactic cache) with the per-layer
+  # profile, then a second process that loads every tactic from that cache (warm load).
+  export YOLOV5_DIR=$root/.gpu/yolov5
+  d=$YOLOCU_DATA_DIR
+  step "engine benchmark (cold tactic cache) and the PyTorch peer"
+  rm -f "$out/tactics.json"
+  models="$d/models/yolov5n.onnx,$d/models/yolov5s_random_fp16.onnx"
+  timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 --profile --tactic-cache "$out/tactics.json" \
+    >"$out/bench_cuda_engine.log" 2>&1 || row "FAIL  bench_cuda_engine (log bench_cuda_engine.log)"
+  timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \
+    >"$out/bench_cuda_engine_warm.log" 2>&1 || row "FAIL  bench_cuda_engine warm (log bench_cuda_engine_warm.log)"
+  timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 --per-layer >"$out/peer_torch_forward.log" 2>&1 ||
+    row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
+  cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
+  for f in bench_cuda_engine bench_cuda_engine_warm peer_torch_forward; do
+    echo "-- $f" >>"$summary"
+    grep -E '^(yolov5|device|model)|^\| yolov5' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
+  done
 fi
 
 if [ "$part" = bench ]; then
@@ -89,7 +111,7 @@ if [ "$part" = bench ]; then
   bench bench_postprocess "$bin/bench_postprocess" "$d" 200
   bench bench_nms "$bin/bench_nms" 100
   bench bench_cuda_engine "$bin/bench_cuda_engine" --batches 1,8,32 --profile
-  bench bench_cuda_engine_fused_tail "$bin/bench_cuda_engine" --batches 1,8,32 --fuse-detect-tail
+  bench peer_torch_forward python3 bench/peer_torch_forward.py --batches 1 8 32
   for m in yolov5n yolov5s_random_fp16; do
     bench "yolocu_bench_$m" "$bin/yolocu" bench --model "$d/models/$m.onnx" --image "$d/images/bus.jpg" \
       --device cuda --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 --json "$out/yolocu_bench_$m.json"

@@ -21,6 +21,7 @@ struct Level {
   int64_t row_begin = 0;   // first row of the level in the merged output
   const float* tables = nullptr;
   float wh_pow = 2.f;
+  int64_t pitch = 0;       // channels per pixel of the source (> na * no when padded); 0: na * no
 };
 
 // The device-side description of a matched level (engine::DetectLevel, host) whose tables were
@@ -82,17 +83,22 @@ struct Coord {
   int64_t n, a, y, x, k;
 };
 
+YOLOCU_HD int64_t source_pitch(const Level& L) { return L.pitch > 0 ? L.pitch : L.na * L.no; }
+
 // The element a thread handles: i enumerates the head convolution's NHWC output of the batch,
-// i = ((n * ny + y) * nx + x) * (na * no) + a * no + k (coalesced reads).
+// i = ((n * ny + y) * nx + x) * pitch + a * no + k (coalesced reads). A padding channel
+// (a * no + k >= na * no) gives a >= na: is_padding() is true and it has no output element.
 YOLOCU_HD Coord coord_of(const Level& L, int64_t i) {
-  const int64_t c_all = L.na * L.no;
-  const int64_t c = i % c_all;
-  int64_t pix = i / c_all;
+  const int64_t pitch = source_pitch(L);
+  const int64_t c = i % pitch;
+  int64_t pix = i / pitch;
   const int64_t x = pix % L.nx;
   pix /= L.nx;
   const int64_t a = c / L.no;
   return Coord{pix / L.ny, a, pix % L.ny, x, c - a * L.no};
 }
+
+YOLOCU_HD bool is_padding(const Level& L, const Coord& c) { return c.a >= L.na; }
 
 // Its index in the merged output [N, rows, no].
 YOLOCU_HD int64_t output_index(const Level& L, int64_t rows, const Coord& c) {

@@ -4,8 +4,12 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -72,16 +76,19 @@ CudaEngineOptions opts(Precision p, int max_batch = 1, bool graphs = true) {
   o.precision = p;
   o.max_batch = max_batch;
   o.cuda_graphs = graphs;
+  o.tactic_cache = "none";  // tuned in this process (the tests of the cache name their own file)
   return o;
 }
 
 void print_stats(const std::string& what, const CudaEngine& e) {
   const CudaEngineStats s = e.stats();
   std::printf("[ %-44s ] build %.0f ms, %d steps, %d kernels/run, %d/%d convs fused (+%d residual), arena %.1f MiB "
-              "(naive %.1f), weights %.1f MiB, workspace %.1f MiB\n",
+              "(naive %.1f), weights %.1f MiB, workspace %.1f MiB; tactics: %d layers, %d from cache, %d from this "
+              "process, %d tuned (%d candidates, %d rejected) in %.0f ms%s\n",
               what.c_str(), s.build_ms, s.steps, s.kernels_per_run, s.fused_convs, s.convs, s.fused_residuals,
               s.activation_bytes / 1048576.0, s.naive_bytes / 1048576.0, s.weight_bytes / 1048576.0,
-              s.workspace_bytes / 1048576.0);
+              s.workspace_bytes / 1048576.0, s.tactic_layers, s.tactic_cache_hits, s.tactic_memo_hits, s.tactics_tuned,
+              s.tactic_candidates, s.tactic_rejected, s.tune_ms, s.space_to_depth_stem ? ", space-to-depth stem" : "");
 }
 
 // FP32 (no TF32) against the CPU executor, batch 1: reference images and a random input.
@@ -210,8 +217,8 @@ TEST(CudaEngine, StaticBatch1ExportRunsBatched) {
   expect_close(g32.run_host({x3}), cpu_run(load(dyn), x3), 1e-5, "static yolov5n at batch 3 vs CPU (dyn export)");
 }
 
-// The fused Detect-tail kernels (CudaEngineOptions::fuse_detect_tail, off by default until this
-// test has passed on a GPU): FP32 against the CPU executor like every other FP32 path, and
+// The fused Detect-tail kernels (CudaEngineOptions::fuse_detect_tail, on by default; the head
+// convolutions then store 256 channels): FP32 against the CPU executor like every other FP32 path, and
 // against the node-by-node GPU tail at both precisions (the same conv outputs; the kernels differ
 // only in (2s)^2 computed as a product instead of powf: rel L2 <= 1e-6); batch 1, 3 of max 8
 // (static export re-batched), graph replays bit-identical; launches per run drop.
@@ -225,7 +232,7 @@ TEST(CudaEngine, FusedDetectTail) {
   for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
     const std::string tag = p == Precision::kFloat32 ? "fp32" : "fp16";
     CudaEngineOptions on = opts(p, 8), off = opts(p, 8);
-    on.fuse_detect_tail = true;
+    off.fuse_detect_tail = false;
     CudaEngine fused(m, on), plain(m, off);
     print_stats("fused tail " + tag, fused);
     EXPECT_EQ(fused.stats().fused_tail_nodes, 37);
@@ -290,14 +297,137 @@ TEST(CudaEngine, ProfileAndStats) {
   EXPECT_EQ(s.fused_residuals, 7);
   EXPECT_LT(s.activation_bytes, s.naive_bytes);
   EXPECT_NEAR(s.conv_flops_per_image / 1e9, 4.5, 0.6);  // yolov5n: ~4.5 GFLOPs at 640
+  EXPECT_TRUE(s.space_to_depth_stem);
+  EXPECT_EQ(s.tuned_batches, (std::vector<int>{1}));
+  EXPECT_EQ(s.tactic_layers, 60);
   const auto layers = e.profile(1, 3);
   ASSERT_FALSE(layers.empty());
+  EXPECT_EQ(layers.front().kind, "Input");
   double total = 0;
+  int convs = 0;
   for (const auto& l : layers) {
     EXPECT_GE(l.ms, 0.0) << l.name;
+    EXPECT_GT(l.bytes, 0.0) << l.name;
+    if (l.kind == "Conv") {
+      ++convs;
+      EXPECT_FALSE(l.tactic.empty()) << l.name;
+      EXPECT_GT(l.flops, 0.0) << l.name;
+    }
     total += l.ms;
   }
+  EXPECT_EQ(convs, 60);
   std::printf("profile: %zu layers, %.3f ms total (eager, batch 1)\n", layers.size(), total);
+}
+
+// The space-to-depth stem computes the 6x6 stride-2 convolution's sums regrouped: FP32 against the
+// CPU engine as every FP32 path (1e-5), FP16 against the plain stem within the FP16 tolerance.
+TEST(CudaEngine, SpaceToDepthStem) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  const Tensor x = load_npz(bus)["input"], x2 = random_input(2, 9);
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    CudaEngineOptions on = opts(p, 2), off = opts(p, 2);
+    off.space_to_depth_stem = false;
+    CudaEngine s2d(m, on), plain(m, off);
+    EXPECT_TRUE(s2d.stats().space_to_depth_stem);
+    EXPECT_FALSE(plain.stats().space_to_depth_stem);
+    const std::string tag = p == Precision::kFloat32 ? "fp32" : "fp16";
+    for (const Tensor* in : {&x, &x2}) {
+      const auto a = s2d.run_host({*in});
+      if (p == Precision::kFloat32) expect_close(a, cpu_run(m, *in), 1e-5, "space-to-depth stem fp32 vs CPU");
+      expect_close(a, plain.run_host({*in}), p == Precision::kFloat32 ? 1e-5 : 5e-3, "space-to-depth vs plain " + tag);
+    }
+  }
+}
+
+// Every tactic family at a small size (320x320, batch 1 and 2 tuned): the tuner checks and times
+// every candidate of cudnn-graph and legacy cuDNN (the run that compute-sanitizer covers), the
+// result matches the CPU engine in FP32 and FP32 within the FP16 tolerance in FP16.
+TEST(CudaEngine, TacticFamiliesSmall) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
+  const auto m = load(dyn);
+  const Tensor x = [] {
+    Tensor t(DType::kFloat32, {2, 3, 320, 320});
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = u(rng);
+    return t;
+  }();
+  std::vector<Tensor> ref32;
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    CudaEngineOptions o = opts(p, 2);
+    o.height = o.width = 320;
+    o.max_graph_plans = 64;
+    CudaEngine e(m, o);
+    print_stats(std::string("yolov5n_dyn 320 ") + (p == Precision::kFloat32 ? "fp32" : "fp16"), e);
+    EXPECT_GT(e.stats().tactic_candidates, 0);
+    std::map<std::string, int> families;
+    for (const auto& l : e.profile(2, 1))
+      if (l.kind == "Conv") ++families[l.tactic.substr(0, l.tactic.find(' '))];
+    for (const auto& [f, n] : families) std::printf("  %s: %d layers at batch 2\n", f.c_str(), n);
+    const auto out = e.run_host({x});
+    if (p == Precision::kFloat32) {
+      expect_close(out, cpu_run(m, x), 1e-5, "320x320 fp32 vs CPU");
+      ref32 = out;
+    } else {
+      expect_close(out, ref32, 5e-3, "320x320 fp16 vs fp32");
+    }
+  }
+}
+
+// The tactic cache on disk: the first engine tunes and writes it; a second engine loads every
+// tactic from it (checked, not timed) and computes bit-identical outputs; a corrupt file, a stale
+// entry and another GPU's entries are ignored with a warning (or silently for another GPU) and
+// the engine tunes instead.
+TEST(CudaEngine, TacticCacheOnDisk) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  const Tensor x = load_npz(bus)["input"];
+  const std::string file = test::scratch_dir("tactics") + "/tactics_" + std::to_string(::getpid()) + ".json";
+  std::remove(file.c_str());
+  CudaEngineOptions o = opts(Precision::kFloat16, 4);
+  o.tactic_cache = file;
+  o.print_warnings = false;
+  CudaEngine first(m, o);
+  print_stats("cache: first build", first);
+  const CudaEngineStats s1 = first.stats();
+  EXPECT_EQ(s1.tactic_layers, 120);  // 60 convs x tuned batches {1, 4}
+  EXPECT_TRUE(s1.warnings.empty());
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  ASSERT_TRUE(f) << "cache file not written: " << file;
+  std::fclose(f);
+
+  CudaEngine second(m, o);
+  print_stats("cache: second build", second);
+  const CudaEngineStats s2 = second.stats();
+  EXPECT_EQ(s2.tactic_cache_hits, 120);
+  EXPECT_EQ(s2.tactics_tuned, 0);
+  EXPECT_LT(s2.tune_ms, s1.tune_ms);
+  std::printf("cache: cold tune %.0f ms (build %.0f ms), warm load %.0f ms (build %.0f ms)\n", s1.tune_ms,
+              s1.build_ms, s2.tune_ms, s2.build_ms);
+  for (int b : {1, 3, 4}) {
+    Tensor xb = random_input(b, 30 + b);
+    EXPECT_TRUE(bit_identical(first.run_host({xb}), second.run_host({xb}))) << "batch " << b;
+  }
+  EXPECT_TRUE(bit_identical(first.run_host({x}), second.run_host({x})));
+
+  // Corrupt: ignored with a warning naming the file.
+  {
+    std::FILE* w = std::fopen(file.c_str(), "wb");
+    std::fputs("{\"format\": \"yolocu-tactic-cache\", \"version\": 1, \"devices\": {", w);
+    std::fclose(w);
+    CudaEngine e(m, o);
+    ASSERT_FALSE(e.stats().warnings.empty());
+    std::printf("corrupt cache: %s\n", e.stats().warnings.front().c_str());
+    EXPECT_NE(e.stats().warnings.front().find(file), std::string::npos);
+    EXPECT_EQ(e.stats().tactic_cache_hits, 0);
+    EXPECT_TRUE(bit_identical(first.run_host({x}), e.run_host({x})));
+  }
 }
 
 }  // namespace

@@ -20,19 +20,23 @@ using namespace yolocu;
 
 namespace {
 
-Tensor nchw_to_nhwc(const Tensor& t) {
+// NCHW -> NHWC with `pitch` >= C channels per pixel; padding channels hold a huge value that must
+// never reach the output.
+Tensor nchw_to_nhwc(const Tensor& t, int64_t pitch) {
   const int64_t n = t.dim(0), c = t.dim(1), h = t.dim(2), w = t.dim(3);
-  Tensor y(DType::kFloat32, {n, h, w, c});
+  Tensor y(DType::kFloat32, {n, h, w, pitch});
   const float* s = t.data_as<float>();
   float* d = y.data_as<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) d[i] = 1e30f;
   for (int64_t b = 0; b < n; ++b)
     for (int64_t k = 0; k < c; ++k)
-      for (int64_t p = 0; p < h * w; ++p) d[(b * h * w + p) * c + k] = s[(b * c + k) * h * w + p];
+      for (int64_t p = 0; p < h * w; ++p) d[(b * h * w + p) * pitch + k] = s[(b * c + k) * h * w + p];
   return y;
 }
 
 // Runs the host instantiation of the tail on `x` and returns it with the node-by-node output.
-std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x) {
+// pad > 0: the convolutions' outputs are stored with their channels padded to a multiple of pad.
+std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x, int64_t pad = 0) {
   const Model m = load_onnx(path);
   const engine::Plan plan = engine::build_plan(m, {x.shape()});
   const int out_node = plan.values[static_cast<size_t>(plan.outputs[0])].producer;
@@ -62,11 +66,17 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
     const engine::DetectLevel& D = head.levels[l];
     std::vector<float> tables;
     engine::tail::tables_of(D, &tables);
-    const engine::tail::Level L = engine::tail::level_from(D, tables.data());
-    const Tensor src = nchw_to_nhwc(conv_out[l]);
+    engine::tail::Level L = engine::tail::level_from(D, tables.data());
+    const int64_t channels = conv_out[l].dim(1);
+    if (pad > 0) L.pitch = (channels + pad - 1) / pad * pad;
+    const Tensor src = nchw_to_nhwc(conv_out[l], engine::tail::source_pitch(L));
     const float* s = src.data_as<float>();
     for (int64_t i = 0; i < src.numel(); ++i) {  // the kernel's thread order
       const engine::tail::Coord c = engine::tail::coord_of(L, i);
+      if (engine::tail::is_padding(L, c)) {
+        EXPECT_GE(i % src.dim(3), channels) << "a real channel taken for padding";
+        continue;
+      }
       const int64_t o = engine::tail::output_index(L, head.rows, c);
       if (o < 0 || o >= got.numel()) {
         ++out_of_range;
@@ -97,6 +107,17 @@ TEST(DetectTail, HostInstantiationRebuildsTheMergedOutput) {
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6));
   EXPECT_TRUE(test::close_to(got, ref["output"], 1e-3, 2e-5, 1e-5)) << "against ultralytics' own output";
+}
+
+// The GPU engine stores the 255-channel head convolutions with 256 channels per pixel: the tail
+// must skip the padding channel and still write every merged element once.
+TEST(DetectTail, HostInstantiationPaddedChannels) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  auto ref = load_npz(bus);
+  const auto [got, graph] = tail_and_graph(path, ref["input"], 8);
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6));
 }
 
 TEST(DetectTail, HostInstantiationBatch2NonSquare) {

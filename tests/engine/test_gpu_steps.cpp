@@ -106,8 +106,14 @@ TEST(GpuSteps, FusedDetectTail) {
       to_plain += s.kind == GpuStepKind::kToPlain;
       if (s.kind != GpuStepKind::kDetectTail) continue;
       ASSERT_EQ(s.in.size(), 3u);
-      for (size_t l = 0; l < 3; ++l)
+      for (size_t l = 0; l < 3; ++l) {
         EXPECT_EQ(s.in[l], fused.plan.nodes[static_cast<size_t>(fused.heads[0].levels[l].conv)].out[0]);
+        // Read by the tail alone: stored with 256 channels per pixel, and its buffer sized for them.
+        const auto& v = fused.plan.values[static_cast<size_t>(s.in[l])];
+        EXPECT_EQ(v.shape[1], 255);
+        EXPECT_EQ(fused.channel_pitch[static_cast<size_t>(s.in[l])], 256);
+        EXPECT_EQ(engine::value_bytes(fused, s.in[l], 2), static_cast<size_t>(v.shape[0] * v.shape[2] * v.shape[3] * 256 * 2));
+      }
       ASSERT_EQ(fused.plan.outputs.size(), 1u);
       EXPECT_EQ(s.out[0], fused.plan.outputs[0]);
       EXPECT_EQ(fused.layout[static_cast<size_t>(s.out[0])], Layout::kPlain);
@@ -118,6 +124,11 @@ TEST(GpuSteps, FusedDetectTail) {
     EXPECT_EQ(plain.steps.size() - fused.steps.size(), 3u * 15u + 1u - 1u)
         << "12 tail nodes (Split: 3 gather steps) + 1 ToPlain per level, the Concat -> one step";
     EXPECT_LE(fused.arena_bytes, plain.arena_bytes);
+    // Without the fused tail nothing is padded (the heads feed generic kernels and the outputs).
+    for (size_t v = 0; v < plain.plan.values.size(); ++v)
+      if (plain.layout[v] == Layout::kNhwc) {
+        EXPECT_EQ(plain.channel_pitch[v], plain.plan.values[v].shape[1]);
+      }
   }
   YOLOCU_REQUIRE_DATA(raw, "models/yolov5n_raw_heads.onnx");
   EXPECT_TRUE(plan_for(raw, 1, 2, true).heads.empty());

@@ -1,13 +1,14 @@
-// GPU executor: runs the steps planned by gpu_steps.cpp with cuDNN convolutions (NHWC, tensor
-// cores in FP16, FMA-only in FP32) and the kernels of cuda_kernels.cu, all activations in one
-// liveness-planned device arena, one CUDA graph per batch size.
+// GPU executor: runs the steps planned by gpu_steps.cpp, each convolution through the tactic the
+// tuner chose for it and the batch size (tactics/), everything else through the kernels of
+// cuda_kernels.cu; all activations in one liveness-planned device arena, one CUDA graph per batch
+// size.
 #include "yolocu/cuda_engine.hpp"
 
 #include <cudnn.h>
 
 #include <algorithm>
-#include <mutex>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -16,6 +17,9 @@
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/gpu_steps.hpp"
+#include "engine/cuda/tactics/conv_tactic.hpp"
+#include "engine/cuda/tactics/tactic_cache.hpp"
+#include "engine/cuda/tactics/tuner.hpp"
 #include "engine/detect_tail.hpp"
 #include "engine/ops.hpp"
 #include "engine/plan.hpp"
@@ -54,39 +58,18 @@ struct Deleter {
 template <typename T, void (*Destroy)(T)>
 using Handle = std::unique_ptr<std::remove_pointer_t<T>, Deleter<T, Destroy>>;
 
-void destroy_tensor_desc(cudnnTensorDescriptor_t d) { cudnnDestroyTensorDescriptor(d); }
-void destroy_filter_desc(cudnnFilterDescriptor_t d) { cudnnDestroyFilterDescriptor(d); }
-void destroy_conv_desc(cudnnConvolutionDescriptor_t d) { cudnnDestroyConvolutionDescriptor(d); }
 void destroy_cudnn(cudnnHandle_t h) { cudnnDestroy(h); }
 void destroy_stream(cudaStream_t s) { cudaStreamDestroy(s); }
 void destroy_event(cudaEvent_t e) { cudaEventDestroy(e); }
 void destroy_graph(cudaGraph_t g) { cudaGraphDestroy(g); }
 void destroy_graph_exec(cudaGraphExec_t g) { cudaGraphExecDestroy(g); }
 
-using TensorDesc = Handle<cudnnTensorDescriptor_t, destroy_tensor_desc>;
-using FilterDesc = Handle<cudnnFilterDescriptor_t, destroy_filter_desc>;
-using ConvDesc = Handle<cudnnConvolutionDescriptor_t, destroy_conv_desc>;
 using CudnnHandle = Handle<cudnnHandle_t, destroy_cudnn>;
 using Stream = Handle<cudaStream_t, destroy_stream>;
 using Event = Handle<cudaEvent_t, destroy_event>;
 using CudaGraph = Handle<cudaGraph_t, destroy_graph>;
 using GraphExec = Handle<cudaGraphExec_t, destroy_graph_exec>;
 
-TensorDesc make_tensor_desc() {
-  cudnnTensorDescriptor_t d = nullptr;
-  YOLOCU_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
-  return TensorDesc(d);
-}
-FilterDesc make_filter_desc() {
-  cudnnFilterDescriptor_t d = nullptr;
-  YOLOCU_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d));
-  return FilterDesc(d);
-}
-ConvDesc make_conv_desc() {
-  cudnnConvolutionDescriptor_t d = nullptr;
-  YOLOCU_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
-  return ConvDesc(d);
-}
 Event make_event(unsigned flags) {
   cudaEvent_t e = nullptr;
   YOLOCU_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
@@ -112,26 +95,25 @@ class DeviceGuard {
 };
 
 // ---- per-step data ---------------------------------------------------------------------------
+// Channels of the space-to-depth stem's input: 4 * 3 = 12, padded to 16 (32-byte pixels).
+constexpr int kStemChannels = 16;
+
 struct ConvInfo {
   int step = -1;
   int x = -1, y = -1, residual = -1;
-  int k = 0, c = 0, r = 0, s = 0, group = 1;
-  int pad_h = 0, pad_w = 0, str_h = 1, str_w = 1, dil_h = 1, dil_w = 1;
-  bool silu = false;
-  DeviceMem d_w, d_bias;
-  FilterDesc wdesc;
+  engine::ConvProblem pb;  // at max_batch; n is set per batch (problem())
+  bool s2d = false;        // the space-to-depth stem: x is the engine's stem buffer
+  DeviceMem d_w, d_bias;   // KRSC in the activation dtype (padded), float32 bias [pb.k]
   std::string name;
-};
-
-struct ConvBatch {
-  TensorDesc x, y;
-  ConvDesc conv;
-  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  size_t ws = 0;
+  engine::ConvProblem problem(int batch) const {
+    engine::ConvProblem p = pb;
+    p.n = batch;
+    return p;
+  }
 };
 
 struct BatchExec {
-  std::vector<ConvBatch> convs;  // per ConvInfo
+  std::vector<std::shared_ptr<const engine::ConvTactic>> tactics;  // per ConvInfo
   GraphExec graph;
   bool graph_failed = false;
   int runs = 0;
@@ -157,22 +139,12 @@ Shape row_major_strides(const Shape& s) {
   return st;
 }
 
-struct AlgoChoice {
-  cudnnConvolutionFwdAlgo_t algo;
-  cudnnMathType_t math;
-};
-
-// Convolution algorithms chosen once per (device, shape, precision) for the whole process: every
-// later engine of the same model (a detector's other execution contexts, a rebuilt detector)
-// reuses the first engine's choice, so results never depend on which engine ran a batch and only
-// the first build pays for the search.
-struct AlgoCache {
-  std::mutex mutex;
-  std::map<std::string, AlgoChoice> choices;
-};
-AlgoCache& algo_cache() {
-  static AlgoCache cache;
-  return cache;
+// Is `ci` YOLOv5's stem (6x6, stride 2, pads 2, 3 channels) on the network input, alone?
+bool is_s2d_stem(const ConvInfo& ci, int input_value, int readers, int h, int w) {
+  const engine::ConvProblem& p = ci.pb;
+  return ci.x == input_value && readers == 1 && p.c == 3 && p.group == 1 && p.r == 6 && p.s == 6 && p.str_h == 2 &&
+         p.str_w == 2 && p.pad_h == 2 && p.pad_w == 2 && p.dil_h == 1 && p.dil_w == 1 && h % 2 == 0 && w % 2 == 0 &&
+         p.p == h / 2 && p.q == w / 2;
 }
 
 }  // namespace
@@ -188,7 +160,12 @@ struct CudaEngine::Impl {
   std::vector<ConvInfo> convs;
   std::map<int, DeviceMem> consts;  // value id -> float32 device copy
   DeviceMem arena, workspace, staging;
+  DeviceMem stem_input;  // the space-to-depth stem's input [max_batch, H/2, W/2, kStemChannels]
+  int stem_conv = -1;    // index into convs, -1: no space-to-depth stem
+  int input_readers = 0; // steps reading the network input
   size_t workspace_bytes = 0;
+  std::vector<int> tuned;               // tuned batch sizes, ascending
+  std::unique_ptr<engine::Tuner> tuner; // kept for the batch sizes derived later
   CudnnHandle cudnn;
   Stream stream;          // run_host / profile
   Stream capture_stream;  // graph capture only (never executes work)
@@ -217,7 +194,9 @@ struct CudaEngine::Impl {
   void check_batch_scaling(const engine::Plan& big);
   void setup_step(size_t i);
   void upload_const(int id);
-  void setup_conv_batch(ConvInfo& ci, ConvBatch& cb, int batch, bool timed, void* ws, size_t ws_size);
+  void choose_tactics();
+  engine::ConvBuffers conv_buffers(const ConvInfo& ci) const;
+  void convert_input(const void* d_input, int batch, cudaStream_t s);
   BatchExec& batch_exec(int batch);
   void enqueue_steps(BatchExec& be, int batch, cudaStream_t s);
   void exec_step(BatchExec& be, size_t i, int batch, cudaStream_t s);
@@ -298,38 +277,78 @@ void CudaEngine::Impl::setup_step(size_t i) {
       ci.x = st.in[0];
       ci.y = st.out[0];
       ci.residual = st.residual;
-      ci.silu = st.silu;
       const Tensor& w = val(st.in[1]).value;
       YOLOCU_CHECK(w.rank() == 4 && w.dtype() == DType::kFloat32, kUnsupported, n.describe(),
                    ": only 2-D convolutions with float weights are supported, weights ", shape_str(w.shape()));
-      ci.k = static_cast<int>(w.dim(0));
-      ci.c = static_cast<int>(w.dim(1));
-      ci.r = static_cast<int>(w.dim(2));
-      ci.s = static_cast<int>(w.dim(3));
-      ci.group = static_cast<int>(n.attr_int("group", 1));
+      engine::ConvProblem& p = ci.pb;
+      const int k = static_cast<int>(w.dim(0)), cg = static_cast<int>(w.dim(1));
+      const int r = static_cast<int>(w.dim(2)), sz = static_cast<int>(w.dim(3));
+      p.group = static_cast<int>(n.attr_int("group", 1));
       const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
       const auto str = n.attr_ints("strides", {1, 1});
       const auto dil = n.attr_ints("dilations", {1, 1});
       YOLOCU_CHECK(str.size() == 2 && dil.size() == 2 && pads.size() == 4, kUnsupported, n.describe(),
                    ": only 2-D convolutions are supported");
-      ci.pad_h = static_cast<int>(pads[0]);
-      ci.pad_w = static_cast<int>(pads[1]);
-      ci.str_h = static_cast<int>(str[0]);
-      ci.str_w = static_cast<int>(str[1]);
-      ci.dil_h = static_cast<int>(dil[0]);
-      ci.dil_w = static_cast<int>(dil[1]);
-      YOLOCU_CHECK(val(ci.x).shape[1] == int64_t{ci.c} * ci.group, kInvalidArgument, n.describe(), ": input has ",
-                   val(ci.x).shape[1], " channels, weights expect ", int64_t{ci.c} * ci.group);
-      // Weights OIHW -> KRSC (cuDNN's NHWC filter layout) in the activation dtype.
+      YOLOCU_CHECK(pads[0] == pads[2] && pads[1] == pads[3], kUnsupported, n.describe(),
+                   ": asymmetric padding is not supported by the GPU engine");
+      const Shape& xs = val(ci.x).shape;
+      const Shape& ys = val(ci.y).shape;
+      YOLOCU_CHECK(xs[1] == int64_t{cg} * p.group, kInvalidArgument, n.describe(), ": input has ", xs[1],
+                   " channels, weights expect ", int64_t{cg} * p.group);
+      p.n = options.max_batch;
+      p.c = static_cast<int>(sp.channel_pitch[static_cast<size_t>(ci.x)]);
+      p.h = static_cast<int>(xs[2]);
+      p.w = static_cast<int>(xs[3]);
+      p.k = static_cast<int>(sp.channel_pitch[static_cast<size_t>(ci.y)]);
+      p.r = r;
+      p.s = sz;
+      p.p = static_cast<int>(ys[2]);
+      p.q = static_cast<int>(ys[3]);
+      p.pad_h = static_cast<int>(pads[0]);
+      p.pad_w = static_cast<int>(pads[1]);
+      p.str_h = static_cast<int>(str[0]);
+      p.str_w = static_cast<int>(str[1]);
+      p.dil_h = static_cast<int>(dil[0]);
+      p.dil_w = static_cast<int>(dil[1]);
+      p.half = half;
+      p.bias = st.in[2] >= 0;
+      p.silu = st.silu;
+      p.residual = st.residual >= 0;
+      YOLOCU_CHECK(p.c == xs[1], kInternal, n.describe(), ": reads a channel-padded value");
+      ci.s2d = options.space_to_depth_stem && is_s2d_stem(ci, sp.plan.inputs[0], input_readers, in_h, in_w);
+      // Weights OIHW -> KRSC, output channels padded to p.k with zeros. The space-to-depth stem:
+      // W'[o, a, b, ch * 4 + dy * 2 + dx] = W[o, ch, 2a + dy, 2b + dx] on a 3x3 filter of
+      // kStemChannels input channels (the sums of the 6x6 stride-2 convolution, regrouped).
       const float* src = w.data_as<float>();
-      const size_t cnt = static_cast<size_t>(w.numel());
-      std::vector<float> krsc(cnt);
-      for (int k = 0; k < ci.k; ++k)
-        for (int c = 0; c < ci.c; ++c)
-          for (int r = 0; r < ci.r; ++r)
-            for (int s = 0; s < ci.s; ++s)
-              krsc[((static_cast<size_t>(k) * ci.r + r) * ci.s + s) * ci.c + c] =
-                  src[((static_cast<size_t>(k) * ci.c + c) * ci.r + r) * ci.s + s];
+      auto at = [&](int o, int c, int y, int x) {
+        return src[((static_cast<size_t>(o) * cg + c) * r + y) * sz + x];
+      };
+      std::vector<float> krsc;
+      if (ci.s2d) {
+        p.c = kStemChannels;
+        p.h = in_h / 2;
+        p.w = in_w / 2;
+        p.r = p.s = 3;
+        p.str_h = p.str_w = 1;
+        p.pad_h = p.pad_w = 1;
+        krsc.assign(static_cast<size_t>(p.k) * 9 * kStemChannels, 0.f);
+        for (int o = 0; o < k; ++o)
+          for (int fy = 0; fy < 3; ++fy)
+            for (int fx = 0; fx < 3; ++fx)
+              for (int ch = 0; ch < cg; ++ch)
+                for (int dy = 0; dy < 2; ++dy)
+                  for (int dx = 0; dx < 2; ++dx)
+                    krsc[((static_cast<size_t>(o) * 3 + fy) * 3 + fx) * kStemChannels + ch * 4 + dy * 2 + dx] =
+                        at(o, ch, 2 * fy + dy, 2 * fx + dx);
+      } else {
+        krsc.assign(static_cast<size_t>(p.k) * r * sz * cg, 0.f);
+        for (int o = 0; o < k; ++o)
+          for (int c = 0; c < cg; ++c)
+            for (int y = 0; y < r; ++y)
+              for (int x = 0; x < sz; ++x)
+                krsc[((static_cast<size_t>(o) * r + y) * sz + x) * cg + c] = at(o, c, y, x);
+      }
+      const size_t cnt = krsc.size();
       ci.d_w = device_alloc(cnt * es, "weights");
       if (half) {
         std::vector<uint16_t> h(cnt);
@@ -339,21 +358,19 @@ void CudaEngine::Impl::setup_step(size_t i) {
         YOLOCU_CUDA_CHECK(cudaMemcpy(ci.d_w.get(), krsc.data(), cnt * 4, cudaMemcpyHostToDevice));
       }
       stats.weight_bytes += cnt * es;
-      if (st.in[2] >= 0) {
+      if (p.bias) {
         const Tensor& b = val(st.in[2]).value;
-        YOLOCU_CHECK(b.dtype() == DType::kFloat32 && b.numel() == ci.k, kInvalidArgument, n.describe(), ": bias has ",
-                     b.numel(), " elements, expected ", ci.k);
-        ci.d_bias = device_alloc(b.nbytes(), "bias");
-        YOLOCU_CUDA_CHECK(cudaMemcpy(ci.d_bias.get(), b.data(), b.nbytes(), cudaMemcpyHostToDevice));
-        stats.weight_bytes += b.nbytes();
+        YOLOCU_CHECK(b.dtype() == DType::kFloat32 && b.numel() == k, kInvalidArgument, n.describe(), ": bias has ",
+                     b.numel(), " elements, expected ", k);
+        std::vector<float> bias(static_cast<size_t>(p.k), 0.f);
+        std::copy(b.data_as<float>(), b.data_as<float>() + k, bias.begin());
+        ci.d_bias = device_alloc(bias.size() * 4, "bias");
+        YOLOCU_CUDA_CHECK(cudaMemcpy(ci.d_bias.get(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+        stats.weight_bytes += bias.size() * 4;
       }
-      ci.wdesc = make_filter_desc();
-      YOLOCU_CUDNN_CHECK(cudnnSetFilter4dDescriptor(ci.wdesc.get(), half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT,
-                                                    CUDNN_TENSOR_NHWC, ci.k, ci.c, ci.r, ci.s));
-      const Shape& ys = val(ci.y).shape;
-      stats.conv_flops_per_image += 2.0 * ci.k * ci.c * ci.r * ci.s * static_cast<double>(ys[2] * ys[3]) *
-                                    static_cast<double>(ys[0]) / options.max_batch;
+      stats.conv_flops_per_image += 2.0 * k * cg * r * sz * static_cast<double>(ys[2] * ys[3]);
       a.conv = static_cast<int>(convs.size());
+      if (ci.s2d) stem_conv = a.conv;
       convs.push_back(std::move(ci));
       break;
     }
@@ -464,6 +481,7 @@ void CudaEngine::Impl::setup_step(size_t i) {
         YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
         stats.weight_bytes += t.size() * sizeof(float);
         a.tail_levels.push_back(engine::tail::level_from(L, static_cast<const float*>(m.get())));
+        a.tail_levels.back().pitch = sp.channel_pitch[static_cast<size_t>(st.in[a.tail_levels.size() - 1])];
         a.tail_tables.push_back(std::move(m));
       }
       break;
@@ -471,101 +489,107 @@ void CudaEngine::Impl::setup_step(size_t i) {
   }
 }
 
-void CudaEngine::Impl::setup_conv_batch(ConvInfo& ci, ConvBatch& cb, int batch, bool timed, void* ws, size_t ws_size) {
-  const cudnnDataType_t dt = half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-  const Shape xs = shape_at(ci.x, batch), ys = shape_at(ci.y, batch);
-  cb.x = make_tensor_desc();
-  cb.y = make_tensor_desc();
-  cb.conv = make_conv_desc();
-  YOLOCU_CUDNN_CHECK(cudnnSetTensor4dDescriptor(cb.x.get(), CUDNN_TENSOR_NHWC, dt, static_cast<int>(xs[0]),
-                                                static_cast<int>(xs[1]), static_cast<int>(xs[2]), static_cast<int>(xs[3])));
-  YOLOCU_CUDNN_CHECK(cudnnSetTensor4dDescriptor(cb.y.get(), CUDNN_TENSOR_NHWC, dt, static_cast<int>(ys[0]),
-                                                static_cast<int>(ys[1]), static_cast<int>(ys[2]), static_cast<int>(ys[3])));
-  YOLOCU_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(cb.conv.get(), ci.pad_h, ci.pad_w, ci.str_h, ci.str_w, ci.dil_h,
-                                                     ci.dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  YOLOCU_CUDNN_CHECK(cudnnSetConvolutionGroupCount(cb.conv.get(), ci.group));
-  const cudnnMathType_t want = half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-  YOLOCU_CUDNN_CHECK(cudnnSetConvolutionMathType(cb.conv.get(), want));
-  int on = 0, oc = 0, oh = 0, ow = 0;
-  YOLOCU_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(cb.conv.get(), cb.x.get(), ci.wdesc.get(), &on, &oc, &oh, &ow));
-  YOLOCU_CHECK(on == ys[0] && oc == ys[1] && oh == ys[2] && ow == ys[3], kInternal, "conv '", ci.name,
-               "': cuDNN output ", on, "x", oc, "x", oh, "x", ow, " differs from the plan's ", shape_str(ys));
+engine::ConvBuffers CudaEngine::Impl::conv_buffers(const ConvInfo& ci) const {
+  engine::ConvBuffers b;
+  b.x = ci.s2d ? stem_input.get() : ptr(ci.x);
+  b.w = ci.d_w.get();
+  b.bias = static_cast<const float*>(ci.d_bias.get());
+  b.residual = ci.residual >= 0 ? ptr(ci.residual) : nullptr;
+  b.y = ptr(ci.y);
+  b.ws = workspace.get();
+  b.ws_bytes = workspace_bytes;
+  return b;
+}
 
-  char key[256];
-  std::snprintf(key, sizeof key, "%d:%lldx%lldx%lldx%lld:%dx%dx%dx%d:g%d:p%d,%d:s%d,%d:d%d,%d:%s", batch,
-                static_cast<long long>(xs[0]), static_cast<long long>(xs[1]), static_cast<long long>(xs[2]),
-                static_cast<long long>(xs[3]), ci.k, ci.c, ci.r, ci.s, ci.group, ci.pad_h, ci.pad_w, ci.str_h, ci.str_w,
-                ci.dil_h, ci.dil_w, timed ? "t" : "h");
-  auto allowed = [&](cudnnConvolutionFwdAlgo_t algo) {
-    if (algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING) return false;
-    if (!half && (algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED))
-      return false;  // FP32 parity with the CPU engine: direct / GEMM-style algorithms only
-    return true;
-  };
-  // Tries an algorithm with the math type: true (and sets cb) if supported within the workspace.
-  auto try_algo = [&](cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math) {
-    if (!allowed(algo)) return false;
-    if (!half && (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) return false;
-    const cudnnMathType_t use = half ? math : CUDNN_FMA_MATH;
-    if (cudnnSetConvolutionMathType(cb.conv.get(), use) != CUDNN_STATUS_SUCCESS) return false;
-    size_t need = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(cudnn.get(), cb.x.get(), ci.wdesc.get(), cb.conv.get(), cb.y.get(), algo,
-                                                &need) != CUDNN_STATUS_SUCCESS || need > ws_size)
-      return false;
-    cb.algo = algo;
-    cb.ws = need;
-    return true;
-  };
-  const std::string cache_key = std::to_string(options.device) + (half ? ":h:" : ":f:") + key;
-  {
-    std::lock_guard<std::mutex> lock(algo_cache().mutex);
-    auto cached = algo_cache().choices.find(cache_key);
-    if (cached != algo_cache().choices.end() && try_algo(cached->second.algo, cached->second.math)) return;
+// Tactics for every tuned batch size, through the tuner (cache, check, timing) on the engine's own
+// buffers, with a temporary workspace of workspace_limit and a reference output buffer; then the
+// engine's workspace is sized to what the chosen tactics need.
+void CudaEngine::Impl::choose_tactics() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<engine::TacticCache> cache;
+  std::string path = options.tactic_cache.empty() ? engine::TacticCache::default_path() : options.tactic_cache;
+  if (path == "none") path.clear();
+  if (!path.empty()) {
+    cache = std::make_unique<engine::TacticCache>(engine::tactic_device_key(options.device));
+    std::string warning;
+    if (!cache->load(path, &warning)) stats.warnings.push_back(warning);
   }
+  stats.tactic_cache_path = path;
 
-  constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-  cudnnConvolutionFwdAlgoPerf_t perf[kCount];
-  int returned = 0;
-  bool found = false;
-  if (timed) {
-    // A failing search is not fatal: the heuristic ranking below still gives a correct choice.
-    found = cudnnFindConvolutionForwardAlgorithmEx(cudnn.get(), cb.x.get(), ptr(ci.x), ci.wdesc.get(), ci.d_w.get(),
-                                                   cb.conv.get(), cb.y.get(), ptr(ci.y), kCount, &returned, perf, ws,
-                                                   ws_size) == CUDNN_STATUS_SUCCESS;
-    (void)cudaGetLastError();
-    YOLOCU_CUDNN_CHECK(cudnnSetConvolutionMathType(cb.conv.get(), want));
-  }
-  if (!found) {
-    YOLOCU_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn.get(), cb.x.get(), ci.wdesc.get(), cb.conv.get(),
-                                                              cb.y.get(), kCount, &returned, perf));
-  }
-  // Results come fastest (or best-ranked) first; prefer deterministic ones (bit-identical runs).
-  for (int pass = 0; pass < 2; ++pass)
-    for (int j = 0; j < returned; ++j) {
-      const auto& p = perf[j];
-      if (p.status != CUDNN_STATUS_SUCCESS) continue;
-      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
-      if (try_algo(p.algo, p.mathType)) {
-        std::lock_guard<std::mutex> lock(algo_cache().mutex);
-        algo_cache().choices.emplace(cache_key, AlgoChoice{p.algo, half ? p.mathType : CUDNN_FMA_MATH});
-        return;
-      }
+  engine::TacticLimits lim;
+  lim.workspace = options.workspace_limit;
+  lim.max_graph_plans = options.max_graph_plans;
+  DeviceMem tmp_ws, y_ref;
+  if (lim.workspace > 0) {
+    try {
+      tmp_ws = device_alloc(lim.workspace, "tactic tuning workspace");
+    } catch (const Error&) {
+      lim.workspace = 0;
     }
-  // Last resort: the plain implicit GEMM needs no workspace.
-  if (try_algo(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, want) ||
-      try_algo(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, want))
-    return;
-  detail::fail(ErrorCode::kUnsupported, "conv '", ci.name, "': cuDNN offers no usable algorithm for input ",
-               shape_str(xs), " (", half ? "fp16" : "fp32", ", workspace ", ws_size, " bytes)");
+  }
+  size_t y_max = 0;
+  for (const ConvInfo& ci : convs) {
+    const engine::ConvProblem p = ci.problem(tuned.back());
+    y_max = std::max(y_max, static_cast<size_t>(p.n) * p.p * p.q * p.k * es);
+  }
+  y_ref = device_alloc(y_max, "tactic check reference");
+  tuner = std::make_unique<engine::Tuner>(cudnn.get(), lim, cache.get(), options.device, stream.get());
+  size_t need = 0;
+  for (int b : tuned) {
+    auto be = std::make_unique<BatchExec>();
+    be->tactics.resize(convs.size());
+    for (size_t c = 0; c < convs.size(); ++c) {
+      engine::ConvBuffers bufs = conv_buffers(convs[c]);
+      bufs.ws = tmp_ws.get();
+      bufs.ws_bytes = lim.workspace;
+      const engine::TunedLayer t = tuner->choose(convs[c].problem(b), bufs, y_ref.get());
+      need = std::max(need, t.tactic->workspace());
+      be->tactics[c] = t.tactic;
+    }
+    batches[static_cast<size_t>(b)] = std::move(be);
+  }
+  YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  tmp_ws.reset();
+  y_ref.reset();
+  // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
+  workspace_bytes = std::min(options.workspace_limit, std::max(need, size_t{16} << 20));
+  workspace = device_alloc(workspace_bytes, "workspace");
+  lim.workspace = workspace_bytes;
+  tuner->set_limits(lim);
+  // The tuning wrote random data into the arena: start every run from zeros as before.
+  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
+
+  if (cache && cache->dirty()) {
+    std::string warning;
+    if (!cache->save(path, &warning)) stats.warnings.push_back(warning);
+  }
+  const engine::TunerStats& ts = tuner->stats();
+  for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
+  stats.tuned_batches = tuned;
+  stats.tactic_layers = ts.layers;
+  stats.tactic_cache_hits = ts.cache_hits;
+  stats.tactic_memo_hits = ts.memo_hits;
+  stats.tactics_tuned = ts.tuned;
+  stats.tactic_candidates = ts.candidates;
+  stats.tactic_rejected = ts.rejected;
+  stats.tune_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (options.print_warnings)
+    for (const std::string& w : stats.warnings) std::fprintf(stderr, "yolocu: warning: %s\n", w.c_str());
 }
 
 BatchExec& CudaEngine::Impl::batch_exec(int batch) {
   auto& slot = batches[static_cast<size_t>(batch)];
   if (!slot) {
+    // Not tuned: the tactics of the nearest tuned batch size (in ratio; a tie takes the larger).
+    int near = tuned.front();
+    for (int t : tuned)
+      if (std::abs(std::log(static_cast<double>(t) / batch)) <= std::abs(std::log(static_cast<double>(near) / batch)))
+        near = t;
+    const BatchExec& from = batch_exec(near);
     auto be = std::make_unique<BatchExec>();
-    be->convs.resize(convs.size());
+    be->tactics.resize(convs.size());
     for (size_t c = 0; c < convs.size(); ++c)
-      setup_conv_batch(convs[c], be->convs[c], batch, false, workspace.get(), workspace_bytes);
+      be->tactics[c] = tuner->derive(convs[c].problem(batch), from.tactics[c]->id());
     slot = std::move(be);
   }
   return *slot;
@@ -617,36 +641,29 @@ void CudaEngine::Impl::build() {
   staging = device_alloc(staging_bytes, "input staging");
   YOLOCU_CUDA_CHECK(cudaMemset(staging.get(), 0, staging_bytes));
 
+  input_readers = 0;
+  for (const GpuStep& st : sp.steps)
+    for (int id : st.in) input_readers += id == sp.plan.inputs[0] ? 1 : 0;
   aux.resize(sp.steps.size());
   for (size_t i = 0; i < sp.steps.size(); ++i) setup_step(i);
 
-  // Algorithms for max_batch by timing (cudnnFind) within workspace_limit; then the workspace is
-  // sized to what the choices need (with headroom for the heuristic choices of other batch sizes).
+  if (stem_conv >= 0) {
+    const size_t bytes = static_cast<size_t>(options.max_batch) * (in_h / 2) * (in_w / 2) * kStemChannels * es;
+    stem_input = device_alloc(bytes, "space-to-depth input");
+    YOLOCU_CUDA_CHECK(cudaMemset(stem_input.get(), 0, bytes));
+    stats.space_to_depth_stem = true;
+  }
+
+  // Tactics for the tuned batch sizes.
   YOLOCU_CUDNN_CHECK(cudnnSetStream(cudnn.get(), stream.get()));
   batches.resize(static_cast<size_t>(options.max_batch) + 1);
-  {
-    size_t limit = options.workspace_limit;
-    DeviceMem tmp;
-    if (limit > 0) {
-      try {
-        tmp = device_alloc(limit, "cuDNN algorithm search");
-      } catch (const Error&) {
-        limit = 0;
-      }
-    }
-    auto be = std::make_unique<BatchExec>();
-    be->convs.resize(convs.size());
-    size_t need = 0;
-    for (size_t c = 0; c < convs.size(); ++c) {
-      setup_conv_batch(convs[c], be->convs[c], options.max_batch, true, tmp.get(), limit);
-      need = std::max(need, be->convs[c].ws);
-    }
-    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    tmp.reset();
-    workspace_bytes = std::min(options.workspace_limit, std::max(need, size_t{16} << 20));
-    workspace = device_alloc(workspace_bytes, "cuDNN workspace");
-    batches[static_cast<size_t>(options.max_batch)] = std::move(be);
-  }
+  tuned = options.tune_batches.empty() ? std::vector<int>{1, options.max_batch} : options.tune_batches;
+  for (int b : tuned)
+    YOLOCU_CHECK(b >= 1 && b <= options.max_batch, kInvalidArgument, "CudaEngine: tune batch ", b,
+                 " outside [1, max_batch = ", options.max_batch, "]");
+  std::sort(tuned.begin(), tuned.end());
+  tuned.erase(std::unique(tuned.begin(), tuned.end()), tuned.end());
+  choose_tactics();
 
   stats.activation_bytes = sp.arena_bytes;
   stats.naive_bytes = sp.naive_bytes;
@@ -661,7 +678,9 @@ void CudaEngine::Impl::build() {
     const GpuStep& st = sp.steps[i];
     switch (st.kind) {
       case GpuStepKind::kView: break;
-      case GpuStepKind::kConv: kernels += (st.silu || st.residual >= 0 || st.in[2] >= 0) ? 2 : 1; break;
+      case GpuStepKind::kConv:  // as the largest tuned batch runs them
+        kernels += batches[static_cast<size_t>(tuned.back())]->tactics[static_cast<size_t>(aux[i].conv)]->kernels();
+        break;
       case GpuStepKind::kConcat:
       case GpuStepKind::kConcatNhwc:
       case GpuStepKind::kDetectTail: kernels += static_cast<int>(st.in.size()); break;
@@ -681,17 +700,7 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
     case GpuStepKind::kView: return;
     case GpuStepKind::kConv: {
       const ConvInfo& ci = convs[static_cast<size_t>(a.conv)];
-      const ConvBatch& cb = be.convs[static_cast<size_t>(a.conv)];
-      const float one = 1.f, zero = 0.f;
-      YOLOCU_CUDNN_CHECK(cudnnConvolutionForward(cudnn.get(), &one, cb.x.get(), ptr(ci.x), ci.wdesc.get(), ci.d_w.get(),
-                                                 cb.conv.get(), cb.algo, workspace.get(), cb.ws, &zero, cb.y.get(),
-                                                 ptr(ci.y)));
-      if (ci.d_bias || ci.silu || ci.residual >= 0) {
-        const Shape ys = shape_at(ci.y, batch);
-        ck::bias_act_nhwc(ptr(ci.y), static_cast<const float*>(ci.d_bias.get()),
-                          ci.residual >= 0 ? ptr(ci.residual) : nullptr, half, ys[0] * ys[2] * ys[3],
-                          static_cast<int>(ys[1]), ci.silu, s);
-      }
+      be.tactics[static_cast<size_t>(a.conv)]->run(cudnn.get(), conv_buffers(ci), s);
       return;
     }
     case GpuStepKind::kToNhwc: {
@@ -839,11 +848,17 @@ void CudaEngine::Impl::capture(BatchExec& be, int batch) {
   be.graph.reset(exec);
 }
 
+void CudaEngine::Impl::convert_input(const void* d_input, int batch, cudaStream_t s) {
+  if (stem_conv >= 0)
+    ck::nchw_to_s2d_nhwc(d_input, half, stem_input.get(), half, batch, in_c, in_h, in_w, kStemChannels, s);
+  else
+    ck::nchw_to_nhwc(d_input, half, ptr(sp.plan.inputs[0]), half, batch, in_c, in_h, in_w, s);
+}
+
 void CudaEngine::Impl::run(const void* d_input, int batch, cudaStream_t s) {
   BatchExec& be = batch_exec(batch);
-  const int in_id = sp.plan.inputs[0];
   // The input conversion stays outside the graph: the graph then never depends on d_input.
-  ck::nchw_to_nhwc(d_input, half, ptr(in_id), half, batch, in_c, in_h, in_w, s);
+  convert_input(d_input, batch, s);
   // The first run of a batch size is eager (it loads every kernel module outside any capture);
   // the second captures the graph, later ones replay it.
   if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {
@@ -975,29 +990,56 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
   cudaStream_t s = im.stream.get();
   const size_t n = im.sp.steps.size();
   std::vector<Event> ev;
-  for (size_t i = 0; i <= n; ++i) ev.push_back(make_event(cudaEventDefault));
-  std::vector<double> total(n, 0.0);
+  for (size_t i = 0; i <= n + 1; ++i) ev.push_back(make_event(cudaEventDefault));
+  std::vector<double> total(n + 1, 0.0);  // [0]: input conversion, [i + 1]: step i
   YOLOCU_CUDNN_CHECK(cudnnSetStream(im.cudnn.get(), s));
   for (int it = 0; it < iters; ++it) {
-    ck::nchw_to_nhwc(im.staging.get(), im.half, im.ptr(im.sp.plan.inputs[0]), im.half, batch, im.in_c, im.in_h,
-                     im.in_w, s);
     YOLOCU_CUDA_CHECK(cudaEventRecord(ev[0].get(), s));
+    im.convert_input(im.staging.get(), batch, s);
+    YOLOCU_CUDA_CHECK(cudaEventRecord(ev[1].get(), s));
     for (size_t i = 0; i < n; ++i) {
       im.exec_step(be, i, batch, s);
-      YOLOCU_CUDA_CHECK(cudaEventRecord(ev[i + 1].get(), s));
+      YOLOCU_CUDA_CHECK(cudaEventRecord(ev[i + 2].get(), s));
     }
-    YOLOCU_CUDA_CHECK(cudaEventSynchronize(ev[n].get()));
-    for (size_t i = 0; i < n; ++i) {
+    YOLOCU_CUDA_CHECK(cudaEventSynchronize(ev[n + 1].get()));
+    for (size_t i = 0; i <= n; ++i) {
       float ms = 0;
       YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i].get(), ev[i + 1].get()));
       total[i] += ms;
     }
   }
+  const double es = static_cast<double>(im.es);
   std::vector<LayerTime> out;
+  {
+    LayerTime in;
+    in.name = im.stem_conv >= 0 ? "input -> space-to-depth NHWC" : "input -> NHWC";
+    in.kind = "Input";
+    in.ms = total[0] / iters;
+    const double px = static_cast<double>(batch) * im.in_c * im.in_h * im.in_w;
+    in.bytes = px * es + (im.stem_conv >= 0 ? px / im.in_c / 4 * kStemChannels * es : px * es);
+    out.push_back(in);
+  }
   for (size_t i = 0; i < n; ++i) {
     const GpuStep& st = im.sp.steps[i];
     if (st.kind == GpuStepKind::kView) continue;
-    out.push_back({st.label, engine::gpu_step_kind_name(st.kind), total[i] / iters});
+    LayerTime l;
+    l.name = st.label;
+    l.kind = engine::gpu_step_kind_name(st.kind);
+    l.ms = total[i + 1] / iters;
+    if (st.kind == GpuStepKind::kConv) {
+      const ConvInfo& ci = im.convs[static_cast<size_t>(im.aux[i].conv)];
+      const engine::ConvProblem p = ci.problem(batch);
+      l.tactic = be.tactics[static_cast<size_t>(im.aux[i].conv)]->name();
+      l.flops = p.flops();
+      l.bytes = p.min_bytes();
+      if (ci.s2d) l.tactic += " (space-to-depth stem)";
+    } else {
+      for (int id : st.in)
+        if (id >= 0 && !im.val(id).constant) l.bytes += static_cast<double>(engine::value_bytes(im.sp, id, im.es)) * batch / im.options.max_batch;
+      for (int id : st.out)
+        if (id >= 0) l.bytes += static_cast<double>(engine::value_bytes(im.sp, id, im.es)) * batch / im.options.max_batch;
+    }
+    out.push_back(l);
   }
   return out;
 }

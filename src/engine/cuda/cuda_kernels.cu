@@ -75,6 +75,28 @@ __global__ void nchw_to_nhwc_kernel(const Tin* __restrict__ src, Tout* __restric
   }
 }
 
+// NCHW -> space-to-depth NHWC: one thread per output pixel (n, u, v) of [N, H/2, W/2, cpad] reads
+// the 2x2 block x[n, ch, 2u + dy, 2v + dx] of every input channel (adjacent threads read adjacent
+// pairs of a row) and writes its cpad channels, channel (ch * 4 + dy * 2 + dx), zeros above 4 * C.
+template <typename Tin, typename Tout, int kMaxC>
+__global__ void nchw_to_s2d_kernel(const Tin* __restrict__ src, Tout* __restrict__ dst, int c, int h, int w,
+                                   int cpad, int total) {
+  const int oh = h / 2, ow = w / 2;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int v = i % ow, u = (i / ow) % oh, n = i / (ow * oh);
+    Tout* o = dst + static_cast<int64_t>(i) * cpad;
+    float vals[kMaxC * 4];
+    for (int ch = 0; ch < c; ++ch) {
+      const Tin* p = src + ((static_cast<int64_t>(n) * c + ch) * h + 2 * u) * w + 2 * v;
+      vals[ch * 4 + 0] = to_f(p[0]);
+      vals[ch * 4 + 1] = to_f(p[1]);
+      vals[ch * 4 + 2] = to_f(p[w]);
+      vals[ch * 4 + 3] = to_f(p[w + 1]);
+    }
+    for (int k = 0; k < cpad; ++k) o[k] = from_f<Tout>(k < 4 * c ? vals[k] : 0.f);
+  }
+}
+
 // NHWC -> NCHW float32 as a tiled transpose of each image's [HW x C] matrix: a 32x32 tile per
 // block (blockIdx.x: channel tile, blockIdx.y: pixel tile, blockIdx.z: image), 32x8 threads;
 // loads are coalesced along C, stores along HW, through padded shared memory.
@@ -249,6 +271,26 @@ void nchw_to_nhwc(const void* src, bool in_half, void* dst, bool out_half, int n
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
+void nchw_to_s2d_nhwc(const void* src, bool in_half, void* dst, bool out_half, int n, int c, int h, int w, int cpad,
+                      cudaStream_t stream) {
+  YOLOCU_CHECK(c >= 1 && c <= kS2dMaxChannels && cpad >= 4 * c && h % 2 == 0 && w % 2 == 0, kInternal,
+               "nchw_to_s2d_nhwc: ", c, " channels padded to ", cpad, ", ", h, "x", w);
+  const int64_t total = int64_t{n} * (h / 2) * (w / 2);
+  check_count(total * cpad, "nchw_to_s2d_nhwc");
+  const int t = static_cast<int>(total);
+  const unsigned g = grid_for(total);
+  constexpr int M = kS2dMaxChannels;
+  if (in_half && out_half)
+    nchw_to_s2d_kernel<__half, __half, M><<<g, kThreads, 0, stream>>>(static_cast<const __half*>(src), static_cast<__half*>(dst), c, h, w, cpad, t);
+  else if (in_half)
+    nchw_to_s2d_kernel<__half, float, M><<<g, kThreads, 0, stream>>>(static_cast<const __half*>(src), static_cast<float*>(dst), c, h, w, cpad, t);
+  else if (out_half)
+    nchw_to_s2d_kernel<float, __half, M><<<g, kThreads, 0, stream>>>(static_cast<const float*>(src), static_cast<__half*>(dst), c, h, w, cpad, t);
+  else
+    nchw_to_s2d_kernel<float, float, M><<<g, kThreads, 0, stream>>>(static_cast<const float*>(src), static_cast<float*>(dst), c, h, w, cpad, t);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
 void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h, int w, cudaStream_t stream) {
   check_count(int64_t{n} * c * h * w, "nhwc_to_nchw");
   YOLOCU_CHECK(n <= 65535 && (h * w + 31) / 32 <= 65535, kUnsupported, "nhwc_to_nchw: grid too large");
@@ -378,6 +420,7 @@ __global__ void detect_tail_kernel(const T* __restrict__ src, float* __restrict_
                                    int64_t rows, int total) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const engine::tail::Coord c = engine::tail::coord_of(L, i);
+    if (engine::tail::is_padding(L, c)) continue;
     out[engine::tail::output_index(L, rows, c)] = engine::tail::element(L, c, to_f(src[i]));
   }
 }
@@ -385,7 +428,7 @@ __global__ void detect_tail_kernel(const T* __restrict__ src, float* __restrict_
 
 void detect_tail(const void* src, bool half, float* out, const engine::tail::Level& level, int64_t rows, int batch,
                  cudaStream_t stream) {
-  const int64_t total = int64_t{batch} * level.ny * level.nx * level.na * level.no;
+  const int64_t total = int64_t{batch} * level.ny * level.nx * engine::tail::source_pitch(level);
   check_count(total, "detect_tail");
   if (half)
     detect_tail_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(src), out, level, rows,
@@ -393,6 +436,94 @@ void detect_tail(const void* src, bool half, float* out, const engine::tail::Lev
   else
     detect_tail_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(src), out, level, rows,
                                                                  static_cast<int>(total));
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace yolocu::cuda_kernels
+
+// ---- tuning helpers ------------------------------------------------------------------------------
+namespace yolocu::cuda_kernels {
+namespace {
+
+__device__ __forceinline__ uint32_t hash32(uint32_t x) {  // lowbias32
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+template <typename T>
+__global__ void fill_uniform_kernel(T* __restrict__ x, int64_t n, uint32_t seed, float lo, float hi) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const uint32_t r = hash32(static_cast<uint32_t>(i) ^ hash32(seed + static_cast<uint32_t>(i >> 32)));
+    x[i] = from_f<T>(lo + (hi - lo) * (static_cast<float>(r >> 8) * (1.f / 16777216.f)));
+  }
+}
+
+// One thread per element (grid-stride); a block reduces in shared memory and adds once.
+template <typename T>
+__global__ void compare_kernel(const T* __restrict__ a, const T* __restrict__ b, int64_t n, CompareAcc* acc) {
+  __shared__ double s_d[kThreads], s_r[kThreads];
+  __shared__ float s_md[kThreads], s_mr[kThreads];
+  __shared__ unsigned long long s_nf[kThreads];
+  double d = 0, r = 0;
+  float md = 0, mr = 0;
+  unsigned long long nf = 0;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float va = to_f(a[i]), vb = to_f(b[i]);
+    if (!isfinite(va) || !isfinite(vb)) {
+      ++nf;
+      continue;
+    }
+    const float e = fabsf(va - vb);
+    d += static_cast<double>(e) * e;
+    r += static_cast<double>(vb) * vb;
+    md = fmaxf(md, e);
+    mr = fmaxf(mr, fabsf(vb));
+  }
+  const int t = threadIdx.x;
+  s_d[t] = d;
+  s_r[t] = r;
+  s_md[t] = md;
+  s_mr[t] = mr;
+  s_nf[t] = nf;
+  __syncthreads();
+  for (int step = blockDim.x / 2; step > 0; step /= 2) {
+    if (t < step) {
+      s_d[t] += s_d[t + step];
+      s_r[t] += s_r[t + step];
+      s_md[t] = fmaxf(s_md[t], s_md[t + step]);
+      s_mr[t] = fmaxf(s_mr[t], s_mr[t + step]);
+      s_nf[t] += s_nf[t + step];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    atomicAdd(&acc->sq_diff, s_d[0]);
+    atomicAdd(&acc->sq_ref, s_r[0]);
+    atomicMax(&acc->max_diff_bits, __float_as_uint(s_md[0]));
+    atomicMax(&acc->max_ref_bits, __float_as_uint(s_mr[0]));
+    atomicAdd(&acc->non_finite, s_nf[0]);
+  }
+}
+
+}  // namespace
+
+void fill_uniform(void* x, bool half, int64_t n, uint32_t seed, float lo, float hi, cudaStream_t stream) {
+  if (n <= 0) return;
+  const unsigned g = grid_for(n);
+  if (half) fill_uniform_kernel<<<g, kThreads, 0, stream>>>(static_cast<__half*>(x), n, seed, lo, hi);
+  else fill_uniform_kernel<<<g, kThreads, 0, stream>>>(static_cast<float*>(x), n, seed, lo, hi);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream) {
+  if (n <= 0) return;
+  const unsigned g = std::min<unsigned>(grid_for(n), 1024);
+  if (half) compare_kernel<<<g, kThreads, 0, stream>>>(static_cast<const __half*>(a), static_cast<const __half*>(b), n, d_acc);
+  else compare_kernel<<<g, kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b), n, d_acc);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 

@@ -27,6 +27,12 @@ bool elt_is_unary(EltOp op);
 // NCHW (float32 or fp16 as `in_half`) -> NHWC activation dtype.
 void nchw_to_nhwc(const void* src, bool in_half, void* dst, bool out_half, int n, int c, int h, int w,
                   cudaStream_t stream);
+// NCHW (float32 or fp16) -> space-to-depth NHWC [n, h/2, w/2, cpad] in the activation dtype:
+// channel ch * 4 + dy * 2 + dx holds x[ch, 2u + dy, 2v + dx]; channels 4c..cpad-1 are zero.
+// h and w even, 1 <= c <= kS2dMaxChannels, cpad >= 4c. (The input of the space-to-depth stem.)
+constexpr int kS2dMaxChannels = 4;
+void nchw_to_s2d_nhwc(const void* src, bool in_half, void* dst, bool out_half, int n, int c, int h, int w, int cpad,
+                      cudaStream_t stream);
 // NHWC activation dtype -> NCHW float32.
 void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h, int w, cudaStream_t stream);
 
@@ -71,5 +77,16 @@ void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t
 // output [batch, rows, no]; level.tables is a device pointer.
 void detect_tail(const void* src, bool half, float* out, const engine::tail::Level& level, int64_t rows, int batch,
                  cudaStream_t stream);
+
+// Tuning helpers (the tactic checks): x[i] = uniform in [lo, hi) from a counter hash of (seed, i).
+void fill_uniform(void* x, bool half, int64_t n, uint32_t seed, float lo, float hi, cudaStream_t stream);
+// Accumulates into d_acc[0..3] (zeroed by the caller): sum (a-b)^2, sum b^2 (double), max |a-b|,
+// max |b| (float bits as unsigned), and d_acc_nan[0] += count of non-finite a or b.
+struct CompareAcc {
+  double sq_diff, sq_ref;
+  unsigned max_diff_bits, max_ref_bits;
+  unsigned long long non_finite;
+};
+void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream);
 
 }  // namespace yolocu::cuda_kernels

@@ -41,8 +41,13 @@ bool is_binary(const std::string& op) {
 
 size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size) {
   const auto& v = sp.plan.values[static_cast<size_t>(value)];
-  const size_t es = sp.layout[static_cast<size_t>(value)] == Layout::kNhwc ? act_elem_size : sizeof(float);
-  return static_cast<size_t>(shape_numel(v.shape)) * es;
+  const bool nhwc = sp.layout[static_cast<size_t>(value)] == Layout::kNhwc;
+  const size_t es = nhwc ? act_elem_size : sizeof(float);
+  size_t n = static_cast<size_t>(shape_numel(v.shape));
+  const int64_t pitch = static_cast<size_t>(value) < sp.channel_pitch.size() ? sp.channel_pitch[static_cast<size_t>(value)] : 0;
+  if (nhwc && pitch > 0 && v.shape.size() == 4 && v.shape[1] > 0 && pitch != v.shape[1])
+    n = n / static_cast<size_t>(v.shape[1]) * static_cast<size_t>(pitch);
+  return n * es;
 }
 
 GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
@@ -257,8 +262,28 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
     }
   }
 
-  // Buffers: views alias their input (a chain resolves to the first real buffer).
+  // Channel pitches: a head convolution whose output only the fused Detect tail reads stores its
+  // channels padded to a multiple of 8.
   const size_t nv = plan.values.size();
+  sp.channel_pitch.assign(nv, 0);
+  for (size_t v = 0; v < nv; ++v)
+    if (sp.layout[v] == Layout::kNhwc && plan.values[v].shape.size() == 4) sp.channel_pitch[v] = plan.values[v].shape[1];
+  if (options.pad_tail_channels) {
+    std::vector<int> readers(nv, 0), tail_readers(nv, 0), conv_writer(nv, 0);
+    for (const auto& s : sp.steps) {
+      for (int id : s.in)
+        if (id >= 0) {
+          ++readers[static_cast<size_t>(id)];
+          if (s.kind == GpuStepKind::kDetectTail) ++tail_readers[static_cast<size_t>(id)];
+        }
+      if (s.kind == GpuStepKind::kConv) ++conv_writer[static_cast<size_t>(s.out[0])];
+    }
+    for (size_t v = 0; v < nv; ++v)
+      if (conv_writer[v] == 1 && readers[v] > 0 && readers[v] == tail_readers[v] && !plan.values[v].graph_output)
+        sp.channel_pitch[v] = (sp.channel_pitch[v] + 7) / 8 * 8;
+  }
+
+  // Buffers: views alias their input (a chain resolves to the first real buffer).
   sp.root.resize(nv);
   for (size_t v = 0; v < nv; ++v) sp.root[v] = static_cast<int>(v);
   for (const auto& s : sp.steps)

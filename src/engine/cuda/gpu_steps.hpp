@@ -62,6 +62,10 @@ struct GpuStepPlan {
   int fused_silu = 0, fused_residual = 0, convs = 0;
   std::vector<DetectHead> heads;  // fused Detect tails
   int fused_tail_nodes = 0;       // nodes they replace
+  // Per value: channels as stored in its NHWC buffer (the pixel pitch), >= its shape[1]; 0 = not
+  // NHWC. Larger only for head convolutions that feed the fused Detect tail alone, padded to a
+  // multiple of 8 (255 -> 256: tensor-core tiles fit, the tail reads the first 255).
+  std::vector<int64_t> channel_pitch;
 };
 
 struct GpuStepOptions {
@@ -69,13 +73,14 @@ struct GpuStepOptions {
   bool fuse_silu = true;
   bool fuse_residual = true;
   bool fuse_detect_tail = false;  // see CudaEngineOptions::fuse_detect_tail
+  bool pad_tail_channels = true;  // pad the fused Detect tail's input channels to a multiple of 8
   size_t alignment = 256;
 };
 
 // Throws kUnsupported naming the node for ops / attributes the GPU engine does not run.
 GpuStepPlan plan_gpu_steps(Plan plan, const GpuStepOptions& options);
 
-// Bytes of a value's buffer at the plan's shapes in its layout.
+// Bytes of a value's buffer at the plan's shapes in its layout (channel_pitch included).
 size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size);
 
 }  // namespace yolocu::engine

@@ -1,0 +1,66 @@
+// A tactic = one way to run one fused convolution layer (conv -> + bias -> SiLU -> + residual) at
+// one batch size. Every family offers its candidates for a ConvProblem and can re-create one of
+// them from its cache identity; the tuner (tuner.hpp) checks each candidate against the reference
+// convolution, times it and keeps the fastest. Families:
+//   cudnn_legacy.cpp  "cudnn:<ALGO>"            cudnnConvolutionForward + yolocu's epilogue kernel
+//   cudnn_graph.cpp   "cudnn-graph:e<id>;..."   one cuDNN Graph API (cudnn-frontend) fused kernel
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/tactics/conv_problem.hpp"
+
+namespace yolocu::engine {
+
+// Device pointers of one launch: x NHWC, w KRSC (activation dtype), bias float32 [k] (null if the
+// problem has none), residual NHWC like y (null if none), y NHWC; ws: workspace of ws_bytes.
+struct ConvBuffers {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const float* bias = nullptr;
+  const void* residual = nullptr;
+  void* y = nullptr;
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+};
+
+class ConvTactic {
+ public:
+  virtual ~ConvTactic() = default;
+  virtual const std::string& id() const = 0;    // cache identity, re-creatable by make_tactic
+  virtual const std::string& name() const = 0;  // for people (profiles, logs)
+  virtual size_t workspace() const = 0;         // bytes needed in ConvBuffers::ws
+  virtual int kernels() const = 0;              // launches per run
+  // Enqueues the layer on `stream` (capturable in a CUDA graph); throws yolocu::Error(kCuda).
+  virtual void run(cudnnHandle_t cudnn, const ConvBuffers& b, cudaStream_t stream) const = 0;
+};
+using TacticPtr = std::unique_ptr<ConvTactic>;
+
+struct TacticLimits {
+  size_t workspace = size_t{256} << 20;  // candidates needing more are left out
+  int max_graph_plans = 12;             // cudnn-graph candidates per problem, in heuristic order
+};
+
+// Legacy cuDNN: every algorithm cuDNN supports for the problem (FP16: tensor-op math, no FFT; FP32:
+// FMA math only, no FFT / Winograd: parity with the CPU engine).
+std::vector<TacticPtr> cudnn_legacy_candidates(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim);
+// The reference of the correctness check: implicit GEMM, no workspace, deterministic.
+TacticPtr cudnn_legacy_reference(cudnnHandle_t cudnn, const ConvProblem& pb);
+
+// cuDNN Graph API through cudnn-frontend: conv_fprop -> add bias -> swish -> add residual as one
+// operation graph; each engine config of heuristics A and FALLBACK that builds is a candidate.
+// FP32 leaves out tensor-core, reduced-precision, Winograd, FFT and non-deterministic configs.
+std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim);
+
+// Re-creates a tactic from its id (any family); null if the id is unknown or no longer supported.
+TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+TacticPtr make_cudnn_legacy(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+
+}  // namespace yolocu::engine

@@ -1,0 +1,165 @@
+// The tactic cache file: JSON through nlohmann::json, strict schema, atomic replace on save.
+#include "engine/cuda/tactics/tactic_cache.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+namespace yolocu::engine {
+namespace {
+
+using json = nlohmann::json;
+constexpr const char* kFormat = "yolocu-tactic-cache";
+
+// Parses the file into a json object. Returns false with a reason if it is not a cache of ours.
+bool read_file(const std::string& path, json* out, std::string* why, bool* missing) {
+  *missing = false;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    *missing = true;
+    return false;
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    *why = "it is a directory";
+    return false;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *why = "it cannot be read";
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    *why = "it is not valid JSON";
+    return false;
+  }
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormat) {
+    *why = "it is not a yolocu tactic cache (no \"format\": \"yolocu-tactic-cache\")";
+    return false;
+  }
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"] != TacticCache::kVersion) {
+    *why = "it has cache version " + (j.contains("version") ? j["version"].dump() : std::string("(none)")) +
+           ", this build reads version " + std::to_string(TacticCache::kVersion);
+    return false;
+  }
+  if (!j.contains("devices") || !j["devices"].is_object()) {
+    *why = "it has no \"devices\" object";
+    return false;
+  }
+  *out = std::move(j);
+  return true;
+}
+
+bool parse_entries(const json& dev, std::map<std::string, TacticRecord>* out, std::string* why) {
+  if (!dev.is_object()) {
+    *why = "the device's entry is not an object";
+    return false;
+  }
+  for (auto it = dev.begin(); it != dev.end(); ++it) {
+    const json& e = it.value();
+    const auto bar = it.key().rfind("|b");
+    if (bar == std::string::npos || bar + 2 >= it.key().size() ||
+        it.key().find_first_not_of("0123456789", bar + 2) != std::string::npos) {
+      *why = "entry '" + it.key() + "' has no batch size";
+      return false;
+    }
+    if (!e.is_object() || !e.contains("tactic") || !e["tactic"].is_string() || e["tactic"].get<std::string>().empty() ||
+        !e.contains("us") || !e["us"].is_number() || !(e["us"].get<double>() >= 0)) {
+      *why = "entry '" + it.key() + "' is malformed";
+      return false;
+    }
+    TacticRecord r;
+    r.tactic = e["tactic"].get<std::string>();
+    r.name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : r.tactic;
+    r.us = e["us"].get<double>();
+    out->emplace(it.key(), std::move(r));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string TacticCache::default_path() {
+  if (const char* p = std::getenv("YOLOCU_TACTIC_CACHE"); p && *p) return p;
+  if (const char* p = std::getenv("XDG_CACHE_HOME"); p && *p) return std::string(p) + "/yolocu/tactics.json";
+  if (const char* p = std::getenv("HOME"); p && *p) return std::string(p) + "/.cache/yolocu/tactics.json";
+  return "";
+}
+
+std::string TacticCache::key(const std::string& signature, int batch) {
+  return signature + "|b" + std::to_string(batch);
+}
+
+bool TacticCache::load(const std::string& path, std::string* warning) {
+  entries_.clear();
+  dirty_ = false;
+  json j;
+  std::string why;
+  bool missing = false;
+  if (!read_file(path, &j, &why, &missing)) {
+    if (missing) return true;
+    if (warning) *warning = "tactic cache '" + path + "' ignored: " + why;
+    return false;
+  }
+  const json& devs = j["devices"];
+  if (!devs.contains(device_key_)) return true;  // other GPUs only: nothing for us
+  std::map<std::string, TacticRecord> parsed;
+  if (!parse_entries(devs[device_key_], &parsed, &why)) {
+    if (warning) *warning = "tactic cache '" + path + "' ignored: " + why;
+    return false;
+  }
+  entries_ = std::move(parsed);
+  return true;
+}
+
+bool TacticCache::save(const std::string& path, std::string* warning) const {
+  json j;
+  std::string why;
+  bool missing = false;
+  if (!read_file(path, &j, &why, &missing))
+    j = json{{"format", kFormat}, {"version", kVersion}, {"devices", json::object()}};
+  json dev = json::object();
+  for (const auto& [k, r] : entries_) dev[k] = json{{"tactic", r.tactic}, {"name", r.name}, {"us", r.us}};
+  j["devices"][device_key_] = std::move(dev);
+
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << j.dump(1) << '\n';
+    if (!f.good()) {
+      std::remove(tmp.c_str());
+      if (warning) *warning = "tactic cache '" + path + "' not written: cannot write '" + tmp + "'";
+      return false;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    if (warning) *warning = "tactic cache '" + path + "' not written: " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+const TacticRecord* TacticCache::find(const std::string& signature, int batch) const {
+  auto it = entries_.find(key(signature, batch));
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void TacticCache::put(const std::string& signature, int batch, TacticRecord record) {
+  entries_[key(signature, batch)] = std::move(record);
+  dirty_ = true;
+}
+
+}  // namespace yolocu::engine

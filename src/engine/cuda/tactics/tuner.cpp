@@ -1,0 +1,263 @@
+// Tuner: memo / disk cache / check + timing of every candidate (see tuner.hpp).
+#include "engine/cuda/tactics/tuner.hpp"
+
+#include <cudnn_frontend_version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/cuda_check.hpp"
+#include "engine/cuda/cuda_kernels.hpp"
+
+namespace yolocu::engine {
+namespace {
+
+namespace ck = cuda_kernels;
+
+// Choices made in this process: device key + signature + batch -> tactic id.
+struct Memo {
+  std::mutex mutex;
+  std::map<std::string, TacticRecord> choices;
+};
+Memo& memo() {
+  static Memo m;
+  return m;
+}
+
+size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
+
+float bits_to_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+std::string tactic_device_key(int device) {
+  cudaDeviceProp prop{};
+  YOLOCU_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int driver = 0;
+  YOLOCU_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  return detail::cat(prop.name, " | sm", prop.major, prop.minor, " x", prop.multiProcessorCount, " | driver ", driver,
+                     " | cudnn ", cudnnGetVersion(), " | cudnn-frontend ", CUDNN_FRONTEND_VERSION, " | tactics 1");
+}
+
+TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim) {
+  if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim);
+  if (id.rfind("cudnn:", 0) == 0) return make_cudnn_legacy(cudnn, pb, id, lim);
+  return nullptr;
+}
+
+Tuner::Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache, int device, cudaStream_t stream)
+    : cudnn_(cudnn), limits_(limits), cache_(cache), device_key_(tactic_device_key(device)), stream_(stream) {
+  if (const char* q = std::getenv("YOLOCU_TUNE_QUICK"); q && std::string(q) == "1") reps_ = timings_ = 1;
+  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking));
+  YOLOCU_CUDA_CHECK(cudaEventCreate(&ev_[0]));
+  YOLOCU_CUDA_CHECK(cudaEventCreate(&ev_[1]));
+  YOLOCU_CUDA_CHECK(cudaMalloc(&d_acc_, sizeof(ck::CompareAcc)));
+}
+
+Tuner::~Tuner() {
+  if (d_acc_) cudaFree(d_acc_);
+  for (cudaEvent_t e : ev_)
+    if (e) cudaEventDestroy(e);
+  if (capture_) cudaStreamDestroy(capture_);
+}
+
+void Tuner::prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
+  const int64_t nx = int64_t{pb.n} * pb.h * pb.w * pb.c;
+  ck::fill_uniform(const_cast<void*>(b.x), pb.half, nx, 0x5eed0001u, -1.f, 1.f, stream_);
+  if (pb.residual)
+    ck::fill_uniform(const_cast<void*>(b.residual), pb.half, static_cast<int64_t>(out_elems(pb)), 0x5eed0002u, -1.f,
+                     1.f, stream_);
+  ConvBuffers r = b;
+  r.y = y_ref;
+  cudnn_legacy_reference(cudnn_, pb)->run(cudnn_, r, stream_);
+}
+
+Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref) {
+  Check c;
+  try {
+    YOLOCU_CUDA_CHECK(cudaMemsetAsync(b.y, 0xff, out_elems(pb) * (pb.half ? 2 : 4), stream_));  // NaNs
+    t.run(cudnn_, b, stream_);
+    YOLOCU_CUDA_CHECK(cudaMemsetAsync(d_acc_, 0, sizeof(ck::CompareAcc), stream_));
+    ck::compare(b.y, y_ref, pb.half, static_cast<int64_t>(out_elems(pb)), static_cast<ck::CompareAcc*>(d_acc_),
+                stream_);
+    ck::CompareAcc acc{};
+    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(&acc, d_acc_, sizeof acc, cudaMemcpyDeviceToHost, stream_));
+    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const double ref = std::sqrt(acc.sq_ref);
+    c.rel_l2 = std::sqrt(acc.sq_diff) / std::max(ref, 1e-30);
+    c.max_diff = bits_to_float(acc.max_diff_bits);
+    const double scale = std::max(1.0, static_cast<double>(bits_to_float(acc.max_ref_bits)));
+    const double tol_l2 = pb.half ? 2e-3 : 1e-5, tol_max = pb.half ? 2e-2 : 1e-4;
+    c.ok = acc.non_finite == 0 && c.rel_l2 <= tol_l2 && c.max_diff <= tol_max * scale;
+  } catch (const Error&) {
+    (void)cudaGetLastError();
+    c.ok = false;
+  }
+  return c;
+}
+
+double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b) {
+  cudaGraphExec_t exec = nullptr;
+  try {
+    cudaGraph_t g = nullptr;
+    YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (int i = 0; i < reps_; ++i) t.run(cudnn_, b, capture_);
+    } catch (...) {
+      cudaStreamEndCapture(capture_, &g);
+      if (g) cudaGraphDestroy(g);
+      throw;
+    }
+    YOLOCU_CUDA_CHECK(cudaStreamEndCapture(capture_, &g));
+    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    YOLOCU_CUDA_CHECK(e);
+  } catch (const Error&) {
+    (void)cudaGetLastError();
+    exec = nullptr;  // time eagerly below
+  }
+  std::vector<double> us;
+  auto launch = [&] {
+    if (exec) YOLOCU_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+    else
+      for (int i = 0; i < reps_; ++i) t.run(cudnn_, b, stream_);
+  };
+  try {
+    launch();  // warm-up
+    for (int k = 0; k < timings_; ++k) {
+      YOLOCU_CUDA_CHECK(cudaEventRecord(ev_[0], stream_));
+      launch();
+      YOLOCU_CUDA_CHECK(cudaEventRecord(ev_[1], stream_));
+      YOLOCU_CUDA_CHECK(cudaEventSynchronize(ev_[1]));
+      float ms = 0;
+      YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_[0], ev_[1]));
+      us.push_back(1e3 * ms / reps_);
+    }
+  } catch (const Error&) {
+    if (exec) cudaGraphExecDestroy(exec);
+    (void)cudaGetLastError();
+    cudaStreamSynchronize(stream_);
+    return -1;
+  }
+  if (exec) cudaGraphExecDestroy(exec);
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ++stats_.layers;
+  const std::string sig = pb.signature();
+  const std::string memo_key = device_key_ + "|" + sig + "|b" + std::to_string(pb.n);
+  TunedLayer out;
+  bool prepared = false;
+  auto ensure_prepared = [&] {
+    if (!prepared) prepare(pb, b, y_ref);
+    prepared = true;
+  };
+  auto finish = [&]() -> TunedLayer {
+    stats_.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+
+  // 1 and 2: a recorded choice, checked before use.
+  auto try_record = [&](const TacticRecord& rec, const char* where) {
+    TacticPtr t = make_tactic(cudnn_, pb, rec.tactic, limits_);
+    if (!t) {
+      warnings_.push_back(detail::cat("tactic '", rec.tactic, "' from the ", where, " for ", sig, " batch ", pb.n,
+                                      " no longer builds: tuning the layer"));
+      return false;
+    }
+    ensure_prepared();
+    const Check c = check(pb, *t, b, y_ref);
+    if (!c.ok) {
+      warnings_.push_back(detail::cat("tactic '", rec.tactic, "' from the ", where, " for ", sig, " batch ", pb.n,
+                                      " fails the check (rel L2 ", c.rel_l2, ", max |d| ", c.max_diff,
+                                      "): tuning the layer"));
+      return false;
+    }
+    out.tactic = std::move(t);
+    out.us = rec.us;
+    out.from_cache = true;
+    return true;
+  };
+  if (cache_) {
+    if (const TacticRecord* r = cache_->find(sig, pb.n); r && try_record(*r, "tactic cache")) {
+      ++stats_.cache_hits;
+      std::lock_guard<std::mutex> lock(memo().mutex);
+      memo().choices[memo_key] = *r;
+      return finish();
+    }
+  }
+  TacticRecord rec;
+  bool have = false;
+  {
+    std::lock_guard<std::mutex> lock(memo().mutex);
+    auto it = memo().choices.find(memo_key);
+    if (it != memo().choices.end()) {
+      rec = it->second;
+      have = true;
+    }
+  }
+  if (have && try_record(rec, "process")) {
+    ++stats_.memo_hits;
+    if (cache_) cache_->put(sig, pb.n, rec);
+    return finish();
+  }
+
+  // 3: tune.
+  ensure_prepared();
+  std::vector<TacticPtr> cands = cudnn_graph_candidates(cudnn_, pb, limits_);
+  for (TacticPtr& t : cudnn_legacy_candidates(cudnn_, pb, limits_)) cands.push_back(std::move(t));
+  double best = -1;
+  for (TacticPtr& t : cands) {
+    ++out.candidates;
+    const Check c = check(pb, *t, b, y_ref);
+    if (!c.ok) {
+      ++out.rejected;
+      continue;
+    }
+    const double us = time_us(*t, b);
+    if (us < 0) {
+      ++out.rejected;
+      continue;
+    }
+    if (best < 0 || us < best) {
+      best = us;
+      out.tactic = std::move(t);
+    }
+  }
+  stats_.candidates += out.candidates;
+  stats_.rejected += out.rejected;
+  ++stats_.tuned;
+  YOLOCU_CHECK(out.tactic, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
+               " candidate tactics passed the check");
+  out.us = best;
+  const TacticRecord chosen{out.tactic->id(), out.tactic->name(), best};
+  if (cache_) cache_->put(sig, pb.n, chosen);
+  {
+    std::lock_guard<std::mutex> lock(memo().mutex);
+    memo().choices[memo_key] = chosen;
+  }
+  return finish();
+}
+
+std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std::string& id) {
+  if (TacticPtr t = make_tactic(cudnn_, pb, id, limits_)) return t;
+  TacticLimits one = limits_;
+  one.max_graph_plans = 1;
+  auto g = cudnn_graph_candidates(cudnn_, pb, one);
+  if (!g.empty()) return std::move(g.front());
+  return cudnn_legacy_reference(cudnn_, pb);
+}
+
+}  // namespace yolocu::engine

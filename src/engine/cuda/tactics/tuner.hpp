@@ -1,0 +1,94 @@
+// The tuner: picks one tactic per convolution layer and batch size. Order of trust:
+//   1. the tactic cache on disk (tactic_cache.hpp), when the engine has one;
+//   2. the choice this process already made for the same device, layer signature and batch (so
+//      every engine of a model runs the same kernels and computes bit-identical results);
+//   3. tuning: every candidate of every family (conv_tactic.hpp) is run on random data and checked
+//      against the reference convolution (cuDNN implicit GEMM + yolocu's epilogue), then the ones
+//      that pass are timed (kReps launches captured in a CUDA graph, median of kTimings replays);
+//      the fastest wins.
+// A choice from 1 or 2 is checked too before it is used (never trusted); if it fails the check or
+// no longer builds, a warning says so and the layer is tuned.
+//
+// Tolerances of the check (output vs reference over the whole output tensor):
+//   FP16: rel L2 <= 2e-3 and max |d| <= 2e-2 * max(1, max |ref|). Both sides round to fp16 once
+//         (rel. error <= 2^-11 each) after fp32 accumulation in a different order: a correct tactic
+//         sits near 3e-4 rel L2; a wrong border, channel or epilogue is far above.
+//   FP32: rel L2 <= 1e-5 and max |d| <= 1e-4 * max(1, max |ref|): admits reordered fp32 sums,
+//         rejects TF32 (~1e-3), so FP32 engines stay within 1e-5 of the CPU engine.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/tactics/conv_tactic.hpp"
+#include "engine/cuda/tactics/tactic_cache.hpp"
+
+namespace yolocu::engine {
+
+// Everything a tactic's validity and speed depends on: GPU name, SM count and compute capability,
+// driver, cuDNN (runtime) and cudnn-frontend versions, the tactic format.
+std::string tactic_device_key(int device);
+
+struct TunedLayer {
+  std::shared_ptr<const ConvTactic> tactic;
+  double us = 0;           // time per launch (measured now, or as recorded)
+  int candidates = 0;      // tried (0 when taken from a cache)
+  int rejected = 0;        // failed the check
+  bool from_cache = false;
+};
+
+struct TunerStats {
+  int layers = 0, memo_hits = 0, cache_hits = 0, tuned = 0, candidates = 0, rejected = 0;
+  double ms = 0;  // host time spent in choose()
+};
+
+class Tuner {
+ public:
+  // Launches per timed CUDA graph and timed replays per candidate (YOLOCU_TUNE_QUICK=1: 1 and 1, for
+  // runs under compute-sanitizer, where only the check matters).
+  static constexpr int kReps = 10, kTimings = 5;
+
+  // cache may be null. stream: where checks and timings run (synchronised by choose()).
+  Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache, int device, cudaStream_t stream);
+  ~Tuner();
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
+
+  // The tactic for `pb` (batch pb.n). `b` are the layer's real buffers (b.x and b.residual are
+  // overwritten with random data, b.y with results; b.ws holds limits.workspace bytes); y_ref
+  // holds at least the output's bytes.
+  TunedLayer choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
+
+  // For a batch size that was not tuned: the tactic `id` (chosen for the nearest tuned batch) if it
+  // builds for `pb` within the workspace, else the first cuDNN graph plan, else implicit GEMM. No
+  // timing, no check (the check ran on the tuned batch), no synchronisation.
+  std::shared_ptr<const ConvTactic> derive(const ConvProblem& pb, const std::string& id);
+
+  void set_limits(const TacticLimits& limits) { limits_ = limits; }
+  const TunerStats& stats() const { return stats_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  struct Check {
+    bool ok = false;
+    double rel_l2 = 0, max_diff = 0;
+  };
+  Check check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref);
+  double time_us(const ConvTactic& t, const ConvBuffers& b);
+  void prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
+
+  cudnnHandle_t cudnn_;
+  TacticLimits limits_;
+  TacticCache* cache_;
+  std::string device_key_;
+  cudaStream_t stream_;
+  cudaStream_t capture_ = nullptr;
+  cudaEvent_t ev_[2] = {nullptr, nullptr};
+  void* d_acc_ = nullptr;
+  TunerStats stats_;
+  std::vector<std::string> warnings_;
+  int reps_ = kReps, timings_ = kTimings;
+};
+
+}  // namespace yolocu::engine

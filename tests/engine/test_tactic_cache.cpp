@@ -1,0 +1,146 @@
+// The GPU engine's tactic cache file (host-only, no GPU): round trip, several devices in one file,
+// and every kind of bad file ignored with a warning naming the file and the reason, never trusted.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "engine/cuda/tactics/conv_problem.hpp"
+#include "engine/cuda/tactics/tactic_cache.hpp"
+#include "test_util.hpp"
+
+namespace yolocu {
+namespace {
+
+using engine::TacticCache;
+using engine::TacticRecord;
+
+std::string scratch_file(const std::string& name) { return test::scratch_dir("tactic_cache") + "/" + name; }
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(TacticCache, RoundTripKeepsOtherDevices) {
+  const std::string path = scratch_file("round_trip.json");
+  std::remove(path.c_str());
+  TacticCache a("GPU A");
+  std::string warning;
+  ASSERT_TRUE(a.load(path, &warning)) << "a missing file is no error";
+  EXPECT_EQ(a.size(), 0u);
+  a.put("fp16 x32 conv", 1, {"cudnn-graph:e4;24=26", "cudnn-graph eng4_k24=26", 3.25});
+  a.put("fp16 x32 conv", 32, {"cudnn:IMPLICIT_PRECOMP_GEMM", "cudnn IMPLICIT_PRECOMP_GEMM", 48.5});
+  EXPECT_TRUE(a.dirty());
+  ASSERT_TRUE(a.save(path, &warning)) << warning;
+
+  TacticCache b("GPU B");
+  ASSERT_TRUE(b.load(path, &warning));
+  EXPECT_EQ(b.size(), 0u) << "another GPU's entries are never used";
+  b.put("fp16 x32 conv", 1, {"cudnn:GEMM", "cudnn GEMM", 9});
+  ASSERT_TRUE(b.save(path, &warning));
+
+  TacticCache a2("GPU A");
+  ASSERT_TRUE(a2.load(path, &warning));
+  ASSERT_EQ(a2.size(), 2u) << "saving GPU B kept GPU A's entries";
+  const TacticRecord* r = a2.find("fp16 x32 conv", 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->tactic, "cudnn-graph:e4;24=26");
+  EXPECT_EQ(r->name, "cudnn-graph eng4_k24=26");
+  EXPECT_DOUBLE_EQ(r->us, 3.25);
+  EXPECT_EQ(a2.find("fp16 x32 conv", 8), nullptr) << "batch is part of the key";
+  EXPECT_EQ(a2.find("fp32 x32 conv", 1), nullptr);
+  EXPECT_FALSE(a2.dirty());
+  EXPECT_NE(read(path).find("\"format\": \"yolocu-tactic-cache\""), std::string::npos) << read(path);
+}
+
+// Each bad file: load() says false with a warning naming the file, and nothing of it is used.
+TEST(TacticCache, BadFilesAreIgnoredWithAWarning) {
+  const std::string good_entry = R"("fp16 x|b1": {"tactic": "cudnn:GEMM", "us": 1})";
+  const std::pair<const char*, std::string> cases[] = {
+      {"not JSON", "{\"format\": \"yolocu-tactic-cache\", \"version\": 1, \"devices\": {"},
+      {"binary garbage", std::string("\x00\x01\xff\xfe garbage", 12)},
+      {"other format", R"({"format": "trt-timing-cache", "version": 1, "devices": {}})"},
+      {"other version", R"({"format": "yolocu-tactic-cache", "version": 99, "devices": {}})"},
+      {"version as text", R"({"format": "yolocu-tactic-cache", "version": "1", "devices": {}})"},
+      {"no devices", R"({"format": "yolocu-tactic-cache", "version": 1})"},
+      {"device not an object", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": 3}})"},
+      {"entry without batch", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig": {"tactic": "cudnn:GEMM", "us": 1}}}})"},
+      {"entry with bad batch", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|bx": {"tactic": "cudnn:GEMM", "us": 1}}}})"},
+      {"tactic not a string", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": 4, "us": 1}}}})"},
+      {"empty tactic", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": "", "us": 1}}}})"},
+      {"negative time", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": "cudnn:GEMM", "us": -1}}}})"},
+      {"one bad entry among good", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {)" + good_entry + R"(, "sig|b2": {"us": 1}}}})"},
+  };
+  for (const auto& [what, text] : cases) {
+    SCOPED_TRACE(what);
+    const std::string path = scratch_file("bad.json");
+    write(path, text);
+    TacticCache c("GPU");
+    std::string warning;
+    EXPECT_FALSE(c.load(path, &warning));
+    EXPECT_EQ(c.size(), 0u);
+    EXPECT_NE(warning.find(path), std::string::npos) << warning;
+    EXPECT_NE(warning.find("ignored"), std::string::npos) << warning;
+    std::printf("[ %-26s ] %s\n", what, warning.c_str());
+    // Saving over a corrupt file replaces it with a valid one.
+    c.put("sig", 1, {"cudnn:GEMM", "", 2});
+    ASSERT_TRUE(c.save(path, &warning)) << warning;
+    TacticCache again("GPU");
+    EXPECT_TRUE(again.load(path, &warning));
+    EXPECT_EQ(again.size(), 1u);
+  }
+  // A directory where the file should be.
+  TacticCache d("GPU");
+  std::string warning;
+  EXPECT_FALSE(d.load(test::scratch_dir("tactic_cache"), &warning));
+  EXPECT_NE(warning.find("directory"), std::string::npos) << warning;
+}
+
+TEST(TacticCache, UnwritablePathIsAWarningNotAnError) {
+  TacticCache c("GPU");
+  c.put("sig", 1, {"cudnn:GEMM", "", 2});
+  std::string warning;
+  const std::string blocker = scratch_file("a_file");
+  write(blocker, "x");
+  EXPECT_FALSE(c.save(blocker + "/sub/tactics.json", &warning));
+  EXPECT_NE(warning.find("not written"), std::string::npos) << warning;
+}
+
+TEST(TacticCache, DefaultPath) {
+  setenv("YOLOCU_TACTIC_CACHE", "/x/explicit.json", 1);
+  EXPECT_EQ(TacticCache::default_path(), "/x/explicit.json");
+  unsetenv("YOLOCU_TACTIC_CACHE");
+  setenv("XDG_CACHE_HOME", "/x/cache", 1);
+  EXPECT_EQ(TacticCache::default_path(), "/x/cache/yolocu/tactics.json");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/x/home", 1);
+  EXPECT_EQ(TacticCache::default_path(), "/x/home/.cache/yolocu/tactics.json");
+}
+
+// The layer signature names everything a tactic depends on (the batch is added by the cache).
+TEST(TacticCache, ProblemSignature) {
+  engine::ConvProblem p;
+  p.n = 8, p.c = 32, p.h = 320, p.w = 320, p.k = 64, p.r = p.s = 3, p.p = p.q = 160;
+  p.pad_h = p.pad_w = 1, p.str_h = p.str_w = 2, p.bias = p.silu = true;
+  EXPECT_EQ(p.signature(), "fp16 x32x320x320 w64x3x3 p1x1 s2x2 d1x1 g1+bias+silu");
+  engine::ConvProblem q = p;
+  q.n = 1;
+  EXPECT_EQ(q.signature(), p.signature());
+  q.residual = true;
+  EXPECT_NE(q.signature(), p.signature());
+  q = p;
+  q.half = false;
+  EXPECT_NE(q.signature(), p.signature());
+  EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 8 * 160 * 160 * 64 * 32 * 9);
+}
+
+}  // namespace
+}  // namespace yolocu
