@@ -58,6 +58,8 @@ case "$part" in
   detector) tests="test_detector_cuda" ;;
   *) tests="" ;;
 esac
+# SKIP_TESTS=1 / SKIP_BENCH=1: only the benchmark / only the tests of a part (two calls of 10 minutes).
+[ "${SKIP_TESTS:-0}" = 1 ] && tests=""
 if [ -n "$tests" ]; then
   step "GPU tests"
   for t in $tests; do run_test "$t"; done
@@ -78,7 +80,7 @@ test_detector_cuda *Bus* *Bus*
 LIST
 fi
 
-if [ "$part" = engine ]; then
+if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   # The engine against PyTorch in the same call: cold tune (fresh tactic cache) with the per-layer
   # profile, then a second process that loads every tactic from that cache (warm load).
   export YOLOV5_DIR=$root/.gpu/yolov5
