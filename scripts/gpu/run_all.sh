@@ -58,14 +58,16 @@ case "$part" in
   detector) tests="test_detector_cuda" ;;
   *) tests="" ;;
 esac
-# SKIP_TESTS=1 / SKIP_BENCH=1: only the benchmark / only the tests of a part (two calls of 10 minutes).
+# SKIP_TESTS=1 / SKIP_BENCH=1 / SKIP_SANITIZE=1: leave out a part's tests / benchmark / compute-sanitizer runs
+# (a part over several calls of 10 minutes).
 [ "${SKIP_TESTS:-0}" = 1 ] && tests=""
 if [ -n "$tests" ]; then
   step "GPU tests"
   for t in $tests; do run_test "$t"; done
-  step "compute-sanitizer (short runs)"
+  [ "${SKIP_SANITIZE:-0}" = 1 ] || step "compute-sanitizer (short runs)"
   # binary | memcheck filter | racecheck + initcheck filter ("-": skip)
   while read -r t mem race; do
+    [ "${SKIP_SANITIZE:-0}" = 1 ] && continue
     [ -x "$bin/$t" ] && [[ " $tests " == *" $t "* ]] || continue
     sanitize memcheck "$t" "$mem"
     [ "$race" = - ] && continue

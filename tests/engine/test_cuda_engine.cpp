@@ -219,8 +219,9 @@ TEST(CudaEngine, StaticBatch1ExportRunsBatched) {
 
 // The fused Detect-tail kernels (CudaEngineOptions::fuse_detect_tail, on by default; the head
 // convolutions then store 256 channels): FP32 against the CPU executor like every other FP32 path, and
-// against the node-by-node GPU tail at both precisions (the same conv outputs; the kernels differ
-// only in (2s)^2 computed as a product instead of powf: rel L2 <= 1e-6); batch 1, 3 of max 8
+// against the node-by-node GPU tail at both precisions: FP32 rel L2 <= 1e-6 (the kernels differ
+// only in (2s)^2 computed as a product instead of powf); FP16 rel L2 <= 1e-3, since the padded
+// head convolutions may run another tactic whose fp16 outputs round differently; batch 1, 3 of max 8
 // (static export re-batched), graph replays bit-identical; launches per run drop.
 TEST(CudaEngine, FusedDetectTail) {
   YOLOCU_REQUIRE_GPU();
@@ -239,7 +240,7 @@ TEST(CudaEngine, FusedDetectTail) {
     EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run);
     for (const Tensor* x : {&x1, &x3}) {
       const auto a = fused.run_host({*x});
-      expect_close(a, plain.run_host({*x}), 1e-6, "fused vs node-by-node tail " + tag);
+      expect_close(a, plain.run_host({*x}), p == Precision::kFloat32 ? 1e-6 : 1e-3, "fused vs node-by-node tail " + tag);
       if (p == Precision::kFloat32) expect_close(a, cpu_run(load(dyn), *x), 1e-5, "fused tail fp32 vs CPU");
       for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, fused.run_host({*x}))) << "graph replay " << i;
     }
@@ -323,7 +324,7 @@ TEST(CudaEngine, ProfileAndStats) {
 // CPU engine as every FP32 path (1e-5), FP16 against the plain stem within the FP16 tolerance.
 TEST(CudaEngine, SpaceToDepthStem) {
   YOLOCU_REQUIRE_GPU();
-  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
   YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
   const auto m = load(path);
   const Tensor x = load_npz(bus)["input"], x2 = random_input(2, 9);
@@ -360,7 +361,7 @@ TEST(CudaEngine, TacticFamiliesSmall) {
   for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
     CudaEngineOptions o = opts(p, 2);
     o.height = o.width = 320;
-    o.max_graph_plans = 64;
+    o.max_graph_plans = 24;
     CudaEngine e(m, o);
     print_stats(std::string("yolov5n_dyn 320 ") + (p == Precision::kFloat32 ? "fp32" : "fp16"), e);
     EXPECT_GT(e.stats().tactic_candidates, 0);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <type_traits>
 
 #include "core/cuda_check.hpp"
@@ -534,6 +535,12 @@ void CudaEngine::Impl::choose_tactics() {
   }
   y_ref = device_alloc(y_max, "tactic check reference");
   tuner = std::make_unique<engine::Tuner>(cudnn.get(), lim, cache.get(), options.device, stream.get());
+  {
+    std::vector<engine::ConvProblem> all;
+    for (int b : tuned)
+      for (const ConvInfo& ci : convs) all.push_back(ci.problem(b));
+    tuner->prebuild(all, options.device, static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))));
+  }
   size_t need = 0;
   for (int b : tuned) {
     auto be = std::make_unique<BatchExec>();

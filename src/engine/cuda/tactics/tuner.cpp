@@ -4,12 +4,14 @@
 #include <cudnn_frontend_version.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
@@ -216,7 +218,13 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
 
   // 3: tune.
   ensure_prepared();
-  std::vector<TacticPtr> cands = cudnn_graph_candidates(cudnn_, pb, limits_);
+  std::vector<TacticPtr> cands;
+  if (auto it = prebuilt_.find(sig + "|b" + std::to_string(pb.n)); it != prebuilt_.end()) {
+    cands = std::move(it->second);
+    prebuilt_.erase(it);
+  } else {
+    cands = cudnn_graph_candidates(cudnn_, pb, limits_);
+  }
   for (TacticPtr& t : cudnn_legacy_candidates(cudnn_, pb, limits_)) cands.push_back(std::move(t));
   double best = -1;
   for (TacticPtr& t : cands) {
@@ -249,6 +257,44 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     memo().choices[memo_key] = chosen;
   }
   return finish();
+}
+
+void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int threads) {
+  std::vector<const ConvProblem*> todo;
+  std::vector<std::string> keys;
+  for (const ConvProblem& pb : problems) {
+    const std::string sig = pb.signature(), key = sig + "|b" + std::to_string(pb.n);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end() || prebuilt_.count(key)) continue;
+    if (cache_ && cache_->find(sig, pb.n)) continue;
+    {
+      std::lock_guard<std::mutex> lock(memo().mutex);
+      if (memo().choices.count(device_key_ + "|" + key)) continue;
+    }
+    todo.push_back(&pb);
+    keys.push_back(key);
+  }
+  if (todo.empty()) return;
+  std::vector<std::vector<TacticPtr>> built(todo.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    if (cudaSetDevice(device) != cudaSuccess) return;
+    cudnnHandle_t h = nullptr;
+    if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return;
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      try {
+        built[i] = cudnn_graph_candidates(h, *todo[i], limits_);
+      } catch (const std::exception&) {
+        built[i].clear();  // choose() builds them again (and reports what fails)
+      }
+    }
+    cudnnDestroy(h);
+  };
+  const int n = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (!built[i].empty()) prebuilt_[keys[i]] = std::move(built[i]);
 }
 
 std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std::string& id) {

@@ -17,6 +17,7 @@
 //         rejects TF32 (~1e-3), so FP32 engines stay within 1e-5 of the CPU engine.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,12 @@ class Tuner {
   // holds at least the output's bytes.
   TunedLayer choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
 
+  // Builds the cuDNN graph candidates of every problem that choose() will tune (not in the cache nor
+  // in this process's memo) on `threads` host threads, each with its own cuDNN handle: building a
+  // plan (often a runtime compilation) is what cold tuning spends its time on, and it needs no GPU
+  // time. choose() then takes them instead of building its own.
+  void prebuild(const std::vector<ConvProblem>& problems, int device, int threads);
+
   // For a batch size that was not tuned: the tactic `id` (chosen for the nearest tuned batch) if it
   // builds for `pb` within the workspace, else the first cuDNN graph plan, else implicit GEMM. No
   // timing, no check (the check ran on the tuned batch), no synchronisation.
@@ -89,6 +96,7 @@ class Tuner {
   TunerStats stats_;
   std::vector<std::string> warnings_;
   int reps_ = kReps, timings_ = kTimings;
+  std::map<std::string, std::vector<TacticPtr>> prebuilt_;  // signature|b<batch> -> graph candidates
 };
 
 }  // namespace yolocu::engine
