@@ -78,7 +78,7 @@ def main():
     layer_rows = []
     for name in a.models:
         torch.manual_seed(0)
-        model = Model(os.path.join(a.yolov5, "models", name), verbose=False).to(dev).fuse().eval().half()
+        model = Model(os.path.join(a.yolov5, "models", name)).to(dev).fuse().eval().half()
         for prm in model.parameters():
             if prm.dim() == 4:
                 prm.data = prm.data.contiguous(memory_format=torch.channels_last)

@@ -27,6 +27,9 @@ bin=$root/.gpu/run/bin
 cudnn_dir=$(dirname "$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)")
 cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
 nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
+# The Python peers keep the machine's own library path: torch checks that it loads the cuDNN it
+# was built with, and the system's (found above for our binaries) may be another version.
+peer_ld=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH=$root/.gpu/run/lib:$cudnn_dir:$cudart_dir:$nvrtc_dir:${LD_LIBRARY_PATH:-}
 export YOLOCU_DATA_DIR=$root/.gpu/data YOLOCU_SOURCE_DIR=$root YOLOCU_SCRATCH_DIR=$out/scratch YOLOCU_PYTHON=python3
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
@@ -87,17 +90,23 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   # profile, then a second process that loads every tactic from that cache (warm load).
   export YOLOV5_DIR=$root/.gpu/yolov5
   d=$YOLOCU_DATA_DIR
-  step "engine benchmark (cold tactic cache) and the PyTorch peer"
+  # TACTICS=FILE: start from that tactic cache (e.g. one carried from an earlier call) instead of a
+  # cold one; PROFILE=0: no per-layer profiles; WARM=0: no second (warm-load) process.
+  step "engine benchmark and the PyTorch peer"
   rm -f "$out/tactics.json"
+  [ -n "${TACTICS:-}" ] && cp "$TACTICS" "$out/tactics.json"
   models="$d/models/yolov5n.onnx,$d/models/yolov5s_random_fp16.onnx"
-  timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 --profile --tactic-cache "$out/tactics.json" \
-    >"$out/bench_cuda_engine.log" 2>&1 || row "FAIL  bench_cuda_engine (log bench_cuda_engine.log)"
-  timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \
-    >"$out/bench_cuda_engine_warm.log" 2>&1 || row "FAIL  bench_cuda_engine warm (log bench_cuda_engine_warm.log)"
-  timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 --per-layer >"$out/peer_torch_forward.log" 2>&1 ||
-    row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
+  timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 $([ "${PROFILE:-1}" = 1 ] && echo --profile) \
+    --tactic-cache "$out/tactics.json" >"$out/bench_cuda_engine.log" 2>&1 || row "FAIL  bench_cuda_engine (log bench_cuda_engine.log)"
+  if [ "${WARM:-1}" = 1 ]; then
+    timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \
+      >"$out/bench_cuda_engine_warm.log" 2>&1 || row "FAIL  bench_cuda_engine warm (log bench_cuda_engine_warm.log)"
+  fi
+  LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
+    >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
   cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
   for f in bench_cuda_engine bench_cuda_engine_warm peer_torch_forward; do
+    [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolov5|device|model)|^\| yolov5' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
   done
@@ -115,7 +124,7 @@ if [ "$part" = bench ]; then
   bench bench_postprocess "$bin/bench_postprocess" "$d" 200
   bench bench_nms "$bin/bench_nms" 100
   bench bench_cuda_engine "$bin/bench_cuda_engine" --batches 1,8,32 --profile
-  bench peer_torch_forward python3 bench/peer_torch_forward.py --batches 1 8 32
+  bench peer_torch_forward env LD_LIBRARY_PATH="$peer_ld" python3 bench/peer_torch_forward.py --batches 1 8 32
   for m in yolov5n yolov5s_random_fp16; do
     bench "yolocu_bench_$m" "$bin/yolocu" bench --model "$d/models/$m.onnx" --image "$d/images/bus.jpg" \
       --device cuda --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 --json "$out/yolocu_bench_$m.json"

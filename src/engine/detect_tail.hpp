@@ -98,6 +98,19 @@ YOLOCU_HD Coord coord_of(const Level& L, int64_t i) {
   return Coord{pix / L.ny, a, pix % L.ny, x, c - a * L.no};
 }
 
+// coord_of for i < 2^32 in 32-bit arithmetic (the kernel's path: 64-bit division is many times
+// slower on the GPU); equal to coord_of for every such i (tests/engine/test_detect_tail.cpp).
+YOLOCU_HD Coord coord_of_u32(const Level& L, uint32_t i) {
+  const uint32_t pitch = static_cast<uint32_t>(source_pitch(L)), no = static_cast<uint32_t>(L.no);
+  const uint32_t nx = static_cast<uint32_t>(L.nx), ny = static_cast<uint32_t>(L.ny);
+  const uint32_t c = i % pitch;
+  uint32_t pix = i / pitch;
+  const uint32_t x = pix % nx;
+  pix /= nx;
+  const uint32_t a = c / no;
+  return Coord{pix / ny, a, pix % ny, x, c - a * no};
+}
+
 YOLOCU_HD bool is_padding(const Level& L, const Coord& c) { return c.a >= L.na; }
 
 // Its index in the merged output [N, rows, no].

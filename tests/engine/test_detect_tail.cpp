@@ -61,7 +61,7 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
   Tensor got(DType::kFloat32, graph.shape());
   float* g = got.data_as<float>();
   for (int64_t i = 0; i < got.numel(); ++i) g[i] = std::numeric_limits<float>::quiet_NaN();
-  int64_t writes = 0, out_of_range = 0;
+  int64_t writes = 0, out_of_range = 0, mismatch32 = 0;
   for (size_t l = 0; l < head.levels.size(); ++l) {
     const engine::DetectLevel& D = head.levels[l];
     std::vector<float> tables;
@@ -73,6 +73,8 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
     const float* s = src.data_as<float>();
     for (int64_t i = 0; i < src.numel(); ++i) {  // the kernel's thread order
       const engine::tail::Coord c = engine::tail::coord_of(L, i);
+      const engine::tail::Coord c32 = engine::tail::coord_of_u32(L, static_cast<uint32_t>(i));
+      if (c32.n != c.n || c32.a != c.a || c32.y != c.y || c32.x != c.x || c32.k != c.k) ++mismatch32;
       if (engine::tail::is_padding(L, c)) {
         EXPECT_GE(i % src.dim(3), channels) << "a real channel taken for padding";
         continue;
@@ -87,6 +89,7 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
     }
   }
   EXPECT_EQ(out_of_range, 0);
+  EXPECT_EQ(mismatch32, 0) << "the kernel's 32-bit coordinates differ from coord_of";
   EXPECT_EQ(writes, got.numel()) << "every merged element written once";
   int64_t unwritten = 0;
   for (int64_t i = 0; i < got.numel(); ++i) unwritten += std::isnan(g[i]) ? 1 : 0;

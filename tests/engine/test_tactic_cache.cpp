@@ -55,9 +55,11 @@ TEST(TacticCache, RoundTripKeepsOtherDevices) {
   EXPECT_EQ(r->tactic, "cudnn-graph:e4;24=26");
   EXPECT_EQ(r->name, "cudnn-graph eng4_k24=26");
   EXPECT_DOUBLE_EQ(r->us, 3.25);
-  EXPECT_EQ(a2.find("fp16 x32 conv", 8), nullptr) << "batch is part of the key";
+  EXPECT_TRUE(r->loaded);
+  a2.put("fp16 x32 conv", 8, {"cudnn:GEMM", "", 1});
+  EXPECT_FALSE(a2.find("fp16 x32 conv", 8)->loaded) << "put() entries are not from the file";
+  EXPECT_EQ(a2.find("fp16 x32 conv", 16), nullptr) << "batch is part of the key";
   EXPECT_EQ(a2.find("fp32 x32 conv", 1), nullptr);
-  EXPECT_FALSE(a2.dirty());
   EXPECT_NE(read(path).find("\"format\": \"yolocu-tactic-cache\""), std::string::npos) << read(path);
 }
 

@@ -80,6 +80,7 @@ bool parse_entries(const json& dev, std::map<std::string, TacticRecord>* out, st
     r.tactic = e["tactic"].get<std::string>();
     r.name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : r.tactic;
     r.us = e["us"].get<double>();
+    r.loaded = true;
     out->emplace(it.key(), std::move(r));
   }
   return true;
@@ -158,6 +159,7 @@ const TacticRecord* TacticCache::find(const std::string& signature, int batch) c
 }
 
 void TacticCache::put(const std::string& signature, int batch, TacticRecord record) {
+  record.loaded = false;
   entries_[key(signature, batch)] = std::move(record);
   dirty_ = true;
 }

@@ -20,6 +20,7 @@ struct TacticRecord {
   std::string tactic;  // identity, e.g. "cudnn:IMPLICIT_PRECOMP_GEMM" or "cudnn-graph:e4;24=26"
   std::string name;    // display name, e.g. "cudnn-graph eng4_k24=26"
   double us = 0;       // measured time per launch when it was chosen
+  bool loaded = false; // read from the file (not put() by this process)
 };
 
 class TacticCache {

@@ -21,14 +21,31 @@ namespace {
 
 namespace ck = cuda_kernels;
 
-// Choices made in this process: device key + signature + batch -> tactic id.
+// Choices made in this process: device key + signature + batch -> the record and the tactic object,
+// checked once and then shared by every engine of the process (tactics are immutable; run() takes
+// the caller's cuDNN handle and stream).
+struct MemoEntry {
+  TacticRecord rec;
+  std::shared_ptr<const ConvTactic> tactic;
+};
 struct Memo {
   std::mutex mutex;
-  std::map<std::string, TacticRecord> choices;
+  std::map<std::string, MemoEntry> choices;
 };
 Memo& memo() {
   static Memo m;
   return m;
+}
+std::shared_ptr<const ConvTactic> memo_find(const std::string& key, const std::string* id, TacticRecord* rec) {
+  std::lock_guard<std::mutex> lock(memo().mutex);
+  auto it = memo().choices.find(key);
+  if (it == memo().choices.end() || (id && it->second.rec.tactic != *id)) return nullptr;
+  if (rec) *rec = it->second.rec;
+  return it->second.tactic;
+}
+void memo_put(const std::string& key, const TacticRecord& rec, std::shared_ptr<const ConvTactic> t) {
+  std::lock_guard<std::mutex> lock(memo().mutex);
+  memo().choices[key] = MemoEntry{rec, std::move(t)};
 }
 
 size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
@@ -171,49 +188,53 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     return out;
   };
 
-  // 1 and 2: a recorded choice, checked before use.
-  auto try_record = [&](const TacticRecord& rec, const char* where) {
-    TacticPtr t = make_tactic(cudnn_, pb, rec.tactic, limits_);
-    if (!t) {
-      warnings_.push_back(detail::cat("tactic '", rec.tactic, "' from the ", where, " for ", sig, " batch ", pb.n,
-                                      " no longer builds: tuning the layer"));
-      return false;
-    }
-    ensure_prepared();
-    const Check c = check(pb, *t, b, y_ref);
-    if (!c.ok) {
-      warnings_.push_back(detail::cat("tactic '", rec.tactic, "' from the ", where, " for ", sig, " batch ", pb.n,
-                                      " fails the check (rel L2 ", c.rel_l2, ", max |d| ", c.max_diff,
-                                      "): tuning the layer"));
-      return false;
-    }
-    out.tactic = std::move(t);
-    out.us = rec.us;
-    out.from_cache = true;
-    return true;
-  };
-  if (cache_) {
-    if (const TacticRecord* r = cache_->find(sig, pb.n); r && try_record(*r, "tactic cache")) {
-      ++stats_.cache_hits;
-      std::lock_guard<std::mutex> lock(memo().mutex);
-      memo().choices[memo_key] = *r;
+  // 1: the file's choice: the object this process already checked for it, else built (in
+  // parallel by prebuild(), or now) and checked.
+  if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
+    int& hits = r->loaded ? stats_.cache_hits : stats_.memo_hits;  // not loaded: put() earlier in this build
+    if (auto t = memo_find(memo_key, &r->tactic, nullptr)) {
+      out.tactic = std::move(t);
+      out.us = r->us;
+      out.from_cache = true;
+      ++hits;
       return finish();
     }
-  }
-  TacticRecord rec;
-  bool have = false;
-  {
-    std::lock_guard<std::mutex> lock(memo().mutex);
-    auto it = memo().choices.find(memo_key);
-    if (it != memo().choices.end()) {
-      rec = it->second;
-      have = true;
+    TacticPtr t;
+    if (auto it = premade_.find(sig + "|b" + std::to_string(pb.n)); it != premade_.end()) {
+      if (it->second && it->second->id() == r->tactic) t = std::move(it->second);
+      premade_.erase(it);
+    }
+    if (!t) t = make_tactic(cudnn_, pb, r->tactic, limits_);
+    if (!t) {
+      warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
+                                      " no longer builds: tuning the layer"));
+    } else {
+      ensure_prepared();
+      const Check c = check(pb, *t, b, y_ref);
+      if (c.ok) {
+        out.tactic = std::shared_ptr<const ConvTactic>(std::move(t));
+        out.us = r->us;
+        out.from_cache = true;
+        ++hits;
+        memo_put(memo_key, *r, out.tactic);
+        return finish();
+      }
+      warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
+                                      " fails the check (rel L2 ", c.rel_l2, ", max |d| ", c.max_diff,
+                                      "): tuning the layer"));
     }
   }
-  if (have && try_record(rec, "process")) {
-    ++stats_.memo_hits;
-    if (cache_) cache_->put(sig, pb.n, rec);
-    return finish();
+  // 2: this process's choice (already checked).
+  {
+    TacticRecord rec;
+    if (auto t = memo_find(memo_key, nullptr, &rec)) {
+      out.tactic = std::move(t);
+      out.us = rec.us;
+      out.from_cache = true;
+      ++stats_.memo_hits;
+      if (cache_) cache_->put(sig, pb.n, rec);
+      return finish();
+    }
   }
 
   // 3: tune.
@@ -250,28 +271,29 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   YOLOCU_CHECK(out.tactic, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
                " candidate tactics passed the check");
   out.us = best;
-  const TacticRecord chosen{out.tactic->id(), out.tactic->name(), best};
+  const TacticRecord chosen{out.tactic->id(), out.tactic->name(), best, false};
   if (cache_) cache_->put(sig, pb.n, chosen);
-  {
-    std::lock_guard<std::mutex> lock(memo().mutex);
-    memo().choices[memo_key] = chosen;
-  }
+  memo_put(memo_key, chosen, out.tactic);
   return finish();
 }
 
 void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int threads) {
+  // Per problem: either the cached tactic to re-create (ids[i] set) or the candidates to build.
   std::vector<const ConvProblem*> todo;
-  std::vector<std::string> keys;
+  std::vector<std::string> keys, ids;
   for (const ConvProblem& pb : problems) {
     const std::string sig = pb.signature(), key = sig + "|b" + std::to_string(pb.n);
-    if (std::find(keys.begin(), keys.end(), key) != keys.end() || prebuilt_.count(key)) continue;
-    if (cache_ && cache_->find(sig, pb.n)) continue;
-    {
-      std::lock_guard<std::mutex> lock(memo().mutex);
-      if (memo().choices.count(device_key_ + "|" + key)) continue;
+    if (std::find(keys.begin(), keys.end(), key) != keys.end() || prebuilt_.count(key) || premade_.count(key)) continue;
+    std::string id;
+    if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
+      if (memo_find(device_key_ + "|" + key, &r->tactic, nullptr)) continue;
+      id = r->tactic;
+    } else if (memo_find(device_key_ + "|" + key, nullptr, nullptr)) {
+      continue;
     }
     todo.push_back(&pb);
     keys.push_back(key);
+    ids.push_back(id);
   }
   if (todo.empty()) return;
   std::vector<std::vector<TacticPtr>> built(todo.size());
@@ -282,7 +304,11 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
     if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return;
     for (size_t i = next++; i < todo.size(); i = next++) {
       try {
-        built[i] = cudnn_graph_candidates(h, *todo[i], limits_);
+        if (!ids[i].empty()) {
+          if (TacticPtr t = make_tactic(h, *todo[i], ids[i], limits_)) built[i].push_back(std::move(t));
+        } else {
+          built[i] = cudnn_graph_candidates(h, *todo[i], limits_);
+        }
       } catch (const std::exception&) {
         built[i].clear();  // choose() builds them again (and reports what fails)
       }
@@ -293,8 +319,11 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
   std::vector<std::thread> pool;
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  for (size_t i = 0; i < todo.size(); ++i)
-    if (!built[i].empty()) prebuilt_[keys[i]] = std::move(built[i]);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (built[i].empty()) continue;
+    if (!ids[i].empty()) premade_[keys[i]] = std::move(built[i].front());
+    else prebuilt_[keys[i]] = std::move(built[i]);
+  }
 }
 
 std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std::string& id) {

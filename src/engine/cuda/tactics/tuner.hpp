@@ -6,8 +6,9 @@
 //      against the reference convolution (cuDNN implicit GEMM + yolocu's epilogue), then the ones
 //      that pass are timed (kReps launches captured in a CUDA graph, median of kTimings replays);
 //      the fastest wins.
-// A choice from 1 or 2 is checked too before it is used (never trusted); if it fails the check or
-// no longer builds, a warning says so and the layer is tuned.
+// A choice from the file is checked before it is used (never trusted); if it fails the check or no
+// longer builds, a warning says so and the layer is tuned. A choice of this process was checked
+// when it was made: its tactic object is shared.
 //
 // Tolerances of the check (output vs reference over the whole output tensor):
 //   FP16: rel L2 <= 2e-3 and max |d| <= 2e-2 * max(1, max |ref|). Both sides round to fp16 once
@@ -61,10 +62,10 @@ class Tuner {
   // holds at least the output's bytes.
   TunedLayer choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
 
-  // Builds the cuDNN graph candidates of every problem that choose() will tune (not in the cache nor
-  // in this process's memo) on `threads` host threads, each with its own cuDNN handle: building a
-  // plan (often a runtime compilation) is what cold tuning spends its time on, and it needs no GPU
-  // time. choose() then takes them instead of building its own.
+  // Builds, on `threads` host threads each with its own cuDNN handle, what choose() will need for
+  // `problems`: the tactic the cache file names (warm load), else the cuDNN graph candidates (cold
+  // tuning); nothing for what this process already chose. Building a plan (often a runtime
+  // compilation) is what both spend their time on, and it needs no GPU time.
   void prebuild(const std::vector<ConvProblem>& problems, int device, int threads);
 
   // For a batch size that was not tuned: the tactic `id` (chosen for the nearest tuned batch) if it
@@ -97,6 +98,7 @@ class Tuner {
   std::vector<std::string> warnings_;
   int reps_ = kReps, timings_ = kTimings;
   std::map<std::string, std::vector<TacticPtr>> prebuilt_;  // signature|b<batch> -> graph candidates
+  std::map<std::string, TacticPtr> premade_;                // signature|b<batch> -> the cached tactic
 };
 
 }  // namespace yolocu::engine
