@@ -243,7 +243,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
-          "precision", "letterbox"};
+          "precision", "letterbox", "tune-batches", "tactic-cache"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
@@ -300,6 +300,11 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   if (lb == "exact") o.letterbox = LetterboxMode::kExact;
   else if (lb == "fast") o.letterbox = LetterboxMode::kFast;
   else throw UsageError("--letterbox must be exact or fast, got '" + lb + "'");
+  o.tune_batches = args.get_int_list("tune-batches");
+  for (int b : o.tune_batches)
+    if (b < 1 || b > o.max_batch)
+      throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
+  o.tactic_cache = args.get("tactic-cache", "");
   return o;
 }
 

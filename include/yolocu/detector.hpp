@@ -43,6 +43,11 @@ struct DetectorOptions {
   LetterboxMode letterbox = LetterboxMode::kExact;  // the CPU always runs kExact
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
   int contexts = 1;                           // concurrent execution contexts (GPU streams)
+  // GPU: batch sizes whose convolution tactics are tuned when the engine is built (empty: {1,
+  // max_batch}; others take the nearest tuned size's), and the tactic cache file ("": the default
+  // path, see CudaEngineOptions::tactic_cache; "none": no file).
+  std::vector<int> tune_batches;
+  std::string tactic_cache;
 };
 
 // Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump). The

@@ -92,6 +92,8 @@ class CudaDetector final : public Detector {
     eo.max_batch = options.max_batch;
     eo.width = options.input_width;
     eo.height = options.input_height;
+    eo.tune_batches = options.tune_batches;
+    eo.tactic_cache = options.tactic_cache;
     const int contexts = std::max(1, options.contexts);
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();
