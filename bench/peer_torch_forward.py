@@ -13,19 +13,9 @@ usage: peer_torch_forward.py [--yolov5 .data/yolov5] [--models yolov5n.yaml yolo
 Needs a copy of ultralytics/yolov5 v7.0 (never committed; see docs/gpu-runs.md).
 """
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
-
-
-def load_compat(root):
-    # Shims that let the v7.0 source import on current PyTorch / without its optional packages.
-    spec = importlib.util.spec_from_file_location("yolocu_compat", os.path.join(root, "python", "yolocu_train", "compat.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.apply(log=lambda *a: None)
-    return mod
 
 
 def graph_ms(torch, fn, iters, reps=1):
@@ -62,9 +52,9 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--per-layer", action="store_true")
     a = ap.parse_args()
-    compat = load_compat(here)
-    sys.path.insert(0, os.path.abspath(a.yolov5))
-    compat.patch_yolov5_checks(log=lambda *x: None)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peer_util import import_yolov5
+    import_yolov5(here, a.yolov5)
     import torch
     from models.common import Conv
     from models.yolo import Model

@@ -10,19 +10,10 @@ usage: peer_ultralytics_e2e.py [--yolov5 .data/yolov5] [--data .gpu/data] [--bat
 Needs a copy of ultralytics/yolov5 v7.0 (never committed; see docs/gpu-runs.md).
 """
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
 import time
-
-
-def load_compat(root):
-    spec = importlib.util.spec_from_file_location("yolocu_compat", os.path.join(root, "python", "yolocu_train", "compat.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.apply(log=lambda *a: None)
-    return mod
 
 
 def main():
@@ -34,9 +25,9 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
     ap.add_argument("--iters", type=int, default=50)
     a = ap.parse_args()
-    compat = load_compat(here)
-    sys.path.insert(0, os.path.abspath(a.yolov5))
-    compat.patch_yolov5_checks(log=lambda *x: None)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peer_util import import_yolov5
+    import_yolov5(here, a.yolov5)
     import cv2
     import numpy as np
     import torch
