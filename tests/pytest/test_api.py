@@ -116,19 +116,25 @@ def test_results_api(det, samples):
     assert all(k in det.last_times() for k in ("preprocess", "inference", "postprocess", "total"))
 
 
-def test_coco128_matches_cli(det, cli, tmp_path):
+# coco128 runs the dynamic model at 320 (a quarter of the work of 640 on CI's two cores); the sample
+# images above run the static 640 model.
+C128_MODEL, C128_IMGSZ = "yolov5n_dyn.onnx", 320
+
+
+def test_coco128_matches_cli(cli, tmp_path):
     folder = data_path("coco128", "images", "train2017")
     paths = yolocu.list_images(folder)
     assert len(paths) == 128
-    ref = run_cli_json(cli, ["detect", "--model", model_path(), "--device", "cpu", "--max-det", "300", "--batch", "8",
-                             folder], tmp_path)["images"]
+    m = model_path(C128_MODEL)
+    ref = run_cli_json(cli, ["detect", "--model", m, "--device", "cpu", "--max-det", "300", "--batch", "8",
+                             "--imgsz", str(C128_IMGSZ), folder], tmp_path)["images"]
     assert [e["path"] for e in ref] == paths
-    res = det(paths)
+    d = yolocu.Detector(m, device="cpu", max_det=300, batch=8, imgsz=C128_IMGSZ)
     total = 0
-    for r, entry in zip(res, ref):
+    for r, entry in zip(d(paths), ref):
         assert_same_as_cli(r, entry)
         total += len(r)
-    assert total > 500
+    assert total > 300
 
 
 def test_options_match_cli(cli, samples, tmp_path):
@@ -155,9 +161,10 @@ def test_dynamic_model_imgsz_matches_cli(cli, samples, tmp_path):
 def test_eval_matches_cli(cli, tmp_path):
     images = data_path("coco128", "images", "train2017")
     labels = data_path("coco128", "labels", "train2017")
-    ref = run_cli_json(cli, ["eval", "--model", model_path(), "--device", "cpu", "--batch", "8", "--images", images,
-                             "--labels", labels], tmp_path)["metrics"]
-    m = yolocu.eval(model_path(), images, labels, device="cpu", batch=8)
+    m_path = model_path(C128_MODEL)
+    ref = run_cli_json(cli, ["eval", "--model", m_path, "--device", "cpu", "--batch", "8", "--imgsz", str(C128_IMGSZ),
+                             "--images", images, "--labels", labels], tmp_path)["metrics"]
+    m = yolocu.eval(m_path, images, labels, device="cpu", batch=8, imgsz=C128_IMGSZ)
     assert m["errors"] == []
     for k in ("num_images", "num_labels"):
         assert m[k] == ref[k]
@@ -167,7 +174,7 @@ def test_eval_matches_cli(cli, tmp_path):
     for a, b in zip(m["per_class"], ref["per_class"]):
         assert a["class_id"] == b["class_id"] and a["labels"] == b["labels"] and a["predictions"] == b["predictions"]
         assert a["ap50_95"] == pytest.approx(b["ap50_95"], rel=0, abs=5e-9)
-    assert 0.3 < m["map50_95"] < 0.4
+    assert 0.1 < m["map50_95"] < 0.5
 
 
 # ---- bad inputs: an exception naming the problem, and the process carries on -------------------
