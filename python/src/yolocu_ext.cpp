@@ -15,6 +15,9 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -141,9 +144,9 @@ Input array_input(const nb::ndarray<>& a, size_t i) {
   return in;
 }
 
-// Decodes / copies what is not yet a host view. Runs without the GIL.
-void materialise(std::vector<Input>& inputs) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
+// Decodes / copies input i if it is not yet a host view. Runs without the GIL.
+void materialise_one(std::vector<Input>& inputs, size_t i) {
+  {
     Input& in = inputs[i];
     const std::string name = "image " + std::to_string(i);
     if (in.kind == Input::kBytes) {
@@ -172,6 +175,35 @@ void materialise(std::vector<Input>& inputs) {
 #endif
     }
   }
+}
+
+// All inputs; encoded images are decoded on up to hardware_concurrency() threads. The first
+// failure (in input order) is rethrown.
+void materialise(std::vector<Input>& inputs) {
+  size_t encoded = 0;
+  for (const Input& in : inputs) encoded += (in.kind == Input::kBytes || in.kind == Input::kPath) ? 1 : 0;
+  const size_t threads = std::min<size_t>(encoded, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < inputs.size(); ++i) materialise_one(inputs, i);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(inputs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < inputs.size();) {
+      try {
+        materialise_one(inputs, i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 // Sorts a Python list (already flattened by the Python layer) into inputs. Keeps no references:

@@ -351,3 +351,29 @@ def test_gpu_cuda_tensor_via_dlpack(samples):
     a, b = g(img), g(t)
     np.testing.assert_array_equal(a.boxes, b.boxes)
     np.testing.assert_array_equal(a.scores, b.scores)
+
+
+# ---- the README's example -----------------------------------------------------------------------
+
+def test_readme_example_prints_the_cli_boxes(cli, tmp_path):
+    """The README's Python block, run as written (file names pointed at the test material), prints
+    `yolocu detect`'s boxes (same defaults: device auto, conf 0.25, iou 0.45; max_det 300)."""
+    import contextlib
+    import io
+    import re
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+        readme = f.read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "no ```python block in README.md"
+    model, image = model_path(), data_path("images", "bus.jpg")
+    code = blocks[0].replace('"yolov5n.onnx"', repr(model)).replace('"bus.jpg"', repr(image))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    ref = run_cli_json(cli, ["detect", "--model", model, "--max-det", "300", image], tmp_path)["images"][0]
+    expected = [f"{d['class_name']} {np.float32(d['confidence']):.3f} [" + " ".join(f"{np.float32(v):.1f}" for v in d["box"])
+                + "]" for d in ref["detections"]]
+    assert len(expected) >= 4
+    assert lines[:-1] == expected
+    assert json.loads(lines[-1]) == ref
