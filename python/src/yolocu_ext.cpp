@@ -80,7 +80,9 @@ struct Input {
   yolocu::Image owned;     // decoded (kBytes, kPath) or copied (kDeviceView) pixels
 };
 
-std::string shape_text(const nb::ndarray<>& a) {
+using Array = nb::ndarray<nb::ro>;  // read-only arrays too (np.frombuffer, Triton's inputs)
+
+std::string shape_text(const Array& a) {
   std::string s = "(";
   for (size_t d = 0; d < a.ndim(); ++d) s += (d ? ", " : "") + std::to_string(a.shape(d));
   return s + (a.ndim() == 1 ? ",)" : ")");
@@ -97,7 +99,7 @@ std::string dtype_text(const nb::dlpack::dtype& t) {
 
 // Checks an array (NumPy, or any DLPack producer) and describes it as an image view. Raises
 // TypeError (dtype) or ValueError (shape, strides, empty) naming image `i` and the problem.
-Input array_input(const nb::ndarray<>& a, size_t i) {
+Input array_input(const Array& a, size_t i) {
   const std::string where = "image " + std::to_string(i) + ": ";
   if (a.dtype() != nb::dtype<uint8_t>())
     throw nb::type_error((where + "dtype " + dtype_text(a.dtype()) +
@@ -227,7 +229,7 @@ std::vector<Input> collect_inputs(const nb::list& items) {
       in.path = nb::cast<std::string>(h);
       inputs.push_back(std::move(in));
     } else {
-      nb::ndarray<> a;
+      Array a;
       if (!nb::try_cast(h, a, false))
         throw nb::type_error(("image " + std::to_string(i) + ": expected a NumPy array, a DLPack tensor, a path or " +
                               "encoded bytes, got " + nb::cast<std::string>(nb::str(nb::type_name(h.type()))))

@@ -90,6 +90,9 @@ def test_row_padded_view_and_dlpack_match(det, samples, cli_samples):
     crop = big[2:2 + h, 5:5 + w]  # row pitch (w + 7) * 3: no copy
     assert not crop.flags["C_CONTIGUOUS"]
     assert_same_as_cli(det(crop), cli_samples[0])
+    ro = np.frombuffer(img.tobytes(), np.uint8).reshape(img.shape)  # read-only
+    assert not ro.flags.writeable
+    assert_same_as_cli(det(ro), cli_samples[0])
 
     class DLPackOnly:  # a producer that only speaks DLPack (like a torch tensor)
         def __init__(self, a):
@@ -377,3 +380,23 @@ def test_readme_example_prints_the_cli_boxes(cli, tmp_path):
     assert len(expected) >= 4
     assert lines[:-1] == expected
     assert json.loads(lines[-1]) == ref
+
+
+def test_console_script_runs_the_cli_and_serve_help(samples, tmp_path):
+    """`yolocu` (the package's console script) runs the C++ CLI for detect, and `yolocu serve --help`."""
+    import subprocess
+    import sys
+    exe = os.path.join(os.path.dirname(sys.executable), "yolocu")
+    if not os.path.isfile(exe):
+        pytest.skip(f"no console script next to {sys.executable}")
+    out = os.path.join(str(tmp_path), "c.json")
+    p = subprocess.run([exe, "detect", "--model", model_path(), "--device", "cpu", "--max-det", "300", samples[0],
+                        "--json", out, "--quiet"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        entry = json.load(f)["images"][0]
+    assert_same_as_cli(yolocu.Detector(model_path(), device="cpu")(samples[0]), entry)
+    p = subprocess.run([exe, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "--http-port" in p.stdout and "--instances" in p.stdout
+    p = subprocess.run([exe, "serve", "--model", "no/such.onnx"], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "no such file" in p.stderr
