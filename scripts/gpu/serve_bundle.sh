@@ -41,8 +41,9 @@ for w in "$stage"/wheels/*.whl; do unzip -q -o "$w" -d "$stage/site"; done
 rm -rf "$stage/wheels"
 # Only the Python-backend stub of Python 3.12 is needed there.
 for v in 3.8 3.9 3.10 3.11 3.13; do rm -rf "$stage/site/pytriton/tritonserver/python_backend_stubs/$v"; done
+rm -rf "$stage"/site/numpy/tests "$stage"/site/numpy/*/tests "$stage"/site/numpy/*/*/tests  # NumPy's own test suite
 
-cp "$data/models/yolov5n.onnx" "$data/models/yolov5n_dyn.onnx" "$stage/data/models/"
+cp "$data/models/yolov5n.onnx" "$stage/data/models/"  # the one model there (a second would not fit)
 cp "$data/images/bus.jpg" "$data/images/zidane.jpg" "$stage/data/images/"
 git rev-parse --short HEAD >"$stage/COMMIT"
 

@@ -28,6 +28,15 @@ export PYTHONPATH=$g/site${PYTHONPATH:+:$PYTHONPATH}
 export YOLOCU_DATA_DIR=$g/data PYTHONUNBUFFERED=1
 $py -c "import yolocu, numpy; print('yolocu', yolocu.__version__, 'cuda build', yolocu.with_cuda, 'gpu usable', yolocu.cuda_available(), 'numpy', numpy.__version__)"
 
+echo "== PyTriton preflight (its Python-backend stub embeds libpython3.12)"
+$py -c "import sysconfig as s; print('LIBDIR', s.get_config_var('LIBDIR'), 'LDLIBRARY', s.get_config_var('LDLIBRARY'))"
+ldconfig -p | grep -E 'libpython3\.12' || {
+  lp=$(find / -name 'libpython3.12.so.1.0' -not -path '/proc/*' 2>/dev/null | head -1)
+  echo "no libpython3.12 in ldconfig's cache; found: ${lp:-none}"
+  [ -n "$lp" ] && export LD_LIBRARY_PATH=$(dirname "$lp"):$LD_LIBRARY_PATH
+}
+ldd "$g/site/pytriton/tritonserver/python_backend_stubs/3.12/triton_python_backend_stub" | grep -E 'not found|python' || true
+
 echo "== GPU Python tests"
 $py -m pytest -q -rs -p no:cacheprovider tests/pytest/test_api.py -k "gpu or readme or paths_match or bad_inputs" 2>&1 | tee "$out/pytest_gpu.log" | tail -15
 
