@@ -69,7 +69,8 @@ nb::tuple result_tuple(const yolocu::Detections& dets, int width, int height) {
 // ---- inputs -------------------------------------------------------------------------------------
 
 // One image of a call: a host view (NumPy array, host DLPack tensor), encoded bytes, a file path,
-// or (CUDA builds) a device view that is copied to the host before detection.
+// or (CUDA builds) a CUDA tensor: read in place by a CUDA detector on its GPU, else copied to the
+// host before detection.
 struct Input {
   enum Kind { kView, kBytes, kPath, kDeviceView } kind = kView;
   yolocu::ImageView view;  // kView, kDeviceView
@@ -294,9 +295,37 @@ class PyDetector {
   nb::list detect(const nb::list& items) {
     std::vector<Input> inputs = collect_inputs(items);
     std::vector<yolocu::Detections> dets;
+#if defined(YOLOCU_WITH_CUDA)
+    // All images CUDA tensors on this CUDA detector's GPU: zero copy (the letterbox reads them in
+    // place) once the device has finished writing them.
+    const bool all_on_device =
+        !inputs.empty() && det_->device() == yolocu::Device::kCuda &&
+        std::all_of(inputs.begin(), inputs.end(), [&](const Input& in) {
+          return in.kind == Input::kDeviceView && in.device_id == det_->options().cuda_device;
+        });
+    if (all_on_device) {
+      {
+        nb::gil_scoped_release release;
+        int prev = 0;
+        cudaGetDevice(&prev);
+        cudaSetDevice(det_->options().cuda_device);
+        const cudaError_t e = cudaDeviceSynchronize();
+        cudaSetDevice(prev);
+        if (e != cudaSuccess)
+          throw yolocu::Error(yolocu::ErrorCode::kCuda, std::string("waiting for the CUDA tensors: ") + cudaGetErrorString(e));
+        std::vector<yolocu::ImageView> views;
+        for (const Input& in : inputs) views.push_back(in.view);
+        dets = det_->detect_device(views);
+      }
+      nb::list out;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        out.append(result_tuple(dets[i], inputs[i].view.width, inputs[i].view.height));
+      return out;
+    }
+#endif
     {
       nb::gil_scoped_release release;
-      materialise(inputs);
+      materialise(inputs);  // CUDA tensors for a CPU detector (or mixed inputs): one copy to the host
       std::vector<yolocu::ImageView> views;
       views.reserve(inputs.size());
       for (const Input& in : inputs) views.push_back(in.view);

@@ -351,9 +351,15 @@ def test_gpu_cuda_tensor_via_dlpack(samples):
     g = yolocu.Detector(model_path(), device="cuda", max_det=300)
     img = yolocu.decode(samples[0])
     t = torch.from_numpy(img).cuda()
-    a, b = g(img), g(t)
+    a, b = g(img), g(t)  # host array, CUDA tensor read in place (Detector::detect_device)
     np.testing.assert_array_equal(a.boxes, b.boxes)
     np.testing.assert_array_equal(a.scores, b.scores)
+    big = torch.zeros((img.shape[0] + 2, img.shape[1] + 5, 3), dtype=torch.uint8, device="cuda")
+    big[1:1 + img.shape[0], 3:3 + img.shape[1]] = t
+    for r in g([t, big[1:1 + img.shape[0], 3:3 + img.shape[1]]]):  # row-padded device view
+        np.testing.assert_array_equal(r.boxes, a.boxes)
+    c = yolocu.Detector(model_path(), device="cpu", max_det=300)(t)  # CPU detector: one copy to the host
+    assert len(c) == len(a)
 
 
 # ---- the README's example -----------------------------------------------------------------------
