@@ -13,6 +13,7 @@
 
 #include "test_util.hpp"
 #include "yolocu/detector.hpp"
+#include "yolocu/error.hpp"
 #include "yolocu/eval.hpp"
 #include "yolocu/npy.hpp"
 
