@@ -41,6 +41,7 @@ for w in "$stage"/wheels/*.whl; do unzip -q -o "$w" -d "$stage/site"; done
 rm -rf "$stage/wheels"
 # Only the Python-backend stub of Python 3.12 is needed there.
 for v in 3.8 3.9 3.10 3.11 3.13; do rm -rf "$stage/site/pytriton/tritonserver/python_backend_stubs/$v"; done
+rm -f "$stage"/site/nvidia_pytriton.libs/libpython3-*.13.so*  # libpython3.13: only the 3.13 stub loads it
 rm -rf "$stage"/site/numpy/tests "$stage"/site/numpy/*/tests "$stage"/site/numpy/*/*/tests  # NumPy's own test suite
 
 cp "$data/models/yolov5n.onnx" "$stage/data/models/"  # the one model there (a second would not fit)
