@@ -186,6 +186,8 @@ def main():
     p.add_argument("--skip-api", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    # A timeout's SIGTERM unwinds through the finally blocks below, which stop the servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     rows = []
     if not args.skip_api:

@@ -28,7 +28,7 @@ ldd "$stage/bin/yolocu" | awk '$3 ~ /^\// {print $3}' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 
 # Python 3.12 wheels the GPU machine does not have (it has grpcio, protobuf, typer, wrapt,
-# typing-inspect, urllib3, certifi, zipp, psutil, pytest, nanobind): unpacked = what
+# typing-inspect, urllib3, certifi, zipp, psutil, pytest): unpacked = what
 # `pip install --target` would put there.
 "$root/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.12 --implementation cp \
@@ -36,7 +36,8 @@ ldd "$stage/bin/yolocu" | awk '$3 ~ /^\// {print $3}' |
   --platform manylinux_2_27_x86_64 --platform manylinux_2_26_x86_64 --platform manylinux_2_24_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
   -d "$stage/wheels" nvidia-pytriton==0.7.0 numpy==1.26.4 tritonclient==2.73.0 pyzmq==27.3.0 sh==2.4.0 \
-  importlib_metadata==10.2.0 python-rapidjson==1.25
+  importlib_metadata==10.2.0 python-rapidjson==1.25 \
+  nanobind==2.9.2  # the version the binding is built with here (the GPU machine's own may differ)
 for w in "$stage"/wheels/*.whl; do unzip -q -o "$w" -d "$stage/site"; done
 rm -rf "$stage/wheels"
 # Only the Python-backend stub of Python 3.12 is needed there.

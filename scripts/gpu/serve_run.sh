@@ -17,6 +17,7 @@ cudnn=$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1
 export LD_LIBRARY_PATH=$g/lib:$(dirname "$cudnn"):${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
+export PYTHONPATH=$g/site${PYTHONPATH:+:$PYTHONPATH}  # carried wheels first (nanobind 2.9.2, NumPy 1.26, PyTriton)
 echo "== build the extension ($($py --version), cuDNN $cudnn)"
 cmake -S scripts/gpu/serve_ext -B "$g/build" -G Ninja -DYOLOCU_REPO="$root" -DPREBUILT="$g/lib" \
   -DCUDNN_LIBRARY="$cudnn" -DPython_EXECUTABLE="$(command -v "$py")" >"$out/ext_build.log" 2>&1 &&
@@ -24,7 +25,6 @@ cmake -S scripts/gpu/serve_ext -B "$g/build" -G Ninja -DYOLOCU_REPO="$root" -DPR
 cp -r python/yolocu "$g/site/"
 cp "$g"/build/_yolocu*.so "$g/site/yolocu/"
 mkdir -p "$g/site/yolocu/bin" && cp "$g/bin/yolocu" "$g/site/yolocu/bin/"
-export PYTHONPATH=$g/site${PYTHONPATH:+:$PYTHONPATH}
 export YOLOCU_DATA_DIR=$g/data PYTHONUNBUFFERED=1
 $py -c "import yolocu, numpy; print('yolocu', yolocu.__version__, 'cuda build', yolocu.with_cuda, 'gpu usable', yolocu.cuda_available(), 'numpy', numpy.__version__)"
 
@@ -44,7 +44,7 @@ echo "== serving throughput"
 gpus=$(nvidia-smi -L | wc -l)
 extra=()
 [ "$gpus" -ge 2 ] && extra=(--gpus 0 1)
-timeout 480 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" --image "$g/data/images/bus.jpg" \
-  --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 4000 --max-seconds 60 \
+timeout 420 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" --image "$g/data/images/bus.jpg" \
+  --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 3000 --max-seconds 40 \
   "${extra[@]}" --json "$out/serve_throughput.json" "$@" 2>"$out/serve_throughput.log" | tee "$out/serve_throughput.md"
 tail -5 "$out/serve_throughput.log"
