@@ -37,7 +37,8 @@ ldd "$stage/bin/yolocu" | awk '$3 ~ /^\// {print $3}' |
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
   -d "$stage/wheels" nvidia-pytriton==0.7.0 numpy==1.26.4 tritonclient==2.73.0 pyzmq==27.3.0 sh==2.4.0 \
   importlib_metadata==10.2.0 python-rapidjson==1.25 \
-  nanobind==2.9.2  # the version the binding is built with here (the GPU machine's own may differ)
+  gevent==26.9.0 geventhttpclient==2.6.1 greenlet==3.3.2 zope.event==6.2 zope.interface==8.7 brotli==1.2.1 \
+  nanobind==2.9.2  # nanobind: the version the binding is built with here (the GPU machine's own may differ)
 for w in "$stage"/wheels/*.whl; do unzip -q -o "$w" -d "$stage/site"; done
 rm -rf "$stage/wheels"
 # Only the Python-backend stub of Python 3.12 is needed there.
