@@ -20,6 +20,7 @@ apt_packages=(
   python3-torchvision python3-numpy                 # tests only: torchvision NMS as the NMS oracle
   python3-opencv                                    # bench/peer_torch_cpu.py: ultralytics on PyTorch-CPU
   python3-venv
+  libpython3.11                                     # yolocu serve: Triton's Python-backend stub loads it
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -42,6 +43,17 @@ if ! cmp -s scripts/requirements.txt "$stamp" 2>/dev/null; then
   echo "[setup] installing Python packages into .venv (scripts/requirements.txt)"
   .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
   cp scripts/requirements.txt "$stamp"
+fi
+# .venv-serve: `yolocu serve` (PyTriton) and its tests; PyTriton needs NumPy < 2, .venv keeps NumPy 2.
+if [ ! -x .venv-serve/bin/python ]; then
+  echo "[setup] creating .venv-serve"
+  "$py" -m venv .venv-serve
+fi
+stamp=.venv-serve/.yolocu-requirements
+if ! cmp -s scripts/requirements-serve.txt "$stamp" 2>/dev/null; then
+  echo "[setup] installing Python packages into .venv-serve (scripts/requirements-serve.txt)"
+  .venv-serve/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-serve.txt
+  cp scripts/requirements-serve.txt "$stamp"
 fi
 
 if [ "${1:-}" = "--run" ]; then

@@ -27,4 +27,18 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 (cd build-asan && ctest -L asan --output-on-failure -j "$jobs") || status=1
 (cd build && ctest -LE asan --output-on-failure -j "$jobs") || status=1
+
+echo "== Python package: wheel (pip, scikit-build-core + nanobind), pytest =="
+# CUDA in the extension only where a GPU can run it (its GPU tests skip visibly otherwise).
+py_cuda=OFF
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then py_cuda=AUTO; fi
+rm -f build-py/dist/yolocu-*.whl
+YOLOCU_CUDA=$py_cuda CMAKE_BUILD_PARALLEL_LEVEL=$jobs \
+  .venv/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build-py/dist .
+for venv in .venv .venv-serve; do
+  $venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build-py/dist/yolocu-*.whl
+done
+export YOLOCU_DATA_DIR="$data"
+.venv/bin/python -m pytest -q -rs -s tests/pytest/test_api.py || status=1
+.venv-serve/bin/python -m pytest -q -rs -s tests/pytest/test_serve.py || status=1
 exit $status

@@ -79,6 +79,12 @@ class Detector {
   std::vector<Detections> detect(const std::vector<ImageView>& images, DetectionTrace* trace = nullptr);
   Detections detect(const ImageView& image) { return detect(std::vector<ImageView>{image}).at(0); }
 
+  // Images in device memory of this detector's GPU (options().cuda_device), e.g. a CUDA tensor:
+  // the letterbox reads them in place (any row pitch), no host round trip. The work that wrote
+  // them must be finished (synchronise its stream first). CUDA detectors only: kUnsupported on the
+  // CPU detector. Same detections as detect() of the same pixels. Thread-safe like detect().
+  std::vector<Detections> detect_device(const std::vector<ImageView>& device_images);
+
   // Asynchronous form (runs detect() on another thread): the images must stay valid, and the
   // Detector alive, until the future is ready. Invalid images throw here, not from get().
   std::future<std::vector<Detections>> detect_async(std::vector<ImageView> images);
@@ -93,6 +99,8 @@ class Detector {
  protected:
   // The backend: `images` is non-empty and validated; same contract as detect().
   virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) = 0;
+  // detect_device()'s backend (`images` non-empty and validated); the default refuses (kUnsupported).
+  virtual std::vector<Detections> run_detect_device(const std::vector<ImageView>& images);
 };
 
 }  // namespace yolocu

@@ -142,6 +142,15 @@ class CudaDetector final : public Detector {
 
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
+    return run_all(images, trace, false);
+  }
+  std::vector<Detections> run_detect_device(const std::vector<ImageView>& images) override {
+    return run_all(images, nullptr, true);
+  }
+
+ private:
+  // images: host memory (staged and uploaded), or on_device: this GPU's memory, read in place.
+  std::vector<Detections> run_all(const std::vector<ImageView>& images, DetectionTrace* trace, bool on_device) {
     std::vector<Detections> out;
     out.reserve(images.size());
     if (trace) *trace = DetectionTrace{};
@@ -151,7 +160,7 @@ class CudaDetector final : public Detector {
       const size_t n = std::min(images.size() - b, static_cast<size_t>(options_.max_batch));
       Context& c = acquire();
       try {
-        run_batch(c, &images[b], static_cast<int>(n), out, trace, times);
+        run_batch(c, &images[b], static_cast<int>(n), out, trace, times, on_device);
       } catch (...) {
         // Copies already enqueued may still read this context's pinned staging: let them finish
         // before another call reuses (or regrows) the buffers.
@@ -169,7 +178,6 @@ class CudaDetector final : public Detector {
     return out;
   }
 
- private:
   Context& acquire() {
     std::unique_lock<std::mutex> lock(pool_mutex_);
     for (;;) {
@@ -190,9 +198,36 @@ class CudaDetector final : public Detector {
   }
 
   void run_batch(Context& c, const ImageView* images, int n, std::vector<Detections>& out, DetectionTrace* trace,
-                 StageTimes& times) {
+                 StageTimes& times, bool on_device = false) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
+    std::vector<LetterboxGeometry> geoms(static_cast<size_t>(n));
+    auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+    if (on_device) {
+      // The caller's device images, read in place by the letterbox (any pitch).
+      for (int i = 0; i < n; ++i) {
+        cudaPointerAttributes attr{};
+        YOLOCU_CUDA_CHECK(cudaPointerGetAttributes(&attr, images[i].data));
+        YOLOCU_CHECK((attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) &&
+                         attr.device == options_.cuda_device,
+                     kInvalidArgument, "detect_device: image ", i, " is not in memory of CUDA device ",
+                     options_.cuda_device);
+        descs[i] = make_letterbox_cuda_desc(images[i], input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
+      }
+    } else {
+      stage_host_images(c, images, n, descs, geoms);
+    }
+    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
+                                   cudaMemcpyHostToDevice, c.stream));
+    letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
+                            c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
+    finish_batch(c, n, geoms, out, trace, times, t0);
+  }
+
+  // Host images: staged (tightly packed, BGR) in pinned memory, one upload; descriptors for the
+  // letterbox of the uploaded copies.
+  void stage_host_images(Context& c, const ImageView* images, int n, LetterboxCudaDesc* descs,
+                         std::vector<LetterboxGeometry>& geoms) {
     // 1. Stage all images (tightly packed, BGR) in pinned memory, one upload.
     std::vector<size_t> offset(static_cast<size_t>(n) + 1, 0);
     for (int i = 0; i < n; ++i)
@@ -220,17 +255,15 @@ class CudaDetector final : public Detector {
     }
     YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
     // 2. Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
-    std::vector<LetterboxGeometry> geoms(static_cast<size_t>(n));
-    auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
     for (int i = 0; i < n; ++i) {
       const ImageView dev{static_cast<const uint8_t*>(c.d_images.get()) + offset[static_cast<size_t>(i)],
                           images[i].width, images[i].height, static_cast<size_t>(images[i].width) * 3};
       descs[i] = make_letterbox_cuda_desc(dev, input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
     }
-    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
-                                   cudaMemcpyHostToDevice, c.stream));
-    letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
-                            c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
+  }
+
+  void finish_batch(Context& c, int n, const std::vector<LetterboxGeometry>& geoms, std::vector<Detections>& out,
+                    DetectionTrace* trace, StageTimes& times, std::chrono::steady_clock::time_point t0) {
     const auto t1 = std::chrono::steady_clock::now();
     // 3. Forward.
     c.engine->run(c.d_input.get(), n, c.stream);

@@ -101,6 +101,17 @@ std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, D
   return run_detect(images, trace);
 }
 
+std::vector<Detections> Detector::detect_device(const std::vector<ImageView>& images) {
+  for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
+  if (images.empty()) return {};
+  return run_detect_device(images);
+}
+
+std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>& /*images*/) {
+  detail::fail(ErrorCode::kUnsupported, "detect_device: images in device memory need a CUDA detector (this one runs on ",
+               device_name(device()), ")");
+}
+
 std::future<std::vector<Detections>> Detector::detect_async(std::vector<ImageView> images) {
   // Validate on the caller's thread so that argument errors surface at the call, not at get().
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);

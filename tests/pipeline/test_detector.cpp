@@ -222,6 +222,10 @@ TEST(Detector, RejectsInvalidImages) {
     EXPECT_NE(std::string(e.what()).find("image 1"), std::string::npos) << e.what();
   }
   EXPECT_EQ(det->detect(good).size(), det->detect(good).size());  // still usable
+  // device images need a CUDA detector; invalid views are refused first, an empty call is empty
+  EXPECT_EQ(code_of([&] { det->detect_device({good}); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { det->detect_device({small_pitch}); }), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(det->detect_device({}).empty());
 }
 
 TEST(Detector, RejectsInvalidOptionsAndMissingBackends) {

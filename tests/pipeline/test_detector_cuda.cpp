@@ -13,6 +13,7 @@
 
 #include "test_util.hpp"
 #include "yolocu/detector.hpp"
+#include "yolocu/error.hpp"
 #include "yolocu/eval.hpp"
 #include "yolocu/npy.hpp"
 
@@ -137,6 +138,38 @@ TEST(DetectorCuda, BusZidaneFp32EqualsCpuAndReference) {
       std::printf("[ %s %s ] GPU FP32 %zu detections, CPU %zu\n", name, val ? "val" : "detect", g.size(), c.size());
     }
   }
+}
+
+TEST(DetectorCuda, DeviceImagesReadInPlaceEqualHostImages) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(img, "images/bus.jpg");
+  auto gpu = Detector::create(model, gpu_options(Precision::kFloat16, detect_settings(), 2));
+  const Image im = decode_image_file(img);
+  const size_t row = static_cast<size_t>(im.width()) * 3;
+  // A pitched device copy (rows padded, as a crop of a larger tensor would be).
+  void* d = nullptr;
+  size_t pitch = 0;
+  ASSERT_EQ(cudaMallocPitch(&d, &pitch, row + 96, static_cast<size_t>(im.height())), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy2D(d, pitch, im.data(), row, row, static_cast<size_t>(im.height()), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  const ImageView dev{static_cast<const uint8_t*>(d), im.width(), im.height(), pitch};
+  const Detections host = gpu->detect(im.view());
+  const std::vector<Detections> on_device = gpu->detect_device({dev, dev});
+  ASSERT_EQ(on_device.size(), 2u);
+  for (const Detections& r : on_device) {
+    ASSERT_EQ(r.size(), host.size());
+    for (size_t i = 0; i < r.size(); ++i) {
+      EXPECT_EQ(r[i].class_id, host[i].class_id);
+      EXPECT_EQ(r[i].confidence, host[i].confidence);
+      EXPECT_EQ(r[i].x1, host[i].x1);
+      EXPECT_EQ(r[i].y2, host[i].y2);
+    }
+  }
+  // host memory passed as a device image is refused, naming the image
+  EXPECT_THROW(gpu->detect_device({im.view()}), Error);
+  EXPECT_EQ(gpu->detect(im.view()).size(), host.size());  // still usable
+  cudaFree(d);
 }
 
 TEST(DetectorCuda, RawHeadsModelEqualsMergedModel) {

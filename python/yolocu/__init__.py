@@ -1,0 +1,23 @@
+"""yolocu: YOLOv5 detection in C++17/CUDA with the same boxes as ultralytics/yolov5.
+
+    import cv2, yolocu
+    det = yolocu.Detector("yolov5n.onnx", device="auto", conf=0.25, iou=0.45)
+    res = det(cv2.imread("bus.jpg"))          # or a path, encoded bytes, a list, a DLPack tensor
+    print(res.boxes, res.scores, res.classes, [res.names[c] for c in res.classes])
+    metrics = yolocu.eval("yolov5n.onnx", "coco128/images/train2017", "coco128/labels/train2017")
+
+Serving through NVIDIA Triton: `yolocu serve --model m.onnx` (pip install ".[serve]"; docs/serving.md).
+"""
+from . import _yolocu
+from .detector import Detector, Results, decode, eval, list_images
+
+__version__ = "0.1.0"
+with_cuda: bool = bool(_yolocu.with_cuda)
+
+
+def cuda_available() -> bool:
+    """True when this build has CUDA and a GPU is usable."""
+    return bool(_yolocu.cuda_available())
+
+
+__all__ = ["Detector", "Results", "eval", "decode", "list_images", "cuda_available", "with_cuda", "__version__"]

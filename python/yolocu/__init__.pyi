@@ -1,0 +1,8 @@
+"""yolocu: YOLOv5 detection in C++17/CUDA with the same boxes as ultralytics/yolov5."""
+from .detector import Detector as Detector, Results as Results, decode as decode, eval as eval
+from .detector import list_images as list_images
+
+__version__: str
+with_cuda: bool
+
+def cuda_available() -> bool: ...

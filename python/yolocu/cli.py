@@ -1,0 +1,29 @@
+"""The `yolocu` console script: `yolocu serve ...` starts the Triton server (yolocu.serve); every
+other command (detect, eval, infer, inspect, bench) runs the C++ CLI shipped inside the package."""
+import os
+import sys
+
+
+def cli_path() -> str:
+    """The C++ `yolocu` executable installed with the package."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "yolocu")
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "serve":
+        from .serve import main as serve_main
+        return serve_main(argv[1:])
+    exe = cli_path()
+    if not os.path.isfile(exe):
+        print(f"yolocu: the C++ CLI is missing from the package ({exe})", file=sys.stderr)
+        return 2
+    if argv in ([], ["--help"], ["-h"], ["help"]):
+        print("yolocu serve --model M.onnx [options]   NVIDIA Triton server (see yolocu serve --help)")
+    sys.stdout.flush()
+    os.execv(exe, [exe] + argv)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

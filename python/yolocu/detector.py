@@ -1,0 +1,237 @@
+"""yolocu's Python API: Detector, Results and eval (over the C++ extension yolocu._yolocu)."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _yolocu
+
+ImageLike = Any  # np.ndarray (HxWx3 uint8 BGR) | str | os.PathLike | bytes | bytearray | memoryview | DLPack tensor
+
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def _json_number(v: float) -> str:
+    """The CLI's number format (%.9g: round-trips a float32)."""
+    v = float(v)
+    if not np.isfinite(v):
+        return "null"
+    return "%.9g" % v
+
+
+class Results:
+    """Detections of one image, in original-image pixels (ultralytics' habits).
+
+    Attributes:
+        boxes: N x 4 float32, x1 y1 x2 y2 (unrounded, clipped to the image), confidence descending.
+        scores: N float32 confidences (obj * cls).
+        classes: N int32 class ids.
+        names: {class id: name} of the model.
+        orig_shape: (height, width) of the image.
+        path: the file the image came from, or None.
+    """
+
+    __slots__ = ("boxes", "scores", "classes", "names", "orig_shape", "path")
+
+    def __init__(self, boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, names: Dict[int, str],
+                 orig_shape: Tuple[int, int], path: Optional[str] = None):
+        self.boxes = boxes
+        self.scores = scores
+        self.classes = classes
+        self.names = names
+        self.orig_shape = orig_shape
+        self.path = path
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+    def __repr__(self) -> str:
+        counts: Dict[str, int] = {}
+        for c in self.classes.tolist():
+            counts[self.label(c)] = counts.get(self.label(c), 0) + 1
+        what = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no detections"
+        return f"Results({self.orig_shape[1]}x{self.orig_shape[0]}: {what})"
+
+    def label(self, class_id: int) -> str:
+        """The class name, or class<N> for an id without one (as the CLI writes it)."""
+        return self.names.get(int(class_id), f"class{int(class_id)}")
+
+    def to_list(self) -> List[Dict[str, Any]]:
+        """[{"box": [x1, y1, x2, y2], "confidence", "class_id", "class_name"}, ...]"""
+        return [{"box": [float(v) for v in b], "confidence": float(s), "class_id": int(c), "class_name": self.label(c)}
+                for b, s, c in zip(self.boxes, self.scores, self.classes)]
+
+    def to_json(self) -> str:
+        """This image as the CLI's `yolocu detect --json` writes it (one element of "images")."""
+        dets = ", ".join(
+            '{"box": [%s], "confidence": %s, "class_id": %d, "class_name": %s}'
+            % (", ".join(_json_number(v) for v in b), _json_number(s), int(c), json.dumps(self.label(c)))
+            for b, s, c in zip(self.boxes.tolist(), self.scores.tolist(), self.classes.tolist()))
+        path = json.dumps(self.path) if self.path is not None else "null"
+        return '{"path": %s, "width": %d, "height": %d, "detections": [%s]}' % (
+            path, self.orig_shape[1], self.orig_shape[0], dets)
+
+
+def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
+    """One list entry per image (bytes, str path or array-like), their paths, and whether the call
+    named one image (-> one Results) or several (-> a list). Raises TypeError / FileNotFoundError."""
+    single = not isinstance(source, (list, tuple))
+    items = [source] if single else list(source)
+    flat: List[Any] = []
+    paths: List[Optional[str]] = []
+    for i, it in enumerate(items):
+        if isinstance(it, (str, os.PathLike)):
+            p = os.fspath(it)
+            if not os.path.exists(p):
+                raise FileNotFoundError(2, f"image {i}: no such file", p)
+            if os.path.isdir(p):
+                raise IsADirectoryError(21, f"image {i}: a folder; use yolocu.list_images(folder)", p)
+            flat.append(p)
+            paths.append(p)
+        elif isinstance(it, (bytes, bytearray, memoryview)):
+            b = bytes(it)
+            if not b:
+                raise ValueError(f"image {i}: empty bytes")
+            flat.append(b)
+            paths.append(None)
+        elif isinstance(it, np.ndarray) or hasattr(it, "__dlpack__") or hasattr(it, "__array_interface__"):
+            flat.append(it)
+            paths.append(None)
+        elif isinstance(it, (list, tuple)):
+            raise TypeError(f"image {i}: nested list; pass images as a flat list")
+        else:
+            raise TypeError(f"image {i}: expected a NumPy HxWx3 uint8 array, a path, encoded bytes or a DLPack "
+                            f"tensor, got {type(it).__name__}")
+    return flat, paths, single
+
+
+class Detector:
+    """A YOLOv5 detector: `Detector("yolov5n.onnx")(img)` -> Results.
+
+    Args:
+        model: ONNX file exported by ultralytics/yolov5 export.py (static or dynamic, fp32 or fp16).
+        device: "auto" (the GPU when this build has CUDA and one is usable, else the CPU), "cpu",
+            "cuda" or "cuda:N".
+        precision: GPU engine precision, "fp16" or "fp32" (the CPU always runs fp32).
+        conf: confidence threshold (obj > conf and obj * cls > conf).
+        iou: NMS IoU threshold (suppress when IoU > iou).
+        max_det: detections kept per image.
+        classes: keep only these class ids (None: all).
+        agnostic: class-agnostic NMS.
+        batch: images per forward pass (a call with more images runs several).
+        imgsz: network input size, int or (h, w); None: the model's static size, else 640.
+        multi_label: one candidate per (box, class) above conf (val.py's mode).
+        threads: CPU engine threads (0: all cores).
+        contexts: concurrent execution contexts (GPU streams) for calls from several threads.
+
+    Calling it releases the GIL while C++ runs; one Detector may be called from several threads at
+    once (the C++ thread contract). Raises FileNotFoundError (model), ValueError (bad options or
+    model), RuntimeError (no usable GPU for device="cuda").
+    """
+
+    def __init__(self, model: Union[str, os.PathLike], device: str = "auto", precision: str = "fp16",
+                 conf: float = 0.25, iou: float = 0.45, max_det: int = 300, classes: Optional[Iterable[int]] = None,
+                 agnostic: bool = False, batch: int = 8, imgsz: Union[None, int, Sequence[int]] = None,
+                 multi_label: bool = False, threads: int = 0, contexts: int = 1):
+        model = os.fspath(model)
+        if not os.path.isfile(model):
+            raise FileNotFoundError(2, "model: no such file", model)
+        if imgsz is None:
+            h = w = 0
+        elif isinstance(imgsz, int):
+            h = w = imgsz
+        else:
+            h, w = (int(v) for v in imgsz)
+        if h < 0 or w < 0:
+            raise ValueError(f"imgsz must be > 0, got {imgsz}")
+        cls = [int(c) for c in classes] if classes is not None else []
+        self._det = _yolocu._Detector(model, str(device), str(precision), float(conf), float(iou), int(max_det), cls,
+                                      bool(agnostic), bool(multi_label), int(batch), h, w, int(threads), int(contexts))
+        self.model = model
+        self.names: Dict[int, str] = dict(enumerate(self._det.class_names))
+
+    @property
+    def device(self) -> str:
+        """The device the detector runs on: "cpu" or "cuda:N"."""
+        return self._det.device
+
+    @property
+    def imgsz(self) -> Tuple[int, int]:
+        """Network input (height, width)."""
+        return tuple(self._det.imgsz)
+
+    @property
+    def batch(self) -> int:
+        return self._det.batch
+
+    def __call__(self, source: Union[ImageLike, Sequence[ImageLike]]) -> Union[Results, List[Results]]:
+        """Detects objects. `source`: one image or a list of images, each a NumPy HxWx3 uint8 BGR
+        array (what cv2.imread returns; row padding allowed, pixels of a row contiguous), a path,
+        the bytes of an encoded JPEG/PNG, or a DLPack tensor (host, or CUDA in CUDA builds). Returns
+        one Results for one image, a list for a list."""
+        flat, paths, single = _flatten(source)
+        raw = self._det.detect(flat)
+        out = [Results(b, s, c, self.names, (h, w), p) for (b, s, c, w, h), p in zip(raw, paths)]
+        return out[0] if single else out
+
+    predict = __call__
+
+    def last_times(self) -> Dict[str, float]:
+        """Milliseconds per stage of the last call: preprocess, inference, postprocess, total."""
+        return dict(self._det.last_times())
+
+    def __repr__(self) -> str:
+        return f"yolocu.Detector({self.model!r}, device={self.device!r}, imgsz={self.imgsz}, batch={self.batch})"
+
+
+def list_images(*specs: Union[str, os.PathLike]) -> List[str]:
+    """Image files as the CLI expands them: files as given, folders' .jpg/.jpeg/.png files (sorted,
+    not recursive), glob patterns (sorted)."""
+    out: List[str] = []
+    for spec in specs:
+        s = os.fspath(spec)
+        if os.path.isdir(s):
+            out += sorted(os.path.join(s, f) for f in os.listdir(s)
+                          if f.lower().endswith(_IMAGE_SUFFIXES) and os.path.isfile(os.path.join(s, f)))
+        elif not os.path.exists(s) and any(ch in s for ch in "*?["):
+            out += sorted(glob.glob(s))
+        else:
+            out.append(s)
+    return out
+
+
+def decode(source: Union[str, os.PathLike, bytes]) -> np.ndarray:
+    """Decodes a JPEG/PNG file or bytes into an HxWx3 uint8 BGR array (cv2.imread's pixels)."""
+    if isinstance(source, (str, os.PathLike)):
+        source = os.fspath(source)
+        if not os.path.exists(source):
+            raise FileNotFoundError(2, "no such file", source)
+    elif isinstance(source, (bytearray, memoryview)):
+        source = bytes(source)
+    return _yolocu.decode(source)
+
+
+def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+         labels: Union[str, os.PathLike], conf: float = 0.001, iou: float = 0.6, max_det: int = 300,
+         single_label: bool = False, device: str = "auto", precision: str = "fp16", batch: int = 8,
+         imgsz: Union[None, int, Sequence[int]] = None, classes: Optional[Iterable[int]] = None,
+         agnostic: bool = False) -> Dict[str, Any]:  # noqa: A001 (the name the issue asks for)
+    """mAP of a model over labelled images, as `yolocu eval` (val.py's metrics) computes it.
+
+    images: a folder, a glob pattern, a file, or a list of those; labels: folder of YOLO label
+    files (LABELS/<image stem>.txt; a missing one is a background image). Returns the CLI's
+    "metrics" dict: map50, map50_95, precision, recall, num_images, num_labels, per_class (class_id,
+    labels, predictions, ap50, ap50_95, precision, recall), plus errors (images or label files that
+    failed; the metrics cover the others)."""
+    labels = os.fspath(labels)
+    if not os.path.isdir(labels):
+        raise FileNotFoundError(2, "labels: no such folder", labels)
+    specs = [images] if isinstance(images, (str, os.PathLike)) else list(images)
+    paths = list_images(*specs)
+    det = Detector(model, device=device, precision=precision, conf=conf, iou=iou, max_det=max_det, classes=classes,
+                   agnostic=agnostic, batch=batch, imgsz=imgsz, multi_label=not single_label)
+    return dict(det._det.evaluate(paths, labels))
