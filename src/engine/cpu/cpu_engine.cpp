@@ -384,9 +384,17 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     for (int& id : s.in) {
       if (id < 0 || plan.values[static_cast<size_t>(id)].constant) continue;
       if (s.kind == StepKind::kConv) {
-        if (&id == &s.in[0] && plan.values[static_cast<size_t>(id)].shape.size() == 4 &&
-            plan.values[static_cast<size_t>(id)].shape[1] > 4)
-          id = blocked_of(id);
+        // The source of a convolution: blocked (B | C) as it is; a padded blocked value (C not a
+        // multiple of B, e.g. YOLO11's 8-channel C3k bottlenecks) has no fast kernel as a source:
+        // a plain copy; a plain value with more than 4 channels feeding a blocked output: a blocked
+        // copy (after a Split, Reshape, Transpose, MatMul ... run node by node).
+        if (&id == &s.in[0]) {
+          const auto& xv = plan.values[static_cast<size_t>(id)];
+          if (p->blocked[static_cast<size_t>(id)] == 2)
+            id = plain_of(id);
+          else if (xv.shape.size() == 4 && xv.shape[1] > 4 && blockable(y))
+            id = blocked_of(id);
+        }
         continue;
       }
       if (s.kind == StepKind::kDetectHead) continue;
