@@ -1,4 +1,4 @@
-// Every op YOLOv5 exports use, at every opset 11-17, as a single-op model: the CPU engine against
+// Every op YOLOv5, YOLOv8 and YOLO11 exports use, at every opset 11-17, as a single-op model: the CPU engine against
 // ONNX Runtime (the cases and the oracle outputs are generated at test time by
 // tests/python/make_op_cases.py).
 #include <gtest/gtest.h>
