@@ -127,6 +127,6 @@ void check_detection_model(const ModelInfo& info);
 // Op types (default domain) the engines implement, and the opset range covered.
 const std::vector<std::string>& supported_ops();
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = 18;  // 18: what the ultralytics package exports with torch >= 2.4
 
 }  // namespace yolocu

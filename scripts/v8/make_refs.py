@@ -7,6 +7,7 @@ weights are downloaded), exports static (batch 1, 640x640) and dynamic ONNX file
 images (PyTorch FP32 on the CPU):
 
   OUT/<model>.onnx, OUT/<model>_dyn.onnx       the exports (simplified by onnxslim, as by default)
+  OUT/<model>_op18.onnx                        the static export converted to opset 18
   OUT/<model>_<image>.npz                      per sample image:
       letterboxed_bgr   640x640x3 uint8   LetterBox(auto=False) (predict with a static ONNX model)
       input             1x3x640x640       predictor.preprocess (BGR->RGB, /255)
@@ -128,6 +129,13 @@ def main():
             if Path(f).resolve() != dst:
                 os.replace(f, dst)
             print(f"[v8 refs] {dst.name}", flush=True)
+        # The package exports opset 18 with torch >= 2.4 (opset 17 with this torch): the static
+        # export converted by ONNX's version converter stands in for it.
+        import onnx
+        from onnx import version_converter
+        op18 = version_converter.convert_version(onnx.load(out / f"{name}.onnx"), 18)
+        onnx.checker.check_model(op18)
+        onnx.save(op18, out / f"{name}_op18.onnx")
 
         # the PyTorch model the exports come from (fused, as the exporter and predictor fuse it)
         model = YOLO(ckpt).model.float().fuse().eval()

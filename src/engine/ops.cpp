@@ -772,6 +772,10 @@ std::vector<int64_t> split_sizes(const Node& n, int64_t opset, const Shape& s, i
     sizes = n.attr_ints("split");
   }
   const int64_t dim = s[static_cast<size_t>(axis)];
+  if (opset >= 18 && n.has_attr("num_outputs"))
+    YOLOCU_CHECK(sizes.empty() && n.attr_int("num_outputs", 0) == static_cast<int64_t>(outputs), kInvalidArgument,
+                 n.describe(), ": num_outputs ", n.attr_int("num_outputs", 0), " with ", outputs,
+                 " outputs (and no split sizes) expected");
   if (sizes.empty()) {
     YOLOCU_CHECK(outputs > 0, kParse, n.describe(), ": no outputs");
     const int64_t k = static_cast<int64_t>(outputs);
@@ -1148,7 +1152,13 @@ const Tensor* resize_arg(const Node& n, int64_t opset, const Metas& in, const ch
 void check_resize_mode(const Node& n) {
   const std::string mode = n.attr_string("mode", "nearest");
   YOLOCU_CHECK(mode == "nearest", kUnsupported, n.describe(), ": mode '", mode,
-               "' is not supported (YOLOv5 exports use 'nearest')");
+               "' is not supported (YOLO exports use 'nearest')");
+  // opset 18 attributes: only their defaults
+  YOLOCU_CHECK(n.attr_int("antialias", 0) == 0, kUnsupported, n.describe(), ": antialias is not supported");
+  YOLOCU_CHECK(!n.has_attr("axes"), kUnsupported, n.describe(), ": the 'axes' attribute is not supported");
+  const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
+  YOLOCU_CHECK(policy == "stretch", kUnsupported, n.describe(), ": keep_aspect_ratio_policy '", policy,
+               "' is not supported");
 }
 
 Tensor upsample_scales_attr(const Node& n) {

@@ -45,6 +45,18 @@ TEST_P(V8Models, StaticBatch1MatchesUltralytics) {
   }
 }
 
+// Opset 18 (what the package writes with torch >= 2.4: Split with num_outputs, Resize-18).
+TEST_P(V8Models, Opset18MatchesUltralytics) {
+  const std::string name = GetParam();
+  YOLOCU_REQUIRE_V8(model, name + "_op18.onnx");
+  YOLOCU_REQUIRE_V8(ref_path, name + "_bus.npz");
+  auto m = load(model);
+  EXPECT_EQ(m->opset, 18);
+  CpuEngine engine(m);
+  auto ref = load_npz(ref_path);
+  expect_output(engine.run({ref["input"]})[0], ref["output"], name + " opset 18 b1 bus");
+}
+
 TEST_P(V8Models, DynamicBatch1And4MatchUltralytics) {
   const std::string name = GetParam();
   YOLOCU_REQUIRE_V8(model, name + "_dyn.onnx");

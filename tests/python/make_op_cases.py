@@ -1,4 +1,4 @@
-"""Generates single-op ONNX models for every op YOLOv5, YOLOv8 and YOLO11 exports use, at every opset 11-17, with
+"""Generates single-op ONNX models for every op YOLOv5, YOLOv8 and YOLO11 exports use, at every opset 11-18, with
 random inputs and ONNX Runtime's outputs as the oracle; and small multi-node graphs with the
 patterns the engines fuse (Conv+SiLU+residual Add, a Detect head with its tail), including the
 variants that must not be fused.
@@ -170,7 +170,8 @@ def cases(opset):
         c.append(("Split", case(opset, "split", "Split", [("x", f32(1, 3, 4, 85))], [], dict(axis=-1, split=[2, 2, 81]), n_out=3)))
         c.append(("Unsqueeze", case(opset, "unsq", "Unsqueeze", [("x", x)], [], dict(axes=[0, -1]))))
         c.append(("Squeeze", case(opset, "sq", "Squeeze", [("x", f32(1, 3, 1, 4))], [], dict(axes=[2]))))
-    c.append(("SplitEqual", case(opset, "splite", "Split", [("x", f32(2, 6, 3))], [], dict(axis=1), n_out=3)))
+    c.append(("SplitEqual", case(opset, "splite", "Split", [("x", f32(2, 6, 3))], [],
+                                 dict(axis=1, num_outputs=3) if opset >= 18 else dict(axis=1), n_out=3)))
     sl = [("st", np.array([1, 0], np.int64)), ("en", np.array([3, 100], np.int64)), ("ax", np.array([1, 3], np.int64)),
           ("sp", np.array([1, 2], np.int64))]
     c.append(("Slice", case(opset, "slice", "Slice", [("x", x)], sl)))
@@ -231,7 +232,7 @@ def main() -> int:
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     lines = []
-    for opset in range(11, 18):
+    for opset in range(11, 19):
         for name, (model, feeds) in cases(opset) + fusion_cases(opset):
             # Shape-inferred output types for the value infos (ORT needs them defined).
             model = onnx.shape_inference.infer_shapes(model)
