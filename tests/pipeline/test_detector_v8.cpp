@@ -246,7 +246,7 @@ TEST_P(V8Detector, Coco128MatchesUltralytics) {
   }
   std::printf("[ v8 det   ] %s coco128: knife edges in %d (conf 0.25) and %d (val) of %zu images\n", name.c_str(),
               edges25, edges_val, files.size());
-  EXPECT_LE(edges25 + edges_val, 12) << "knife edges are rare";
+  EXPECT_LE(edges25 + edges_val, 20) << "knife edges are rare";
   report(w25, name + " coco128 conf 0.25, images w/o knife edge");
   report(wval, name + " coco128 val, images w/o knife edge");
 }
