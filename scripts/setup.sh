@@ -19,6 +19,7 @@ apt_packages=(
   libopencv-dev                                     # tests only: OpenCV 4.6 as the letterbox oracle
   python3-torchvision python3-numpy                 # tests only: torchvision NMS as the NMS oracle
   python3-opencv                                    # bench/peer_torch_cpu.py: ultralytics on PyTorch-CPU
+  python3-yaml python3-pil python3-requests python3-psutil   # scripts/v8/make_refs.sh: the ultralytics package's deps
   python3-venv
   libpython3.11                                     # yolocu serve: Triton's Python-backend stub loads it
 )

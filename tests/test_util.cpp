@@ -30,6 +30,22 @@ std::string data_file(const std::string& relative) {
   return stat(p.c_str(), &st) == 0 ? p : std::string();
 }
 
+std::string v8_dir() {
+  const char* env = std::getenv("YOLOCU_V8_DIR");
+  return env && *env ? env : source_dir() + "/.data/v8/refs";
+}
+
+std::string v8_file(const std::string& name) {
+  struct stat st;
+  const std::string done = v8_dir() + "/COMPLETE", p = v8_dir() + "/" + name;
+  return stat(done.c_str(), &st) == 0 && stat(p.c_str(), &st) == 0 ? p : std::string();
+}
+
+bool v8_required() {
+  const char* env = std::getenv("YOLOCU_REQUIRE_V8");
+  return env && *env && std::string(env) != "0";
+}
+
 std::string scratch_dir(const std::string& name) {
   const char* env = std::getenv("YOLOCU_SCRATCH_DIR");
   const std::string p = (env && *env ? std::string(env) : std::string(YOLOCU_BINARY_DIR) + "/test-scratch") + "/" + name;

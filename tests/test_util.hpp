@@ -17,6 +17,15 @@ std::string source_dir();
 // Absolute path of a file of the shared test material (YOLOCU_DATA_DIR); empty if absent.
 std::string data_file(const std::string& relative);
 
+// The YOLOv8 / YOLO11 reference folder made by scripts/v8/make_refs.sh (models and ultralytics'
+// outputs, never committed): $YOLOCU_V8_DIR if set, else <source>/.data/v8/refs.
+std::string v8_dir();
+// Absolute path of a file there; empty if absent (or if the folder is incomplete: no COMPLETE).
+std::string v8_file(const std::string& name);
+// True when $YOLOCU_REQUIRE_V8 is set (scripts/test.sh after generating the references): a
+// missing reference is then a failure, not a skip.
+bool v8_required();
+
 // Path under the build tree for test outputs (created).
 std::string scratch_dir(const std::string& name);
 
@@ -41,6 +50,17 @@ Diff compare(const Tensor& a, const Tensor& b);
 #define YOLOCU_REQUIRE_DATA(var, rel)                                                      \
   const std::string var = ::yolocu::test::data_file(rel);                                  \
   if (var.empty()) GTEST_SKIP() << "test material not found: " << ::yolocu::test::data_dir() << "/" << rel
+
+// Skips the current test (visibly) when a YOLOv8 reference file is missing; fails instead when
+// YOLOCU_REQUIRE_V8 is set.
+#define YOLOCU_REQUIRE_V8(var, name)                                                              \
+  const std::string var = ::yolocu::test::v8_file(name);                                          \
+  if (var.empty()) {                                                                              \
+    if (::yolocu::test::v8_required())                                                            \
+      FAIL() << "YOLOCU_REQUIRE_V8: reference missing: " << ::yolocu::test::v8_dir() << "/" << name; \
+    GTEST_SKIP() << "YOLOv8 reference not found (run scripts/v8/make_refs.sh): " << ::yolocu::test::v8_dir() \
+                 << "/" << name;                                                                  \
+  }
 
 #define YOLOCU_REQUIRE_GPU() \
   if (!::yolocu::test::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"

@@ -19,13 +19,14 @@ namespace {
 void print_help() {
   std::printf(
       "usage: yolocu detect --model M.onnx [options] PATH...\n"
-      "Detects objects in images exactly as ultralytics/yolov5 v7.0 detect.py does (letterbox, model,\n"
-      "non_max_suppression, scale_boxes). PATHs are image files (JPEG, PNG), folders (their images,\n"
+      "Detects objects in images exactly as ultralytics does (YOLOv5 models: yolov5 v7.0 detect.py;\n"
+      "YOLOv8 / YOLO11 models: the ultralytics package's predict): letterbox, model,\n"
+      "non_max_suppression, scale_boxes. PATHs are image files (JPEG, PNG), folders (their images,\n"
       "sorted) and glob patterns ('coco/*.jpg', quoted).\n\n"
-      "post-processing (detect.py defaults):\n"
+      "post-processing (defaults: detect.py's for YOLOv5, predict's for YOLOv8 / YOLO11):\n"
       "  --conf C           confidence threshold (0.25)\n"
-      "  --iou T            NMS IoU threshold (0.45)\n"
-      "  --max-det N        detections per image (1000)\n"
+      "  --iou T            NMS IoU threshold (0.45; YOLOv8 / YOLO11: 0.7)\n"
+      "  --max-det N        detections per image (1000; YOLOv8 / YOLO11: 300)\n"
       "  --classes 0 2 ...  keep only these class ids\n"
       "  --agnostic         class-agnostic NMS (also --agnostic-nms)\n"
       "  --multi-label      one candidate per (box, class) above --conf\n"
@@ -108,7 +109,7 @@ int cmd_detect(int argc, char** argv) {
   }
   const std::string model = args.require("model");
   if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
-  const DetectorOptions opts = detector_options(args, detect_options());
+  const DetectorOptions opts = detector_options(args, detect_options(model_layout(model)));
   const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet"), verbose = args.flag("verbose");
   const bool save_txt = args.flag("save-txt"), save_img = args.flag("save-img"), save_conf = args.flag("save-conf");

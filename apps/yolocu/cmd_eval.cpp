@@ -20,7 +20,7 @@ void print_help() {
       "scores it against YOLO labels (DIR/<image stem>.txt, 'class cx cy w h' normalised; an image\n"
       "without a label file is background): mAP50, mAP50-95, P, R as val.py computes them.\n\n"
       "  --conf C           confidence threshold (0.001, val.py)\n"
-      "  --iou T            NMS IoU threshold (0.6)\n"
+      "  --iou T            NMS IoU threshold (0.6; YOLOv8 / YOLO11: 0.7, as their val)\n"
       "  --max-det N        detections per image (300)\n"
       "  --single-label     best class per box only (val.py default is multi-label)\n"
       "  --classes ... --agnostic --imgsz --device --batch --threads --workers   as in yolocu detect\n"
@@ -48,7 +48,7 @@ int cmd_eval(int argc, char** argv) {
   if (specs.empty()) throw UsageError("missing required option --images");
   const std::string labels_dir = args.require("labels");
   if (!fs::is_directory(labels_dir)) throw UsageError("--labels " + labels_dir + " is not a folder");
-  DetectorOptions opts = detector_options(args, val_options());
+  DetectorOptions opts = detector_options(args, val_options(model_layout(model)));
   if (args.flag("single-label")) opts.postprocess.multi_label = false;
   const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet");

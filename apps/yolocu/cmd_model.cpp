@@ -89,7 +89,7 @@ int cmd_infer(int argc, char** argv) {
 int cmd_inspect(int argc, char** argv) {
   Args args(argc, argv, 2, {"help"}, {"model"});
   if (args.flag("help")) {
-    std::printf("usage: yolocu inspect --model M.onnx\nPrints inputs, outputs, opset, op counts and metadata.\n");
+    std::printf("usage: yolocu inspect --model M.onnx\nPrints the model family and task, inputs, outputs, opset, op counts and metadata.\n");
     return 0;
   }
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);
@@ -98,6 +98,13 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("model:    %s\n", path.c_str());
   std::printf("producer: %s %s, IR version %lld, opset %lld\n", m.producer_name.c_str(), m.producer_version.c_str(),
               static_cast<long long>(m.ir_version), static_cast<long long>(m.opset));
+  const ModelInfo info = model_info(m);
+  std::printf("family:   %s (%s), task %s%s%s\n", family_name(info.family), info.title.c_str(), info.task.c_str(),
+              info.version.empty() ? "" : ", ultralytics ", info.version.c_str());
+  std::printf("          decided by: %s\n", info.family_reason.c_str());
+  if (info.family == ModelFamily::kYolov8)
+    std::printf("head:     anchor-free, output [batch, 4 + nc, anchors], no objectness (DFL in the graph)\n");
+  if (info.imgsz_h > 0) std::printf("imgsz:    %d x %d (h x w, metadata)\n", info.imgsz_h, info.imgsz_w);
   for (const auto& v : m.graph.inputs) std::printf("input:    %s %s %s\n", v.name.c_str(), dtype_name(v.dtype), dims_str(v).c_str());
   for (const auto& v : m.graph.outputs) std::printf("output:   %s %s %s\n", v.name.c_str(), dtype_name(v.dtype), dims_str(v).c_str());
   int64_t params = 0;
@@ -120,6 +127,12 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("%s\n", names.size() > 5 ? ", ...)" : names.empty() ? "" : ")");
   for (const auto& kv : m.metadata)
     if (kv.first != "names") std::printf("metadata: %s = %s\n", kv.first.c_str(), kv.second.c_str());
+  try {
+    check_detection_model(info);
+  } catch (const Error& e) {
+    std::printf("status:   NOT runnable: %s\n", e.what());
+    return 1;
+  }
   if (!unsupported.empty()) {
     std::printf("status:   NOT runnable: unsupported op(s):");
     for (const auto& u : unsupported) std::printf(" %s", u.c_str());

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "yolocu/error.hpp"
+#include "yolocu/model.hpp"
 
 namespace yolocu::cli {
 namespace fs = std::filesystem;
@@ -247,6 +248,15 @@ std::vector<std::string> detector_valued_options() {
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
+}
+
+OutputLayout model_layout(const std::string& onnx_path) {
+  try {
+    return model_info(load_onnx(onnx_path)).family == ModelFamily::kYolov8 ? OutputLayout::kYolov8
+                                                                            : OutputLayout::kYolov5;
+  } catch (const Error&) {
+    return OutputLayout::kYolov5;
+  }
 }
 
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults) {

@@ -63,6 +63,10 @@ std::vector<ImageResult> run_detector(Detector& detector, const std::vector<Inpu
 // --multi-label --imgsz --device --batch --threads), over the given post-processing defaults.
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults);
 
+// The output layout of the model file's family (model_info), for the family's default options;
+// kYolov5 when the file cannot be read (the detector then reports the problem).
+OutputLayout model_layout(const std::string& onnx_path);
+
 // The valued/flag option names detector_options() reads.
 std::vector<std::string> detector_valued_options();
 std::vector<std::string> detector_flag_options();

@@ -1,4 +1,4 @@
-// yolocu/model.hpp - a YOLOv5 ONNX model as yolocu's intermediate representation (IR).
+// yolocu/model.hpp - a YOLO ONNX model as yolocu's intermediate representation (IR).
 //
 // load_onnx() reads the file that ultralytics' export.py writes (any opset 11-17, static or
 // dynamic shapes, fp32 or fp16 weights, merged output or raw heads) into plain C++ structures:
@@ -92,9 +92,41 @@ Model load_onnx(const std::string& path, const LoadOptions& options = {});
 Model parse_onnx(const void* data, size_t size, const std::string& name = "model",
                  const LoadOptions& options = {});
 
+// Which generation of ultralytics wrote a detection export, read from the graph and the
+// metadata (docs/semantics.md):
+enum class ModelFamily {
+  kYolov5,  // ultralytics/yolov5 export.py (v6-v7): merged output [batch, rows, 5 + nc] with
+            // objectness (or the three raw Detect heads); metadata `stride`, `names` only
+  kYolov8,  // the ultralytics package (8.x: YOLOv8, YOLO11, YOLOv5u, ...): anchor-free Detect
+            // head, output [batch, 4 + nc, anchors], DFL inside, no objectness; metadata `task`,
+            // `stride`, `names`, `imgsz`, `description`, `version`
+};
+const char* family_name(ModelFamily family) noexcept;  // "yolov5", "yolov8"
+
+struct ModelInfo {
+  ModelFamily family = ModelFamily::kYolov5;
+  std::string task = "detect";  // metadata `task` ("detect", "segment", "pose", "obb", "classify");
+                                // "detect" when absent (yolov5 exports)
+  std::string title;            // e.g. "YOLOv8n", "YOLO11n" (metadata `description`), else the family
+  std::string version;          // metadata `version` (the ultralytics version), may be empty
+  int stride = 32;              // metadata `stride`
+  int imgsz_h = 0, imgsz_w = 0; // metadata `imgsz` ([h, w]), 0 when absent
+  bool end2end = false;         // metadata `end2end` True: an NMS-free export (YOLOv10, YOLO26)
+  std::string family_reason;    // how the family was decided, for `yolocu inspect`
+};
+
+// The family and task of `model`. The metadata key `task` marks the ultralytics package; without
+// it, the first output decides: [batch, rows, 5 + nc] with rows > channels (or three 4-D heads) is
+// YOLOv5, [batch, 4 + nc, anchors] with channels < anchors (or a symbolic anchor axis) is YOLOv8.
+ModelInfo model_info(const Model& model);
+
+// kUnsupported unless `info` is a detection model yolocu can run: other tasks (segment, pose, obb,
+// classify) and end-to-end exports are refused with a message naming them.
+void check_detection_model(const ModelInfo& info);
+
 // Op types (default domain) the engines implement, and the opset range covered.
 const std::vector<std::string>& supported_ops();
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = 18;  // 18: what the ultralytics package exports with torch >= 2.4
 
 }  // namespace yolocu

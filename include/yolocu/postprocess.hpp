@@ -1,7 +1,9 @@
-// yolocu/postprocess.hpp - YOLOv5 post-processing: decode, NMS, back-projection.
+// yolocu/postprocess.hpp - YOLO post-processing: decode, NMS, back-projection.
 //
-// Reproduces ultralytics/yolov5 v7.0 `non_max_suppression` + `scale_boxes` + `clip_boxes`
-// (see docs/postprocess.md). The CPU functions here are the reference; the CUDA versions
+// Reproduces ultralytics/yolov5 v7.0 `non_max_suppression` + `scale_boxes` + `clip_boxes`, and
+// the ultralytics package's (8.x: YOLOv8, YOLO11) for their anchor-free output (OutputLayout,
+// BoxScaling; see docs/postprocess.md and docs/semantics.md). The CPU functions here are the
+// reference; the CUDA versions
 // (postprocess_cuda.hpp, when built with CUDA) take the same arguments plus a stream.
 //
 // Coordinate frames: candidates are x1, y1, x2, y2 in letterbox (network input) pixels;
@@ -53,16 +55,43 @@ PostprocessOptions val_options();
 // just below 0.6f, 0.45f -> 0.45f.
 float nms_iou_cut(float iou_threshold);
 
-// A dense view of the merged model output: batch x rows x channels (channels = 5 + nc), float32
-// or float16, host memory for the CPU functions (device memory for the CUDA ones). Non-owning.
+// How a merged model output lays out its values.
+enum class OutputLayout {
+  kYolov5,  // [batch, rows, 5 + nc]: cx, cy, w, h, objectness, nc class scores per row
+            // (ultralytics/yolov5); score = objectness * class score
+  kYolov8,  // [batch, 4 + nc, anchors]: channel-major cx, cy, w, h, nc class scores, no
+            // objectness (ultralytics 8.x Detect: YOLOv8, YOLO11); score = class score
+};
+
+// A dense view of the merged model output, float32 or float16, host memory for the CPU functions
+// (device memory for the CUDA ones). Non-owning. `rows` are the candidate boxes (YOLOv8: the
+// anchors), `channels` the values per box (5 + nc, or 4 + nc for kYolov8).
 struct OutputView {
   const void* data = nullptr;
   DType dtype = DType::kFloat32;
   int64_t batch = 1, rows = 0, channels = 0;
-  int num_classes() const { return static_cast<int>(channels - 5); }
+  OutputLayout layout = OutputLayout::kYolov5;
+  int num_classes() const { return static_cast<int>(channels - (layout == OutputLayout::kYolov8 ? 4 : 5)); }
 };
-// Accepts [rows, 5 + nc] or [batch, rows, 5 + nc], float32 or float16; throws otherwise.
-OutputView output_view(const Tensor& output);
+// kYolov5: accepts [rows, 5 + nc] or [batch, rows, 5 + nc]; kYolov8: [4 + nc, anchors] or
+// [batch, 4 + nc, anchors]. float32 or float16; throws otherwise.
+OutputView output_view(const Tensor& output, OutputLayout layout = OutputLayout::kYolov5);
+
+// How boxes go back from letterbox to original pixels (after NMS), clipped to [0, W] x [0, H]:
+enum class BoxScaling {
+  kContinuousPad,  // yolov5 v7.0 scale_boxes: (x - (dst_w - W * gain) / 2) / gain
+  kIntegerPad,     // ultralytics 8.x scale_boxes: (x - left) / (new_w / W), (y - top) / (new_h / H)
+};
+// The scaling of the ultralytics generation that writes `layout`.
+constexpr BoxScaling box_scaling(OutputLayout layout) {
+  return layout == OutputLayout::kYolov8 ? BoxScaling::kIntegerPad : BoxScaling::kContinuousPad;
+}
+
+// The defaults of the ultralytics generation that writes `layout`: kYolov5 as detect_options() and
+// val_options(); kYolov8 as the ultralytics package's predict (conf 0.25, iou 0.7, max_det 300)
+// and val (conf 0.001, iou 0.7, multi-label, max_det 300).
+PostprocessOptions detect_options(OutputLayout layout);
+PostprocessOptions val_options(OutputLayout layout);
 
 // The raw Detect-head convolution outputs (before sigmoid), one per level:
 // batch x (na * (5 + nc)) x ny x nx, channel = a * (5 + nc) + k, dense, all of one dtype.
@@ -112,11 +141,13 @@ Candidates decode_raw_heads_cpu(const RawHeadsView& heads, int64_t image,
 // agnostic, max_det and nms.
 std::vector<int> nms_cpu(const Candidates& candidates, const PostprocessOptions& options);
 
-// Letterbox pixels -> original pixels (continuous pad, gain), clipped to [0, W] x [0, H].
+// Letterbox pixels -> original pixels (see BoxScaling), clipped to [0, W] x [0, H].
 Detections project_cpu(const Candidates& candidates, const std::vector<int>& keep,
-                       const LetterboxGeometry& geometry);
+                       const LetterboxGeometry& geometry,
+                       BoxScaling scaling = BoxScaling::kContinuousPad);
 
-// decode + nms + project for one image / for every image of the batch (one geometry each).
+// decode + nms + project for one image / for every image of the batch (one geometry each); the
+// projection is box_scaling(output.layout). The Tensor form reads a YOLOv5 layout.
 Detections postprocess_cpu(const OutputView& output, int64_t image,
                            const LetterboxGeometry& geometry, const PostprocessOptions& options);
 Detections postprocess_cpu(const Tensor& output, const LetterboxGeometry& geometry,

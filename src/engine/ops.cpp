@@ -282,6 +282,151 @@ void infer_unary_float(const Node& n, int64_t o, const Metas& in, Metas& out) {
     YOLOCU_CHECK(is_float(in[0].dtype), kParse, n.describe(), ": needs a float input, has ", dtype_name(in[0].dtype));
 }
 
+// ---------------------------------------------------------------- Softmax
+// Opset >= 13: along one axis (default -1). Opset < 13: the input is seen as 2-D [outer, inner]
+// split at `axis` (default 1) and every row of `inner` values is normalised. Both are
+// outer x len x inner loops; max subtracted first, the sum accumulated in double.
+struct SoftmaxDims {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+SoftmaxDims softmax_dims(const Node& n, int64_t opset, const Shape& s) {
+  const int64_t r = static_cast<int64_t>(s.size());
+  const int64_t axis = norm_axis(n, n.attr_int("axis", opset >= 13 ? -1 : 1), r);
+  SoftmaxDims d;
+  for (int64_t i = 0; i < axis; ++i) d.outer *= s[static_cast<size_t>(i)];
+  if (opset >= 13) {
+    d.len = r ? s[static_cast<size_t>(axis)] : 1;
+    for (int64_t i = axis + 1; i < r; ++i) d.inner *= s[static_cast<size_t>(i)];
+  } else {
+    for (int64_t i = axis; i < r; ++i) d.len *= s[static_cast<size_t>(i)];
+  }
+  return d;
+}
+
+void infer_softmax(const Node& n, int64_t opset, const Metas& in, Metas& out) {
+  infer_same(n, opset, in, out);
+  YOLOCU_CHECK(is_float(in[0].dtype), kParse, n.describe(), ": needs a float input, has ", dtype_name(in[0].dtype));
+  softmax_dims(n, opset, in[0].shape);  // validates the axis
+}
+
+template <typename T>
+void softmax_loop(const T* x, T* y, const SoftmaxDims& d) {
+  const int64_t lanes = d.outer * d.inner;
+  auto lane = [&](int64_t l) {
+    const int64_t o = l / d.inner, i = l % d.inner;
+    const T* px = x + o * d.len * d.inner + i;
+    T* py = y + o * d.len * d.inner + i;
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t k = 0; k < d.len; ++k) m = std::max(m, px[k * d.inner]);
+    double sum = 0;
+    for (int64_t k = 0; k < d.len; ++k) {
+      const T e = std::exp(px[k * d.inner] - m);
+      py[k * d.inner] = e;
+      sum += static_cast<double>(e);
+    }
+    const T inv = static_cast<T>(1.0 / sum);
+    for (int64_t k = 0; k < d.len; ++k) py[k * d.inner] *= inv;
+  };
+  if (lanes * d.len >= kParallelMin) {
+#pragma omp parallel for schedule(static)
+    for (int64_t l = 0; l < lanes; ++l) lane(l);
+  } else {
+    for (int64_t l = 0; l < lanes; ++l) lane(l);
+  }
+}
+
+void compute_softmax(const Node& n, int64_t opset, const In& in, const Out& out) {
+  const Tensor& x = *in[0];
+  const SoftmaxDims d = softmax_dims(n, opset, x.shape());
+  if (x.dtype() == DType::kFloat32) {
+    softmax_loop(x.data_as<float>(), out[0]->data_as<float>(), d);
+  } else if (x.dtype() == DType::kFloat64) {
+    softmax_loop(x.data_as<double>(), out[0]->data_as<double>(), d);
+  } else {
+    fail(ErrorCode::kUnsupported, n.describe(), ": element type ", dtype_name(x.dtype()));
+  }
+}
+
+// ---------------------------------------------------------------- MatMul
+// numpy.matmul: 1-D operands are promoted (a: [1, K], b: [K, 1]) and the added axis removed from
+// the result; the batch axes broadcast.
+struct MatMulDims {
+  Shape out, batch;          // result shape; broadcast batch shape
+  Shape a_batch, b_batch;    // each operand's batch axes
+  int64_t m = 1, k = 1, n = 1;
+};
+
+MatMulDims matmul_dims(const Node& node, const Shape& a, const Shape& b) {
+  YOLOCU_CHECK(!a.empty() && !b.empty(), kInvalidArgument, node.describe(), ": scalar operands");
+  MatMulDims d;
+  const bool a1 = a.size() == 1, b1 = b.size() == 1;
+  const Shape a2 = a1 ? Shape{1, a[0]} : a, b2 = b1 ? Shape{b[0], 1} : b;
+  d.m = a2[a2.size() - 2];
+  d.k = a2.back();
+  d.n = b2.back();
+  YOLOCU_CHECK(b2[b2.size() - 2] == d.k, kInvalidArgument, node.describe(), ": shapes ", shape_str(a), " and ",
+               shape_str(b), " do not multiply");
+  d.a_batch.assign(a2.begin(), a2.end() - 2);
+  d.b_batch.assign(b2.begin(), b2.end() - 2);
+  d.batch = broadcast_shapes(d.a_batch, d.b_batch, node.describe());
+  d.out = d.batch;
+  if (!a1) d.out.push_back(d.m);
+  if (!b1) d.out.push_back(d.n);
+  return d;
+}
+
+void infer_matmul(const Node& n, int64_t, const Metas& in, Metas& out) {
+  need_inputs(n, in, 2, 2);
+  YOLOCU_CHECK(in[0].dtype == in[1].dtype && (in[0].dtype == DType::kFloat32 || in[0].dtype == DType::kFloat64),
+               kUnsupported, n.describe(), ": operands must both be float32 (or float64), are ", dtype_name(in[0].dtype),
+               " and ", dtype_name(in[1].dtype));
+  out.resize(1);
+  out[0].dtype = in[0].dtype;
+  out[0].shape = matmul_dims(n, in[0].shape, in[1].shape).out;
+}
+
+template <typename T>
+void matmul_loop(const T* a, const T* b, T* y, const MatMulDims& d) {
+  const int64_t batches = shape_numel(d.batch);
+  const auto sa = bcast_strides(d.a_batch, d.batch), sb = bcast_strides(d.b_batch, d.batch);
+  const int64_t mk = d.m * d.k, kn = d.k * d.n, mn = d.m * d.n;
+  auto row = [&](int64_t t) {  // t = batch * m + i: one output row, accumulated over k in order
+    const int64_t bi = t / d.m, i = t % d.m;
+    int64_t oa = 0, ob = 0, rem = bi;
+    for (size_t ax = d.batch.size(); ax-- > 0;) {
+      const int64_t c = rem % d.batch[ax];
+      rem /= d.batch[ax];
+      oa += c * sa[ax];
+      ob += c * sb[ax];
+    }
+    const T* pa = a + oa * mk + i * d.k;
+    const T* pb = b + ob * kn;
+    T* py = y + bi * mn + i * d.n;
+    for (int64_t j = 0; j < d.n; ++j) py[j] = 0;
+    for (int64_t kk = 0; kk < d.k; ++kk) {
+      const T av = pa[kk];
+      const T* brow = pb + kk * d.n;
+      for (int64_t j = 0; j < d.n; ++j) py[j] += av * brow[j];
+    }
+  };
+  const int64_t rows = batches * d.m;
+  if (rows * d.n * d.k >= kParallelMin) {
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < rows; ++t) row(t);
+  } else {
+    for (int64_t t = 0; t < rows; ++t) row(t);
+  }
+}
+
+void compute_matmul(const Node& n, int64_t, const In& in, const Out& out) {
+  const MatMulDims d = matmul_dims(n, in[0]->shape(), in[1]->shape());
+  if (in[0]->dtype() == DType::kFloat32)
+    matmul_loop(in[0]->data_as<float>(), in[1]->data_as<float>(), out[0]->data_as<float>(), d);
+  else
+    matmul_loop(in[0]->data_as<double>(), in[1]->data_as<double>(), out[0]->data_as<double>(), d);
+}
+
 // ---------------------------------------------------------------- Identity / Cast / Constant
 void compute_copy(const Node&, int64_t, const In& in, const Out& out) {
   if (out[0]->data() != in[0]->data() && in[0]->nbytes()) std::memcpy(out[0]->data(), in[0]->data(), in[0]->nbytes());
@@ -627,6 +772,10 @@ std::vector<int64_t> split_sizes(const Node& n, int64_t opset, const Shape& s, i
     sizes = n.attr_ints("split");
   }
   const int64_t dim = s[static_cast<size_t>(axis)];
+  if (opset >= 18 && n.has_attr("num_outputs"))
+    YOLOCU_CHECK(sizes.empty() && n.attr_int("num_outputs", 0) == static_cast<int64_t>(outputs), kInvalidArgument,
+                 n.describe(), ": num_outputs ", n.attr_int("num_outputs", 0), " with ", outputs,
+                 " outputs (and no split sizes) expected");
   if (sizes.empty()) {
     YOLOCU_CHECK(outputs > 0, kParse, n.describe(), ": no outputs");
     const int64_t k = static_cast<int64_t>(outputs);
@@ -654,19 +803,23 @@ void infer_split(const Node& n, int64_t opset, const Metas& in, Metas& out) {
   }
 }
 
-void compute_split(const Node& n, int64_t, const In& in, const Out& out) {
+void compute_split(const Node& n, int64_t opset, const In& in, const Out& out) {
   const Tensor& x = *in[0];
   const int64_t r = static_cast<int64_t>(x.rank());
   const int64_t axis = norm_axis(n, n.attr_int("axis", 0), r);
-  int64_t outer = 1;
+  // the sizes, not the outputs, place each part: an unused (null) output still takes its share
+  const auto sizes = split_sizes(n, opset, x.shape(), axis, out.size(), opt(in, 1));
+  int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= x.shape()[static_cast<size_t>(d)];
   const int64_t es = static_cast<int64_t>(dtype_size(x.dtype()));
-  const int64_t xstride = outer ? x.numel() / outer * es : 0;
+  const int64_t xstride = x.shape()[static_cast<size_t>(axis)] * inner * es;
   int64_t off = 0;
-  for (Tensor* y : out) {
-    if (!y) continue;
-    const int64_t block = outer ? y->numel() / outer * es : 0;
-    copy_blocks(static_cast<uint8_t*>(y->data()), block, static_cast<const uint8_t*>(x.data()) + off, xstride, outer, block);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t block = sizes[i] * inner * es;
+    if (out[i])
+      copy_blocks(static_cast<uint8_t*>(out[i]->data()), block, static_cast<const uint8_t*>(x.data()) + off, xstride,
+                  outer, block);
     off += block;
   }
 }
@@ -999,7 +1152,13 @@ const Tensor* resize_arg(const Node& n, int64_t opset, const Metas& in, const ch
 void check_resize_mode(const Node& n) {
   const std::string mode = n.attr_string("mode", "nearest");
   YOLOCU_CHECK(mode == "nearest", kUnsupported, n.describe(), ": mode '", mode,
-               "' is not supported (YOLOv5 exports use 'nearest')");
+               "' is not supported (YOLO exports use 'nearest')");
+  // opset 18 attributes: only their defaults
+  YOLOCU_CHECK(n.attr_int("antialias", 0) == 0, kUnsupported, n.describe(), ": antialias is not supported");
+  YOLOCU_CHECK(!n.has_attr("axes"), kUnsupported, n.describe(), ": the 'axes' attribute is not supported");
+  const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
+  YOLOCU_CHECK(policy == "stretch", kUnsupported, n.describe(), ": keep_aspect_ratio_policy '", policy,
+               "' is not supported");
 }
 
 Tensor upsample_scales_attr(const Node& n) {
@@ -1197,6 +1356,8 @@ const OpDef kOps[] = {
     {"Squeeze", infer_squeeze, compute_copy, true},
     {"Flatten", infer_flatten, compute_copy, true},
     {"Transpose", infer_transpose, compute_transpose, false},
+    {"Softmax", infer_softmax, compute_softmax, false},
+    {"MatMul", infer_matmul, compute_matmul, false},
     {"Concat", infer_concat, compute_concat, false},
     {"Split", infer_split, compute_split, false},
     {"Slice", infer_slice, compute_slice, false},

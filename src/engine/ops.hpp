@@ -1,4 +1,4 @@
-// Reference implementations of the ONNX ops YOLOv5 exports use (opsets 7-17), shared by constant
+// Reference implementations of the ONNX ops YOLO exports use (opsets 7-18), shared by constant
 // folding, the CPU executor and the parity tests of the GPU engine.
 //
 // Each op has two halves: infer() derives output dtypes and shapes from input metadata (and from

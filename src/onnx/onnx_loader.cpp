@@ -326,4 +326,96 @@ int Model::stride() const {
   }
 }
 
+const char* family_name(ModelFamily family) noexcept {
+  switch (family) {
+    case ModelFamily::kYolov5: return "yolov5";
+    case ModelFamily::kYolov8: return "yolov8";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string meta(const Model& m, const std::string& key) {
+  auto it = m.metadata.find(key);
+  return it == m.metadata.end() ? std::string() : it->second;
+}
+
+// "Ultralytics YOLOv8n model " -> "YOLOv8n"; anything else -> "".
+std::string title_from_description(const std::string& d) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : d + " ") {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!w.empty()) words.push_back(w);
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  for (const auto& x : words)
+    if (x.size() > 4 && x.compare(0, 4, "YOLO") == 0) return x;
+  return "";
+}
+
+}  // namespace
+
+ModelInfo model_info(const Model& m) {
+  ModelInfo info;
+  info.stride = m.stride();
+  info.version = meta(m, "version");
+  const std::string task = meta(m, "task");
+  const std::string imgsz = meta(m, "imgsz");  // "[640, 640]"
+  {
+    std::vector<int> v;
+    int cur = -1;
+    for (char c : imgsz + ",") {
+      if (std::isdigit(static_cast<unsigned char>(c))) {
+        cur = (cur < 0 ? 0 : cur) * 10 + (c - '0');
+        if (cur > 1 << 20) break;
+      } else if (cur >= 0) {
+        v.push_back(cur);
+        cur = -1;
+      }
+    }
+    if (v.size() == 2) {
+      info.imgsz_h = v[0];
+      info.imgsz_w = v[1];
+    }
+  }
+  const std::string e2e = meta(m, "end2end");
+  info.end2end = e2e == "True" || e2e == "true" || e2e == "1";
+  if (!task.empty()) {
+    info.family = ModelFamily::kYolov8;
+    info.task = task;
+    info.family_reason = "metadata task '" + task + "' (written by the ultralytics package)";
+  } else {
+    // No `task`: the first output's layout decides.
+    const auto& outs = m.graph.outputs;
+    info.family = ModelFamily::kYolov5;
+    info.family_reason = "no metadata task: yolov5 export";
+    if (outs.size() == 1 && outs[0].has_shape && outs[0].dims.size() == 3) {
+      const Dim& a = outs[0].dims[1];
+      const Dim& b = outs[0].dims[2];
+      const bool v8 = a.is_static() && (!b.is_static() || a.value < b.value);
+      if (v8) {
+        info.family = ModelFamily::kYolov8;
+        info.family_reason = "no metadata task; output [batch, 4 + nc, anchors] (channels before anchors)";
+      } else {
+        info.family_reason = "no metadata task; output [batch, rows, 5 + nc]";
+      }
+    }
+  }
+  info.title = title_from_description(meta(m, "description"));
+  if (info.title.empty()) info.title = info.family == ModelFamily::kYolov5 ? "YOLOv5" : "YOLOv8-style";
+  return info;
+}
+
+void check_detection_model(const ModelInfo& info) {
+  YOLOCU_CHECK(info.task == "detect", kUnsupported, "this is a '", info.task, "' model (", info.title,
+               "): only detection models are supported; segment, pose, obb and classify exports are not (yet)");
+  YOLOCU_CHECK(!info.end2end, kUnsupported, "this is an end-to-end (NMS-free) export (", info.title,
+               ", metadata end2end=True): not supported; export it with end2end=False");
+}
+
 }  // namespace yolocu

@@ -1,5 +1,6 @@
 // CpuDetector: the reference pipeline on the host. Exact letterbox -> one batched input tensor ->
-// CpuEngine (oneDNN) -> CPU post-processing (merged output or the three raw Detect heads).
+// CpuEngine (oneDNN) -> CPU post-processing (YOLOv5: merged output or the three raw Detect heads;
+// YOLOv8 / YOLO11: the anchor-free [batch, 4 + nc, anchors] output).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -60,6 +61,7 @@ class CpuDetector final : public Detector {
   int chunk_ = 1;              // images per engine run
   DType input_dtype_ = DType::kFloat32;
   OutputKind kind_ = OutputKind::kMerged;
+  OutputLayout layout_ = OutputLayout::kYolov5;  // of a merged output
   int num_classes_ = 0;
 
   std::vector<Context> contexts_;
@@ -111,6 +113,9 @@ CpuDetector::CpuDetector(const std::string& path, const DetectorOptions& options
 
 void CpuDetector::inspect_model() {
   const Graph& g = model_->graph;
+  const ModelInfo info = model_info(*model_);
+  check_detection_model(info);  // segment / pose / obb / classify / end-to-end: refused by name
+  layout_ = info.family == ModelFamily::kYolov8 ? OutputLayout::kYolov8 : OutputLayout::kYolov5;
   YOLOCU_CHECK(g.inputs.size() == 1, kUnsupported, "detector: the model must have one input, it has ",
                g.inputs.size());
   const ValueInfo& in = g.inputs[0];
@@ -165,14 +170,24 @@ void CpuDetector::inspect_model() {
     for (const Tensor& t : outs) shapes.push_back(t.shape());
   }
   const Shape& o0 = shapes[0];
-  const bool raw = shapes.size() == 3 && o0.size() == 4;
-  kind_ = raw ? OutputKind::kRawHeads : OutputKind::kMerged;
-  YOLOCU_CHECK(raw || o0.size() == 3, kUnsupported, "detector: output '", g.outputs[0].name, "' is ",
-               shape_str(o0), ": expected [batch, rows, 5 + nc] or three [batch, 3 * (5 + nc), ny, nx] heads");
-  const int64_t channels = raw ? o0[1] : o0[2];
-  const int64_t nc = raw ? channels / 3 - 5 : channels - 5;
-  YOLOCU_CHECK(nc >= 1 && (!raw || channels % 3 == 0), kUnsupported, "detector: output '", g.outputs[0].name,
-               "' has ", channels, " channels: not a YOLOv5 detection output");
+  int64_t nc = 0;
+  if (layout_ == OutputLayout::kYolov8) {
+    kind_ = OutputKind::kMerged;
+    YOLOCU_CHECK(o0.size() == 3, kUnsupported, "detector: output '", g.outputs[0].name, "' of this ", info.title,
+                 " model is ", shape_str(o0), ": expected [batch, 4 + nc, anchors]");
+    nc = o0[1] - 4;
+    YOLOCU_CHECK(nc >= 1, kUnsupported, "detector: output '", g.outputs[0].name, "' has ", o0[1],
+                 " channels: not a YOLOv8 detection output (4 + nc)");
+  } else {
+    const bool raw = shapes.size() == 3 && o0.size() == 4;
+    kind_ = raw ? OutputKind::kRawHeads : OutputKind::kMerged;
+    YOLOCU_CHECK(raw || o0.size() == 3, kUnsupported, "detector: output '", g.outputs[0].name, "' is ",
+                 shape_str(o0), ": expected [batch, rows, 5 + nc] or three [batch, 3 * (5 + nc), ny, nx] heads");
+    const int64_t channels = raw ? o0[1] : o0[2];
+    nc = raw ? channels / 3 - 5 : channels - 5;
+    YOLOCU_CHECK(nc >= 1 && (!raw || channels % 3 == 0), kUnsupported, "detector: output '", g.outputs[0].name,
+                 "' has ", channels, " channels: not a YOLOv5 detection output");
+  }
   num_classes_ = static_cast<int>(nc);
   for (int c : options_.postprocess.classes)
     YOLOCU_CHECK(c >= 0 && c < num_classes_, kInvalidArgument, "detector: class filter ", c,
@@ -244,11 +259,11 @@ std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& im
       for (size_t i = 0; i < count; ++i) {
         const Candidates c = decode(static_cast<int64_t>(i));
         if (trace) trace->candidates.push_back(candidates_tensor(c));
-        results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i]);
+        results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i], box_scaling(layout_));
       }
     };
     if (kind_ == OutputKind::kMerged) {
-      const OutputView view = output_view(outputs[0]);
+      const OutputView view = output_view(outputs[0], layout_);
       YOLOCU_CHECK(view.num_classes() == num_classes_, kInternal, "detector: output has ", view.num_classes(),
                    " classes, expected ", num_classes_);
       finish([&](int64_t i) { return decode_cpu(view, i, po); });

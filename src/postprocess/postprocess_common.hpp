@@ -51,13 +51,24 @@ YOLOCU_HD Box nms_box(const Box& b, int class_id, bool agnostic) {
 
 // scale_boxes + clip_boxes in float32 (the reference subtracts float(pad), divides by float(gain)).
 struct ProjectParams {
-  float pad_x, pad_y, gain, width, height;
+  float pad_x, pad_y, gain_x, gain_y, width, height;
 };
 
-inline ProjectParams project_params(const LetterboxGeometry& g) {
-  return ProjectParams{static_cast<float>(g.pad_x), static_cast<float>(g.pad_y),
-                       static_cast<float>(g.gain), static_cast<float>(g.src_w),
-                       static_cast<float>(g.src_h)};
+// kContinuousPad (yolov5): pad = (dst - src * gain) / 2, one gain for both axes.
+// kIntegerPad (ultralytics 8.x): pad = the integer left / top padding, gain per axis =
+// new / src with new = max(round(src * gain), 1), as LetterBox rounds each side.
+inline ProjectParams project_params(const LetterboxGeometry& g,
+                                    BoxScaling scaling = BoxScaling::kContinuousPad) {
+  if (scaling == BoxScaling::kIntegerPad) {
+    const int new_w = g.new_w > 1 ? g.new_w : 1, new_h = g.new_h > 1 ? g.new_h : 1;
+    return ProjectParams{static_cast<float>(g.left), static_cast<float>(g.top),
+                         static_cast<float>(static_cast<double>(new_w) / g.src_w),
+                         static_cast<float>(static_cast<double>(new_h) / g.src_h),
+                         static_cast<float>(g.src_w), static_cast<float>(g.src_h)};
+  }
+  const float gain = static_cast<float>(g.gain);
+  return ProjectParams{static_cast<float>(g.pad_x), static_cast<float>(g.pad_y), gain, gain,
+                       static_cast<float>(g.src_w), static_cast<float>(g.src_h)};
 }
 
 YOLOCU_HD float clamp_coord(float v, float hi) {
@@ -67,10 +78,10 @@ YOLOCU_HD float clamp_coord(float v, float hi) {
 }
 
 YOLOCU_HD Box project_box(const Box& b, const ProjectParams& p) {
-  return Box{clamp_coord((b.x1 - p.pad_x) / p.gain, p.width),
-             clamp_coord((b.y1 - p.pad_y) / p.gain, p.height),
-             clamp_coord((b.x2 - p.pad_x) / p.gain, p.width),
-             clamp_coord((b.y2 - p.pad_y) / p.gain, p.height)};
+  return Box{clamp_coord((b.x1 - p.pad_x) / p.gain_x, p.width),
+             clamp_coord((b.y1 - p.pad_y) / p.gain_y, p.height),
+             clamp_coord((b.x2 - p.pad_x) / p.gain_x, p.width),
+             clamp_coord((b.y2 - p.pad_y) / p.gain_y, p.height)};
 }
 
 }  // namespace yolocu

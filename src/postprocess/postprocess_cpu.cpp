@@ -1,5 +1,6 @@
-// CPU reference of YOLOv5 post-processing (ultralytics/yolov5 v7.0 non_max_suppression,
-// scale_boxes, clip_boxes). See docs/postprocess.md for what is matched and why.
+// CPU reference of YOLO post-processing: ultralytics/yolov5 v7.0 non_max_suppression,
+// scale_boxes, clip_boxes, and the ultralytics package's (8.x) for the anchor-free YOLOv8 / YOLO11
+// output. See docs/postprocess.md and docs/semantics.md for what is matched and why.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -63,6 +64,32 @@ void emit_row(const float* v, int nc, int row, bool fp16, float conf, const Post
   out.push_back({box, best, best_c, row});
 }
 
+// The same for a YOLOv8 / YOLO11 row (values v[0..3+nc]: cx, cy, w, h, class scores; no
+// objectness), as the ultralytics package's non_max_suppression: the row is a candidate when its
+// best class score is > conf (amax: a NaN score drops the row); score = class score.
+void emit_row_v8(const float* v, int nc, int row, bool fp16, float conf, const PostprocessOptions& o,
+                 Candidates& out) {
+  auto r = [fp16](float x) { return fp16 ? round_half(x) : x; };
+  const Box box = xywh_to_xyxy(v[0], v[1], v[2], v[3], r);
+  if (o.multi_label && nc > 1) {  // multi_label &= nc > 1
+    for (int c = 0; c < nc; ++c) {
+      const float s = v[4 + c];
+      if (s > conf && class_allowed(o.classes, c)) out.push_back({box, s, c, row});
+    }
+    return;
+  }
+  float best = v[4];
+  int best_c = 0;
+  for (int c = 1; c < nc; ++c) {
+    if (v[4 + c] > best) {  // torch.max: the first index of the maximum
+      best = v[4 + c];
+      best_c = c;
+    }
+  }
+  if (!(best > conf) || !class_allowed(o.classes, best_c)) return;
+  out.push_back({box, best, best_c, row});
+}
+
 void sort_and_cap(Candidates& c, int max_nms, int64_t* overflow) {
   std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
     return canonical_before(a.score, a.row, a.class_id, b.score, b.row, b.class_id);
@@ -110,6 +137,25 @@ PostprocessOptions val_options() {
   return o;
 }
 
+PostprocessOptions detect_options(OutputLayout layout) {
+  if (layout != OutputLayout::kYolov8) return detect_options();
+  PostprocessOptions o;  // ultralytics/cfg/default.yaml: conf 0.25 (predict), iou 0.7, max_det 300
+  o.conf_threshold = 0.25f;
+  o.iou_threshold = 0.7f;
+  o.max_det = 300;
+  return o;
+}
+
+PostprocessOptions val_options(OutputLayout layout) {
+  if (layout != OutputLayout::kYolov8) return val_options();
+  PostprocessOptions o;  // DetectionValidator: conf 0.001, iou 0.7, multi_label=True, max_det 300
+  o.conf_threshold = 0.001f;
+  o.iou_threshold = 0.7f;
+  o.multi_label = true;
+  o.max_det = 300;
+  return o;
+}
+
 float nms_iou_cut(float iou_threshold) {
   // The decimal the caller wrote: the shortest %g form that reads back as the same float.
   double t = iou_threshold;
@@ -127,10 +173,30 @@ float nms_iou_cut(float iou_threshold) {
   return f;
 }
 
-OutputView output_view(const Tensor& output) {
+OutputView output_view(const Tensor& output, OutputLayout layout) {
   YOLOCU_CHECK(!output.empty(), kInvalidArgument, "postprocess: empty output tensor");
   YOLOCU_CHECK(output.dtype() == DType::kFloat32 || output.dtype() == DType::kFloat16, kUnsupported,
                "postprocess: output must be float32 or float16, got ", dtype_name(output.dtype()));
+  if (layout == OutputLayout::kYolov8) {
+    YOLOCU_CHECK(output.rank() == 2 || output.rank() == 3, kInvalidArgument,
+                 "postprocess: a YOLOv8 output must be [4+nc, anchors] or [batch, 4+nc, anchors], got ",
+                 shape_str(output.shape()));
+    OutputView v;
+    v.data = output.data();
+    v.dtype = output.dtype();
+    v.layout = layout;
+    v.batch = output.rank() == 3 ? output.dim(0) : 1;
+    v.channels = output.dim(output.rank() - 2);
+    v.rows = output.dim(output.rank() - 1);
+    YOLOCU_CHECK(v.channels >= 5 && v.channels <= (1 << 20), kInvalidArgument,
+                 "postprocess: a YOLOv8 output needs 4 + nc channels with nc >= 1, got shape ",
+                 shape_str(output.shape()));
+    YOLOCU_CHECK(v.rows <= std::numeric_limits<int>::max(), kInvalidArgument,
+                 "postprocess: too many anchors: ", v.rows);
+    return v;
+  }
+  YOLOCU_CHECK(layout == OutputLayout::kYolov5, kInvalidArgument, "postprocess: unknown output layout ",
+               static_cast<int>(layout));
   YOLOCU_CHECK(output.rank() == 2 || output.rank() == 3, kInvalidArgument,
                "postprocess: output must be [rows, 5+nc] or [batch, rows, 5+nc], got ",
                shape_str(output.shape()));
@@ -193,8 +259,11 @@ Candidates decode_cpu(const OutputView& out, int64_t image, const PostprocessOpt
                       int64_t* overflow) {
   validate_options(o);
   YOLOCU_CHECK(out.data || out.rows == 0, kInvalidArgument, "decode: null output data");
-  YOLOCU_CHECK(out.channels >= 6, kInvalidArgument, "decode: channels must be 5 + nc >= 6, got ",
-               out.channels);
+  YOLOCU_CHECK(out.layout == OutputLayout::kYolov5 || out.layout == OutputLayout::kYolov8, kInvalidArgument,
+               "decode: unknown output layout ", static_cast<int>(out.layout));
+  const bool v8 = out.layout == OutputLayout::kYolov8;
+  YOLOCU_CHECK(out.channels >= (v8 ? 5 : 6), kInvalidArgument, "decode: channels must be ",
+               v8 ? "4 + nc >= 5" : "5 + nc >= 6", ", got ", out.channels);
   YOLOCU_CHECK(out.dtype == DType::kFloat32 || out.dtype == DType::kFloat16, kUnsupported,
                "decode: output must be float32 or float16");
   YOLOCU_CHECK(image >= 0 && image < out.batch, kInvalidArgument, "decode: image ", image,
@@ -207,12 +276,33 @@ Candidates decode_cpu(const OutputView& out, int64_t image, const PostprocessOpt
   std::vector<float> v(static_cast<size_t>(out.channels));
   Candidates c;
   const int64_t base = image * out.rows * out.channels;
-  for (int64_t r = 0; r < out.rows; ++r) {
-    const int64_t at = base + r * out.channels;
-    // cheap objectness test before converting the whole row
-    if (!(load_value(out.data, out.dtype, at + 4) > conf)) continue;
-    for (int64_t k = 0; k < out.channels; ++k) v[static_cast<size_t>(k)] = load_value(out.data, out.dtype, at + k);
-    emit_row(v.data(), nc, static_cast<int>(r), fp16, conf, o, c);
+  if (v8) {
+    // Channel-major: the best class score of every anchor in one sweep over the contiguous
+    // channels (amax(cls) > conf prefilter; NaN propagates and fails the test), then the rows
+    // that pass are gathered.
+    std::vector<float> best(static_cast<size_t>(out.rows), -std::numeric_limits<float>::infinity());
+    for (int64_t k = 4; k < out.channels; ++k) {
+      const int64_t at = base + k * out.rows;
+      for (int64_t r = 0; r < out.rows; ++r) {
+        const float s = load_value(out.data, out.dtype, at + r);
+        float& b = best[static_cast<size_t>(r)];
+        b = (s > b || std::isnan(s)) && !std::isnan(b) ? s : b;
+      }
+    }
+    for (int64_t r = 0; r < out.rows; ++r) {
+      if (!(best[static_cast<size_t>(r)] > conf)) continue;
+      for (int64_t k = 0; k < out.channels; ++k)
+        v[static_cast<size_t>(k)] = load_value(out.data, out.dtype, base + k * out.rows + r);
+      emit_row_v8(v.data(), nc, static_cast<int>(r), fp16, conf, o, c);
+    }
+  } else {
+    for (int64_t r = 0; r < out.rows; ++r) {
+      const int64_t at = base + r * out.channels;
+      // cheap objectness test before converting the whole row
+      if (!(load_value(out.data, out.dtype, at + 4) > conf)) continue;
+      for (int64_t k = 0; k < out.channels; ++k) v[static_cast<size_t>(k)] = load_value(out.data, out.dtype, at + k);
+      emit_row(v.data(), nc, static_cast<int>(r), fp16, conf, o, c);
+    }
   }
   sort_and_cap(c, o.max_nms, overflow);
   return c;
@@ -294,9 +384,11 @@ std::vector<int> nms_cpu(const Candidates& c, const PostprocessOptions& o) {
 }
 
 Detections project_cpu(const Candidates& c, const std::vector<int>& keep,
-                       const LetterboxGeometry& g) {
+                       const LetterboxGeometry& g, BoxScaling scaling) {
   check_geometry(g);
-  const ProjectParams p = project_params(g);
+  YOLOCU_CHECK(scaling == BoxScaling::kContinuousPad || scaling == BoxScaling::kIntegerPad, kInvalidArgument,
+               "project: unknown box scaling ", static_cast<int>(scaling));
+  const ProjectParams p = project_params(g, scaling);
   Detections d;
   d.reserve(keep.size());
   for (int k : keep) {
@@ -313,7 +405,7 @@ Detections postprocess_cpu(const OutputView& output, int64_t image, const Letter
                            const PostprocessOptions& o) {
   check_geometry(g);
   const Candidates c = decode_cpu(output, image, o);
-  return project_cpu(c, nms_cpu(c, o), g);
+  return project_cpu(c, nms_cpu(c, o), g, box_scaling(output.layout));
 }
 
 Detections postprocess_cpu(const Tensor& output, const LetterboxGeometry& g,

@@ -746,6 +746,9 @@ void postprocess_cuda(const OutputView& out, const std::vector<LetterboxGeometry
                       const PostprocessOptions& o, PostprocessWorkspace& ws, cudaStream_t stream) {
   PostprocessWorkspace::Impl& w = *ws.impl_;
   YOLOCU_CHECK(out.data != nullptr, kInvalidArgument, "postprocess_cuda: null output data");
+  YOLOCU_CHECK(out.layout == OutputLayout::kYolov5, kUnsupported,
+               "postprocess_cuda: the YOLOv8 / YOLO11 output layout is not implemented on the GPU yet "
+               "(use the CPU post-processing)");
   check_call(o, w, out.batch, out.rows, out.channels - 5, out.dtype, geometries.size(),
              "postprocess_cuda");
   const int batch = static_cast<int>(out.batch);

@@ -292,3 +292,43 @@ TEST(CliDetect, HelpAndUsage) {
 
 }  // namespace
 }  // namespace yolocu::test
+
+namespace yolocu::test {
+namespace {
+
+// A YOLOv8 / YOLO11 model through the command line with no post-processing option: the family's
+// defaults (ultralytics predict: conf 0.25, iou 0.7, max_det 300) give ultralytics' detections;
+// `inspect` names the family.
+TEST(CliDetect, V8ModelsUseTheirFamilyDefaults) {
+  const std::string bus = data_file("images/bus.jpg"), names_path = data_file("coco.names");
+  if (bus.empty() || names_path.empty()) GTEST_SKIP() << "test material not found in " << data_dir();
+  std::vector<std::string> names;
+  std::ifstream in(names_path);
+  for (std::string line; std::getline(in, line);) names.push_back(line);
+  for (const std::string name : {"yolov8n", "yolo11n"}) {
+    SCOPED_TRACE(name);
+    YOLOCU_REQUIRE_V8(model, name + ".onnx");
+    YOLOCU_REQUIRE_V8(npz, name + "_bus.npz");
+    const Tensor ref = load_npz(npz).at("detect");
+    std::string out, err;
+    ASSERT_EQ(run_yolocu("detect --model " + quote(model) + " --device cpu --quiet --json - " + quote(bus), &out, &err), 0)
+        << err;
+    const Json j = parse_json(out);
+    const Json& dets = j["images"][0]["detections"];
+    ASSERT_EQ(static_cast<int64_t>(dets.arr.size()), ref.dim(0));
+    for (size_t k = 0; k < dets.arr.size(); ++k) {
+      const float* w = ref.data_as<float>() + 6 * k;
+      for (int c = 0; c < 4; ++c) EXPECT_NEAR(dets[k]["box"][static_cast<size_t>(c)].num, w[c], 0.5);
+      EXPECT_NEAR(dets[k]["confidence"].num, w[4], 1e-3);
+      EXPECT_EQ(dets[k]["class_id"].num, w[5]);
+      EXPECT_EQ(dets[k]["class_name"].str, names.at(static_cast<size_t>(w[5])));
+    }
+    ASSERT_EQ(run_yolocu("inspect --model " + quote(model), &out, &err), 0) << err;
+    EXPECT_NE(out.find(std::string("family:   yolov8 (") + (name == "yolov8n" ? "YOLOv8n" : "YOLO11n") + "), task detect"),
+              std::string::npos)
+        << out;
+  }
+}
+
+}  // namespace
+}  // namespace yolocu::test

@@ -152,3 +152,13 @@ TEST(Models, MetadataAndInspect) {
   EXPECT_EQ(dyn.graph.inputs[0].dims[0].param, "batch");
   EXPECT_FALSE(dyn.graph.inputs[0].dims[2].is_static());
 }
+
+TEST(Models, Yolov5Family) {
+  for (const char* rel : {"models/yolov5n.onnx", "models/yolov5n_dyn.onnx", "models/yolov5n_raw_heads.onnx"}) {
+    YOLOCU_REQUIRE_DATA(path, rel);
+    const ModelInfo info = model_info(load_onnx(path));
+    EXPECT_EQ(info.family, ModelFamily::kYolov5) << rel << ": " << info.family_reason;
+    EXPECT_EQ(info.task, "detect");
+    EXPECT_NO_THROW(check_detection_model(info));
+  }
+}

@@ -1,6 +1,8 @@
 // Edge cases of decode / NMS / projection on hand-built outputs whose results follow from the
-// specification directly (reference-semantics.md §2-§4).
+// specification directly (reference-semantics.md §2-§4; for the YOLOv8 layout docs/semantics.md).
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include "postprocess_test_util.hpp"
 #include "yolocu/error.hpp"
@@ -181,6 +183,105 @@ TEST(Edge, InvalidOptionsAreRejected) {
   o = {};
   o.classes = {-1};
   expect_invalid(o, "classes");
+}
+
+}  // namespace
+
+namespace {
+
+// ---- YOLOv8 / YOLO11 layout: [batch, 4 + nc, anchors], class scores only (docs/semantics.md,
+// ultralytics 8.x non_max_suppression and scale_boxes).
+
+// Channel-major output from per-anchor rows {cx, cy, w, h, cls...}.
+Tensor make_v8_output(const std::vector<std::vector<float>>& anchors, int nc) {
+  const int64_t a = static_cast<int64_t>(anchors.size());
+  Tensor t(DType::kFloat32, {1, 4 + nc, a});
+  for (int64_t i = 0; i < a; ++i)
+    for (int k = 0; k < 4 + nc; ++k) t.data_as<float>()[k * a + i] = anchors[static_cast<size_t>(i)].at(static_cast<size_t>(k));
+  return t;
+}
+
+TEST(EdgeV8, ClassScoresOnlyNanAndTies) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor out = make_v8_output({{100, 100, 20, 40, 0.3f, 0.6f},      // best class 1, 0.6
+                                     {300, 300, 10, 10, nan, 0.9f},       // amax NaN: dropped
+                                     {500, 500, 10, 10, 0.25f, 0.25f},    // == conf: strict, dropped
+                                     {50, 500, 10, 10, 0.7f, 0.7f}},      // tie: first class
+                                    2);
+  const OutputView v = output_view(out, OutputLayout::kYolov8);
+  EXPECT_EQ(v.rows, 4);
+  EXPECT_EQ(v.num_classes(), 2);
+  PostprocessOptions o;  // conf 0.25
+  Candidates c = decode_cpu(v, 0, o);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].row, 3);
+  EXPECT_EQ(c[0].class_id, 0);
+  EXPECT_FLOAT_EQ(c[0].score, 0.7f);
+  EXPECT_EQ(c[1].row, 0);
+  EXPECT_EQ(c[1].class_id, 1);
+  EXPECT_FLOAT_EQ(c[1].score, 0.6f);  // no objectness factor
+  EXPECT_FLOAT_EQ(c[1].box.x1, 90.f);
+  EXPECT_FLOAT_EQ(c[1].box.y2, 120.f);
+  o.multi_label = true;  // one candidate per class > conf; the NaN anchor stays dropped
+  c = decode_cpu(v, 0, o);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[3].row, 0);
+  EXPECT_EQ(c[3].class_id, 0);
+  EXPECT_FLOAT_EQ(c[3].score, 0.3f);
+  o.classes = {1};
+  c = decode_cpu(v, 0, o);
+  ASSERT_EQ(c.size(), 2u);  // rows 3 and 0, class 1 each
+  EXPECT_EQ(c[0].class_id, 1);
+  EXPECT_EQ(c[1].class_id, 1);
+}
+
+TEST(EdgeV8, MultiLabelWithOneClassIsBestClass) {
+  const Tensor out = make_v8_output({{100, 100, 20, 40, 0.6f}, {200, 100, 20, 40, 0.1f}}, 1);
+  PostprocessOptions o;
+  o.multi_label = true;
+  const Candidates c = decode_cpu(output_view(out, OutputLayout::kYolov8), 0, o);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].row, 0);
+}
+
+TEST(EdgeV8, IntegerPadProjection) {
+  // 810 x 1080 -> gain 640/1080, new 480 x 640, left pad 80 (both families); yolov5 maps back
+  // with the continuous pad (640 - 810 * gain) / 2 = 80.0000..., ultralytics 8.x with the integer
+  // pad 80 and gain_x = 480 / 810.
+  const LetterboxGeometry g = letterbox_geometry(810, 1080, 640, 640);
+  ASSERT_EQ(g.left, 80);
+  ASSERT_EQ(g.new_w, 480);
+  const Candidates c = {{Box{80.f, 0.f, 560.f, 640.f}, 0.9f, 0, 0}, {Box{320.f, 320.f, 330.f, 330.f}, 0.8f, 0, 1}};
+  const Detections d = project_cpu(c, {0, 1}, g, BoxScaling::kIntegerPad);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_FLOAT_EQ(d[0].x1, 0.f);
+  EXPECT_FLOAT_EQ(d[0].x2, 810.f);
+  EXPECT_FLOAT_EQ(d[0].y2, 1080.f);
+  const float gx = static_cast<float>(480.0 / 810.0), gy = static_cast<float>(640.0 / 1080.0);
+  EXPECT_FLOAT_EQ(d[1].x1, (320.f - 80.f) / gx);
+  EXPECT_FLOAT_EQ(d[1].y1, 320.f / gy);
+  // a 500 x 806 image: new 397 x 640, pads 121 / 122; continuous pad 121.489 (yolov5)
+  const LetterboxGeometry h = letterbox_geometry(500, 806, 640, 640);
+  const Candidates c2 = {{Box{121.f, 0.f, 200.f, 10.f}, 0.9f, 0, 0}};
+  EXPECT_FLOAT_EQ(project_cpu(c2, {0}, h, BoxScaling::kIntegerPad)[0].x1, 0.f);
+  EXPECT_GT(project_cpu(c2, {0}, h, BoxScaling::kContinuousPad)[0].x1, -1.f);  // clipped at 0 as well
+  EXPECT_FLOAT_EQ(project_cpu(c2, {0}, h, BoxScaling::kIntegerPad)[0].x2,
+                  (200.f - 121.f) / static_cast<float>(397.0 / 500.0));
+}
+
+TEST(EdgeV8, LayoutChecks) {
+  EXPECT_THROW(output_view(Tensor(DType::kFloat32, {1, 4, 10}), OutputLayout::kYolov8), Error);  // no class
+  EXPECT_THROW(output_view(Tensor(DType::kFloat32, {1, 2, 84, 10}), OutputLayout::kYolov8), Error);
+  const OutputView v = output_view(Tensor(DType::kFloat32, {2, 84, 8400}), OutputLayout::kYolov8);
+  EXPECT_EQ(v.batch, 2);
+  EXPECT_EQ(v.channels, 84);
+  EXPECT_EQ(v.rows, 8400);
+  EXPECT_EQ(box_scaling(OutputLayout::kYolov8), BoxScaling::kIntegerPad);
+  EXPECT_EQ(detect_options(OutputLayout::kYolov8).iou_threshold, 0.7f);
+  EXPECT_EQ(detect_options(OutputLayout::kYolov8).max_det, 300);
+  EXPECT_TRUE(val_options(OutputLayout::kYolov8).multi_label);
+  EXPECT_EQ(val_options(OutputLayout::kYolov8).iou_threshold, 0.7f);
+  EXPECT_EQ(detect_options(OutputLayout::kYolov5).iou_threshold, 0.45f);
 }
 
 }  // namespace

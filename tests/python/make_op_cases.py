@@ -1,4 +1,4 @@
-"""Generates single-op ONNX models for every op YOLOv5 exports use, at every opset 11-17, with
+"""Generates single-op ONNX models for every op YOLOv5, YOLOv8 and YOLO11 exports use, at every opset 11-18, with
 random inputs and ONNX Runtime's outputs as the oracle; and small multi-node graphs with the
 patterns the engines fuse (Conv+SiLU+residual Add, a Detect head with its tail), including the
 variants that must not be fused.
@@ -170,7 +170,8 @@ def cases(opset):
         c.append(("Split", case(opset, "split", "Split", [("x", f32(1, 3, 4, 85))], [], dict(axis=-1, split=[2, 2, 81]), n_out=3)))
         c.append(("Unsqueeze", case(opset, "unsq", "Unsqueeze", [("x", x)], [], dict(axes=[0, -1]))))
         c.append(("Squeeze", case(opset, "sq", "Squeeze", [("x", f32(1, 3, 1, 4))], [], dict(axes=[2]))))
-    c.append(("SplitEqual", case(opset, "splite", "Split", [("x", f32(2, 6, 3))], [], dict(axis=1), n_out=3)))
+    c.append(("SplitEqual", case(opset, "splite", "Split", [("x", f32(2, 6, 3))], [],
+                                 dict(axis=1, num_outputs=3) if opset >= 18 else dict(axis=1), n_out=3)))
     sl = [("st", np.array([1, 0], np.int64)), ("en", np.array([3, 100], np.int64)), ("ax", np.array([1, 3], np.int64)),
           ("sp", np.array([1, 2], np.int64))]
     c.append(("Slice", case(opset, "slice", "Slice", [("x", x)], sl)))
@@ -192,6 +193,38 @@ def cases(opset):
     c.append(("Cast", case(opset, "cast", "Cast", [("x", x * 10)], [], dict(to=TensorProto.INT64))))
     c.append(("CastF16", case(opset, "casth", "Cast", [("x", x)], [], dict(to=TensorProto.FLOAT16))))
     c.append(("Constant", case(opset, "const", "Constant", [], [], dict(value=numpy_helper.from_array(f32(2, 3))))))
+    # YOLOv8 / YOLO11: the DFL softmax (axis 1 of [b, 16, 4, anchors]) and C2PSA's attention
+    c.append(("Softmax", case(opset, "softmax", "Softmax", [("x", x * 3)], [])))  # default axis: 1 (< 13), -1
+    c.append(("SoftmaxAxis1", case(opset, "softmax1", "Softmax", [("x", f32(2, 16, 4, 50) * 4)], [], dict(axis=1))))
+    c.append(("SoftmaxNeg", case(opset, "softmaxn", "Softmax", [("x", x * 3)], [], dict(axis=-2))))
+    c.append(("MatMul", case(opset, "matmul", "MatMul", [("a", f32(2, 2, 16, 20)), ("b", f32(2, 2, 20, 12))], [])))
+    c.append(("MatMulBcast", case(opset, "matmulb", "MatMul", [("a", f32(2, 1, 3, 4))], [("b", f32(3, 4, 5))])))
+    c.append(("MatMulVec", case(opset, "matmulv", "MatMul", [("a", f32(7))], [("b", f32(2, 7, 3))])))
+    c.extend(layout_cases(opset))
+    return c
+
+
+def layout_cases(opset):
+    """Graphs whose layouts the CPU engine picks: a channel Split of a convolution's (blocked) output
+    feeding convolutions and a Concat (C2f / C3k2), with parts of 16 and of 8 channels (padded
+    blocked on AVX-512), and a convolution reading a plain activation (after a Transpose)."""
+    c = []
+    for part in (16, 8):
+        ch = 2 * part
+        split = ([("Split", ["y1", "sp"], ["a", "b"], dict(axis=1))] if opset >= 13 else
+                 [("Split", ["y1"], ["a", "b"], dict(axis=1, split=[part, part]))])
+        nodes = conv_silu("x", "w1", "y1") + split + conv_silu("b", "w2", "m1", k=3) + conv_silu("m1", "w3", "m2", k=3) + [
+            ("Concat", ["a", "b", "m2"], ["cat"], dict(axis=1))] + conv_silu("cat", "w4", "out")
+        inits = [("w1", f32(ch, 16, 1, 1) * 0.3), ("w1_b", f32(ch)), ("w2", f32(part, part, 3, 3) * 0.2), ("w2_b", f32(part)),
+                 ("w3", f32(part, part, 3, 3) * 0.2), ("w3_b", f32(part)), ("w4", f32(16, 3 * part, 1, 1) * 0.3),
+                 ("w4_b", f32(16))]
+        if opset >= 13:
+            inits.append(("sp", np.array([part, part], np.int64)))
+        c.append((f"SplitConv{part}", graph_case(opset, f"splitconv{part}", nodes, [("x", f32(1, 16, 12, 10))], inits,
+                                                  ["out"])))
+    nodes = [("Transpose", ["x"], ["t"], dict(perm=[0, 2, 1, 3]))] + conv_silu("t", "w", "out", k=3)
+    c.append(("ConvAfterTranspose", graph_case(opset, "convtr", nodes, [("x", f32(1, 6, 16, 9))],
+                                               [("w", f32(16, 16, 3, 3) * 0.2), ("w_b", f32(16))], ["out"])))
     return c
 
 
@@ -199,7 +232,7 @@ def main() -> int:
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     lines = []
-    for opset in range(11, 18):
+    for opset in range(11, 19):
         for name, (model, feeds) in cases(opset) + fusion_cases(opset):
             # Shape-inferred output types for the value infos (ORT needs them defined).
             model = onnx.shape_inference.infer_shapes(model)

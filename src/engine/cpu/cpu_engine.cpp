@@ -33,7 +33,7 @@ struct AlignedFree {
 // AVX-512, 8 otherwise) when the channel count is a multiple of B; elementwise ops, channel
 // Concat, MaxPool and nearest Resize run on that layout directly, anything else gets a plain
 // (NCHW) copy made by a reorder step.
-enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kEltwise, kDetectHead, kNoop };
+enum class StepKind { kNode, kConv, kReorder, kMaxPoolBlocked, kResizeBlocked, kSplitBlocked, kEltwise, kDetectHead, kNoop };
 
 struct StepSpec {
   StepKind kind = StepKind::kNode;
@@ -58,6 +58,9 @@ struct Step {
   int64_t n = 0, cb = 0, h = 0, w = 0, oh = 0, ow = 0;
   int64_t kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0;
   std::vector<int64_t> ry, rx;  // nearest source rows / cols
+  // blocked channel Split: per output its destination and channel blocks (cb = the input's)
+  std::vector<float*> split_dst;
+  std::vector<int64_t> split_begin, split_blocks;
   const float* src = nullptr;
   float* dst = nullptr;
   // fused Detect head: per level the convolution's (sigmoid) output and whether it is blocked
@@ -133,6 +136,20 @@ void resize_blocked(const Step& st) {
       float* drow = st.dst + (p * st.oh + oy) * st.ow * B;
       for (int64_t ox = 0; ox < st.ow; ++ox)
         std::memcpy(drow + ox * B, srow + st.rx[static_cast<size_t>(ox)] * B, static_cast<size_t>(B) * sizeof(float));
+    }
+}
+
+// Channel Split on nChw{B}c with every part a multiple of B: each part of each image is one
+// contiguous run of channel blocks.
+void split_blocked(const Step& st) {
+  const int64_t B = block_size(), plane = st.h * st.w * B;
+  const int64_t parts = static_cast<int64_t>(st.split_dst.size());
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < st.n; ++n)
+    for (int64_t k = 0; k < parts; ++k) {
+      const size_t kk = static_cast<size_t>(k);
+      std::memcpy(st.split_dst[kk] + n * st.split_blocks[kk] * plane, st.src + (n * st.cb + st.split_begin[kk]) * plane,
+                  static_cast<size_t>(st.split_blocks[kk] * plane) * sizeof(float));
     }
 }
 
@@ -263,7 +280,8 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     return !v.constant && v.dtype == DType::kFloat32 && v.shape.size() == 4 && v.shape[1] % B == 0;
   };
   auto is_blocked = [&](int id) { return id >= 0 && p->blocked[static_cast<size_t>(id)]; };
-  std::vector<int> twin(plan.values.size(), -1);
+  std::vector<int> twin(plan.values.size(), -1);   // plain copy of a blocked value
+  std::vector<int> btwin(plan.values.size(), -1);  // blocked copy of a plain value
   std::vector<StepSpec> ordered;
   auto plain_of = [&](int id) {
     if (!is_blocked(id)) return id;
@@ -275,6 +293,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
       plan.values.push_back(pv);
       p->blocked.push_back(0);
       twin.push_back(-1);
+      btwin.push_back(-1);
       const int t = static_cast<int>(plan.values.size()) - 1;
       twin[static_cast<size_t>(id)] = t;
       StepSpec r;
@@ -284,6 +303,30 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
       ordered.push_back(r);
     }
     return twin[static_cast<size_t>(id)];
+  };
+  // A convolution reading a plain activation with many channels (after a Split, Reshape,
+  // Transpose, MatMul ... computed node by node) would get oneDNN's reference kernel: it reads a
+  // blocked copy instead, made by a reorder step.
+  auto blocked_of = [&](int id) {
+    if (is_blocked(id) || !blockable(id)) return id;
+    if (btwin[static_cast<size_t>(id)] < 0) {
+      engine::PlanValue pv = plan.values[static_cast<size_t>(id)];
+      pv.name += ":blocked";
+      pv.graph_input = pv.graph_output = false;
+      pv.consumers.clear();
+      plan.values.push_back(pv);
+      p->blocked.push_back(1);
+      twin.push_back(-1);
+      btwin.push_back(-1);
+      const int t = static_cast<int>(plan.values.size()) - 1;
+      btwin[static_cast<size_t>(id)] = t;
+      StepSpec r;
+      r.kind = StepKind::kReorder;
+      r.in = {id};
+      r.out = {t};
+      ordered.push_back(r);
+    }
+    return btwin[static_cast<size_t>(id)];
   };
   for (StepSpec& s : specs) {
     const PlanNode& pn = plan.nodes[static_cast<size_t>(s.node)];
@@ -322,12 +365,39 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
                     plan.values[static_cast<size_t>(y)].shape[1] == plan.values[static_cast<size_t>(s.in[0])].shape[1] &&
                     plan.values[static_cast<size_t>(y)].shape[0] == plan.values[static_cast<size_t>(s.in[0])].shape[0];
       if (out_blocked) s.kind = StepKind::kResizeBlocked;
+    } else if (op == "Split") {
+      // channel Split of a blocked value into parts that are multiples of B: stays blocked
+      const int64_t r = static_cast<int64_t>(plan.values[static_cast<size_t>(s.in[0])].shape.size());
+      int64_t axis = pn.node.attr_int("axis", 0);
+      if (axis < 0) axis += r;
+      bool ok = axis == 1 && is_blocked(s.in[0]) && !s.out.empty();
+      for (int id : s.out) ok = ok && id >= 0 && blockable(id) && !plan.values[static_cast<size_t>(id)].graph_output;
+      if (ok) {
+        s.kind = StepKind::kSplitBlocked;
+        for (int id : s.out) p->blocked[static_cast<size_t>(id)] = 1;
+        ordered.push_back(s);
+        continue;
+      }
     }
     // Inputs: convolutions and the Detect head read either layout; blocked ops read blocked; the
     // rest read plain twins.
     for (int& id : s.in) {
       if (id < 0 || plan.values[static_cast<size_t>(id)].constant) continue;
-      if (s.kind == StepKind::kConv || s.kind == StepKind::kDetectHead) continue;
+      if (s.kind == StepKind::kConv) {
+        // The source of a convolution: blocked (B | C) as it is; a padded blocked value (C not a
+        // multiple of B, e.g. YOLO11's 8-channel C3k bottlenecks) has no fast kernel as a source:
+        // a plain copy; a plain value with more than 4 channels feeding a blocked output: a blocked
+        // copy (after a Split, Reshape, Transpose, MatMul ... run node by node).
+        if (&id == &s.in[0]) {
+          const auto& xv = plan.values[static_cast<size_t>(id)];
+          if (p->blocked[static_cast<size_t>(id)] == 2)
+            id = plain_of(id);
+          else if (xv.shape.size() == 4 && xv.shape[1] > 4 && blockable(y))
+            id = blocked_of(id);
+        }
+        continue;
+      }
+      if (s.kind == StepKind::kDetectHead) continue;
       if (!out_blocked) id = plain_of(id);
     }
     if (out_blocked) p->blocked[static_cast<size_t>(y)] = 1;
@@ -427,8 +497,8 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
     if (s.kind == StepKind::kNoop) continue;
     if (s.kind == StepKind::kReorder) {
       const auto& v = plan.values[static_cast<size_t>(s.in[0])];
-      dnnl::memory src(act_md(v.shape, true), eng, ptr_of(s.in[0]));
-      dnnl::memory dst(act_md(v.shape, false), eng, ptr_of(s.out[0]));
+      dnnl::memory src(act_md(v.shape, p->blocked[static_cast<size_t>(s.in[0])] != 0), eng, ptr_of(s.in[0]));
+      dnnl::memory dst(act_md(v.shape, p->blocked[static_cast<size_t>(s.out[0])] != 0), eng, ptr_of(s.out[0]));
       st.prim = dnnl::reorder(src, dst);
       st.args = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
       continue;
@@ -446,6 +516,23 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
         st.level_blocked.push_back(p->blocked[static_cast<size_t>(id)] != 0);
       }
       st.dst = reinterpret_cast<float*>(ptr_of(s.out[0]));
+      continue;
+    }
+    if (s.kind == StepKind::kSplitBlocked) {
+      const Shape& xs = plan.values[static_cast<size_t>(s.in[0])].shape;
+      st.n = xs[0];
+      st.cb = xs[1] / B;
+      st.h = xs[2];
+      st.w = xs[3];
+      st.src = reinterpret_cast<const float*>(ptr_of(s.in[0]));
+      int64_t begin = 0;
+      for (int id : s.out) {
+        const int64_t blocks = plan.values[static_cast<size_t>(id)].shape[1] / B;
+        st.split_dst.push_back(reinterpret_cast<float*>(ptr_of(id)));
+        st.split_begin.push_back(begin);
+        st.split_blocks.push_back(blocks);
+        begin += blocks;
+      }
       continue;
     }
     if (s.kind == StepKind::kMaxPoolBlocked || s.kind == StepKind::kResizeBlocked) {
@@ -636,6 +723,7 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
       case StepKind::kEltwise: st.prim.execute(impl_->strm, st.args); break;
       case StepKind::kMaxPoolBlocked: maxpool_blocked(st); break;
       case StepKind::kResizeBlocked: resize_blocked(st); break;
+      case StepKind::kSplitBlocked: split_blocked(st); break;
       case StepKind::kDetectHead: detect_head(st); break;
       case StepKind::kNoop: break;  // not reached
       case StepKind::kNode: st.node->op->compute(st.node->node, plan.opset, st.in_ptrs, st.out_ptrs); break;
