@@ -76,6 +76,11 @@ struct Context {
 class CudaDetector final : public Detector {
  public:
   CudaDetector(std::shared_ptr<const Model> model, const DetectorOptions& options) : model_(std::move(model)) {
+    const ModelInfo info = model_info(*model_);
+    check_detection_model(info);  // other tasks and end-to-end exports: refused by name
+    YOLOCU_CHECK(info.family == ModelFamily::kYolov5, kUnsupported, "the GPU detector runs YOLOv5 exports; this is a ",
+                 info.title, " (", family_name(info.family),
+                 " family) model, which runs on the CPU for now (--device cpu)");
     options_ = options;
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

@@ -86,8 +86,14 @@ std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const D
   }
   if (options.device == Device::kAuto && detail::cuda_detector_available() &&
       detail::cuda_device_usable(options.cuda_device)) {
-    auto det = detail::create_cuda_detector(onnx_path, options);
-    if (det) return det;
+    // Auto: the GPU when it runs this model; a model the GPU detector does not support yet (a
+    // YOLOv8 / YOLO11 export) runs on the CPU instead.
+    try {
+      auto det = detail::create_cuda_detector(onnx_path, options);
+      if (det) return det;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnsupported) throw;
+    }
   }
   return detail::create_cpu_detector(onnx_path, options);
 }
