@@ -18,7 +18,7 @@ cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 arch=${CUDA_ARCH:-90}
 
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 # Every target whose name says it runs on the GPU, plus the CLI.
 targets="$(ninja -C build-gpu -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli"
