@@ -26,6 +26,7 @@ set(_yolocu_pip_nvcc "${YOLOCU_PIP_CUDA_DIR}/cuda/bin/nvcc")
 if(NOT CMAKE_CUDA_COMPILER AND EXISTS "${_yolocu_pip_nvcc}")
   message(STATUS "CUDA: no system toolkit; using the PyPI one from scripts/setup.sh --cuda (${YOLOCU_PIP_CUDA_DIR})")
   set(CMAKE_CUDA_COMPILER "${_yolocu_pip_nvcc}" CACHE FILEPATH "CUDA compiler" FORCE)
+  set(CMAKE_CUDA_COMPILER "${_yolocu_pip_nvcc}")  # check_language left a NOTFOUND normal variable
 endif()
 if(CMAKE_CUDA_COMPILER AND CMAKE_CUDA_COMPILER STREQUAL _yolocu_pip_nvcc)
   # cuDNN and the toolkit libraries live beside the compiler in the same virtual environment

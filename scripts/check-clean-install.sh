@@ -56,8 +56,13 @@ work=${work:-$(mktemp -d /var/tmp/yolocu-clean-room.XXXXXX)}
 mkdir -p "$work"
 root=$work/root
 mounts=()
+cmd_pid=""
 cleanup() {
   local rc=$?
+  if [ -n "$cmd_pid" ]; then  # interrupted: stop the commands in the root before unmounting
+    kill -TERM "$cmd_pid" 2>/dev/null
+    wait "$cmd_pid" 2>/dev/null
+  fi
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" 2>/dev/null || true
   done
@@ -162,8 +167,12 @@ fi
 log "running the README's commands in the root (limit ${limit}s)"
 t_cmd=$(date +%s)
 set +e
-timeout --kill-after=60 "$limit" chroot "$root" /usr/bin/env -i "${envs[@]}" /bin/bash -c "$commands" 2>&1
+# timeout leads its own process group: stopping it (a signal to this script) stops everything in the root
+timeout --kill-after=60 "$limit" chroot "$root" /usr/bin/env -i "${envs[@]}" /bin/bash -c "$commands" 2>&1 &
+cmd_pid=$!
+wait "$cmd_pid"
 rc=$?
+cmd_pid=""
 set -e
 if [ -n "$cache" ]; then
   cp -n "$root"/var/cache/apt/archives/*.deb "$cache/apt/" 2>/dev/null || true
