@@ -96,8 +96,9 @@ if ((cuda)); then
     pip_install scripts/requirements-cuda.txt
     # The wheels hold the toolkit as one tree (nvidia/cu13: bin/nvcc, include, lib, nvvm) and cuDNN
     # beside it (nvidia/cudnn), with versioned libraries only: add the libX.so links the linker looks
-    # for, and fixed paths for CMake.
+    # for, lib64 (where nvcc.profile sends the linker), and fixed paths for CMake.
     site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    [ -e "$site/nvidia/cu13/lib64" ] || ln -s lib "$site/nvidia/cu13/lib64"
     for d in "$site/nvidia/cu13/lib" "$site/nvidia/cudnn/lib"; do
       for f in "$d"/lib*.so.*; do
         link=${f%%.so.*}.so
