@@ -23,6 +23,7 @@
 #
 # Exit status: 0 when every command passed in the root, 1 otherwise, 2 on bad usage.
 set -euo pipefail
+{ # bash reads this whole block before running it: editing the file during a run cannot derail that run
 src=$(cd "$(dirname "$0")/.." && pwd)
 
 cuda=0 keep=0 cache="" work="" limit=5400
@@ -187,3 +188,4 @@ else
   rc=1
 fi
 exit $rc
+}
