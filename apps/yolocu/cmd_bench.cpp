@@ -58,6 +58,10 @@ int cmd_bench(int argc, char** argv) {
   if (batches.empty()) batches = {base.max_batch};
   const long iters = std::max(1L, args.get_int("iters", 100));
   const long warmup = std::max(0L, args.get_int("warmup", 10));
+  const std::string model = args.require("model");
+  check_model_file(model);
+  if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");
+  if (args.has("json")) check_output_file("--json", args.get("json"));
   Image image;
   if (args.has("image")) {
     image = decode_image_file(args.get("image"));
@@ -66,7 +70,6 @@ int cmd_bench(int argc, char** argv) {
     for (int y = 0; y < image.height(); ++y)
       for (int x = 0; x < image.width() * 3; ++x) image.row(y)[x] = static_cast<uint8_t>((x * 7 + y * 13) & 0xff);
   }
-  const std::string model = args.require("model");
   std::string json = "{\"model\": " + json_string(model) + ", \"image\": [" + std::to_string(image.width()) + ", " +
                      std::to_string(image.height()) + "], \"results\": [";
   bool first_row = true;

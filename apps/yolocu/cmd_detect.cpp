@@ -118,12 +118,16 @@ int cmd_detect(int argc, char** argv) {
   const std::string dump_dir = args.get("dump");
   const std::string json_path = args.get("json");
 
+  // every path the command line names is checked before the model is loaded
+  check_model_file(model);
   const std::vector<InputItem> items = expand_inputs(args.positional());
+  if (!json_path.empty()) check_output_file("--json", json_path);
+  if (save_txt || save_img) prepare_output_dir("--output-dir", out_dir);
+  if (save_txt) prepare_output_dir("--output-dir", (fs::path(out_dir) / "labels").string());
+  if (!dump_dir.empty()) prepare_output_dir("--dump", dump_dir);
+
   auto detector = Detector::create(model, opts);
   const std::vector<std::string>& names = detector->class_names();
-  if (save_txt) fs::create_directories(fs::path(out_dir) / "labels");
-  if (save_img) fs::create_directories(out_dir);
-  if (!dump_dir.empty()) fs::create_directories(dump_dir);
 
   RunOptions ro;
   ro.batch = opts.max_batch;

@@ -30,6 +30,32 @@ void print_help() {
       "Exit status: 0 success, 1 some image or the model failed (the metrics cover the others), 2 bad usage.\n");
 }
 
+// --labels: a folder holding the label file of at least one of the images (an image without one
+// is background, but none at all means the folder is not these images' labels).
+void check_labels_dir(const std::string& dir, const std::vector<InputItem>& items) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw UsageError("--labels " + dir + (fs::exists(dir, ec) ? ": is not a folder" : ": no such folder"));
+  size_t images = 0, labelled = 0;
+  std::string example;
+  for (const InputItem& it : items) {
+    if (!it.error.empty()) continue;
+    ++images;
+    const fs::path label = fs::path(dir) / (file_stem(it.path) + ".txt");
+    if (fs::exists(label, ec)) ++labelled;
+    if (example.empty()) example = label.string();
+  }
+  if (images == 0 || labelled > 0) return;
+  size_t txt = 0;
+  std::string txt_example;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".txt" && txt++ == 0) txt_example = e.path().filename().string();
+  throw UsageError("--labels " + dir + ": none of the " + std::to_string(images) +
+                   " images has a label file there (looked for <image name>.txt, e.g. " + example + "); the folder has " +
+                   (txt ? std::to_string(txt) + " .txt files, e.g. " + txt_example : std::string("no .txt files")) +
+                   ": are these the labels of these images?");
+}
+
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
@@ -47,13 +73,18 @@ int cmd_eval(int argc, char** argv) {
   for (const auto& p : args.positional()) specs.push_back(p);
   if (specs.empty()) throw UsageError("missing required option --images");
   const std::string labels_dir = args.require("labels");
-  if (!fs::is_directory(labels_dir)) throw UsageError("--labels " + labels_dir + " is not a folder");
   DetectorOptions opts = detector_options(args, val_options(model_layout(model)));
   if (args.flag("single-label")) opts.postprocess.multi_label = false;
   const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet");
+  const std::string json_path = args.get("json");
 
+  // every path the command line names is checked before the model is loaded
+  check_model_file(model);
   const std::vector<InputItem> items = expand_inputs(specs);
+  check_labels_dir(labels_dir, items);
+  if (!json_path.empty()) check_output_file("--json", json_path);
+
   auto detector = Detector::create(model, opts);
   const std::vector<std::string>& names = detector->class_names();
   MapEvaluator evaluator;
@@ -98,7 +129,6 @@ int cmd_eval(int argc, char** argv) {
                  sum.times.inference / ok, sum.times.postprocess / ok);
   }
 
-  const std::string json_path = args.get("json");
   if (!json_path.empty()) {
     std::string j = "{\"metrics\": {\"map50\": " + json_number(m.map50) + ", \"map50_95\": " + json_number(m.map50_95) +
                     ", \"precision\": " + json_number(m.precision) + ", \"recall\": " + json_number(m.recall) +

@@ -7,6 +7,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "run_common.hpp"
 #include "yolocu/engine.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/model.hpp"
@@ -54,11 +55,14 @@ int cmd_infer(int argc, char** argv) {
   }
   const std::string device = args.get("device", "cpu");
   if (device != "cpu") throw UsageError("infer: --device " + device + " is not available yet (cpu)");
-  auto model = std::make_shared<Model>(load_onnx(args.require("model")));
+  const std::string model_path = args.require("model");
+  check_model_file(model_path);
+  if (args.all("input").empty()) throw UsageError("infer: at least one --input is required");
+  const std::string out_dir = args.require("output-dir");
+  prepare_output_dir("--output-dir", out_dir);
+  auto model = std::make_shared<Model>(load_onnx(model_path));
   std::vector<Tensor> inputs;
   for (const auto& spec : args.all("input")) inputs.push_back(load_input(spec));
-  if (inputs.empty()) throw UsageError("infer: at least one --input is required");
-  const std::string out_dir = args.require("output-dir");
   CpuEngineOptions opts;
   opts.num_threads = static_cast<int>(args.get_int("threads", 0));
   CpuEngine engine(model, opts);
@@ -70,7 +74,6 @@ int cmd_infer(int argc, char** argv) {
     outputs = engine.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::filesystem::create_directories(out_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string name = model->graph.outputs[i].name;
     const std::string path = (std::filesystem::path(out_dir) / (name + ".npy")).string();
@@ -94,6 +97,7 @@ int cmd_inspect(int argc, char** argv) {
   }
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);
   if (path.empty()) throw UsageError("inspect: --model is required");
+  check_model_file(path);
   const Model m = load_onnx(path);
   std::printf("model:    %s\n", path.c_str());
   std::printf("producer: %s %s, IR version %lld, opset %lld\n", m.producer_name.c_str(), m.producer_version.c_str(),

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -28,6 +30,25 @@ bool is_image_name(const fs::path& p) {
 }
 
 bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+// "it has 2 subfolders: 'train2017', 'val2017'" style listing of up to three names.
+std::string some_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + (names.size() > 3 ? ", ..." : "");
+}
+
+// Why `p` cannot be created as a folder (or hold a file): the first part of it that exists and is
+// not a folder, or "" when there is none.
+std::string blocking_file(const fs::path& p) {
+  std::error_code ec;
+  for (fs::path q = p; !q.empty(); q = q.parent_path()) {
+    const fs::file_status st = fs::status(q, ec);
+    if (fs::exists(st)) return fs::is_directory(st) ? "" : q.string();
+    if (q == q.parent_path()) break;
+  }
+  return "";
+}
 
 // Decoded images handed out in input order; workers run at most `ahead` images in front of the
 // consumer, which bounds the memory held by decoded images.
@@ -141,6 +162,17 @@ std::vector<InputItem> expand_inputs(const std::vector<std::string>& specs) {
         out.push_back({spec, "kIo: " + spec + ": cannot list the folder: " + ec.message()});
         continue;
       }
+      if (files.empty()) {
+        std::vector<std::string> subfolders;
+        for (const auto& e : fs::directory_iterator(spec, ec))
+          if (e.is_directory(ec)) subfolders.push_back(e.path().filename().string());
+        std::sort(subfolders.begin(), subfolders.end());
+        std::string msg = spec + ": no images in this folder (.jpg, .jpeg, .png; subfolders are not searched)";
+        if (!subfolders.empty())
+          msg += "; it has " + std::to_string(subfolders.size()) + " subfolder" + (subfolders.size() > 1 ? "s" : "") +
+                 ": " + some_names(subfolders);
+        throw UsageError(msg);
+      }
       std::sort(files.begin(), files.end());
       for (auto& f : files) out.push_back({f, ""});
     } else if (!fs::exists(spec, ec) && has_glob_chars(spec)) {
@@ -160,6 +192,59 @@ std::vector<InputItem> expand_inputs(const std::vector<std::string>& specs) {
 }
 
 std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+void check_model_file(const std::string& path) { check_input_file("--model", path, "an ONNX file", ".onnx"); }
+
+void check_input_file(const std::string& option, const std::string& path, const std::string& kind,
+                      const std::string& ext) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw UsageError(option + " " + path + ": cannot read it: " + ec.message());
+    const std::string blocker = blocking_file(fs::path(path).parent_path());
+    throw UsageError(option + " " + path + ": no such file" + (blocker.empty() ? "" : " ('" + blocker + "' is a file, not a folder)"));
+  }
+  if (fs::is_directory(st)) {
+    std::vector<std::string> candidates;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ext) candidates.push_back(e.path().filename().string());
+    std::sort(candidates.begin(), candidates.end());
+    throw UsageError(option + " " + path + ": is a folder, not " + kind +
+                     (candidates.empty() ? "" : " (it holds " + some_names(candidates) + ")"));
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError(option + " " + path + ": cannot read it: " + std::strerror(errno));
+}
+
+void prepare_output_dir(const std::string& option, const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  const std::string blocker = blocking_file(dir);
+  if (blocker == dir) throw UsageError(option + " " + dir + ": exists and is not a folder");
+  if (!blocker.empty()) throw UsageError(option + " " + dir + ": cannot create it: '" + blocker + "' is a file, not a folder");
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError(option + " " + dir + ": cannot create the folder: " + ec.message());
+}
+
+void check_output_file(const std::string& option, const std::string& path) {
+  if (path == "-") return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError(option + " " + path + ": is a folder; name a file");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) {
+    const std::string blocker = blocking_file(parent);
+    if (!blocker.empty()) throw UsageError(option + " " + path + ": cannot create it: '" + blocker + "' is a file, not a folder");
+    fs::create_directories(parent, ec);
+    if (ec) throw UsageError(option + " " + path + ": cannot create its folder " + parent.string() + ": " + ec.message());
+  }
+  const bool existed = fs::exists(path, ec);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::app);  // app: an existing file is left as it is
+    if (!f) throw UsageError(option + " " + path + ": cannot write it: " + std::strerror(errno));
+  }
+  if (!existed) fs::remove(path, ec);
+}
 
 std::string describe_error(const std::exception& e) {
   if (const auto* ye = dynamic_cast<const Error*>(&e)) return std::string(error_code_name(ye->code())) + ": " + e.what();

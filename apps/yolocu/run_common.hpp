@@ -20,8 +20,22 @@ struct InputItem {
 };
 
 // Files as given, folders (their .jpg/.jpeg/.png files, sorted, not recursive) and glob(3)
-// patterns (sorted matches). A path that does not exist is kept: it fails when decoded.
+// patterns (sorted matches). A path that does not exist is kept: it fails when decoded. A folder
+// without images is a UsageError (it names the folder, and its subfolders if it has any).
 std::vector<InputItem> expand_inputs(const std::vector<std::string>& specs);
+
+// Checks of the paths a command line names, made before any work; each throws a UsageError that
+// names the option, the path and the problem.
+// An input file (`kind`: "an ONNX file", "an image"): exists, is a file (not a folder), can be
+// read. For a folder, the files in it whose names end with `ext` are named as a hint.
+void check_input_file(const std::string& option, const std::string& path, const std::string& kind,
+                      const std::string& ext);
+// --model M: check_input_file("--model", M, "an ONNX file", ".onnx").
+void check_model_file(const std::string& path);
+// An output folder: exists as a folder or is created now (with its parents).
+void prepare_output_dir(const std::string& option, const std::string& dir);
+// An output file ("-" = stdout): not a folder; its folder is created now; it can be opened for writing.
+void check_output_file(const std::string& option, const std::string& path);
 
 // The file name without folder and extension.
 std::string file_stem(const std::string& path);

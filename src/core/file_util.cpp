@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/check.hpp"
@@ -9,6 +10,9 @@
 namespace yolocu::detail {
 
 std::string read_file(const std::string& path, uint64_t max_bytes) {
+  std::error_code ec;
+  // an ifstream opens a folder and reports its size as 2^63 - 1
+  YOLOCU_CHECK(!std::filesystem::is_directory(path, ec), kIo, "cannot read '", path, "': it is a folder, not a file");
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   YOLOCU_CHECK(f.is_open(), kIo, "cannot open '", path, "': ", std::strerror(errno));
   const std::streamoff size = f.tellg();

@@ -129,7 +129,7 @@ TEST(CliDetect, ExitCodesAndPerFileErrors) {
   EXPECT_EQ(run_yolocu("detect --model " + quote(f.model), &out, &err), 2);                        // no inputs
   EXPECT_EQ(run_yolocu("detect --model " + quote(f.model) + " --conf abc " + quote(f.bus), &out, &err), 2);
   EXPECT_EQ(run_yolocu("detect --model " + quote(f.model) + " --device tpu " + quote(f.bus), &out, &err), 2);
-  EXPECT_EQ(run_yolocu("detect --model " + quote(dir + "/nope.onnx") + " " + quote(f.bus), &out, &err), 1);
+  EXPECT_EQ(run_yolocu("detect --model " + quote(dir + "/nope.onnx") + " " + quote(f.bus), &out, &err), 2);  // test_cli_paths.cpp
   EXPECT_NE(err.find("nope.onnx"), std::string::npos) << err;
   EXPECT_EQ(run_yolocu("frobnicate", &out, &err), 2);
 
