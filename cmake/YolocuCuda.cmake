@@ -38,7 +38,23 @@ if(CMAKE_CUDA_COMPILER AND CMAKE_CUDA_COMPILER STREQUAL _yolocu_pip_nvcc)
   endif()
 endif()
 
-if(CMAKE_CUDA_COMPILER)
+# AUTO also needs what the GPU engine builds on: cuDNN and cudnn-frontend's headers (the
+# nvidia-cudnn-frontend wheel that scripts/setup.sh installs into .venv).
+set(_yolocu_cuda_missing "")
+if(CMAKE_CUDA_COMPILER AND NOT _yolocu_cuda_required)
+  find_package(CUDNN QUIET)
+  find_package(CudnnFrontend QUIET)
+  if(NOT CUDNN_FOUND)
+    set(_yolocu_cuda_missing "cuDNN")
+  elseif(NOT CudnnFrontend_FOUND)
+    set(_yolocu_cuda_missing "cudnn-frontend's headers (pip install nvidia-cudnn-frontend, or scripts/setup.sh)")
+  endif()
+endif()
+
+if(CMAKE_CUDA_COMPILER AND _yolocu_cuda_missing)
+  set(YOLOCU_CUDA OFF)
+  message(NOTICE "yolocu: nvcc found but no ${_yolocu_cuda_missing}: building the CPU parts only; the GPU parts are off.")
+elseif(CMAKE_CUDA_COMPILER)
   set(YOLOCU_CUDA ON)
 elseif(_yolocu_cuda_required)
   message(FATAL_ERROR
