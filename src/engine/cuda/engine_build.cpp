@@ -1,0 +1,263 @@
+// GPU engine build: plan and steps, batch scaling check, arena, the tactics of every tuned batch
+// size (tactics/tuner.hpp) and the derived ones.
+#include "engine/cuda/engine_impl.hpp"
+
+namespace yolocu {
+
+void CudaEngine::Impl::check_batch_scaling(const engine::Plan& big) {
+  // Steps are planned once at max_batch and launched at smaller batches by scaling dim 0 of every
+  // runtime value; verify on a batch-1 plan that the model really scales that way.
+  const engine::Plan one = engine::build_plan(*model, {{1, in_c, in_h, in_w}});
+  YOLOCU_CHECK(one.values.size() == big.values.size() && one.nodes.size() == big.nodes.size(), kUnsupported,
+               "CudaEngine: the model's graph changes with the batch size (", big.nodes.size(), " runtime nodes at batch ",
+               options.max_batch, ", ", one.nodes.size(), " at batch 1)");
+  const int64_t mb = options.max_batch;
+  for (size_t v = 0; v < big.values.size(); ++v) {
+    const auto& a = big.values[v];
+    const auto& b = one.values[v];
+    YOLOCU_CHECK(a.constant == b.constant && a.shape.size() == b.shape.size(), kUnsupported, "CudaEngine: value '",
+                 a.name, "' differs between batch sizes");
+    if (a.constant) continue;
+    bool ok = !a.shape.empty() && a.shape[0] == b.shape[0] * mb;
+    for (size_t d = 1; ok && d < a.shape.size(); ++d) ok = a.shape[d] == b.shape[d];
+    YOLOCU_CHECK(ok, kUnsupported, "CudaEngine: value '", a.name, "' does not scale with the batch (",
+                 shape_str(b.shape), " at batch 1, ", shape_str(a.shape), " at batch ", mb, ")");
+  }
+  for (size_t n = 0; n < big.nodes.size(); ++n) {
+    const auto& pn = big.nodes[n];
+    YOLOCU_CHECK(pn.node.op_type == one.nodes[n].node.op_type, kUnsupported, "CudaEngine: node order differs");
+    if (pn.op->is_view) continue;  // shape inputs are never read on the device
+    if (pn.node.op_type == "Resize" || pn.node.op_type == "Upsample") {
+      // The dynamic export computes Resize 'sizes' from the input shape, batch included: what
+      // must not change is the source index map of the non-batch axes.
+      auto indices = [&](const engine::Plan& p, const engine::PlanNode& node) {
+        auto idx = engine::resize_indices(p, node);
+        idx.erase(idx.begin());
+        return idx;
+      };
+      YOLOCU_CHECK(indices(big, pn) == indices(one, one.nodes[n]), kUnsupported, pn.node.describe(),
+                   ": the resize depends on the batch size");
+      continue;
+    }
+    for (int id : pn.in) {
+      if (id < 0 || !big.values[static_cast<size_t>(id)].constant) continue;
+      const Tensor& ta = big.values[static_cast<size_t>(id)].value;
+      const Tensor& tb = one.values[static_cast<size_t>(id)].value;
+      YOLOCU_CHECK(ta.shape() == tb.shape() && ta.nbytes() == tb.nbytes() &&
+                       (ta.nbytes() == 0 || std::memcmp(ta.data(), tb.data(), ta.nbytes()) == 0),
+                   kUnsupported, pn.node.describe(), ": constant input '", big.values[static_cast<size_t>(id)].name,
+                   "' depends on the batch size");
+    }
+  }
+}
+
+
+engine::ConvBuffers CudaEngine::Impl::conv_buffers(const ConvInfo& ci) const {
+  engine::ConvBuffers b;
+  b.x = ci.s2d ? stem_input.get() : ptr(ci.x);
+  b.w = ci.d_w.get();
+  b.bias = static_cast<const float*>(ci.d_bias.get());
+  b.residual = ci.residual >= 0 ? ptr(ci.residual) : nullptr;
+  b.y = ptr(ci.y);
+  b.ws = workspace.get();
+  b.ws_bytes = workspace_bytes;
+  return b;
+}
+
+// Tactics for every tuned batch size, through the tuner (cache, check, timing) on the engine's own
+// buffers, with a temporary workspace of workspace_limit and a reference output buffer; then the
+// engine's workspace is sized to what the chosen tactics need.
+void CudaEngine::Impl::choose_tactics() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<engine::TacticCache> cache;
+  std::string path = options.tactic_cache.empty() ? engine::TacticCache::default_path() : options.tactic_cache;
+  if (path == "none") path.clear();
+  if (!path.empty()) {
+    cache = std::make_unique<engine::TacticCache>(engine::tactic_device_key(options.device));
+    std::string warning;
+    if (!cache->load(path, &warning)) stats.warnings.push_back(warning);
+  }
+  stats.tactic_cache_path = path;
+
+  engine::TacticLimits lim;
+  lim.workspace = options.workspace_limit;
+  lim.max_graph_plans = options.max_graph_plans;
+  DeviceMem tmp_ws, y_ref;
+  if (lim.workspace > 0) {
+    try {
+      tmp_ws = device_alloc(lim.workspace, "tactic tuning workspace");
+    } catch (const Error&) {
+      lim.workspace = 0;
+    }
+  }
+  size_t y_max = 0;
+  for (const ConvInfo& ci : convs) {
+    const engine::ConvProblem p = ci.problem(tuned.back());
+    y_max = std::max(y_max, static_cast<size_t>(p.n) * p.p * p.q * p.k * es);
+  }
+  y_ref = device_alloc(y_max, "tactic check reference");
+  tuner = std::make_unique<engine::Tuner>(cudnn.get(), lim, cache.get(), options.device, stream.get());
+  {
+    std::vector<engine::ConvProblem> all;
+    for (int b : tuned)
+      for (const ConvInfo& ci : convs) all.push_back(ci.problem(b));
+    tuner->prebuild(all, options.device, static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))));
+  }
+  size_t need = 0;
+  for (int b : tuned) {
+    auto be = std::make_unique<BatchExec>();
+    be->tactics.resize(convs.size());
+    for (size_t c = 0; c < convs.size(); ++c) {
+      engine::ConvBuffers bufs = conv_buffers(convs[c]);
+      bufs.ws = tmp_ws.get();
+      bufs.ws_bytes = lim.workspace;
+      const engine::TunedLayer t = tuner->choose(convs[c].problem(b), bufs, y_ref.get());
+      need = std::max(need, t.tactic->workspace());
+      be->tactics[c] = t.tactic;
+    }
+    batches[static_cast<size_t>(b)] = std::move(be);
+  }
+  YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  tmp_ws.reset();
+  y_ref.reset();
+  // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
+  workspace_bytes = std::min(options.workspace_limit, std::max(need, size_t{16} << 20));
+  workspace = device_alloc(workspace_bytes, "workspace");
+  lim.workspace = workspace_bytes;
+  tuner->set_limits(lim);
+  // The tuning wrote random data into the arena: start every run from zeros as before.
+  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
+
+  if (cache && cache->dirty()) {
+    std::string warning;
+    if (!cache->save(path, &warning)) stats.warnings.push_back(warning);
+  }
+  const engine::TunerStats& ts = tuner->stats();
+  for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
+  stats.tuned_batches = tuned;
+  stats.tactic_layers = ts.layers;
+  stats.tactic_cache_hits = ts.cache_hits;
+  stats.tactic_memo_hits = ts.memo_hits;
+  stats.tactics_tuned = ts.tuned;
+  stats.tactic_candidates = ts.candidates;
+  stats.tactic_rejected = ts.rejected;
+  stats.tune_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (options.print_warnings)
+    for (const std::string& w : stats.warnings) std::fprintf(stderr, "yolocu: warning: %s\n", w.c_str());
+}
+
+BatchExec& CudaEngine::Impl::batch_exec(int batch) {
+  auto& slot = batches[static_cast<size_t>(batch)];
+  if (!slot) {
+    // Not tuned: the tactics of the nearest tuned batch size (in ratio; a tie takes the larger).
+    int near = tuned.front();
+    for (int t : tuned)
+      if (std::abs(std::log(static_cast<double>(t) / batch)) <= std::abs(std::log(static_cast<double>(near) / batch)))
+        near = t;
+    const BatchExec& from = batch_exec(near);
+    auto be = std::make_unique<BatchExec>();
+    be->tactics.resize(convs.size());
+    for (size_t c = 0; c < convs.size(); ++c)
+      be->tactics[c] = tuner->derive(convs[c].problem(batch), from.tactics[c]->id());
+    slot = std::move(be);
+  }
+  return *slot;
+}
+
+void CudaEngine::Impl::build() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Model& m = *model;
+  YOLOCU_CHECK(m.graph.inputs.size() == 1, kUnsupported, "CudaEngine: the model has ", m.graph.inputs.size(),
+               " inputs (one image input expected)");
+  const ValueInfo& in = m.graph.inputs[0];
+  YOLOCU_CHECK(in.dims.size() == 4, kUnsupported, "CudaEngine: input '", in.name, "' has rank ", in.dims.size(),
+               " (N, C, H, W expected)");
+  in_c = in.dims[1].is_static() ? static_cast<int>(in.dims[1].value) : 3;
+  auto pick = [&](const Dim& d, int opt) {
+    if (opt > 0) return opt;
+    return d.is_static() ? static_cast<int>(d.value) : 640;
+  };
+  in_h = pick(in.dims[2], options.height);
+  in_w = pick(in.dims[3], options.width);
+  YOLOCU_CHECK(!in.dims[0].is_static() || in.dims[0].value == 1 || options.max_batch == 1, kInvalidArgument,
+               "CudaEngine: the model's batch is fixed at ", in.dims[0].value, "; max_batch ", options.max_batch,
+               " needs a batch-1 or a dynamic-batch export");
+  if (in.dims[0].is_static() && options.max_batch > 1) {
+    // export.py's default static batch-1 file: run it at any batch (checked by check_batch_scaling).
+    model = std::make_shared<Model>(engine::make_batch_dynamic(m));
+    return build();
+  }
+
+  engine::Plan plan = engine::build_plan(m, {{options.max_batch, in_c, in_h, in_w}});
+  if (options.max_batch > 1) check_batch_scaling(plan);
+  engine::GpuStepOptions so;
+  so.act_elem_size = es;
+  so.fuse_detect_tail = options.fuse_detect_tail;
+  sp = engine::plan_gpu_steps(std::move(plan), so);
+
+  cudnnHandle_t h = nullptr;
+  YOLOCU_CUDNN_CHECK(cudnnCreate(&h));
+  cudnn.reset(h);
+  cudaStream_t s = nullptr;
+  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream.reset(s);
+  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  capture_stream.reset(s);
+
+  arena = device_alloc(std::max<size_t>(sp.arena_bytes, 256), "activations");
+  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
+  const size_t staging_bytes = static_cast<size_t>(options.max_batch) * in_c * in_h * in_w * es;
+  staging = device_alloc(staging_bytes, "input staging");
+  YOLOCU_CUDA_CHECK(cudaMemset(staging.get(), 0, staging_bytes));
+
+  input_readers = 0;
+  for (const GpuStep& st : sp.steps)
+    for (int id : st.in) input_readers += id == sp.plan.inputs[0] ? 1 : 0;
+  aux.resize(sp.steps.size());
+  for (size_t i = 0; i < sp.steps.size(); ++i) setup_step(i);
+
+  if (stem_conv >= 0) {
+    const size_t bytes = static_cast<size_t>(options.max_batch) * (in_h / 2) * (in_w / 2) * kStemChannels * es;
+    stem_input = device_alloc(bytes, "space-to-depth input");
+    YOLOCU_CUDA_CHECK(cudaMemset(stem_input.get(), 0, bytes));
+    stats.space_to_depth_stem = true;
+  }
+
+  // Tactics for the tuned batch sizes.
+  YOLOCU_CUDNN_CHECK(cudnnSetStream(cudnn.get(), stream.get()));
+  batches.resize(static_cast<size_t>(options.max_batch) + 1);
+  tuned = options.tune_batches.empty() ? std::vector<int>{1, options.max_batch} : options.tune_batches;
+  for (int b : tuned)
+    YOLOCU_CHECK(b >= 1 && b <= options.max_batch, kInvalidArgument, "CudaEngine: tune batch ", b,
+                 " outside [1, max_batch = ", options.max_batch, "]");
+  std::sort(tuned.begin(), tuned.end());
+  tuned.erase(std::unique(tuned.begin(), tuned.end()), tuned.end());
+  choose_tactics();
+
+  stats.activation_bytes = sp.arena_bytes;
+  stats.naive_bytes = sp.naive_bytes;
+  stats.workspace_bytes = workspace_bytes;
+  stats.steps = static_cast<int>(sp.steps.size());
+  stats.fused_convs = sp.fused_silu;
+  stats.fused_residuals = sp.fused_residual;
+  stats.fused_tail_nodes = sp.fused_tail_nodes;
+  stats.convs = sp.convs;
+  int kernels = 1;  // input conversion
+  for (size_t i = 0; i < sp.steps.size(); ++i) {
+    const GpuStep& st = sp.steps[i];
+    switch (st.kind) {
+      case GpuStepKind::kView: break;
+      case GpuStepKind::kConv:  // as the largest tuned batch runs them
+        kernels += batches[static_cast<size_t>(tuned.back())]->tactics[static_cast<size_t>(aux[i].conv)]->kernels();
+        break;
+      case GpuStepKind::kConcat:
+      case GpuStepKind::kConcatNhwc:
+      case GpuStepKind::kDetectTail: kernels += static_cast<int>(st.in.size()); break;
+      default: kernels += 1;
+    }
+  }
+  stats.kernels_per_run = kernels;
+  stats.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace yolocu

@@ -1,0 +1,192 @@
+// GPU engine execution: the input conversion, each step's launch, CUDA graph capture and replay.
+#include "engine/cuda/engine_impl.hpp"
+
+namespace yolocu {
+
+void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_t s) {
+  const GpuStep& st = sp.steps[i];
+  const StepAux& a = aux[i];
+  const engine::PlanNode* pn = st.node >= 0 ? &sp.plan.nodes[static_cast<size_t>(st.node)] : nullptr;
+  switch (st.kind) {
+    case GpuStepKind::kView: return;
+    case GpuStepKind::kConv: {
+      const ConvInfo& ci = convs[static_cast<size_t>(a.conv)];
+      be.tactics[static_cast<size_t>(a.conv)]->run(cudnn.get(), conv_buffers(ci), s);
+      return;
+    }
+    case GpuStepKind::kToNhwc: {
+      const Shape xs = shape_at(st.in[0], batch);
+      ck::nchw_to_nhwc(ptr(st.in[0]), false, ptr(st.out[0]), half, static_cast<int>(xs[0]), static_cast<int>(xs[1]),
+                       static_cast<int>(xs[2]), static_cast<int>(xs[3]), s);
+      return;
+    }
+    case GpuStepKind::kToPlain: {
+      const Shape xs = shape_at(st.in[0], batch);
+      ck::nhwc_to_nchw(ptr(st.in[0]), half, fptr(st.out[0]), static_cast<int>(xs[0]), static_cast<int>(xs[1]),
+                       static_cast<int>(xs[2]), static_cast<int>(xs[3]), s);
+      return;
+    }
+    case GpuStepKind::kEltwiseNhwc: {
+      const ck::EltOp op = ck::elt_op(pn->node.op_type.c_str());
+      ck::eltwise_flat(op, ptr(st.in[0]), st.in.size() > 1 ? ptr(st.in[1]) : nullptr, ptr(st.out[0]), half,
+                       numel(shape_at(st.out[0], batch)), s);
+      return;
+    }
+    case GpuStepKind::kConcatNhwc: {
+      const Shape ys = shape_at(st.out[0], batch);
+      const int64_t rows = ys[0] * ys[2] * ys[3];
+      int64_t off = 0;
+      for (int id : st.in) {
+        const int64_t c = val(id).shape[1];
+        ck::copy_rows(ptr(id), c * static_cast<int64_t>(es), static_cast<uint8_t*>(ptr(st.out[0])) + off * static_cast<int64_t>(es),
+                      ys[1] * static_cast<int64_t>(es), rows, c * static_cast<int64_t>(es), s);
+        off += c;
+      }
+      return;
+    }
+    case GpuStepKind::kMaxPool: {
+      ck::PoolParams p = a.pool;
+      p.n = static_cast<int>(shape_at(st.in[0], batch)[0]);
+      ck::maxpool_nhwc(ptr(st.in[0]), ptr(st.out[0]), half, p, s);
+      return;
+    }
+    case GpuStepKind::kResize: {
+      const Shape xs = shape_at(st.in[0], batch), ys = shape_at(st.out[0], batch);
+      ck::resize_nearest_nhwc(ptr(st.in[0]), ptr(st.out[0]), half, static_cast<int>(xs[0]), static_cast<int>(xs[2]),
+                              static_cast<int>(xs[3]), static_cast<int>(xs[1]), static_cast<int>(ys[2]),
+                              static_cast<int>(ys[3]), static_cast<const int*>(a.d_sy.get()),
+                              static_cast<const int*>(a.d_sx.get()), s);
+      return;
+    }
+    case GpuStepKind::kUnary:
+      ck::unary_plain(ck::elt_op(pn->node.op_type.c_str()), fptr(st.in[0]), fptr(st.out[0]),
+                      numel(shape_at(st.out[0], batch)), s);
+      return;
+    case GpuStepKind::kBinary: {
+      const Shape ys = shape_at(st.out[0], batch);
+      ck::StridedParams p;
+      p.rank = static_cast<int>(ys.size());
+      for (int d = 0; d < p.rank; ++d) p.out_dims[d] = ys[static_cast<size_t>(d)];
+      for (int k = 0; k < 2; ++k) {
+        const Shape xs = shape_at(st.in[static_cast<size_t>(k)], batch);
+        const Shape str = row_major_strides(xs);
+        const int lead = p.rank - static_cast<int>(xs.size());
+        YOLOCU_CHECK(lead >= 0, kInternal, pn->node.describe(), ": input rank above output rank");
+        for (int d = 0; d < p.rank; ++d) {
+          int64_t v = 0;
+          if (d >= lead) {
+            const size_t xd = static_cast<size_t>(d - lead);
+            v = (xs[xd] == 1 && ys[static_cast<size_t>(d)] != 1) ? 0 : str[xd];
+          }
+          (k == 0 ? p.a_strides : p.b_strides)[d] = v;
+        }
+      }
+      ck::binary_plain(ck::elt_op(pn->node.op_type.c_str()), fptr(st.in[0]), fptr(st.in[1]), fptr(st.out[0]), p, s);
+      return;
+    }
+    case GpuStepKind::kGather: {
+      const Shape xs = shape_at(st.in[0], batch), ys = shape_at(st.out[0], batch);
+      const Shape str = row_major_strides(xs);
+      ck::StridedParams p;
+      p.rank = static_cast<int>(ys.size());
+      for (int d = 0; d < p.rank; ++d) p.out_dims[d] = ys[static_cast<size_t>(d)];
+      const std::string& op = pn->node.op_type;
+      if (op == "Transpose") {
+        for (int d = 0; d < p.rank; ++d) p.a_strides[d] = str[static_cast<size_t>(a.perm[static_cast<size_t>(d)])];
+      } else if (op == "Slice") {
+        for (int d = 0; d < p.rank; ++d) {
+          p.a_strides[d] = str[static_cast<size_t>(d)] * a.step[static_cast<size_t>(d)];
+          p.a_base += a.start[static_cast<size_t>(d)] * str[static_cast<size_t>(d)];
+        }
+      } else {
+        for (int d = 0; d < p.rank; ++d) p.a_strides[d] = str[static_cast<size_t>(d)];
+        p.a_base = a.split_start * str[static_cast<size_t>(a.axis)];
+      }
+      ck::gather_plain(fptr(st.in[0]), fptr(st.out[0]), p, s);
+      return;
+    }
+    case GpuStepKind::kConcat: {
+      const Shape ys = shape_at(st.out[0], batch);
+      int64_t outer = 1, inner = 1;
+      for (int d = 0; d < a.axis; ++d) outer *= ys[static_cast<size_t>(d)];
+      for (size_t d = static_cast<size_t>(a.axis) + 1; d < ys.size(); ++d) inner *= ys[d];
+      const int64_t dst_pitch = ys[static_cast<size_t>(a.axis)] * inner * 4;
+      int64_t off = 0;
+      for (int id : st.in) {
+        const Shape xs = shape_at(id, batch);
+        const int64_t chunk = xs[static_cast<size_t>(a.axis)] * inner * 4;
+        ck::copy_rows(ptr(id), chunk, static_cast<uint8_t*>(ptr(st.out[0])) + off, dst_pitch, outer, chunk, s);
+        off += chunk;
+      }
+      return;
+    }
+    case GpuStepKind::kDetectTail: {
+      const int64_t rows = sp.heads[static_cast<size_t>(st.head)].rows;
+      for (size_t l = 0; l < st.in.size(); ++l)
+        ck::detect_tail(ptr(st.in[l]), half, fptr(st.out[0]), a.tail_levels[l], rows, batch, s);
+      return;
+    }
+    case GpuStepKind::kCopy:
+      YOLOCU_CUDA_CHECK(cudaMemcpyAsync(ptr(st.out[0]), ptr(st.in[0]),
+                                        static_cast<size_t>(numel(shape_at(st.out[0], batch))) * 4,
+                                        cudaMemcpyDeviceToDevice, s));
+      return;
+  }
+}
+
+void CudaEngine::Impl::enqueue_steps(BatchExec& be, int batch, cudaStream_t s) {
+  YOLOCU_CUDNN_CHECK(cudnnSetStream(cudnn.get(), s));
+  for (size_t i = 0; i < sp.steps.size(); ++i) exec_step(be, i, batch, s);
+}
+
+void CudaEngine::Impl::capture(BatchExec& be, int batch) {
+  cudaStream_t cs = capture_stream.get();
+  YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue_steps(be, batch, cs);
+  } catch (...) {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(cs, &g);
+    if (g) cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t g = nullptr;
+  YOLOCU_CUDA_CHECK(cudaStreamEndCapture(cs, &g));
+  CudaGraph graph(g);
+  cudaGraphExec_t exec = nullptr;
+  YOLOCU_CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
+  be.graph.reset(exec);
+}
+
+void CudaEngine::Impl::convert_input(const void* d_input, int batch, cudaStream_t s) {
+  if (stem_conv >= 0)
+    ck::nchw_to_s2d_nhwc(d_input, half, stem_input.get(), half, batch, in_c, in_h, in_w, kStemChannels, s);
+  else
+    ck::nchw_to_nhwc(d_input, half, ptr(sp.plan.inputs[0]), half, batch, in_c, in_h, in_w, s);
+}
+
+void CudaEngine::Impl::run(const void* d_input, int batch, cudaStream_t s) {
+  BatchExec& be = batch_exec(batch);
+  // The input conversion stays outside the graph: the graph then never depends on d_input.
+  convert_input(d_input, batch, s);
+  // The first run of a batch size is eager (it loads every kernel module outside any capture);
+  // the second captures the graph, later ones replay it.
+  if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {
+    if (!be.graph) {
+      try {
+        capture(be, batch);
+      } catch (const Error&) {
+        be.graph_failed = true;  // run eagerly from now on (still correct, only slower)
+        (void)cudaGetLastError();
+      }
+    }
+    if (be.graph) {
+      YOLOCU_CUDA_CHECK(cudaGraphLaunch(be.graph.get(), s));
+      return;
+    }
+  }
+  enqueue_steps(be, batch, s);
+}
+
+}  // namespace yolocu
