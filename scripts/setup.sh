@@ -62,6 +62,7 @@ apt_packages=(
   python3-opencv                                    # bench/peer_torch_cpu.py: ultralytics on PyTorch-CPU
   python3-yaml python3-pil python3-requests python3-psutil   # scripts/v8/make_refs.sh: the ultralytics package's deps
   python3-venv ca-certificates                      # .venv and pip over HTTPS
+  python3-dev                                       # the Python package's extension (nanobind) needs the headers
   libpython3.11                                     # yolocu serve: Triton's Python-backend stub loads it
 )
 missing=()
