@@ -81,7 +81,7 @@ def main():
                 continue
             # Every Conv+SiLU module alone at the input it sees in this forward.
             seen, inputs = {}, {}
-            hooks = [m.register_forward_hook(lambda m, i, o: inputs.setdefault(id(m), (m, i[0])))
+            hooks = [m.register_forward_hook(lambda m, i, o: inputs.setdefault(id(m), (m, i[0])) and None)
                      for m in model.modules() if isinstance(m, Conv)]
             with torch.inference_mode():
                 model(x)

@@ -181,43 +181,69 @@ __global__ void copy_rows_kernel(const U* __restrict__ src, int src_pitch, U* __
   }
 }
 
-// Max pooling on NHWC: one thread per output element, channel fastest (coalesced loads of each
-// window tap); NaN propagates like the CPU reference; padding taps are skipped.
-template <typename T>
+// Max pooling on NHWC: one thread per V consecutive channels of one output pixel (V = 8 fp16 or
+// 4 fp32 when the channels allow: one 16-byte load per window tap, coalesced across threads);
+// NaN propagates like the CPU reference; padding taps are skipped. 32-bit indices (checked).
+template <typename T, int V>
 __global__ void maxpool_kernel(const T* __restrict__ x, T* __restrict__ y, PoolParams p, int total) {
+  using Vt = Vec<T, V>;
+  const int cv = p.c / V;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int ch = i % p.c;
-    int t = i / p.c;
+    const int cvi = i % cv;
+    int t = i / cv;
     const int ox = t % p.ow;
     t /= p.ow;
     const int oy = t % p.oh;
     const int n = t / p.oh;
     const int y0 = max(0, oy * p.sh - p.ph), y1 = min(p.h, oy * p.sh - p.ph + p.kh);
     const int x0 = max(0, ox * p.sw - p.pw), x1 = min(p.w, ox * p.sw - p.pw + p.kw);
-    float m = -INFINITY;
+    float m[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) m[k] = -INFINITY;
     for (int yy = y0; yy < y1; ++yy)
       for (int xx = x0; xx < x1; ++xx) {
-        const float v = to_f(x[((static_cast<int64_t>(n) * p.h + yy) * p.w + xx) * p.c + ch]);
-        m = (v > m || isnan(v)) ? v : m;
+        const Vt v = reinterpret_cast<const Vt*>(x)[((n * p.h + yy) * p.w + xx) * cv + cvi];
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const float f = to_f(v.v[k]);
+          m[k] = (f > m[k] || isnan(f)) ? f : m[k];
+        }
       }
-    y[i] = from_f<T>(m);
+    Vt o;
+#pragma unroll
+    for (int k = 0; k < V; ++k) o.v[k] = from_f<T>(m[k]);
+    reinterpret_cast<Vt*>(y)[i] = o;
   }
 }
 
-// Nearest resize on NHWC: one thread per output element, channel fastest; source row/column from
-// the precomputed tables (exactly the CPU reference's indices).
-template <typename T>
+// Nearest resize on NHWC: one thread per V consecutive channels of one output pixel (a 16-byte
+// copy when the channels allow); source row/column from the precomputed tables (exactly the CPU
+// reference's indices).
+template <typename T, int V>
 __global__ void resize_kernel(const T* __restrict__ x, T* __restrict__ y, int h, int w, int c, int oh, int ow,
                               const int* __restrict__ sy, const int* __restrict__ sx, int total) {
+  using Vt = Vec<T, V>;
+  const int cv = c / V;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int ch = i % c;
-    int t = i / c;
+    const int cvi = i % cv;
+    int t = i / cv;
     const int ox = t % ow;
     t /= ow;
     const int oy = t % oh;
     const int n = t / oh;
-    y[i] = x[((static_cast<int64_t>(n) * h + sy[oy]) * w + sx[ox]) * c + ch];
+    reinterpret_cast<Vt*>(y)[i] = reinterpret_cast<const Vt*>(x)[((n * h + sy[oy]) * w + sx[ox]) * cv + cvi];
   }
+}
+
+// The widest vector (elements of `elem` bytes, at most 16 bytes) that divides c and keeps both
+// pointers aligned.
+int vector_width(int c, size_t elem, const void* a, const void* b) {
+  for (int v = static_cast<int>(16 / elem); v > 1; v /= 2) {
+    const uintptr_t bytes = static_cast<uintptr_t>(v) * elem;
+    if (c % v == 0 && reinterpret_cast<uintptr_t>(a) % bytes == 0 && reinterpret_cast<uintptr_t>(b) % bytes == 0)
+      return v;
+  }
+  return 1;
 }
 
 // Generic strided kernels (plain float32): one thread per output element in row-major order; the
@@ -394,29 +420,53 @@ void copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch,
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+template <typename T, int V>
+void launch_maxpool(const void* x, void* y, const PoolParams& p, cudaStream_t stream) {
+  const int total = p.n * p.oh * p.ow * (p.c / V);
+  maxpool_kernel<T, V><<<grid_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), p, total);
+}
+template <typename T, int V>
+void launch_resize(const void* x, void* y, int n, int h, int w, int c, int oh, int ow, const int* sy, const int* sx,
+                   cudaStream_t stream) {
+  const int total = n * oh * ow * (c / V);
+  resize_kernel<T, V><<<grid_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), h, w, c,
+                                                                oh, ow, sy, sx, total);
+}
+}  // namespace
+
 void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaStream_t stream) {
-  const int64_t total = int64_t{p.n} * p.oh * p.ow * p.c;
-  check_count(total, "maxpool");
+  check_count(int64_t{p.n} * p.oh * p.ow * p.c, "maxpool");
   check_count(int64_t{p.n} * p.h * p.w * p.c, "maxpool input");
-  if (half)
-    maxpool_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), static_cast<__half*>(y), p,
-                                                             static_cast<int>(total));
-  else
-    maxpool_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), p,
-                                                             static_cast<int>(total));
+  const int v = vector_width(p.c, half ? 2 : 4, x, y);
+  if (half) {
+    if (v == 8) launch_maxpool<__half, 8>(x, y, p, stream);
+    else if (v == 4) launch_maxpool<__half, 4>(x, y, p, stream);
+    else if (v == 2) launch_maxpool<__half, 2>(x, y, p, stream);
+    else launch_maxpool<__half, 1>(x, y, p, stream);
+  } else {
+    if (v == 4) launch_maxpool<float, 4>(x, y, p, stream);
+    else if (v == 2) launch_maxpool<float, 2>(x, y, p, stream);
+    else launch_maxpool<float, 1>(x, y, p, stream);
+  }
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
 void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow,
                          const int* src_y, const int* src_x, cudaStream_t stream) {
-  const int64_t total = int64_t{n} * oh * ow * c;
-  check_count(total, "resize");
-  if (half)
-    resize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), static_cast<__half*>(y), h,
-                                                            w, c, oh, ow, src_y, src_x, static_cast<int>(total));
-  else
-    resize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), h, w,
-                                                            c, oh, ow, src_y, src_x, static_cast<int>(total));
+  check_count(int64_t{n} * oh * ow * c, "resize");
+  check_count(int64_t{n} * h * w * c, "resize input");
+  const int v = vector_width(c, half ? 2 : 4, x, y);
+  if (half) {
+    if (v == 8) launch_resize<__half, 8>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    else if (v == 4) launch_resize<__half, 4>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    else if (v == 2) launch_resize<__half, 2>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    else launch_resize<__half, 1>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+  } else {
+    if (v == 4) launch_resize<float, 4>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    else if (v == 2) launch_resize<float, 2>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    else launch_resize<float, 1>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+  }
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
@@ -439,29 +489,54 @@ void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t
 }
 
 namespace {
-// Fused Detect tail of one level: thread = one element of the head convolution's NHWC output
-// (coalesced reads), written to its place in the merged output (runs of `no` floats).
+// Fused Detect tail, all levels in one launch: block = one pixel row (image n, row y) of one
+// level (blocks of level l follow those of level l - 1); thread = one source channel c = a * no + k
+// (a, k decoded once), looping over the row's nx pixels: each step reads one pixel's channels
+// (coalesced) and writes, per anchor, a run of no floats of the merged output. No per-element
+// division on the hot path.
 template <typename T>
-__global__ void detect_tail_kernel(const T* __restrict__ src, float* __restrict__ out, engine::tail::Level L,
-                                   int64_t rows, int total) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const engine::tail::Coord c = engine::tail::coord_of_u32(L, static_cast<uint32_t>(i));
-    if (engine::tail::is_padding(L, c)) continue;
-    out[engine::tail::output_index(L, rows, c)] = engine::tail::element(L, c, to_f(src[i]));
+__global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows) {
+  int l = 0;
+  while (l + 1 < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[l + 1]) ++l;
+  const engine::tail::Level& L = t.level[l];
+  const T* __restrict__ src = static_cast<const T*>(t.src[l]);
+  const int ny = static_cast<int>(L.ny), nx = static_cast<int>(L.nx), no = static_cast<int>(L.no);
+  const int pitch = static_cast<int>(engine::tail::source_pitch(L));
+  const int local = static_cast<int>(blockIdx.x) - t.block_begin[l];
+  const int n = local / ny, y = local - n * ny;
+  const T* row_src = src + static_cast<int64_t>(local) * nx * pitch;
+  for (int c = threadIdx.x; c < pitch; c += blockDim.x) {
+    const int a = c / no, k = c - a * no;
+    if (a >= L.na) continue;
+    engine::tail::Coord co{n, a, y, 0, k};
+    float* o = out + engine::tail::output_index(L, rows, co);
+    for (int x = 0; x < nx; ++x) {
+      co.x = x;
+      o[static_cast<int64_t>(x) * no] = engine::tail::element(L, co, to_f(row_src[static_cast<int64_t>(x) * pitch + c]));
+    }
   }
 }
 }  // namespace
 
-void detect_tail(const void* src, bool half, float* out, const engine::tail::Level& level, int64_t rows, int batch,
-                 cudaStream_t stream) {
-  const int64_t total = int64_t{batch} * level.ny * level.nx * engine::tail::source_pitch(level);
-  check_count(total, "detect_tail");
+void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, int batch, cudaStream_t stream) {
+  YOLOCU_CHECK(levels.count >= 1 && levels.count <= kMaxTailLevels, kInternal, "detect_tail: ", levels.count, " levels");
+  TailLevels t = levels;
+  int64_t blocks = 0;
+  int threads = 32;
+  for (int l = 0; l < t.count; ++l) {
+    const engine::tail::Level& L = t.level[l];
+    t.block_begin[l] = static_cast<int>(blocks);
+    blocks += int64_t{batch} * L.ny;
+    check_count(int64_t{batch} * L.ny * L.nx * engine::tail::source_pitch(L), "detect_tail");
+    check_count(int64_t{batch} * rows * L.no, "detect_tail output");
+    threads = std::max<int>(threads, static_cast<int>(std::min<int64_t>(256, (engine::tail::source_pitch(L) + 31) / 32 * 32)));
+  }
+  t.block_begin[t.count] = static_cast<int>(blocks);
+  check_count(blocks, "detect_tail blocks");
   if (half)
-    detect_tail_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(src), out, level, rows,
-                                                                 static_cast<int>(total));
+    detect_tail_kernel<__half><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows);
   else
-    detect_tail_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const float*>(src), out, level, rows,
-                                                                 static_cast<int>(total));
+    detect_tail_kernel<float><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,9 +8,7 @@
 
 #include <cstdint>
 
-namespace yolocu::engine::tail {
-struct Level;
-}
+#include "engine/detect_tail.hpp"
 
 namespace yolocu::cuda_kernels {
 
@@ -72,11 +70,18 @@ void binary_plain(EltOp op, const float* a, const float* b, float* y, const Stri
 // y[i] = x[a_base + offset_a(i)]  (Transpose, Slice, Split)
 void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t stream);
 
-// Fused Detect tail of one level (engine/detect_tail.hpp): reads the head convolution's NHWC output
-// (bias added, activation dtype) of `batch` images and writes the level's rows of the merged float32
-// output [batch, rows, no]; level.tables is a device pointer.
-void detect_tail(const void* src, bool half, float* out, const engine::tail::Level& level, int64_t rows, int batch,
-                 cudaStream_t stream);
+// Fused Detect tail (engine/detect_tail.hpp), every level in one launch: reads each level's head
+// convolution output (NHWC, bias added, activation dtype) of `batch` images and writes its rows of
+// the merged float32 output [batch, rows, no]. level[l].tables are device pointers; block_begin is
+// filled by the launcher.
+constexpr int kMaxTailLevels = 4;
+struct TailLevels {
+  int count = 0;
+  const void* src[kMaxTailLevels] = {};
+  engine::tail::Level level[kMaxTailLevels];
+  int block_begin[kMaxTailLevels + 1] = {};
+};
+void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, int batch, cudaStream_t stream);
 
 // Tuning helpers (the tactic checks): x[i] = uniform in [lo, hi) from a counter hash of (seed, i).
 void fill_uniform(void* x, bool half, int64_t n, uint32_t seed, float lo, float hi, cudaStream_t stream);

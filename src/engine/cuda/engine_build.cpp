@@ -251,9 +251,8 @@ void CudaEngine::Impl::build() {
         kernels += batches[static_cast<size_t>(tuned.back())]->tactics[static_cast<size_t>(aux[i].conv)]->kernels();
         break;
       case GpuStepKind::kConcat:
-      case GpuStepKind::kConcatNhwc:
-      case GpuStepKind::kDetectTail: kernels += static_cast<int>(st.in.size()); break;
-      default: kernels += 1;
+      case GpuStepKind::kConcatNhwc: kernels += static_cast<int>(st.in.size()); break;
+      default: kernels += 1;  // the Detect tail too: one launch for every level
     }
   }
   stats.kernels_per_run = kernels;

@@ -122,8 +122,15 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
     }
     case GpuStepKind::kDetectTail: {
       const int64_t rows = sp.heads[static_cast<size_t>(st.head)].rows;
-      for (size_t l = 0; l < st.in.size(); ++l)
-        ck::detect_tail(ptr(st.in[l]), half, fptr(st.out[0]), a.tail_levels[l], rows, batch, s);
+      ck::TailLevels t;
+      t.count = static_cast<int>(st.in.size());
+      YOLOCU_CHECK(t.count <= ck::kMaxTailLevels, kUnsupported, "Detect head with ", t.count, " levels (at most ",
+                   ck::kMaxTailLevels, ")");
+      for (size_t l = 0; l < st.in.size(); ++l) {
+        t.src[l] = ptr(st.in[l]);
+        t.level[l] = a.tail_levels[l];
+      }
+      ck::detect_tail(t, half, fptr(st.out[0]), rows, batch, s);
       return;
     }
     case GpuStepKind::kCopy:

@@ -4,6 +4,7 @@
 // convolution, times it and keeps the fastest. Families:
 //   cudnn_legacy.cpp  "cudnn:<ALGO>"            cudnnConvolutionForward + yolocu's epilogue kernel
 //   cudnn_graph.cpp   "cudnn-graph:e<id>;..."   one cuDNN Graph API (cudnn-frontend) fused kernel
+//   own_conv.cpp      "own:igemm-bm<rows>"      yolocu's tensor-core implicit GEMM for small layers
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -58,9 +59,14 @@ TacticPtr cudnn_legacy_reference(cudnnHandle_t cudnn, const ConvProblem& pb);
 // FP32 leaves out tensor-core, reduced-precision, Winograd, FFT and non-deterministic configs.
 std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim);
 
+// yolocu's own kernel (own_conv_kernel.hpp): fp16, groups 1, c % 8 == 0, k % 16 == 0, k <= 64,
+// r * s * c <= 320 (the space-to-depth stem and other small early layers).
+std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
+
 // Re-creates a tactic from its id (any family); null if the id is unknown or no longer supported.
 TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 TacticPtr make_cudnn_legacy(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+TacticPtr make_own_conv(const ConvProblem& pb, const std::string& id);
 
 }  // namespace yolocu::engine

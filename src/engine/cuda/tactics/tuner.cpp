@@ -70,6 +70,7 @@ std::string tactic_device_key(int device) {
 TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim) {
   if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim);
   if (id.rfind("cudnn:", 0) == 0) return make_cudnn_legacy(cudnn, pb, id, lim);
+  if (id.rfind("own:", 0) == 0) return make_own_conv(pb, id);
   return nullptr;
 }
 
@@ -247,6 +248,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     cands = cudnn_graph_candidates(cudnn_, pb, limits_);
   }
   for (TacticPtr& t : cudnn_legacy_candidates(cudnn_, pb, limits_)) cands.push_back(std::move(t));
+  for (TacticPtr& t : own_conv_candidates(pb)) cands.push_back(std::move(t));
   double best = -1;
   for (TacticPtr& t : cands) {
     ++out.candidates;

@@ -1,0 +1,143 @@
+// yolocu's own convolution kernel (the "own" tactic family) against a direct convolution on the
+// host, on the shapes it claims (own_conv_supports): strides 1 and 2, 1x1 / 3x3 / 6x6 filters,
+// 16..64 output channels, odd image sizes (a partial last block), bias, SiLU, residual.
+// Tolerance: both sides see the same fp16 inputs; the kernel accumulates in fp32 (another order
+// than the host's double) and rounds once to fp16 (rel. 2^-11), so rel L2 <= 2e-3 and
+// |d| <= 1e-2 * max(1, |ref|) are loose for a correct kernel and far below a wrong tap or channel.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/tactics/conv_tactic.hpp"
+#include "engine/cuda/tactics/own_conv_kernel.hpp"
+#include "test_util.hpp"
+
+namespace yolocu::engine {
+namespace {
+
+struct Shape {
+  int n, c, h, w, k, r, str, pad;
+  bool bias, silu, residual;
+};
+
+std::vector<__half> random_half(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<__half> v(n);
+  for (auto& x : v) x = __float2half_rn(u(rng));
+  return v;
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& v) {
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, v.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return static_cast<T*>(d);
+}
+
+void run_case(const Shape& sh, int bm) {
+  const int p = (sh.h + 2 * sh.pad - sh.r) / sh.str + 1, q = (sh.w + 2 * sh.pad - sh.r) / sh.str + 1;
+  const auto x = random_half(size_t(sh.n) * sh.h * sh.w * sh.c, 1, -1.f, 1.f);
+  const auto w = random_half(size_t(sh.k) * sh.r * sh.r * sh.c, 2, -0.2f, 0.2f);
+  std::vector<float> bias(size_t(sh.k));
+  for (int i = 0; i < sh.k; ++i) bias[size_t(i)] = 0.05f * float(i % 7) - 0.15f;
+  const size_t ny = size_t(sh.n) * p * q * sh.k;
+  const auto res = random_half(ny, 3, -1.f, 1.f);
+
+  OwnConvArgs a;
+  a.n = sh.n; a.c = sh.c; a.h = sh.h; a.w_ = sh.w; a.k = sh.k; a.r = a.s = sh.r; a.p = p; a.q = q;
+  a.pad_h = a.pad_w = sh.pad; a.str_h = a.str_w = sh.str; a.silu = sh.silu;
+  ASSERT_TRUE(own_conv_supports(a));
+  __half* dx = to_device(x);
+  __half* dw = to_device(w);
+  float* db = to_device(bias);
+  __half* dr = to_device(res);
+  __half* dy = to_device(std::vector<__half>(ny, __float2half_rn(-7.f)));
+  a.x = dx; a.w = dw; a.bias = sh.bias ? db : nullptr; a.residual = sh.residual ? dr : nullptr; a.y = dy;
+  own_conv_prepare(a, bm);
+  own_conv_run(a, bm, nullptr);
+  std::vector<__half> y(ny);
+  ASSERT_EQ(cudaMemcpy(y.data(), dy, ny * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (void* d : {static_cast<void*>(dx), static_cast<void*>(dw), static_cast<void*>(db), static_cast<void*>(dr),
+                  static_cast<void*>(dy)})
+    cudaFree(d);
+
+  double sq = 0, sq_ref = 0, max_d = 0, max_ref = 0;
+  for (int n = 0; n < sh.n; ++n)
+    for (int oy = 0; oy < p; ++oy)
+      for (int ox = 0; ox < q; ++ox)
+        for (int k = 0; k < sh.k; ++k) {
+          double acc = 0;
+          for (int r = 0; r < sh.r; ++r)
+            for (int s = 0; s < sh.r; ++s) {
+              const int iy = oy * sh.str - sh.pad + r, ix = ox * sh.str - sh.pad + s;
+              if (iy < 0 || iy >= sh.h || ix < 0 || ix >= sh.w) continue;
+              for (int c = 0; c < sh.c; ++c)
+                acc += double(__half2float(x[((size_t(n) * sh.h + iy) * sh.w + ix) * sh.c + c])) *
+                       double(__half2float(w[((size_t(k) * sh.r + r) * sh.r + s) * sh.c + c]));
+            }
+          if (sh.bias) acc += bias[size_t(k)];
+          if (sh.silu) acc = acc / (1.0 + std::exp(-acc));
+          const size_t o = ((size_t(n) * p + oy) * q + ox) * sh.k + k;
+          if (sh.residual) acc += double(__half2float(res[o]));
+          const double d = std::fabs(double(__half2float(y[o])) - acc);
+          sq += d * d;
+          sq_ref += acc * acc;
+          max_d = std::max(max_d, d);
+          max_ref = std::max(max_ref, std::fabs(acc));
+        }
+  const double rel = std::sqrt(sq / std::max(sq_ref, 1e-30));
+  const std::string what = "n" + std::to_string(sh.n) + " c" + std::to_string(sh.c) + " " + std::to_string(sh.h) + "x" +
+                           std::to_string(sh.w) + " k" + std::to_string(sh.k) + " r" + std::to_string(sh.r) + " s" +
+                           std::to_string(sh.str) + " bm" + std::to_string(bm);
+  EXPECT_LE(rel, 2e-3) << what;
+  EXPECT_LE(max_d, 1e-2 * std::max(1.0, max_ref)) << what;
+}
+
+TEST(OwnConv, MatchesDirectConvolution) {
+  YOLOCU_REQUIRE_GPU();
+  const Shape shapes[] = {
+      {2, 16, 37, 41, 16, 3, 1, 1, true, true, false},   // the space-to-depth stem of yolov5n
+      {2, 16, 37, 41, 32, 3, 1, 1, true, true, false},   // ... of yolov5s
+      {2, 16, 38, 40, 32, 3, 2, 1, true, true, false},   // 16 -> 32, 3x3 stride 2
+      {3, 32, 19, 23, 48, 1, 1, 0, true, false, true},   // 1x1 with residual, no activation
+      {1, 8, 30, 30, 64, 6, 2, 2, false, true, false},   // 6x6 stride 2, 8 channels (reduction 288)
+      {1, 16, 5, 7, 16, 3, 1, 1, true, true, true},      // fewer pixels than one block
+  };
+  for (const Shape& s : shapes)
+    for (int bm : {64, 128}) run_case(s, bm);
+}
+
+TEST(OwnConv, RefusesWhatItCannotRun) {
+  OwnConvArgs a;
+  a.n = 1; a.c = 16; a.h = a.w_ = 8; a.k = 16; a.r = a.s = 3; a.p = a.q = 8; a.pad_h = a.pad_w = 1;
+  EXPECT_TRUE(own_conv_supports(a));
+  OwnConvArgs b = a;
+  b.c = 12;  // not a multiple of 8 channels
+  EXPECT_FALSE(own_conv_supports(b));
+  b = a;
+  b.k = 24;  // not a multiple of 16 outputs
+  EXPECT_FALSE(own_conv_supports(b));
+  b = a;
+  b.k = 128;  // more than 64 outputs
+  EXPECT_FALSE(own_conv_supports(b));
+  b = a;
+  b.c = 64;  // reduction 576 > 320
+  EXPECT_FALSE(own_conv_supports(b));
+  ConvProblem pb;
+  pb.n = 1; pb.c = 16; pb.h = pb.w = 8; pb.k = 16; pb.r = pb.s = 3; pb.p = pb.q = 8; pb.pad_h = pb.pad_w = 1;
+  pb.half = false;  // fp32 engines keep FMA-only tactics
+  EXPECT_TRUE(own_conv_candidates(pb).empty());
+  pb.group = 2;
+  pb.half = true;
+  EXPECT_TRUE(own_conv_candidates(pb).empty());
+}
+
+}  // namespace
+}  // namespace yolocu::engine
