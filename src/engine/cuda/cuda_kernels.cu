@@ -505,14 +505,23 @@ __global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_
   const int local = static_cast<int>(blockIdx.x) - t.block_begin[l];
   const int n = local / ny, y = local - n * ny;
   const T* row_src = src + static_cast<int64_t>(local) * nx * pitch;
+  constexpr int kUnroll = 8;  // pixels loaded before any is written: 8 loads in flight per thread
   for (int c = threadIdx.x; c < pitch; c += blockDim.x) {
     const int a = c / no, k = c - a * no;
     if (a >= L.na) continue;
     engine::tail::Coord co{n, a, y, 0, k};
     float* o = out + engine::tail::output_index(L, rows, co);
-    for (int x = 0; x < nx; ++x) {
-      co.x = x;
-      o[static_cast<int64_t>(x) * no] = engine::tail::element(L, co, to_f(row_src[static_cast<int64_t>(x) * pitch + c]));
+    for (int x0 = 0; x0 < nx; x0 += kUnroll) {
+      float v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        v[u] = x0 + u < nx ? to_f(row_src[static_cast<int64_t>(x0 + u) * pitch + c]) : 0.f;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (x0 + u >= nx) break;
+        co.x = x0 + u;
+        o[static_cast<int64_t>(x0 + u) * no] = engine::tail::element(L, co, v[u]);
+      }
     }
   }
 }

@@ -92,20 +92,34 @@ __global__ void __launch_bounds__(BM * 2) own_conv_kernel(Params P) {
     *reinterpret_cast<uint4*>(Bs + co * P.ldb + k0) = v;
   }
   __syncthreads();
-  // 2. A: BM rows of Kd input values.
-  const int cchunks = P.c / 8;
-  for (int i = tid; i < BM * cpr; i += kThreadsPerBlock) {
-    const int row = i / cpr, j = i - row * cpr, k0 = j * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    const int4 r = rows[row];
-    if (r.w && k0 < P.kd) {
-      const int tap = j / cchunks, c0 = (j - tap * cchunks) * 8;
-      const int rr = tap / P.s, ss = tap - rr * P.s;
-      const int iy = r.y + rr * P.dil_h, ix = r.z + ss * P.dil_w;
-      if (iy >= 0 && iy < P.h && ix >= 0 && ix < P.w_)
-        v = *reinterpret_cast<const uint4*>(P.x + ((static_cast<int64_t>(r.x) + iy) * P.w_ + ix) * P.c + c0);
+  // 2. A: BM rows of Kd input values, kBatch chunks per thread loaded before any is stored
+  //    (independent loads in flight; the stores into shared memory would serialise them).
+  constexpr int kBatch = 8;
+  const int cchunks = P.c / 8, a_chunks = BM * cpr;
+  for (int base = tid; base < a_chunks; base += kBatch * kThreadsPerBlock) {
+    uint4 v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * kThreadsPerBlock;
+      v[u] = make_uint4(0, 0, 0, 0);
+      if (i >= a_chunks) continue;
+      const int row = i / cpr, j = i - row * cpr, k0 = j * 8;
+      const int4 r = rows[row];
+      if (r.w && k0 < P.kd) {
+        const int tap = j / cchunks, c0 = (j - tap * cchunks) * 8;
+        const int rr = tap / P.s, ss = tap - rr * P.s;
+        const int iy = r.y + rr * P.dil_h, ix = r.z + ss * P.dil_w;
+        if (iy >= 0 && iy < P.h && ix >= 0 && ix < P.w_)
+          v[u] = __ldg(reinterpret_cast<const uint4*>(P.x + ((static_cast<int64_t>(r.x) + iy) * P.w_ + ix) * P.c + c0));
+      }
     }
-    *reinterpret_cast<uint4*>(As + row * P.lda + k0) = v;
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * kThreadsPerBlock;
+      if (i >= a_chunks) continue;
+      const int row = i / cpr;
+      *reinterpret_cast<uint4*>(As + row * P.lda + (i - row * cpr) * 8) = v[u];
+    }
   }
   __syncthreads();
 

@@ -76,11 +76,20 @@ TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::str
 
 Tuner::Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache, int device, cudaStream_t stream)
     : cudnn_(cudnn), limits_(limits), cache_(cache), device_key_(tactic_device_key(device)), stream_(stream) {
-  if (const char* q = std::getenv("YOLOCU_TUNE_QUICK"); q && std::string(q) == "1") reps_ = timings_ = 1;
+  if (const char* q = std::getenv("YOLOCU_TUNE_QUICK"); q && std::string(q) == "1") {
+    quick_ = true;
+    reps_ = timings_ = 1;
+  }
+  set_limits(limits);
   YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking));
   YOLOCU_CUDA_CHECK(cudaEventCreate(&ev_[0]));
   YOLOCU_CUDA_CHECK(cudaEventCreate(&ev_[1]));
   YOLOCU_CUDA_CHECK(cudaMalloc(&d_acc_, sizeof(ck::CompareAcc)));
+}
+
+void Tuner::set_limits(const TacticLimits& limits) {
+  limits_ = limits;
+  if (quick_) limits_.max_graph_plans = std::min(limits_.max_graph_plans, kQuickGraphPlans);
 }
 
 Tuner::~Tuner() {

@@ -47,9 +47,10 @@ struct TunerStats {
 
 class Tuner {
  public:
-  // Launches per timed CUDA graph and timed replays per candidate (YOLOCU_TUNE_QUICK=1: 1 and 1, for
-  // runs under compute-sanitizer, where only the check matters).
-  static constexpr int kReps = 10, kTimings = 5;
+  // Launches per timed CUDA graph and timed replays per candidate (YOLOCU_TUNE_QUICK=1: 1 and 1, and
+  // at most kQuickGraphPlans cuDNN graph plans per layer, for runs under compute-sanitizer, where
+  // only the checks of every family matter).
+  static constexpr int kReps = 10, kTimings = 5, kQuickGraphPlans = 3;
 
   // cache may be null. stream: where checks and timings run (synchronised by choose()).
   Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache, int device, cudaStream_t stream);
@@ -73,7 +74,7 @@ class Tuner {
   // timing, no check (the check ran on the tuned batch), no synchronisation.
   std::shared_ptr<const ConvTactic> derive(const ConvProblem& pb, const std::string& id);
 
-  void set_limits(const TacticLimits& limits) { limits_ = limits; }
+  void set_limits(const TacticLimits& limits);
   const TunerStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -97,6 +98,7 @@ class Tuner {
   TunerStats stats_;
   std::vector<std::string> warnings_;
   int reps_ = kReps, timings_ = kTimings;
+  bool quick_ = false;
   std::map<std::string, std::vector<TacticPtr>> prebuilt_;  // signature|b<batch> -> graph candidates
   std::map<std::string, TacticPtr> premade_;                // signature|b<batch> -> the cached tactic
 };
