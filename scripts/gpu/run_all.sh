@@ -62,11 +62,12 @@ case "$part" in
   *) tests="" ;;
 esac
 # SKIP_TESTS=1 / SKIP_BENCH=1 / SKIP_SANITIZE=1: leave out a part's tests / benchmark / compute-sanitizer runs
+# TEST_FILTER=<gtest filter>: only those tests (e.g. the ones a change touches, next to a benchmark call).
 # (a part over several calls of 10 minutes).
 [ "${SKIP_TESTS:-0}" = 1 ] && tests=""
 if [ -n "$tests" ]; then
   step "GPU tests"
-  for t in $tests; do run_test "$t"; done
+  for t in $tests; do run_test "$t" "${TEST_FILTER:-*}"; done
   [ "${SKIP_SANITIZE:-0}" = 1 ] || step "compute-sanitizer (short runs)"
   # binary | memcheck filter | racecheck + initcheck filter ("-": skip)
   while read -r t mem race; do

@@ -489,11 +489,13 @@ void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t
 }
 
 namespace {
-// Fused Detect tail, all levels in one launch: block = one pixel row (image n, row y) of one
-// level (blocks of level l follow those of level l - 1); thread = one source channel c = a * no + k
-// (a, k decoded once), looping over the row's nx pixels: each step reads one pixel's channels
-// (coalesced) and writes, per anchor, a run of no floats of the merged output. No per-element
-// division on the hot path.
+// Fused Detect tail, all levels in one launch: block = kTailChunk consecutive pixels of one pixel
+// row (image n, row y) of one level (blocks of level l follow those of level l - 1); thread = one
+// source channel c = a * no + k (a, k decoded once). It loads its channel of all the chunk's
+// pixels first (coalesced across the block, kTailChunk loads in flight per thread), then writes,
+// per anchor, the chunk's runs of no floats of the merged output. Many small blocks: batch 1 has
+// enough of them to fill the GPU.
+constexpr int kTailChunk = 8;
 template <typename T>
 __global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows) {
   int l = 0;
@@ -502,26 +504,24 @@ __global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_
   const T* __restrict__ src = static_cast<const T*>(t.src[l]);
   const int ny = static_cast<int>(L.ny), nx = static_cast<int>(L.nx), no = static_cast<int>(L.no);
   const int pitch = static_cast<int>(engine::tail::source_pitch(L));
+  const int chunks = (nx + kTailChunk - 1) / kTailChunk;
   const int local = static_cast<int>(blockIdx.x) - t.block_begin[l];
-  const int n = local / ny, y = local - n * ny;
-  const T* row_src = src + static_cast<int64_t>(local) * nx * pitch;
-  constexpr int kUnroll = 8;  // pixels loaded before any is written: 8 loads in flight per thread
+  const int row = local / chunks, x0 = (local - row * chunks) * kTailChunk;
+  const int n = row / ny, y = row - n * ny;
+  const T* row_src = src + (static_cast<int64_t>(row) * nx + x0) * pitch;
   for (int c = threadIdx.x; c < pitch; c += blockDim.x) {
     const int a = c / no, k = c - a * no;
     if (a >= L.na) continue;
-    engine::tail::Coord co{n, a, y, 0, k};
+    float v[kTailChunk];
+#pragma unroll
+    for (int u = 0; u < kTailChunk; ++u) v[u] = x0 + u < nx ? to_f(row_src[static_cast<int64_t>(u) * pitch + c]) : 0.f;
+    engine::tail::Coord co{n, a, y, x0, k};
     float* o = out + engine::tail::output_index(L, rows, co);
-    for (int x0 = 0; x0 < nx; x0 += kUnroll) {
-      float v[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        v[u] = x0 + u < nx ? to_f(row_src[static_cast<int64_t>(x0 + u) * pitch + c]) : 0.f;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (x0 + u >= nx) break;
-        co.x = x0 + u;
-        o[static_cast<int64_t>(x0 + u) * no] = engine::tail::element(L, co, v[u]);
-      }
+    for (int u = 0; u < kTailChunk; ++u) {
+      if (x0 + u >= nx) break;
+      co.x = x0 + u;
+      o[static_cast<int64_t>(u) * no] = engine::tail::element(L, co, v[u]);
     }
   }
 }
@@ -535,7 +535,7 @@ void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, 
   for (int l = 0; l < t.count; ++l) {
     const engine::tail::Level& L = t.level[l];
     t.block_begin[l] = static_cast<int>(blocks);
-    blocks += int64_t{batch} * L.ny;
+    blocks += int64_t{batch} * L.ny * ((L.nx + kTailChunk - 1) / kTailChunk);
     check_count(int64_t{batch} * L.ny * L.nx * engine::tail::source_pitch(L), "detect_tail");
     check_count(int64_t{batch} * rows * L.no, "detect_tail output");
     threads = std::max<int>(threads, static_cast<int>(std::min<int64_t>(256, (engine::tail::source_pitch(L) + 31) / 32 * 32)));
