@@ -62,8 +62,8 @@ case "$part" in
   *) tests="" ;;
 esac
 # SKIP_TESTS=1 / SKIP_BENCH=1 / SKIP_SANITIZE=1: leave out a part's tests / benchmark / compute-sanitizer runs
-# TEST_FILTER=<gtest filter>: only those tests (e.g. the ones a change touches, next to a benchmark call).
-# (a part over several calls of 10 minutes).
+# (a part over several calls of 10 minutes). TEST_FILTER=<gtest filter>: only those tests (e.g. the
+# ones a change touches, next to a benchmark call).
 [ "${SKIP_TESTS:-0}" = 1 ] && tests=""
 if [ -n "$tests" ]; then
   step "GPU tests"

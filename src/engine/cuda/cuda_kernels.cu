@@ -489,39 +489,50 @@ void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t
 }
 
 namespace {
-// Fused Detect tail, all levels in one launch: block = kTailChunk consecutive pixels of one pixel
-// row (image n, row y) of one level (blocks of level l follow those of level l - 1); thread = one
-// source channel c = a * no + k (a, k decoded once). It loads its channel of all the chunk's
-// pixels first (coalesced across the block, kTailChunk loads in flight per thread), then writes,
-// per anchor, the chunk's runs of no floats of the merged output. Many small blocks: batch 1 has
-// enough of them to fill the GPU.
+// Fused Detect tail, all levels in one launch: block = `chunk` consecutive pixels of one pixel row
+// (image n, row y) of one level (blocks of level l follow those of level l - 1); thread = one
+// source channel c = a * no + k (a, k decoded once); it reads its channel of each pixel (coalesced
+// across the block) and writes, per anchor, runs of no floats of the merged output.
+// Two shapes, each the faster one measured on an H100 (docs/performance.md section 4):
+//   chunk == kTailChunk (small batches, few rows): the chunk's 8 loads are issued before any
+//     store, and many small blocks fill the GPU (yolov5n batch 1: 24.7 us, whole rows 50.8 us);
+//   chunk == nx (otherwise): a whole row per block, one pixel after the other (batch 32: 379 us,
+//     8-pixel blocks 579 us: the block count, not the bytes, limits those).
 constexpr int kTailChunk = 8;
 template <typename T>
-__global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows) {
+__global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows, int chunk) {
   int l = 0;
   while (l + 1 < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[l + 1]) ++l;
   const engine::tail::Level& L = t.level[l];
   const T* __restrict__ src = static_cast<const T*>(t.src[l]);
   const int ny = static_cast<int>(L.ny), nx = static_cast<int>(L.nx), no = static_cast<int>(L.no);
   const int pitch = static_cast<int>(engine::tail::source_pitch(L));
-  const int chunks = (nx + kTailChunk - 1) / kTailChunk;
+  const int chunks = (nx + chunk - 1) / chunk;
   const int local = static_cast<int>(blockIdx.x) - t.block_begin[l];
-  const int row = local / chunks, x0 = (local - row * chunks) * kTailChunk;
+  const int row = local / chunks, x0 = (local - row * chunks) * chunk;
   const int n = row / ny, y = row - n * ny;
+  const int count = min(chunk, nx - x0);
   const T* row_src = src + (static_cast<int64_t>(row) * nx + x0) * pitch;
   for (int c = threadIdx.x; c < pitch; c += blockDim.x) {
     const int a = c / no, k = c - a * no;
     if (a >= L.na) continue;
-    float v[kTailChunk];
-#pragma unroll
-    for (int u = 0; u < kTailChunk; ++u) v[u] = x0 + u < nx ? to_f(row_src[static_cast<int64_t>(u) * pitch + c]) : 0.f;
     engine::tail::Coord co{n, a, y, x0, k};
     float* o = out + engine::tail::output_index(L, rows, co);
+    if (chunk == kTailChunk) {
+      float v[kTailChunk];
 #pragma unroll
-    for (int u = 0; u < kTailChunk; ++u) {
-      if (x0 + u >= nx) break;
-      co.x = x0 + u;
-      o[static_cast<int64_t>(u) * no] = engine::tail::element(L, co, v[u]);
+      for (int u = 0; u < kTailChunk; ++u) v[u] = u < count ? to_f(row_src[static_cast<int64_t>(u) * pitch + c]) : 0.f;
+#pragma unroll
+      for (int u = 0; u < kTailChunk; ++u) {
+        if (u >= count) break;
+        co.x = x0 + u;
+        o[static_cast<int64_t>(u) * no] = engine::tail::element(L, co, v[u]);
+      }
+    } else {
+      for (int u = 0; u < count; ++u) {
+        co.x = x0 + u;
+        o[static_cast<int64_t>(u) * no] = engine::tail::element(L, co, to_f(row_src[static_cast<int64_t>(u) * pitch + c]));
+      }
     }
   }
 }
@@ -529,23 +540,40 @@ __global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_
 
 void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, int batch, cudaStream_t stream) {
   YOLOCU_CHECK(levels.count >= 1 && levels.count <= kMaxTailLevels, kInternal, "detect_tail: ", levels.count, " levels");
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      n = 132;
+    return n;
+  }();
   TailLevels t = levels;
+  int64_t row_blocks = 0, max_nx = 0;
+  for (int l = 0; l < t.count; ++l) {
+    row_blocks += int64_t{batch} * t.level[l].ny;
+    max_nx = std::max(max_nx, t.level[l].nx);
+  }
+  // Whole rows when they give at least 4 blocks per SM, else 8-pixel chunks.
+  const bool small = row_blocks < 4 * int64_t{sms};
   int64_t blocks = 0;
   int threads = 32;
   for (int l = 0; l < t.count; ++l) {
     const engine::tail::Level& L = t.level[l];
+    const int64_t chunk = small ? kTailChunk : L.nx;
     t.block_begin[l] = static_cast<int>(blocks);
-    blocks += int64_t{batch} * L.ny * ((L.nx + kTailChunk - 1) / kTailChunk);
+    blocks += int64_t{batch} * L.ny * ((L.nx + chunk - 1) / chunk);
     check_count(int64_t{batch} * L.ny * L.nx * engine::tail::source_pitch(L), "detect_tail");
     check_count(int64_t{batch} * rows * L.no, "detect_tail output");
     threads = std::max<int>(threads, static_cast<int>(std::min<int64_t>(256, (engine::tail::source_pitch(L) + 31) / 32 * 32)));
   }
   t.block_begin[t.count] = static_cast<int>(blocks);
   check_count(blocks, "detect_tail blocks");
+  // One chunk length for the kernel: whole rows of the widest level are whole rows of every level
+  // too (one block per row; a block stops at its row's end).
+  const int chunk = small ? kTailChunk : static_cast<int>(max_nx);
   if (half)
-    detect_tail_kernel<__half><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows);
+    detect_tail_kernel<__half><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows, chunk);
   else
-    detect_tail_kernel<float><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows);
+    detect_tail_kernel<float><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows, chunk);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
