@@ -167,11 +167,11 @@ int main(int argc, char** argv) {
         const CudaEngineStats st = e.stats();
         const double med = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
         const double tflops = st.conv_flops_per_image * batch / (med * 1e-3) / 1e12;
-        std::printf("%-26s %5d %9.0f %9.0f %9.3f %9.3f %11.0f %9.1f %7.2f%% %10.1f %8d %d cached, %d tuned "
-                    "(%d candidates, %d rejected)\n",
+        std::printf("%-26s %5d %9.0f %9.0f %9.3f %9.3f %11.0f %9.1f %7.2f%% %10.1f %8d %d cached (%d plans "
+                    "restored), %d tuned (%d candidates, %d rejected)\n",
                     name.c_str(), batch, st.build_ms + (batch == batches.front() ? load_ms : 0.0), st.tune_ms, med, p90,
                     batch * 1e3 / med, tflops, 100.0 * tflops / kH100DenseFp16Tflops, st.activation_bytes / 1048576.0,
-                    st.kernels_per_run, st.tactic_cache_hits, st.tactics_tuned, st.tactic_candidates,
+                    st.kernels_per_run, st.tactic_cache_hits, st.tactic_plans_restored, st.tactics_tuned, st.tactic_candidates,
                     st.tactic_rejected);
         for (const auto& w : st.warnings) std::printf("  warning: %s\n", w.c_str());
         if (profile) {

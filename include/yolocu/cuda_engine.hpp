@@ -81,6 +81,7 @@ struct CudaEngineStats {
   double tune_ms = 0;               // host time choosing tactics (cache loads included)
   int tactic_layers = 0;            // (layer, batch) choices made at build
   int tactic_cache_hits = 0;        // ... taken from the cache on disk (checked, not timed)
+  int tactic_plans_restored = 0;    // ... of which restored from the cache's serialised plan (no compile)
   int tactic_memo_hits = 0;         // ... taken from this process's earlier choices
   int tactics_tuned = 0;            // ... timed now
   int tactic_candidates = 0, tactic_rejected = 0;  // tried / failed the correctness check

@@ -8,11 +8,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <random>
 
+#include "engine/cuda/tactics/tuner.hpp"
 #include "test_util.hpp"
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/engine.hpp"
@@ -83,11 +85,11 @@ CudaEngineOptions opts(Precision p, int max_batch = 1, bool graphs = true) {
 void print_stats(const std::string& what, const CudaEngine& e) {
   const CudaEngineStats s = e.stats();
   std::printf("[ %-44s ] build %.0f ms, %d steps, %d kernels/run, %d/%d convs fused (+%d residual), arena %.1f MiB "
-              "(naive %.1f), weights %.1f MiB, workspace %.1f MiB; tactics: %d layers, %d from cache, %d from this "
+              "(naive %.1f), weights %.1f MiB, workspace %.1f MiB; tactics: %d layers, %d from cache (%d plans restored), %d from this "
               "process, %d tuned (%d candidates, %d rejected) in %.0f ms%s\n",
               what.c_str(), s.build_ms, s.steps, s.kernels_per_run, s.fused_convs, s.convs, s.fused_residuals,
               s.activation_bytes / 1048576.0, s.naive_bytes / 1048576.0, s.weight_bytes / 1048576.0,
-              s.workspace_bytes / 1048576.0, s.tactic_layers, s.tactic_cache_hits, s.tactic_memo_hits, s.tactics_tuned,
+              s.workspace_bytes / 1048576.0, s.tactic_layers, s.tactic_cache_hits, s.tactic_plans_restored, s.tactic_memo_hits, s.tactics_tuned,
               s.tactic_candidates, s.tactic_rejected, s.tune_ms, s.space_to_depth_stem ? ", space-to-depth stem" : "");
 }
 
@@ -402,11 +404,24 @@ TEST(CudaEngine, TacticCacheOnDisk) {
   std::FILE* f = std::fopen(file.c_str(), "rb");
   ASSERT_TRUE(f) << "cache file not written: " << file;
   std::fclose(f);
+  std::string text;
+  {
+    std::ifstream in(file, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t plans = 0;
+  for (size_t at = text.find("\"plan\""); at != std::string::npos; at = text.find("\"plan\"", at + 1)) ++plans;
+  std::printf("cache: %zu of 120 entries carry a serialised plan (%zu bytes of file)\n", plans, text.size());
+  EXPECT_GT(plans, 0u) << "no chosen tactic serialised its plan";
 
+  // As a new process would: this process's choices forgotten, every tactic from the file (those
+  // with a plan restored from it, not compiled).
+  engine::forget_process_tactics();
   CudaEngine second(m, o);
   print_stats("cache: second build", second);
   const CudaEngineStats s2 = second.stats();
   EXPECT_EQ(s2.tactic_cache_hits, 120);
+  EXPECT_EQ(s2.tactic_plans_restored, static_cast<int>(plans));
   EXPECT_EQ(s2.tactics_tuned, 0);
   EXPECT_LT(s2.tune_ms, s1.tune_ms);
   std::printf("cache: cold tune %.0f ms (build %.0f ms), warm load %.0f ms (build %.0f ms)\n", s1.tune_ms,

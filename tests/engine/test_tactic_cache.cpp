@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "engine/cuda/tactics/conv_problem.hpp"
 #include "engine/cuda/tactics/tactic_cache.hpp"
@@ -63,6 +64,43 @@ TEST(TacticCache, RoundTripKeepsOtherDevices) {
   EXPECT_NE(read(path).find("\"format\": \"yolocu-tactic-cache\""), std::string::npos) << read(path);
 }
 
+// Serialised plans travel as base64: RFC 4648's test vectors, malformed text refused, and a record's
+// plan through the file and back byte for byte.
+TEST(TacticCache, PlansRoundTripAsBase64) {
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, coded] : vectors) {
+    const std::string p(plain);
+    EXPECT_EQ(TacticCache::encode_plan(std::vector<uint8_t>(p.begin(), p.end())), coded) << plain;
+    std::vector<uint8_t> back;
+    ASSERT_TRUE(TacticCache::decode_plan(coded, &back)) << coded;
+    EXPECT_EQ(std::string(back.begin(), back.end()), p);
+  }
+  std::vector<uint8_t> junk;
+  for (const char* bad : {"Zg=", "Zg===", "Z===", "=Zg=", "Zg=a", "Zm9v!A==", "Zm 9v"})
+    EXPECT_FALSE(TacticCache::decode_plan(bad, &junk)) << bad;
+
+  std::vector<uint8_t> blob(70000);
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(i * 131 + 7);
+  const std::string path = scratch_file("plans.json");
+  std::remove(path.c_str());
+  TacticCache a("GPU");
+  std::string warning;
+  TacticRecord r{"cudnn-graph:e4;24=26", "cudnn-graph eng4_k24=26", 3.25};
+  r.plan = TacticCache::encode_plan(blob);
+  a.put("sig", 1, r);
+  a.put("sig", 2, {"cudnn:GEMM", "cudnn GEMM", 5});
+  ASSERT_TRUE(a.save(path, &warning)) << warning;
+  TacticCache b("GPU");
+  ASSERT_TRUE(b.load(path, &warning)) << warning;
+  ASSERT_NE(b.find("sig", 1), nullptr);
+  std::vector<uint8_t> back;
+  ASSERT_TRUE(TacticCache::decode_plan(b.find("sig", 1)->plan, &back));
+  EXPECT_EQ(back, blob);
+  EXPECT_TRUE(b.find("sig", 2)->plan.empty()) << "no plan stays no plan";
+}
+
 // Each bad file: load() says false with a warning naming the file, and nothing of it is used.
 TEST(TacticCache, BadFilesAreIgnoredWithAWarning) {
   const std::string good_entry = R"("fp16 x|b1": {"tactic": "cudnn:GEMM", "us": 1})";
@@ -79,6 +117,8 @@ TEST(TacticCache, BadFilesAreIgnoredWithAWarning) {
       {"tactic not a string", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": 4, "us": 1}}}})"},
       {"empty tactic", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": "", "us": 1}}}})"},
       {"negative time", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": "cudnn:GEMM", "us": -1}}}})"},
+      {"plan not a string", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": "cudnn:GEMM", "us": 1, "plan": 7}}}})"},
+      {"plan not base64", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {"sig|b1": {"tactic": "cudnn:GEMM", "us": 1, "plan": "ab$d"}}}})"},
       {"one bad entry among good", R"({"format": "yolocu-tactic-cache", "version": 1, "devices": {"GPU": {)" + good_entry + R"(, "sig|b2": {"us": 1}}}})"},
   };
   for (const auto& [what, text] : cases) {

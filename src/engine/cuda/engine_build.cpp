@@ -137,6 +137,7 @@ void CudaEngine::Impl::choose_tactics() {
   stats.tuned_batches = tuned;
   stats.tactic_layers = ts.layers;
   stats.tactic_cache_hits = ts.cache_hits;
+  stats.tactic_plans_restored = ts.plans_restored;
   stats.tactic_memo_hits = ts.memo_hits;
   stats.tactics_tuned = ts.tuned;
   stats.tactic_candidates = ts.candidates;

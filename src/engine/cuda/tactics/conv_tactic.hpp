@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,15 @@ class ConvTactic {
   virtual int kernels() const = 0;              // launches per run
   // Enqueues the layer on `stream` (capturable in a CUDA graph); throws yolocu::Error(kCuda).
   virtual void run(cudnnHandle_t cudnn, const ConvBuffers& b, cudaStream_t stream) const = 0;
+  // The compiled plan as bytes that make_tactic(..., plan) restores without compiling it again
+  // (the tactic cache stores them); false if the family has nothing worth keeping (its tactics
+  // build fast). Not thread-safe with other calls on tactics of the same problem.
+  virtual bool serialize_plan(std::vector<uint8_t>* out) const {
+    (void)out;
+    return false;
+  }
+  // True if this object was restored from serialised plan bytes (not compiled now).
+  virtual bool restored_from_plan() const { return false; }
 };
 using TacticPtr = std::unique_ptr<ConvTactic>;
 
@@ -64,9 +74,13 @@ std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvPro
 std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
 
 // Re-creates a tactic from its id (any family); null if the id is unknown or no longer supported.
-TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+// `plan` (optional): bytes of serialize_plan() for this id; restored if they still load, else the
+// tactic is built from its id.
+TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
+                      const std::vector<uint8_t>* plan = nullptr);
 TacticPtr make_cudnn_legacy(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
-TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
+                           const std::vector<uint8_t>* plan = nullptr);
 TacticPtr make_own_conv(const ConvProblem& pb, const std::string& id);
 
 }  // namespace yolocu::engine

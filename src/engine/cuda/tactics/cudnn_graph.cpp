@@ -2,7 +2,9 @@
 // residual as one operation graph that cuDNN runs as one fused kernel. A candidate is one engine
 // config (engine id + knob choices) of the heuristics' list; its id "cudnn-graph:e<engine>;<knob
 // type>=<value>;..." re-creates exactly that config (Graph::create_execution_plan), so a cached
-// choice needs no heuristics query at load.
+// choice needs no heuristics query at load. A chosen plan also serialises itself
+// (Graph::serialize, runtime-compiled engines only), and a cached one deserialises without
+// compiling its kernel again.
 #include <cudnn_frontend.h>
 
 #include <algorithm>
@@ -113,13 +115,20 @@ class GraphTactic final : public ConvTactic {
     std::unordered_map<int64_t, void*> pack = {{kX, const_cast<void*>(b.x)}, {kW, const_cast<void*>(b.w)}, {kY, b.y}};
     if (pb_.bias) pack[kBias] = const_cast<float*>(b.bias);
     if (pb_.residual) pack[kResidual] = const_cast<void*>(b.residual);
-    auto st = g_->execute_plan_at_index(h, pack, b.ws, index_);
+    auto st = index_ >= 0 ? g_->execute_plan_at_index(h, pack, b.ws, index_) : g_->execute(h, pack, b.ws);
     YOLOCU_CHECK(st.is_good(), kCuda, "cuDNN graph ", name_, " for conv ", pb_.signature(), ": ", st.get_message());
+  }
+  bool restored_from_plan() const override { return index_ < 0; }
+  bool serialize_plan(std::vector<uint8_t>* out) const override {
+    // Building an already built plan only makes it the graph's candidate, which serialize() writes.
+    if (index_ >= 0 && !g_->build_plan_at_index(index_).is_good()) return false;
+    out->clear();
+    return g_->serialize(*out, /*serialize_structure=*/false).is_good() && !out->empty();
   }
 
  private:
   std::shared_ptr<fe::graph::Graph> g_;  // shared by the candidates of one problem
-  int64_t index_;
+  int64_t index_;                         // plan of g_; -1: a deserialised graph's only plan
   ConvProblem pb_;
   std::string id_, name_;
   size_t ws_;
@@ -161,10 +170,27 @@ std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvPro
   return out;
 }
 
-TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim) {
+TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
+                           const std::vector<uint8_t>* plan) {
   int64_t engine = 0;
   Knobs knobs;
   if (!parse_id(id, &engine, &knobs)) return nullptr;
+  if (plan && !plan->empty()) {
+    // The serialised plan of this id (the cache keys it by GPU, driver, cuDNN and cudnn-frontend
+    // versions); anything that does not load or does not fit falls through to a fresh build.
+    try {
+      auto g = std::make_shared<fe::graph::Graph>();
+      int64_t ws = 0;
+      std::string plan_name;
+      if (g->deserialize(cudnn, *plan).is_good() && g->get_workspace_size(ws).is_good() && ws >= 0 &&
+          static_cast<size_t>(ws) <= lim.workspace) {
+        if (!g->get_plan_name(plan_name).is_good()) plan_name = id.substr(std::string("cudnn-graph:").size());
+        return std::make_unique<GraphTactic>(g, -1, pb, id, "cudnn-graph " + plan_name, static_cast<size_t>(ws));
+      }
+    } catch (const std::exception&) {
+      // malformed bytes: build from the id below
+    }
+  }
   auto g = make_graph(cudnn, pb);
   if (!g) return nullptr;
   if (!g->create_execution_plan(engine, knobs).is_good() || !g->check_support(cudnn).is_good()) return nullptr;

@@ -76,8 +76,15 @@ bool parse_entries(const json& dev, std::map<std::string, TacticRecord>* out, st
       *why = "entry '" + it.key() + "' is malformed";
       return false;
     }
+    std::vector<uint8_t> plan;
+    if (e.contains("plan") && (!e["plan"].is_string() || !TacticCache::decode_plan(e["plan"].get<std::string>(), &plan))) {
+      *why = "entry '" + it.key() + "' has a malformed plan (not base64, or over " +
+             std::to_string(TacticCache::kMaxPlanBytes >> 20) + " MiB)";
+      return false;
+    }
     TacticRecord r;
     r.tactic = e["tactic"].get<std::string>();
+    if (e.contains("plan")) r.plan = e["plan"].get<std::string>();
     r.name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : r.tactic;
     r.us = e["us"].get<double>();
     r.loaded = true;
@@ -86,7 +93,57 @@ bool parse_entries(const json& dev, std::map<std::string, TacticRecord>* out, st
   return true;
 }
 
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int b64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
 }  // namespace
+
+std::string TacticCache::encode_plan(const std::vector<uint8_t>& bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const uint32_t v = uint32_t{bytes[i]} << 16 | (i + 1 < bytes.size() ? uint32_t{bytes[i + 1]} << 8 : 0u) |
+                       (i + 2 < bytes.size() ? uint32_t{bytes[i + 2]} : 0u);
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kB64[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kB64[v & 63] : '=';
+  }
+  return out;
+}
+
+bool TacticCache::decode_plan(const std::string& text, std::vector<uint8_t>* bytes) {
+  bytes->clear();
+  if (text.size() % 4 != 0 || text.size() / 4 * 3 > kMaxPlanBytes + 2) return false;
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + static_cast<size_t>(k)];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad > 0) return false;  // data after padding
+      v[k] = b64_value(c);
+      if (v[k] < 0) return false;
+    }
+    const uint32_t w = uint32_t(v[0]) << 18 | uint32_t(v[1]) << 12 | uint32_t(v[2]) << 6 | uint32_t(v[3]);
+    bytes->push_back(static_cast<uint8_t>(w >> 16));
+    if (pad < 2) bytes->push_back(static_cast<uint8_t>(w >> 8));
+    if (pad < 1) bytes->push_back(static_cast<uint8_t>(w));
+  }
+  return bytes->size() <= kMaxPlanBytes;
+}
 
 std::string TacticCache::default_path() {
   if (const char* p = std::getenv("YOLOCU_TACTIC_CACHE"); p && *p) return p;
@@ -128,7 +185,10 @@ bool TacticCache::save(const std::string& path, std::string* warning) const {
   if (!read_file(path, &j, &why, &missing))
     j = json{{"format", kFormat}, {"version", kVersion}, {"devices", json::object()}};
   json dev = json::object();
-  for (const auto& [k, r] : entries_) dev[k] = json{{"tactic", r.tactic}, {"name", r.name}, {"us", r.us}};
+  for (const auto& [k, r] : entries_) {
+    dev[k] = json{{"tactic", r.tactic}, {"name", r.name}, {"us", r.us}};
+    if (!r.plan.empty()) dev[k]["plan"] = r.plan;
+  }
   j["devices"][device_key_] = std::move(dev);
 
   std::error_code ec;

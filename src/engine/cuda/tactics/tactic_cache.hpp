@@ -3,7 +3,12 @@
 // like TensorRT's timing cache but readable. One JSON file may hold several devices:
 //
 //   {"format": "yolocu-tactic-cache", "version": 1,
-//    "devices": {"<device key>": {"<signature>|b<batch>": {"tactic": "...", "name": "...", "us": 1.5}}}}
+//    "devices": {"<device key>": {"<signature>|b<batch>": {"tactic": "...", "name": "...", "us": 1.5,
+//                                                         "plan": "<base64>"}}}}
+//
+// "plan" (optional) is the tactic's compiled plan as its family serialises it (cuDNN graph plans of
+// runtime-compiled engines: cudnn-frontend's Graph::serialize), so that a later build restores the
+// plan instead of compiling its kernel again; the tactic is still checked before use.
 //
 // The device key names everything a tactic's validity and speed depends on: GPU name and SM count,
 // driver, cuDNN and cudnn-frontend versions, yolocu's tactic format. Entries of other keys are kept
@@ -11,8 +16,10 @@
 // malformed entry is ignored as a whole (a warning says why), never trusted and never crashes.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace yolocu::engine {
 
@@ -20,12 +27,20 @@ struct TacticRecord {
   std::string tactic;  // identity, e.g. "cudnn:IMPLICIT_PRECOMP_GEMM" or "cudnn-graph:e4;24=26"
   std::string name;    // display name, e.g. "cudnn-graph eng4_k24=26"
   double us = 0;       // measured time per launch when it was chosen
+  std::string plan = {};  // serialised plan, base64 ("" if none)
   bool loaded = false; // read from the file (not put() by this process)
 };
 
 class TacticCache {
  public:
   static constexpr int kVersion = 1;
+  // Plans larger than this (decoded) are not stored.
+  static constexpr size_t kMaxPlanBytes = size_t{4} << 20;
+
+  // Base64 (RFC 4648, with padding) of a serialised plan; decode_plan returns false for anything
+  // that is not well-formed base64 or decodes to more than kMaxPlanBytes.
+  static std::string encode_plan(const std::vector<uint8_t>& bytes);
+  static bool decode_plan(const std::string& text, std::vector<uint8_t>* bytes);
 
   // $YOLOCU_TACTIC_CACHE, else $XDG_CACHE_HOME/yolocu/tactics.json, else $HOME/.cache/yolocu/
   // tactics.json; "" if none of them is set.

@@ -48,6 +48,24 @@ void memo_put(const std::string& key, const TacticRecord& rec, std::shared_ptr<c
   memo().choices[key] = MemoEntry{rec, std::move(t)};
 }
 
+// The tactic's serialised plan as the cache stores it (base64), "" if it has none or it is too big.
+std::string plan_text(const ConvTactic& t) {
+  std::vector<uint8_t> bytes;
+  try {
+    if (!t.serialize_plan(&bytes) || bytes.empty() || bytes.size() > TacticCache::kMaxPlanBytes) return "";
+  } catch (const std::exception&) {
+    return "";
+  }
+  return TacticCache::encode_plan(bytes);
+}
+
+// The bytes of a record's plan ("" / malformed: none; the file's loader already refused malformed ones).
+std::vector<uint8_t> plan_bytes(const TacticRecord& r) {
+  std::vector<uint8_t> bytes;
+  if (!r.plan.empty() && !TacticCache::decode_plan(r.plan, &bytes)) bytes.clear();
+  return bytes;
+}
+
 size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
 
 float bits_to_float(unsigned u) {
@@ -58,6 +76,11 @@ float bits_to_float(unsigned u) {
 
 }  // namespace
 
+void forget_process_tactics() {
+  std::lock_guard<std::mutex> lock(memo().mutex);
+  memo().choices.clear();
+}
+
 std::string tactic_device_key(int device) {
   cudaDeviceProp prop{};
   YOLOCU_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -67,8 +90,9 @@ std::string tactic_device_key(int device) {
                      " | cudnn ", cudnnGetVersion(), " | cudnn-frontend ", CUDNN_FRONTEND_VERSION, " | tactics 1");
 }
 
-TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim) {
-  if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim);
+TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
+                      const std::vector<uint8_t>* plan) {
+  if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim, plan);
   if (id.rfind("cudnn:", 0) == 0) return make_cudnn_legacy(cudnn, pb, id, lim);
   if (id.rfind("own:", 0) == 0) return make_own_conv(pb, id);
   return nullptr;
@@ -214,7 +238,10 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
       if (it->second && it->second->id() == r->tactic) t = std::move(it->second);
       premade_.erase(it);
     }
-    if (!t) t = make_tactic(cudnn_, pb, r->tactic, limits_);
+    if (!t) {
+      const std::vector<uint8_t> plan = plan_bytes(*r);
+      t = make_tactic(cudnn_, pb, r->tactic, limits_, &plan);
+    }
     if (!t) {
       warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
                                       " no longer builds: tuning the layer"));
@@ -222,11 +249,17 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
       ensure_prepared();
       const Check c = check(pb, *t, b, y_ref);
       if (c.ok) {
+        if (t->restored_from_plan()) ++stats_.plans_restored;
         out.tactic = std::shared_ptr<const ConvTactic>(std::move(t));
         out.us = r->us;
         out.from_cache = true;
         ++hits;
-        memo_put(memo_key, *r, out.tactic);
+        TacticRecord rec = *r;
+        if (rec.plan.empty()) {  // an entry from before plans were kept: add its plan now
+          rec.plan = plan_text(*out.tactic);
+          if (!rec.plan.empty()) cache_->put(sig, pb.n, rec);
+        }
+        memo_put(memo_key, rec, out.tactic);
         return finish();
       }
       warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
@@ -282,7 +315,8 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   YOLOCU_CHECK(out.tactic, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
                " candidate tactics passed the check");
   out.us = best;
-  const TacticRecord chosen{out.tactic->id(), out.tactic->name(), best, false};
+  TacticRecord chosen{out.tactic->id(), out.tactic->name(), best};
+  chosen.plan = plan_text(*out.tactic);
   if (cache_) cache_->put(sig, pb.n, chosen);
   memo_put(memo_key, chosen, out.tactic);
   return finish();
@@ -292,19 +326,23 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
   // Per problem: either the cached tactic to re-create (ids[i] set) or the candidates to build.
   std::vector<const ConvProblem*> todo;
   std::vector<std::string> keys, ids;
+  std::vector<std::vector<uint8_t>> plans;  // the cached tactic's serialised plan, if any
   for (const ConvProblem& pb : problems) {
     const std::string sig = pb.signature(), key = sig + "|b" + std::to_string(pb.n);
     if (std::find(keys.begin(), keys.end(), key) != keys.end() || prebuilt_.count(key) || premade_.count(key)) continue;
     std::string id;
+    std::vector<uint8_t> plan;
     if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
       if (memo_find(device_key_ + "|" + key, &r->tactic, nullptr)) continue;
       id = r->tactic;
+      plan = plan_bytes(*r);
     } else if (memo_find(device_key_ + "|" + key, nullptr, nullptr)) {
       continue;
     }
     todo.push_back(&pb);
     keys.push_back(key);
     ids.push_back(id);
+    plans.push_back(std::move(plan));
   }
   if (todo.empty()) return;
   std::vector<std::vector<TacticPtr>> built(todo.size());
@@ -316,7 +354,7 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
     for (size_t i = next++; i < todo.size(); i = next++) {
       try {
         if (!ids[i].empty()) {
-          if (TacticPtr t = make_tactic(h, *todo[i], ids[i], limits_)) built[i].push_back(std::move(t));
+          if (TacticPtr t = make_tactic(h, *todo[i], ids[i], limits_, &plans[i])) built[i].push_back(std::move(t));
         } else {
           built[i] = cudnn_graph_candidates(h, *todo[i], limits_);
         }

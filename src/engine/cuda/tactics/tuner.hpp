@@ -32,6 +32,9 @@ namespace yolocu::engine {
 // driver, cuDNN (runtime) and cudnn-frontend versions, the tactic format.
 std::string tactic_device_key(int device);
 
+// Forgets this process's choices (tests: the next engine build then behaves as in a new process).
+void forget_process_tactics();
+
 struct TunedLayer {
   std::shared_ptr<const ConvTactic> tactic;
   double us = 0;           // time per launch (measured now, or as recorded)
@@ -42,6 +45,7 @@ struct TunedLayer {
 
 struct TunerStats {
   int layers = 0, memo_hits = 0, cache_hits = 0, tuned = 0, candidates = 0, rejected = 0;
+  int plans_restored = 0;  // cache hits whose tactic was restored from its serialised plan
   double ms = 0;  // host time spent in choose()
 };
 
