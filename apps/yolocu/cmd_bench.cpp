@@ -79,10 +79,8 @@ int cmd_bench(int argc, char** argv) {
     if (b < 1) throw UsageError("--batches: sizes must be >= 1");
     DetectorOptions o = base;
     o.max_batch = b;
-    const auto t0 = std::chrono::steady_clock::now();
     auto det = Detector::create(model, o);
-    const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "batch %d: detector built in %.0f ms (GPU: tactics from the cache, or tuned)\n", b, build_ms);
+    std::fprintf(stderr, "batch %d: detector %s\n", b, describe_build(*det).c_str());
     std::vector<ImageView> batch(static_cast<size_t>(b), image.view());
     for (long i = 0; i < warmup; ++i) det->detect(batch);
     std::vector<double> e2e, pre, inf, post;
@@ -102,7 +100,7 @@ int cmd_bench(int argc, char** argv) {
     std::printf("%-6s %-6d | %10.3f %9.3f %9.3f | %9.3f %10.0f | %9.3f %9.3f %9.3f\n", dev, b, s.median, s.p90, s.p99,
                 s.median / b, 1000.0 * b / s.median, sp.median, si.median, so.median);
     json += std::string(first_row ? "" : ", ") + "{\"device\": " + json_string(dev) + ", \"batch\": " +
-            std::to_string(b) + ", \"build_ms\": " + json_number(build_ms) + ", \"e2e_ms\": {\"median\": " +
+            std::to_string(b) + ", " + build_json_fields(*det) + ", \"e2e_ms\": {\"median\": " +
             json_number(s.median) + ", \"p90\": " + json_number(s.p90) + ", \"p99\": " + json_number(s.p99) +
             ", \"mean\": " + json_number(s.mean) + "}, \"images_per_s\": " + json_number(1000.0 * b / s.median) +
             ", \"stages_median_ms\": {\"preprocess\": " + json_number(sp.median) + ", \"inference\": " +

@@ -8,6 +8,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "run_common.hpp"
+#include "yolocu/detector.hpp"
 #include "yolocu/engine.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/model.hpp"
@@ -90,9 +91,14 @@ int cmd_infer(int argc, char** argv) {
 }
 
 int cmd_inspect(int argc, char** argv) {
-  Args args(argc, argv, 2, {"help"}, {"model"});
+  Args args(argc, argv, 2, detector_flag_options(), detector_valued_options());
   if (args.flag("help")) {
-    std::printf("usage: yolocu inspect --model M.onnx\nPrints the model family and task, inputs, outputs, opset, op counts and metadata.\n");
+    std::printf(
+        "usage: yolocu inspect --model M.onnx [--device cpu|cuda|cuda:N [--precision fp16|fp32] [--batch N]\n"
+        "                      [--tune-batches 1 8 32] [--tactic-cache FILE|none]]\n"
+        "Prints the model family and task, inputs, outputs, opset, op counts and metadata. With --device it\n"
+        "then builds the detector there and says how long that took; on the GPU also where the tactics came\n"
+        "from: tuned now (a cold build) or from the tactic cache file (a warm build).\n");
     return 0;
   }
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);
@@ -149,6 +155,11 @@ int cmd_inspect(int argc, char** argv) {
     return 1;
   }
   std::printf("status:   runnable\n");
+  if (args.has("device")) {
+    const DetectorOptions o = detector_options(args, PostprocessOptions{});
+    const auto det = Detector::create(path, o);
+    std::printf("build:    %s, batch %d, %s\n", device_name(det->device()), o.max_batch, describe_build(*det).c_str());
+  }
   return 0;
 }
 

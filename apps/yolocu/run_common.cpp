@@ -246,6 +246,31 @@ void check_output_file(const std::string& option, const std::string& path) {
   if (!existed) fs::remove(path, ec);
 }
 
+std::string describe_build(const Detector& detector) {
+  const BuildInfo& b = detector.build_info();
+  char buf[512];
+  if (detector.device() != Device::kCuda) {
+    std::snprintf(buf, sizeof buf, "built in %.0f ms (%s)", b.build_ms, device_name(detector.device()));
+    return buf;
+  }
+  const char* kind = b.tactics_tuned > 0 ? (b.tactic_cache_hits + b.tactic_memo_hits > 0 ? "partly cold" : "cold")
+                                         : "warm";
+  std::snprintf(buf, sizeof buf,
+                "built in %.0f ms; tactics: %d (%d from the cache file (%d plans restored), %d from this process, %d "
+                "tuned) in %.0f ms, %s; cache %s",
+                b.build_ms, b.tactic_layers, b.tactic_cache_hits, b.tactic_plans_restored, b.tactic_memo_hits,
+                b.tactics_tuned, b.tune_ms, kind, b.tactic_cache.empty() ? "none" : b.tactic_cache.c_str());
+  return buf;
+}
+
+std::string build_json_fields(const Detector& detector) {
+  const BuildInfo& b = detector.build_info();
+  return "\"build_ms\": " + json_number(b.build_ms) + ", \"tune_ms\": " + json_number(b.tune_ms) +
+         ", \"tactic_layers\": " + std::to_string(b.tactic_layers) + ", \"tactic_cache_hits\": " +
+         std::to_string(b.tactic_cache_hits) + ", \"tactic_plans_restored\": " + std::to_string(b.tactic_plans_restored) +
+         ", \"tactics_tuned\": " + std::to_string(b.tactics_tuned);
+}
+
 std::string describe_error(const std::exception& e) {
   if (const auto* ye = dynamic_cast<const Error*>(&e)) return std::string(error_code_name(ye->code())) + ": " + e.what();
   return e.what();

@@ -65,6 +65,21 @@ struct StageTimes {
   double preprocess = 0, inference = 0, postprocess = 0, total = 0;
 };
 
+// How create() built the detector (`yolocu bench`, `yolocu inspect --device`): its wall time and,
+// on the GPU, where the convolution tactics came from: tuned now (a cold build) or loaded from the
+// tactic cache file (a warm build). Figures of the first execution context's engine (the others
+// reuse its choices).
+struct BuildInfo {
+  double build_ms = 0;             // Detector::create(), model load included
+  double tune_ms = 0;              // GPU: host time choosing tactics (cache loads included)
+  int tactic_layers = 0;           // GPU: (layer, batch) choices made
+  int tactic_cache_hits = 0;       // ... loaded from the cache file (checked, not timed)
+  int tactic_plans_restored = 0;   // ... of which restored from a serialised plan (no compile)
+  int tactic_memo_hits = 0;        // ... taken from this process's earlier choices
+  int tactics_tuned = 0;           // ... timed now
+  std::string tactic_cache;        // GPU: the cache file ("" none)
+};
+
 class Detector {
  public:
   // Loads the ONNX file and builds the engine. Throws yolocu::Error naming the problem (file,
@@ -95,8 +110,13 @@ class Detector {
   virtual int input_height() const = 0;
   virtual const DetectorOptions& options() const = 0;
   virtual StageTimes last_times() const = 0;
+  const BuildInfo& build_info() const { return build_info_; }
 
  protected:
+  BuildInfo build_info_;  // filled by the backend's constructor; build_ms by create()
+
+ private:
+  static std::unique_ptr<Detector> create_backend(const std::string& onnx_path, const DetectorOptions& options);
   // The backend: `images` is non-empty and validated; same contract as detect().
   virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) = 0;
   // detect_device()'s backend (`images` non-empty and validated); the default refuses (kUnsupported).

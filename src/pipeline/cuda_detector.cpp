@@ -130,6 +130,16 @@ class CudaDetector final : public Detector {
       c->d_input.reserve(in_bytes);
       c->d_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
       c->h_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
+      if (contexts_.empty()) {
+        const CudaEngineStats st = c->engine->stats();
+        build_info_.tune_ms = st.tune_ms;
+        build_info_.tactic_layers = st.tactic_layers;
+        build_info_.tactic_cache_hits = st.tactic_cache_hits;
+        build_info_.tactic_plans_restored = st.tactic_plans_restored;
+        build_info_.tactic_memo_hits = st.tactic_memo_hits;
+        build_info_.tactics_tuned = st.tactics_tuned;
+        build_info_.tactic_cache = st.tactic_cache_path;
+      }
       contexts_.push_back(std::move(c));
     }
     names_ = detail::padded_class_names(*model_, nc_);

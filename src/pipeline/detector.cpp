@@ -2,6 +2,7 @@
 // choice, and the asynchronous form.
 #include "yolocu/detector.hpp"
 
+#include <chrono>
 #include <future>
 
 #include "core/check.hpp"
@@ -74,6 +75,13 @@ void validate_detector_options(const DetectorOptions& o) {
 }  // namespace detail
 
 std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Detector> det = create_backend(onnx_path, options);
+  det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return det;
+}
+
+std::unique_ptr<Detector> Detector::create_backend(const std::string& onnx_path, const DetectorOptions& options) {
   detail::validate_detector_options(options);
   if (options.device == Device::kCuda) {
     YOLOCU_CHECK(detail::cuda_detector_available(), kUnsupported,

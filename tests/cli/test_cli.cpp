@@ -332,3 +332,24 @@ TEST(CliDetect, V8ModelsUseTheirFamilyDefaults) {
 
 }  // namespace
 }  // namespace yolocu::test
+
+namespace yolocu::test {
+namespace {
+
+// `inspect --device` builds the detector and reports how: on the CPU its build time; on the GPU
+// (the test machine's) also where the tactics came from. A wrong device is a usage error.
+TEST(CliInspect, DeviceBuildsAndReports) {
+  const std::string model = data_file("models/yolov5n.onnx");
+  if (model.empty()) GTEST_SKIP() << "test material not found in " << data_dir();
+  std::string out, err;
+  ASSERT_EQ(run_yolocu("inspect --model " + quote(model) + " --device cpu", &out, &err), 0) << err;
+  EXPECT_NE(out.find("status:   runnable"), std::string::npos) << out;
+  EXPECT_NE(out.find("build:    cpu, batch 1, built in "), std::string::npos) << out;
+  EXPECT_NE(run_yolocu("inspect --model " + quote(model) + " --device tpu", &out, &err), 0);
+  EXPECT_NE(err.find("--device must be auto, cpu, cuda or cuda:N"), std::string::npos) << err;
+  ASSERT_EQ(run_yolocu("inspect --model " + quote(model), &out, &err), 0) << err;
+  EXPECT_EQ(out.find("build:"), std::string::npos) << "no --device: the model only";
+}
+
+}  // namespace
+}  // namespace yolocu::test
