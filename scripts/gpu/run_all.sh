@@ -5,11 +5,12 @@
 #   scripts/gpu/bundle.sh <part>   (here, no GPU needed)   then on the GPU machine:
 #   bash scripts/gpu/run_all.sh tests          (carry: .gpu)  kernel tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh engine         (carry: .gpu)  GPU engine tests + compute-sanitizer
+#   bash scripts/gpu/run_all.sh v8             (carry: .gpu)  YOLOv8n / YOLO11n through the GPU engine
 #   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|engine|detector|bench|train}
+part=${1:?usage: run_all.sh tests|engine|v8|detector|bench|train}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
@@ -58,6 +59,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
 case "$part" in
   tests) tests="test_preprocess_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
   engine) tests="test_cuda_engine" ;;
+  v8) tests="test_cuda_engine"; export YOLOCU_V8_DIR=$root/.gpu/data/v8; TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*} ;;
   detector) tests="test_detector_cuda" ;;
   *) tests="" ;;
 esac
@@ -72,7 +74,7 @@ if [ -n "$tests" ]; then
   # binary | memcheck filter | racecheck + initcheck filter ("-": skip)
   while read -r t mem race; do
     [ "${SKIP_SANITIZE:-0}" = 1 ] && continue
-    [ -x "$bin/$t" ] && [[ " $tests " == *" $t "* ]] || continue
+    [ -x "$bin/$t" ] && [[ " $tests " == *" $t "* ]] && [ "$part" != v8 ] || continue
     sanitize memcheck "$t" "$mem"
     [ "$race" = - ] && continue
     sanitize racecheck "$t" "$race"
@@ -84,6 +86,8 @@ test_training_gpu * *Ciou*:*MultiTensor*
 test_cuda_engine OwnConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*
 test_detector_cuda *Bus* *Bus*
 LIST
+  # v8: the new plain-layout kernels (Softmax, MatMul, channel Split) under memcheck, quick tuning.
+  [ "$part" = v8 ] && [ "${SKIP_SANITIZE:-0}" != 1 ] && sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
 fi
 
 if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then

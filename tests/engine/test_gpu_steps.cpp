@@ -38,6 +38,7 @@ void check_consistent(const engine::GpuStepPlan& sp, size_t es) {
         case GpuStepKind::kConcatNhwc:
         case GpuStepKind::kMaxPool:
         case GpuStepKind::kResize:
+        case GpuStepKind::kSplitNhwc:
         case GpuStepKind::kDetectTail: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
         default: EXPECT_EQ(lay(id), Layout::kPlain) << s.label; break;
       }
@@ -82,6 +83,41 @@ TEST(GpuSteps, AllModels) {
       const auto sp = plan_for(path, batch, es);
       EXPECT_EQ(sp.convs, 60);
       check_consistent(sp, es);
+    }
+  }
+}
+
+// YOLOv8n / YOLO11n exports plan for the GPU: C2f's channel Split stays NHWC (a copy per output,
+// no layout round trip), the DFL's Softmax and YOLO11's attention MatMuls run on plain values.
+TEST(GpuSteps, V8Exports) {
+  for (const std::string name : {"yolov8n", "yolo11n"}) {
+    SCOPED_TRACE(name);
+    YOLOCU_REQUIRE_V8(path, name + ".onnx");
+    for (size_t es : {size_t{2}, size_t{4}}) {
+      const auto sp = plan_for(path, 1, es);
+      int split_nhwc = 0, softmax = 0, matmul = 0, gathers_of_nhwc = 0;
+      for (const auto& s : sp.steps) {
+        split_nhwc += s.kind == GpuStepKind::kSplitNhwc;
+        softmax += s.kind == GpuStepKind::kSoftmax;
+        matmul += s.kind == GpuStepKind::kMatMul;
+        if (s.kind == GpuStepKind::kSplitNhwc) {
+          const auto& x = sp.plan.values[static_cast<size_t>(s.in[0])];
+          const auto& y = sp.plan.values[static_cast<size_t>(s.out[0])];
+          EXPECT_EQ(x.shape.size(), 4u);
+          EXPECT_EQ(y.shape[0], x.shape[0]);
+          EXPECT_LT(y.shape[1], x.shape[1]) << "a channel part";
+          EXPECT_EQ(y.shape[2], x.shape[2]);
+        }
+        gathers_of_nhwc += s.kind == GpuStepKind::kGather && sp.plan.nodes[static_cast<size_t>(s.node)].node.op_type == "Split";
+      }
+      const bool v8 = name == "yolov8n";
+      EXPECT_EQ(split_nhwc, v8 ? 16 : 18) << "every C2f / C3k2 / C2PSA channel split (8 / 9 nodes, 2 outputs each)";
+      EXPECT_EQ(gathers_of_nhwc, v8 ? 0 : 3) << "only the attention's q / k / v split (3 outputs) is plain";
+      EXPECT_EQ(softmax, v8 ? 1 : 2) << "the DFL (and the C2PSA attention)";
+      EXPECT_EQ(matmul, v8 ? 0 : 2) << "C2PSA: q^T k and v attn^T";
+      check_consistent(sp, es);
+      std::printf("%s (%zu-byte activations): %zu steps, %d convs, arena %.1f MiB\n", name.c_str(), es, sp.steps.size(),
+                  sp.convs, sp.arena_bytes / 1048576.0);
     }
   }
 }

@@ -70,6 +70,23 @@ void binary_plain(EltOp op, const float* a, const float* b, float* y, const Stri
 // y[i] = x[a_base + offset_a(i)]  (Transpose, Slice, Split)
 void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t stream);
 
+// Softmax over `len` values spaced `inner` apart, for each of outer x inner lanes (x and y
+// [outer, len, inner] float32): max subtracted first, the sum accumulated in double (as the CPU
+// engine). (softmax_matmul.cu)
+void softmax_plain(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, cudaStream_t stream);
+
+// y[b] = a[b] x b[b] over the broadcast batch axes: a [.., m, k], b [.., k, n], y [batch.., m, n]
+// row-major float32; each operand's batch strides counted in matrices (0: broadcast). fp32
+// accumulation over k in order (like the CPU engine's loop).
+struct MatMulParams {
+  int m = 0, n = 0, k = 0;
+  int batch_rank = 0;
+  int64_t batch_dims[kMaxRank] = {};
+  int64_t a_batch_stride[kMaxRank] = {};
+  int64_t b_batch_stride[kMaxRank] = {};
+};
+void matmul_plain(const float* a, const float* b, float* y, const MatMulParams& p, cudaStream_t stream);
+
 // Fused Detect tail (engine/detect_tail.hpp), every level in one launch: reads each level's head
 // convolution output (NHWC, bias added, activation dtype) of `batch` images and writes its rows of
 // the merged float32 output [batch, rows, no]. level[l].tables are device pointers; block_begin is

@@ -44,6 +44,56 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
       }
       return;
     }
+    case GpuStepKind::kSplitNhwc: {
+      const Shape ys = shape_at(st.out[0], batch);
+      const int64_t src_pitch = sp.channel_pitch[static_cast<size_t>(st.in[0])] * static_cast<int64_t>(es);
+      const int64_t c = ys[1] * static_cast<int64_t>(es);
+      ck::copy_rows(static_cast<const uint8_t*>(ptr(st.in[0])) + a.split_start * static_cast<int64_t>(es), src_pitch,
+                    ptr(st.out[0]), sp.channel_pitch[static_cast<size_t>(st.out[0])] * static_cast<int64_t>(es),
+                    ys[0] * ys[2] * ys[3], c, s);
+      return;
+    }
+    case GpuStepKind::kSoftmax: {
+      const Shape xs = shape_at(st.in[0], batch);
+      const int64_t r = static_cast<int64_t>(xs.size());
+      const bool one_axis = sp.plan.opset >= 13;
+      int64_t axis = pn->node.attr_int("axis", one_axis ? -1 : 1);
+      if (axis < 0) axis += r;
+      YOLOCU_CHECK(axis >= 0 && axis < std::max<int64_t>(r, 1), kInvalidArgument, pn->node.describe(), ": axis out of range");
+      int64_t outer = 1, len = 1, inner = 1;
+      for (int64_t d = 0; d < axis; ++d) outer *= xs[static_cast<size_t>(d)];
+      for (int64_t d = axis; d < r; ++d) (d == axis || !one_axis ? len : inner) *= xs[static_cast<size_t>(d)];
+      ck::softmax_plain(fptr(st.in[0]), fptr(st.out[0]), outer, len, inner, s);
+      return;
+    }
+    case GpuStepKind::kMatMul: {
+      const Shape as = shape_at(st.in[0], batch), bs = shape_at(st.in[1], batch), ys = shape_at(st.out[0], batch);
+      ck::MatMulParams p;
+      p.m = static_cast<int>(as[as.size() - 2]);
+      p.k = static_cast<int>(as.back());
+      p.n = static_cast<int>(bs.back());
+      YOLOCU_CHECK(bs[bs.size() - 2] == p.k, kInvalidArgument, pn->node.describe(), ": shapes do not multiply");
+      p.batch_rank = static_cast<int>(ys.size()) - 2;
+      YOLOCU_CHECK(p.batch_rank <= ck::kMaxRank - 2, kUnsupported, pn->node.describe(), ": too many batch axes");
+      // Batch strides (in matrices) of each operand, 0 where it broadcasts.
+      for (int k = 0; k < 2; ++k) {
+        const Shape& xs = k == 0 ? as : bs;
+        const int lead = p.batch_rank - (static_cast<int>(xs.size()) - 2);
+        int64_t stride = 1;
+        for (int d = p.batch_rank; d-- > 0;) {
+          int64_t v = 0;
+          if (d >= lead) {
+            const int64_t dim = xs[static_cast<size_t>(d - lead)];
+            v = dim == 1 && ys[static_cast<size_t>(d)] != 1 ? 0 : stride;
+            stride *= dim;
+          }
+          (k == 0 ? p.a_batch_stride : p.b_batch_stride)[d] = v;
+        }
+      }
+      for (int d = 0; d < p.batch_rank; ++d) p.batch_dims[d] = ys[static_cast<size_t>(d)];
+      ck::matmul_plain(fptr(st.in[0]), fptr(st.in[1]), fptr(st.out[0]), p, s);
+      return;
+    }
     case GpuStepKind::kMaxPool: {
       ck::PoolParams p = a.pool;
       p.n = static_cast<int>(shape_at(st.in[0], batch)[0]);

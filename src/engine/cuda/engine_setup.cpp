@@ -208,6 +208,35 @@ void CudaEngine::Impl::setup_step(size_t i) {
       }
       break;
     }
+    case GpuStepKind::kSplitNhwc: {
+      // Channel offset of this output: the sizes of the outputs before it, from the node's split
+      // sizes (input 2 from opset 13, else the attribute; none: equal parts).
+      const Node& n = pn->node;
+      const int64_t c = val(st.in[0]).shape[1];
+      std::vector<int64_t> sizes;
+      if (pn->in.size() > 1 && pn->in[1] >= 0) {
+        const Tensor& t = val(pn->in[1]).value;
+        YOLOCU_CHECK(val(pn->in[1]).constant && t.dtype() == DType::kInt64, kUnsupported, n.describe(),
+                     ": split sizes computed at run time are not supported on the GPU");
+        sizes.assign(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
+      } else {
+        sizes = n.attr_ints("split", {});
+      }
+      const int64_t parts = static_cast<int64_t>(pn->out.size());
+      if (sizes.empty()) sizes.assign(static_cast<size_t>(parts), parts > 0 ? c / parts : 0);
+      YOLOCU_CHECK(static_cast<int64_t>(sizes.size()) == parts, kInvalidArgument, n.describe(), ": ", sizes.size(),
+                   " split sizes for ", parts, " outputs");
+      a.split_start = 0;
+      for (int k = 0; k < st.out_index; ++k) a.split_start += sizes[static_cast<size_t>(k)];
+      YOLOCU_CHECK(a.split_start + val(st.out[0]).shape[1] <= c, kInvalidArgument, n.describe(),
+                   ": split sizes exceed the ", c, " channels");
+      break;
+    }
+    case GpuStepKind::kSoftmax:
+      break;
+    case GpuStepKind::kMatMul:
+      for (int id : st.in) upload_const(id);
+      break;
     case GpuStepKind::kConcat: {
       int64_t axis = pn->node.attr_int("axis", 0);
       if (axis < 0) axis += static_cast<int64_t>(val(st.out[0]).shape.size());

@@ -21,6 +21,9 @@ const char* gpu_step_kind_name(GpuStepKind k) noexcept {
     case GpuStepKind::kGather: return "Gather";
     case GpuStepKind::kConcat: return "Concat";
     case GpuStepKind::kCopy: return "Copy";
+    case GpuStepKind::kSplitNhwc: return "SplitNhwc";
+    case GpuStepKind::kSoftmax: return "Softmax";
+    case GpuStepKind::kMatMul: return "MatMul";
     case GpuStepKind::kView: return "View";
     case GpuStepKind::kDetectTail: return "DetectTail";
   }
@@ -218,6 +221,31 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
       s.kind = GpuStepKind::kResize;
       s.in[0] = nhwc(pn.in[0]);
       out_layout = Layout::kNhwc;
+    } else if (op == "Split" && layout_of(pn.in[0]) == Layout::kNhwc && val(pn.in[0]).shape.size() == 4 &&
+               (pn.node.attr_int("axis", 0) == 1 || pn.node.attr_int("axis", 0) == -3)) {
+      // A channel split of an NHWC value stays NHWC: one strided row copy per output.
+      s.kind = GpuStepKind::kSplitNhwc;
+      s.in = {pn.in[0]};
+      for (size_t k = 0; k < pn.out.size(); ++k) {
+        if (pn.out[k] < 0) continue;
+        GpuStep g = s;
+        g.out = {pn.out[k]};
+        g.out_index = static_cast<int>(k);
+        sp.layout[static_cast<size_t>(pn.out[k])] = Layout::kNhwc;
+        sp.steps.push_back(g);
+      }
+      continue;
+    } else if (op == "Softmax") {
+      s.kind = GpuStepKind::kSoftmax;
+      s.in = {plain(pn.in[0])};
+      YOLOCU_CHECK(val(pn.in[0]).dtype == DType::kFloat32, kUnsupported, pn.node.describe(), ": float32 only on the GPU");
+    } else if (op == "MatMul") {
+      YOLOCU_CHECK(pn.in.size() == 2 && pn.in[0] >= 0 && pn.in[1] >= 0, kUnsupported, pn.node.describe(),
+                   ": expects 2 inputs");
+      YOLOCU_CHECK(val(pn.in[0]).shape.size() >= 2 && val(pn.in[1]).shape.size() >= 2 && val(y).shape.size() <= 6,
+                   kUnsupported, pn.node.describe(), ": 1-D operands or rank > 6 are not supported on the GPU");
+      s.kind = GpuStepKind::kMatMul;
+      for (int& id : s.in) id = plain(id);
     } else if (op == "Transpose" || op == "Slice" || op == "Split") {
       s.kind = GpuStepKind::kGather;
       s.in[0] = plain(pn.in[0]);

@@ -27,12 +27,15 @@ enum class GpuStepKind {
   kToPlain,      // NHWC activation dtype -> plain float32 NCHW
   kEltwiseNhwc,  // same-shape unary / binary op on NHWC values (flat)
   kConcatNhwc,   // channel concat on NHWC values (strided row copies)
+  kSplitNhwc,    // channel split of an NHWC value (YOLOv8's C2f): one step per output, a strided row copy
   kMaxPool,      // NHWC
   kResize,       // nearest, NHWC, per-axis source index tables
   kUnary,        // plain
   kBinary,       // plain, numpy broadcasting (constants allowed)
   kGather,       // plain: Transpose / Slice / Split (one step per output) as a strided gather
   kConcat,       // plain, any axis
+  kSoftmax,      // plain, one axis (opset >= 13) or the trailing axes from `axis` (opset < 13)
+  kMatMul,       // plain float32, numpy.matmul with broadcast batch axes (YOLO11's attention)
   kCopy,         // plain copy (Cast between float types after fp16 -> fp32 planning)
   kView,         // Reshape / Flatten / Squeeze / Unsqueeze / Identity: aliases its input, no work
   kDetectTail,   // the Detect head's tail (engine::DetectHead): NHWC head convs -> plain merged output
