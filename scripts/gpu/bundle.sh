@@ -25,7 +25,8 @@ cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECT
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 # Every target whose name says it runs on the GPU, plus the CLI.
 case "$part" in
-  engine|v8) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
+  engine) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
+  v8) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
@@ -66,16 +67,19 @@ case "$part" in
     copy models/yolov5s_random_fp16.onnx; slim_npz bus input; slim_npz zidane input
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the PyTorch peer will not run"; fi
     ;;
-  v8)       # YOLOv8n / YOLO11n static exports and their bus references (input, output), ~45 MiB
+  v8)       # YOLOv8n / YOLO11n static exports and their bus / zidane references, ~55 MiB
     v8=${YOLOCU_V8_DIR:-$root/.data/v8/refs}
     [ -f "$v8/COMPLETE" ] || { echo "[bundle] no YOLOv8 references in $v8: run scripts/v8/make_refs.sh first" >&2; exit 1; }
     mkdir -p .gpu/data/v8
     cp "$v8/COMPLETE" .gpu/data/v8/
     for n in yolov8n yolo11n; do
       cp "$v8/$n.onnx" .gpu/data/v8/
-      "$root/.venv/bin/python" -c "import sys, numpy as np; d = np.load(sys.argv[1]); np.savez_compressed(sys.argv[2], input=d['input'], output=d['output'])" \
-        "$v8/${n}_bus.npz" ".gpu/data/v8/${n}_bus.npz"
+      for im in bus zidane; do
+        "$root/.venv/bin/python" -c "import sys, numpy as np; d = np.load(sys.argv[1]); np.savez_compressed(sys.argv[2], **{k: d[k] for k in ('input', 'output', 'detect', 'detect_low', 'val')})" \
+          "$v8/${n}_$im.npz" ".gpu/data/v8/${n}_$im.npz"
+      done
     done
+    mkdir -p .gpu/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" .gpu/data/images/
     ;;
   detector) # the GPU detector end to end: bus/zidane, coco128, threads, soak
     copy models/yolov5n.onnx; copy models/yolov5n_raw_heads.onnx; copy images; copy coco.names; copy coco128

@@ -59,7 +59,8 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
 case "$part" in
   tests) tests="test_preprocess_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
   engine) tests="test_cuda_engine" ;;
-  v8) tests="test_cuda_engine"; export YOLOCU_V8_DIR=$root/.gpu/data/v8; TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*} ;;
+  v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/.gpu/data/v8
+      TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*} ;;
   detector) tests="test_detector_cuda" ;;
   *) tests="" ;;
 esac
@@ -86,8 +87,13 @@ test_training_gpu * *Ciou*:*MultiTensor*
 test_cuda_engine OwnConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*
 test_detector_cuda *Bus* *Bus*
 LIST
-  # v8: the new plain-layout kernels (Softmax, MatMul, channel Split) under memcheck, quick tuning.
-  [ "$part" = v8 ] && [ "${SKIP_SANITIZE:-0}" != 1 ] && sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
+  # v8: the new plain-layout kernels (Softmax, MatMul, channel Split) and the v8 decode under
+  # compute-sanitizer (quick tuning).
+  if [ "$part" = v8 ] && [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+    sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
+    sanitize memcheck test_postprocess_cuda 'PostprocessCuda.V8*'
+    sanitize racecheck test_postprocess_cuda 'PostprocessCuda.V8*'
+  fi
 fi
 
 if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then

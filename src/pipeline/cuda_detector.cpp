@@ -78,9 +78,7 @@ class CudaDetector final : public Detector {
   CudaDetector(std::shared_ptr<const Model> model, const DetectorOptions& options) : model_(std::move(model)) {
     const ModelInfo info = model_info(*model_);
     check_detection_model(info);  // other tasks and end-to-end exports: refused by name
-    YOLOCU_CHECK(info.family == ModelFamily::kYolov5, kUnsupported, "the GPU detector runs YOLOv5 exports; this is a ",
-                 info.title, " (", family_name(info.family),
-                 " family) model, which runs on the CPU for now (--device cpu)");
+    layout_ = info.family == ModelFamily::kYolov8 ? OutputLayout::kYolov8 : OutputLayout::kYolov5;
     options_ = options;
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -107,8 +105,16 @@ class CudaDetector final : public Detector {
       const Shape in = c->engine->input_shape(options.max_batch);
       input_h_ = static_cast<int>(in[2]);
       input_w_ = static_cast<int>(in[3]);
-      raw_heads_ = c->engine->num_outputs() == 3;
-      if (raw_heads_) {
+      raw_heads_ = layout_ == OutputLayout::kYolov5 && c->engine->num_outputs() == 3;
+      if (layout_ == OutputLayout::kYolov8) {
+        YOLOCU_CHECK(c->engine->num_outputs() == 1, kUnsupported, "the ", info.title, " model has ",
+                     c->engine->num_outputs(), " outputs: expected one [batch, 4 + nc, anchors]");
+        const Shape o = c->engine->output_shape(0, 1);
+        YOLOCU_CHECK(o.size() == 3 && o[1] > 4, kUnsupported, "the ", info.title, " model's output ", shape_str(o),
+                     " is not [batch, 4 + nc, anchors]");
+        nc_ = static_cast<int>(o[1] - 4);
+        rows_ = o[2];
+      } else if (raw_heads_) {
         const Shape o = c->engine->output_shape(0, 1);
         nc_ = static_cast<int>(o[1] / 3 - 5);
         rows_ = 0;
@@ -295,7 +301,8 @@ class CudaDetector final : public Detector {
       view.dtype = c.engine->output_dtype(0);
       view.batch = n;
       view.rows = rows_;
-      view.channels = nc_ + 5;
+      view.layout = layout_;
+      view.channels = nc_ + (layout_ == OutputLayout::kYolov8 ? 4 : 5);
       postprocess_cuda(view, geoms, options_.postprocess, *c.post, c.stream);
     }
     YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
@@ -328,6 +335,7 @@ class CudaDetector final : public Detector {
   int input_w_ = 0, input_h_ = 0, nc_ = 0;
   int64_t rows_ = 0;
   bool raw_heads_ = false;
+  OutputLayout layout_ = OutputLayout::kYolov5;  // of the merged output
   std::vector<std::unique_ptr<Context>> contexts_;
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;

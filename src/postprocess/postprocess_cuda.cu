@@ -20,6 +20,7 @@
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
 #include "postprocess/postprocess_common.hpp"
+#include "postprocess/postprocess_sources.cuh"
 #include "yolocu/postprocess_cuda.hpp"
 
 
@@ -58,16 +59,6 @@ struct ProjectBatch {
   ProjectParams p[kMaxCudaBatch];
 };
 
-struct RoundNone {
-  __device__ float operator()(float x) const { return x; }
-};
-struct RoundHalf {
-  __device__ float operator()(float x) const { return __half2float(__float2half_rn(x)); }
-};
-
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-
 // Sort key, ascending = canonical order: score descending (the bits of a positive float are
 // monotonic; scores are > conf >= 0), then index = row * nc + class ascending.
 __device__ __forceinline__ uint64_t make_key(float score, uint32_t index) {
@@ -78,68 +69,6 @@ __device__ __forceinline__ float key_score(uint64_t key) {
   return __uint_as_float(0x7F800000u - static_cast<uint32_t>(key >> 32));
 }
 __device__ __forceinline__ uint32_t key_index(uint64_t key) { return static_cast<uint32_t>(key); }
-
-// Merged output batch x rows x (5 + nc): a row is its pointer.
-template <typename T, typename Round>
-struct MergedSource {
-  using RoundT = Round;
-  struct Row {
-    const T* p;
-  };
-  const T* data;
-  int rows, nc;
-  __device__ Row row(int img, int r) const {
-    return Row{data + (static_cast<int64_t>(img) * rows + r) * (nc + 5)};
-  }
-  __device__ float obj(const Row& w) const { return load(w.p, 4); }
-  __device__ float cls(const Row& w, int c) const { return load(w.p, 5 + c); }
-  __device__ Box box(const Row& w) const {
-    return xywh_to_xyxy(load(w.p, 0), load(w.p, 1), load(w.p, 2), load(w.p, 3), Round());
-  }
-};
-
-// Raw heads, NCHW per level (batch x na*(5+nc) x ny x nx): merged row r is found by level, then
-// anchor, y, x; value k of the row sits k planes further.
-template <typename T, typename Round>
-struct HeadsSource {
-  using RoundT = Round;
-  struct Level {
-    const T* data;
-    int ny, nx, na, row_begin;
-    float stride;
-    float anchors[2 * kMaxAnchors];
-  };
-  struct Row {
-    const T* p;
-    int plane, x, y, a, level;
-  };
-  Level lv[kMaxHeadLevels];
-  int num_levels, rows, nc;
-  __device__ Row row(int img, int r) const {
-    int l = 0;
-    while (l + 1 < num_levels && r >= lv[l + 1].row_begin) ++l;
-    const Level& L = lv[l];
-    const int plane = L.ny * L.nx, i = r - L.row_begin;
-    const int a = i / plane, rem = i - a * plane, y = rem / L.nx, x = rem - y * L.nx;
-    const T* p = L.data + (static_cast<int64_t>(img) * L.na + a) * (nc + 5) * plane +
-                 static_cast<int64_t>(y) * L.nx + x;
-    return Row{p, plane, x, y, a, l};
-  }
-  __device__ float obj(const Row& w) const {
-    return Round()(sigmoid(load(w.p, static_cast<int64_t>(4) * w.plane)));
-  }
-  __device__ float cls(const Row& w, int c) const {
-    return Round()(sigmoid(load(w.p, static_cast<int64_t>(5 + c) * w.plane)));
-  }
-  __device__ Box box(const Row& w) const {
-    const Round r;
-    float v[4];
-    for (int k = 0; k < 4; ++k) v[k] = r(sigmoid(load(w.p, static_cast<int64_t>(k) * w.plane)));
-    const Level& L = lv[w.level];
-    head_to_xywh(v, w.x, w.y, L.stride, L.anchors[2 * w.a], L.anchors[2 * w.a + 1], r);
-    return xywh_to_xyxy(v[0], v[1], v[2], v[3], r);
-  }
-};
 
 struct DecodeParams {
   float conf;  // already in the input's dtype
@@ -166,14 +95,37 @@ template <class Src, class F>
 __device__ __forceinline__ void for_each_candidate(const Src& src, const typename Src::Row& w,
                                                    const DecodeParams& p, F&& f) {
   const typename Src::RoundT r;
-  const float obj = src.obj(w);
-  if (!(obj > p.conf)) return;
   auto allowed = [&](int c) {
     if (p.n_classes == 0) return true;
     for (int k = 0; k < p.n_classes; ++k)
       if (p.classes[k] == c) return true;
     return false;
   };
+  if constexpr (Src::kAnchorFree) {
+    // emit_row_v8 (postprocess_cpu.cpp): the best class score (NaN propagates) must pass conf;
+    // then every class above conf (multi-label, nc > 1) or the first best class.
+    float best = src.cls(w, 0);
+    int best_c = 0;
+    for (int c = 1; c < src.nc; ++c) {
+      const float s = src.cls(w, c);
+      if ((s > best || isnan(s)) && !isnan(best)) {
+        best = s;
+        best_c = c;
+      }
+    }
+    if (!(best > p.conf)) return;
+    if (p.multi_label && src.nc > 1) {
+      for (int c = 0; c < src.nc; ++c) {
+        const float s = src.cls(w, c);
+        if (s > p.conf && allowed(c)) f(s, c);
+      }
+      return;
+    }
+    if (allowed(best_c)) f(best, best_c);
+    return;
+  }
+  const float obj = src.obj(w);
+  if (!(obj > p.conf)) return;
   if (p.multi_label) {
     for (int c = 0; c < src.nc; ++c) {
       const float s = r(src.cls(w, c) * obj);
@@ -620,6 +572,8 @@ PostprocessWorkspace::PostprocessWorkspace(int64_t max_batch, int64_t rows, int 
   set_nms_smem<MergedSource<__half, RoundHalf>>(smem);
   set_nms_smem<HeadsSource<float, RoundNone>>(smem);
   set_nms_smem<HeadsSource<__half, RoundHalf>>(smem);
+  set_nms_smem<V8Source<float, RoundNone>>(smem);
+  set_nms_smem<V8Source<__half, RoundHalf>>(smem);
 }
 
 PostprocessWorkspace::~PostprocessWorkspace() = default;
@@ -666,22 +620,22 @@ bool same_options(const PostprocessOptions& a, const PostprocessOptions& b) {
          a.multi_label == b.multi_label && a.classes == b.classes && a.nms == b.nms;
 }
 
-ProjectBatch project_batch(const std::vector<LetterboxGeometry>& geometries) {
+ProjectBatch project_batch(const std::vector<LetterboxGeometry>& geometries, BoxScaling scaling) {
   ProjectBatch geo{};
   for (size_t i = 0; i < geometries.size(); ++i) {
     const LetterboxGeometry& g = geometries[i];
     YOLOCU_CHECK(g.src_w > 0 && g.src_h > 0 && g.gain > 0 && std::isfinite(g.gain),
                  kInvalidArgument, "postprocess_cuda: invalid geometry for image ", i, " (source ",
                  g.src_w, "x", g.src_h, ", gain ", g.gain, ")");
-    geo.p[i] = project_params(g);
+    geo.p[i] = project_params(g, scaling);
   }
   return geo;
 }
 
 template <class Src>
 void enqueue(const Src& src, int batch, DType dtype, const std::vector<LetterboxGeometry>& geometries,
-             PostprocessWorkspace::Impl& w, cudaStream_t stream) {
-  const ProjectBatch geo = project_batch(geometries);
+             PostprocessWorkspace::Impl& w, cudaStream_t stream, BoxScaling scaling = BoxScaling::kContinuousPad) {
+  const ProjectBatch geo = project_batch(geometries, scaling);
   const PostprocessOptions& o = w.options;
   DecodeParams dp{};
   dp.conf = dtype == DType::kFloat16 ? half_to_float(float_to_half(o.conf_threshold))
@@ -746,13 +700,21 @@ void postprocess_cuda(const OutputView& out, const std::vector<LetterboxGeometry
                       const PostprocessOptions& o, PostprocessWorkspace& ws, cudaStream_t stream) {
   PostprocessWorkspace::Impl& w = *ws.impl_;
   YOLOCU_CHECK(out.data != nullptr, kInvalidArgument, "postprocess_cuda: null output data");
-  YOLOCU_CHECK(out.layout == OutputLayout::kYolov5, kUnsupported,
-               "postprocess_cuda: the YOLOv8 / YOLO11 output layout is not implemented on the GPU yet "
-               "(use the CPU post-processing)");
-  check_call(o, w, out.batch, out.rows, out.channels - 5, out.dtype, geometries.size(),
-             "postprocess_cuda");
+  YOLOCU_CHECK(out.layout == OutputLayout::kYolov5 || out.layout == OutputLayout::kYolov8, kInvalidArgument,
+               "postprocess_cuda: unknown output layout ", static_cast<int>(out.layout));
+  const bool v8 = out.layout == OutputLayout::kYolov8;
+  check_call(o, w, out.batch, out.rows, out.num_classes(), out.dtype, geometries.size(), "postprocess_cuda");
   const int batch = static_cast<int>(out.batch);
-  const int rows = static_cast<int>(out.rows), nc = static_cast<int>(out.channels - 5);
+  const int rows = static_cast<int>(out.rows), nc = out.num_classes();
+  if (v8) {
+    if (out.dtype == DType::kFloat16)
+      enqueue(V8Source<__half, RoundHalf>{static_cast<const __half*>(out.data), rows, nc}, batch, out.dtype,
+              geometries, w, stream, BoxScaling::kIntegerPad);
+    else
+      enqueue(V8Source<float, RoundNone>{static_cast<const float*>(out.data), rows, nc}, batch, out.dtype,
+              geometries, w, stream, BoxScaling::kIntegerPad);
+    return;
+  }
   if (out.dtype == DType::kFloat16)
     enqueue(MergedSource<__half, RoundHalf>{static_cast<const __half*>(out.data), rows, nc}, batch,
             out.dtype, geometries, w, stream);

@@ -1,4 +1,5 @@
-// Detector (CPU) on YOLOv8n and YOLO11n exports against the ultralytics package itself
+// Detector on YOLOv8n and YOLO11n exports, on the CPU and (FP32) on the GPU, against the ultralytics
+// package itself
 // (scripts/v8/make_refs.py: LetterBox(auto=False), the PyTorch model, nms.non_max_suppression,
 // ops.scale_boxes): the letterbox and input bit for bit, the raw output within float noise, and
 // the final detections at predict's settings (conf 0.25 and 0.001, iou 0.7, max_det 300) and
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "postprocess/postprocess_common.hpp"
 #include "test_util.hpp"
@@ -136,12 +138,29 @@ void report(const Worst& w, const std::string& what) {
               what.c_str(), w.detections, w.box, w.score, w.swaps);
 }
 
-DetectorOptions cpu_options(const PostprocessOptions& p) {
-  DetectorOptions o;
-  o.device = Device::kCpu;
-  o.postprocess = p;
-  return o;
+// The NMS candidates of a traced detect() call: the detector's own (CPU), else decoded on the
+// host from the traced raw output (the GPU detector keeps its candidates on the device).
+Candidates trace_candidates(const DetectionTrace& t, const PostprocessOptions& p) {
+  if (!t.candidates.empty()) return candidates_of(t.candidates.at(0));
+  return decode_cpu(output_view(t.outputs.at(0), OutputLayout::kYolov8), 0, p);
 }
+
+class V8Detector : public ::testing::TestWithParam<std::tuple<std::string, Device>> {
+ protected:
+  void SetUp() override {
+    if (device() == Device::kCuda && !test::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  }
+  std::string name() const { return std::get<0>(GetParam()); }
+  Device device() const { return std::get<1>(GetParam()); }
+  // The detector on this test's device; the GPU in FP32 (the bounds are FP32 ones).
+  DetectorOptions options(const PostprocessOptions& p) const {
+    DetectorOptions o;
+    o.device = device();
+    o.precision = Precision::kFloat32;
+    o.postprocess = p;
+    return o;
+  }
+};
 
 PostprocessOptions low_conf() {
   PostprocessOptions p = detect_options(OutputLayout::kYolov8);
@@ -149,15 +168,14 @@ PostprocessOptions low_conf() {
   return p;
 }
 
-class V8Detector : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(V8Detector, SampleImagesMatchUltralytics) {
-  const std::string name = GetParam();
+  const std::string name = this->name();
   YOLOCU_REQUIRE_V8(model, name + ".onnx");
   YOLOCU_REQUIRE_DATA(bus_jpg, "images/bus.jpg");
-  auto det = Detector::create(model, cpu_options(detect_options(OutputLayout::kYolov8)));
-  auto det_low = Detector::create(model, cpu_options(low_conf()));
-  auto det_val = Detector::create(model, cpu_options(val_options(OutputLayout::kYolov8)));
+  auto det = Detector::create(model, options(detect_options(OutputLayout::kYolov8)));
+  auto det_low = Detector::create(model, options(low_conf()));
+  auto det_val = Detector::create(model, options(val_options(OutputLayout::kYolov8)));
   ASSERT_EQ(det->class_names().size(), 80u);
   EXPECT_EQ(det->class_names()[5], "bus");
   EXPECT_EQ(det->input_width(), 640);
@@ -169,10 +187,13 @@ TEST_P(V8Detector, SampleImagesMatchUltralytics) {
     const Image im = decode_image_file(test::data_file(std::string("images/") + image + ".jpg"));
     DetectionTrace trace;
     const Detections got = det->detect({im.view()}, &trace).at(0);
-    // LetterBox(auto=False) byte for byte, the input bit for bit
-    const Tensor& lb = ref.at("letterboxed_bgr");
-    ASSERT_EQ(trace.letterboxed.at(0).shape(), lb.shape());
-    EXPECT_EQ(std::memcmp(trace.letterboxed[0].data(), lb.data(), lb.nbytes()), 0) << image;
+    // LetterBox(auto=False) byte for byte (the CPU detector traces it; the GPU one traces only
+    // the network input, which it makes from the letterbox), the input bit for bit
+    if (device() == Device::kCpu) {
+      const Tensor& lb = ref.at("letterboxed_bgr");
+      ASSERT_EQ(trace.letterboxed.at(0).shape(), lb.shape());
+      EXPECT_EQ(std::memcmp(trace.letterboxed[0].data(), lb.data(), lb.nbytes()), 0) << image;
+    }
     const Tensor& in = ref.at("input");
     ASSERT_EQ(trace.input.shape(), in.shape());
     EXPECT_EQ(std::memcmp(trace.input.data(), in.data(), in.nbytes()), 0) << image;
@@ -181,10 +202,10 @@ TEST_P(V8Detector, SampleImagesMatchUltralytics) {
     expect_same(got, ref.at("detect"), name + " " + image + " conf 0.25", &w25);
     DetectionTrace t_low, t_val;
     const Detections low = det_low->detect({im.view()}, &t_low).at(0);
-    expect_same_or_knife_edge(low, ref.at("detect_low"), candidates_of(t_low.candidates.at(0)), low_conf(),
+    expect_same_or_knife_edge(low, ref.at("detect_low"), trace_candidates(t_low, low_conf()), low_conf(),
                               name + " " + image + " conf 0.001", &w001, &knife_edges);
     const Detections val = det_val->detect({im.view()}, &t_val).at(0);
-    expect_same_or_knife_edge(val, ref.at("val"), candidates_of(t_val.candidates.at(0)), val_options(OutputLayout::kYolov8),
+    expect_same_or_knife_edge(val, ref.at("val"), trace_candidates(t_val, val_options(OutputLayout::kYolov8)), val_options(OutputLayout::kYolov8),
                               name + " " + image + " val", &wval, &knife_edges);
   }
   report(w25, name + " bus+zidane conf 0.25");
@@ -195,12 +216,12 @@ TEST_P(V8Detector, SampleImagesMatchUltralytics) {
 
 // The dynamic export with both images in one batch gives the same detections.
 TEST_P(V8Detector, DynamicExportBatchMatchesUltralytics) {
-  const std::string name = GetParam();
+  const std::string name = this->name();
   YOLOCU_REQUIRE_V8(model, name + "_dyn.onnx");
   YOLOCU_REQUIRE_V8(bus_npz, name + "_bus.npz");
   YOLOCU_REQUIRE_V8(zid_npz, name + "_zidane.npz");
   YOLOCU_REQUIRE_DATA(bus_jpg, "images/bus.jpg");
-  DetectorOptions o = cpu_options(detect_options(OutputLayout::kYolov8));
+  DetectorOptions o = options(detect_options(OutputLayout::kYolov8));
   o.max_batch = 2;
   auto det = Detector::create(model, o);
   EXPECT_EQ(det->input_width(), 640);
@@ -216,13 +237,13 @@ TEST_P(V8Detector, DynamicExportBatchMatchesUltralytics) {
 // image: the detector runs at the validator's settings and the conf 0.25 detections come from the
 // same raw output through the same post-processing functions).
 TEST_P(V8Detector, Coco128MatchesUltralytics) {
-  const std::string name = GetParam();
+  const std::string name = this->name();
   YOLOCU_REQUIRE_V8(model, name + ".onnx");
   YOLOCU_REQUIRE_V8(npz, name + "_coco128.npz");
   YOLOCU_REQUIRE_DATA(dir, "coco128/images/train2017");
   const auto ref = load_npz(npz);
   const PostprocessOptions p25 = detect_options(OutputLayout::kYolov8), pval = val_options(OutputLayout::kYolov8);
-  auto det_val = Detector::create(model, cpu_options(pval));
+  auto det_val = Detector::create(model, options(pval));
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".jpg") files.push_back(e.path());
@@ -236,7 +257,7 @@ TEST_P(V8Detector, Coco128MatchesUltralytics) {
     ASSERT_TRUE(ref.count(stem + "/detect")) << stem;
     DetectionTrace trace;
     const Detections val = det_val->detect({im.view()}, &trace).at(0);
-    expect_same_or_knife_edge(val, ref.at(stem + "/val"), candidates_of(trace.candidates.at(0)), pval,
+    expect_same_or_knife_edge(val, ref.at(stem + "/val"), trace_candidates(trace, pval), pval,
                               name + " " + stem + " val", &wval, &edges_val);
     const OutputView view = output_view(trace.outputs.at(0), OutputLayout::kYolov8);
     const Candidates c25 = decode_cpu(view, 0, p25);
@@ -251,8 +272,12 @@ TEST_P(V8Detector, Coco128MatchesUltralytics) {
   report(wval, name + " coco128 val, images w/o knife edge");
 }
 
-INSTANTIATE_TEST_SUITE_P(Exports, V8Detector, ::testing::Values("yolov8n", "yolo11n"),
-                         [](const auto& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Exports, V8Detector,
+                         ::testing::Combine(::testing::Values("yolov8n", "yolo11n"),
+                                            ::testing::Values(Device::kCpu, Device::kCuda)),
+                         [](const auto& p) {
+                           return std::get<0>(p.param) + (std::get<1>(p.param) == Device::kCuda ? "_cuda" : "_cpu");
+                         });
 
 }  // namespace
 }  // namespace yolocu

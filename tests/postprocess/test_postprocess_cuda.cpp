@@ -74,7 +74,7 @@ Detections cpu_image(const OutputView& v, int64_t b, const LetterboxGeometry& g,
   int64_t over = 0;
   const Candidates c = decode_cpu(v, b, o, &over);
   *found = static_cast<int64_t>(c.size()) + over;
-  return project_cpu(c, nms_cpu(c, o), g);
+  return project_cpu(c, nms_cpu(c, o), g, box_scaling(v.layout));
 }
 
 // Runs CPU and CUDA on a batch and compares every image; runs CUDA twice and replays a captured
@@ -83,9 +83,9 @@ Detections cpu_image(const OutputView& v, int64_t b, const LetterboxGeometry& g,
 std::vector<Detections> check_parity(const Tensor& out, const std::vector<LetterboxGeometry>& geo,
                                      const PostprocessOptions& o, const std::string& what,
                                      const PostprocessOptions* gpu_options = nullptr,
-                                     int64_t capacity = 0) {
+                                     int64_t capacity = 0, OutputLayout layout = OutputLayout::kYolov5) {
   const PostprocessOptions& go = gpu_options ? *gpu_options : o;
-  const OutputView hv = output_view(out);
+  const OutputView hv = output_view(out, layout);
   DeviceCopy d(out);
   OutputView dv = hv;
   dv.data = d.p;
@@ -224,6 +224,71 @@ TEST(PostprocessCuda, RandomTieFree) {
 TEST(PostprocessCuda, RandomWithTies) {
   YOLOCU_REQUIRE_GPU();
   random_suite(true);
+}
+
+// YOLOv8 / YOLO11 layout [batch, 4 + nc, anchors] (channel-major, no objectness), float32 and
+// float16: random outputs (continuous and quantised with ties; a few rows with a NaN class score,
+// which the CPU drops whole), every option set, the integer-pad projection of ultralytics 8.x.
+Tensor random_output_v8(int batch, int anchors, int nc, bool ties, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  Tensor out(DType::kFloat32, {batch, 4 + nc, anchors});
+  float* p = out.data_as<float>();
+  for (int b = 0; b < batch; ++b)
+    for (int a = 0; a < anchors; ++a) {
+      float* q = p + static_cast<int64_t>(b) * (4 + nc) * anchors + a;
+      auto at = [&](int k) -> float& { return q[static_cast<int64_t>(k) * anchors]; };
+      if (ties) {
+        at(0) = std::round(u(rng) * 16) * 40, at(1) = std::round(u(rng) * 16) * 40;
+        at(2) = 20 + std::round(u(rng) * 4) * 20, at(3) = 20 + std::round(u(rng) * 4) * 20;
+        for (int c = 0; c < nc; ++c) at(4 + c) = std::round(u(rng) * 8) / 8;
+      } else {
+        at(0) = u(rng) * 640, at(1) = u(rng) * 640, at(2) = 5 + u(rng) * 120, at(3) = 5 + u(rng) * 120;
+        for (int c = 0; c < nc; ++c) at(4 + c) = u(rng);
+      }
+      if (a % 97 == 13) at(4 + a % nc) = std::nanf("");
+    }
+  return out;
+}
+
+TEST(PostprocessCuda, V8LayoutMatchesCpu) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<LetterboxGeometry> geo = {letterbox_geometry(810, 1080, 640, 640), letterbox_geometry(640, 480, 640, 640),
+                                              letterbox_geometry(1280, 720, 640, 640)};
+  for (bool ties : {false, true})
+    for (DType dt : {DType::kFloat32, DType::kFloat16}) {
+      Tensor out = random_output_v8(3, 2100, 5, ties, ties ? 7 : 8);
+      if (dt == DType::kFloat16) out = cast_tensor(out, DType::kFloat16);
+      const std::string tag = std::string("v8 ") + (ties ? "ties " : "tie-free ") + dtype_name(dt) + " ";
+      auto run = [&](const PostprocessOptions& o, const std::string& what) {
+        check_parity(out, geo, o, tag + what, nullptr, 0, OutputLayout::kYolov8);
+      };
+      run(detect_options(OutputLayout::kYolov8), "predict");
+      run(val_options(OutputLayout::kYolov8), "val (multi-label)");
+      PostprocessOptions o = detect_options(OutputLayout::kYolov8);
+      o.agnostic = true;
+      run(o, "agnostic");
+      o.agnostic = false;
+      o.nms = NmsMode::kFast;
+      run(o, "fast");
+      o.nms = NmsMode::kGreedy;
+      o.classes = {0, 3};
+      o.max_det = 7;
+      run(o, "filter max_det");
+      PostprocessOptions z = detect_options(OutputLayout::kYolov8);
+      z.conf_threshold = 0.f;
+      z.iou_threshold = 0.f;
+      run(z, "thresholds 0");
+      z.conf_threshold = 1.f;
+      z.iou_threshold = 1.f;
+      run(z, "thresholds 1");
+      PostprocessOptions small = val_options(OutputLayout::kYolov8);
+      small.max_nms = 100;  // more candidates than slots: radix select on the v8 rows
+      run(small, "val max_nms 100");
+    }
+  // one class: multi-label is single-label (ultralytics: multi_label &= nc > 1)
+  const Tensor one = random_output_v8(3, 500, 1, false, 9);
+  check_parity(one, geo, val_options(OutputLayout::kYolov8), "v8 one class val", nullptr, 0, OutputLayout::kYolov8);
 }
 
 // More candidates than slots: the radix-select passes must keep exactly the max_nms best
