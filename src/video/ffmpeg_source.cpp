@@ -51,9 +51,16 @@ class FfmpegSource final : public RawSource {
       if (got == Demuxer::Read::kStopped) return false;
       if (got == Demuxer::Read::kEnd) {
         flushed_ = true;
+        if (info_.frame_count > 0 && packets_ < info_.frame_count) {  // the container promised more
+          std::lock_guard<std::mutex> lock(mu_);
+          ended_early_ = "the file ends early: " + std::to_string(packets_) + " of " +
+                         std::to_string(info_.frame_count) + " frames' packets (truncated?)";
+          stats_.last_problem = ended_early_;
+        }
         decoder_->send(nullptr);
         continue;
       }
+      ++packets_;
       const int s = decoder_->send(packet_.get());
       if (s < 0 && s != AVERROR(EAGAIN))
         problem("a packet was rejected (" + av_error_string(s) + ")" + ffmpeg_log_suffix());
@@ -85,6 +92,7 @@ class FfmpegSource final : public RawSource {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.corrupt;
     stats_.last_problem = what + " after frame " + std::to_string(stats_.decoded);
+    if (!ended_early_.empty()) stats_.last_problem = ended_early_ + "; then " + stats_.last_problem;
   }
 
   std::string last_problem() const {
@@ -100,6 +108,8 @@ class FfmpegSource final : public RawSource {
   double time_base_ = 0;
   int64_t start_time_ = AV_NOPTS_VALUE;
   bool flushed_ = false;
+  int64_t packets_ = 0;
+  std::string ended_early_;  // guarded by mu_
   mutable std::mutex mu_;
   SourceStats stats_;
 };

@@ -30,6 +30,12 @@ void capture_log(void* avcl, int level, const char* fmt, va_list args) {
   av_log_format_line2(avcl, level, fmt, copy, line, sizeof line, &print_prefix);
   va_end(copy);
   std::string s(line);
+  // "[mov,mp4,m4a,3gp,3g2,mj2 @ 0x55d0c0a0] moov atom not found" -> "mov,mp4,m4a,3gp,3g2,mj2: moov atom not found"
+  for (size_t at = s.find(" @ 0x"); at != std::string::npos && s[0] == '['; at = s.find(" @ 0x")) {
+    const size_t close = s.find(']', at);
+    if (close == std::string::npos) break;
+    s = s.substr(1, at - 1) + ":" + s.substr(close + 1);
+  }
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   if (!s.empty()) t_last_log = s;
 }

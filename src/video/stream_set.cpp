@@ -134,6 +134,8 @@ struct StreamSet::Impl {
           if (st.corrupt > 0)
             message(name(s) + ": " + std::to_string(st.corrupt) + " corrupt packets skipped (last: " + st.last_problem +
                     ")");
+          else if (!st.last_problem.empty())
+            message(name(s) + ": " + st.last_problem);
         }
       }
       src.reset();

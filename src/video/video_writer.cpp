@@ -134,6 +134,7 @@ class FfmpegWriter final : public VideoWriter {
       err = avcodec_receive_packet(ctx_.get(), packet_.get());
       if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return;
       YOLOCU_CHECK(err >= 0, kInternal, path_, ": encoding failed: ", av_error_string(err));
+      if (packet_->duration <= 0) packet_->duration = 1;  // one frame: else MP4's edit list hides the last one
       av_packet_rescale_ts(packet_.get(), ctx_->time_base, stream_->time_base);
       packet_->stream_index = stream_->index;
       err = av_interleaved_write_frame(oc_.get(), packet_.get());  // takes the packet's reference
