@@ -150,7 +150,7 @@ TEST(VideoRobustness, StreamThatStopsSendingTimesOut) {
   EXPECT_LT(s, 8.0);
 }
 
-TEST(VideoRobustness, HttpSourceReadsLikeTheFile) {
+TEST(VideoRobustness, HttpAndFileUrlsReadLikeTheFile) {
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
   test::LocalHttpServer server(test::read_bytes(clip));
   auto src = FrameSource::open(server.url());
@@ -164,6 +164,10 @@ TEST(VideoRobustness, HttpSourceReadsLikeTheFile) {
     ++n;
   }
   EXPECT_EQ(n, file.size());
+  // and a file:// URL is the file
+  const std::vector<VideoFrame> url = test::read_all("file://" + clip);
+  ASSERT_EQ(url.size(), file.size());
+  EXPECT_EQ(0, std::memcmp(url.back().image.data(), file.back().image.data(), file.back().image.size_bytes()));
 }
 
 TEST(VideoRobustness, UnreachableUrlFailsFast) {
