@@ -6,12 +6,16 @@
 #   scripts/test.sh                 full run (installs missing packages first)
 #   YOLOCU_DATA_DIR=... scripts/test.sh   test material elsewhere than ../shared/data
 #   YOLOCU_V8_REFS=0 scripts/test.sh      without the YOLOv8 / YOLO11 references (their tests skip)
+#   YOLOCU_VIDEO_REFS=0 scripts/test.sh   without the video test clips and references (their tests skip)
 #
 # First makes the YOLOv8n / YOLO11n test models and ultralytics' reference outputs
 # (scripts/v8/make_refs.sh: a throw-away venv with the pinned ultralytics from PyPI; ~9 CPU-minutes,
 # about 5-6 minutes on 2 idle cores,
 # bounded by a 30-minute timeout; nothing when they are up to date). Any failure there fails the
 # run, and the tests then treat a missing reference as a failure (YOLOCU_REQUIRE_V8), not a skip.
+# Then the video test material (scripts/video/make_refs.sh: clips encoded from coco128 with the
+# ffmpeg tool, cv2.VideoCapture's frames, ultralytics v7.0's detections; ~15 s), required likewise
+# (YOLOCU_REQUIRE_VIDEO).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,6 +27,12 @@ if [ "${YOLOCU_V8_REFS:-1}" != "0" ]; then
   echo "== YOLOv8 / YOLO11 references (scripts/v8/make_refs.sh) =="
   YOLOCU_DATA_DIR="$data" timeout 1800 scripts/v8/make_refs.sh "$root/.data/v8/refs"
   export YOLOCU_V8_DIR="$root/.data/v8/refs" YOLOCU_REQUIRE_V8=1
+fi
+
+if [ "${YOLOCU_VIDEO_REFS:-1}" != "0" ]; then
+  echo "== video test material (scripts/video/make_refs.sh) =="
+  YOLOCU_DATA_DIR="$data" timeout 900 scripts/video/make_refs.sh "$root/.data/video/refs"
+  export YOLOCU_VIDEO_DIR="$root/.data/video/refs" YOLOCU_REQUIRE_VIDEO=1
 fi
 
 echo "== build (Release) =="

@@ -19,6 +19,7 @@ namespace {
 void print_help() {
   std::printf(
       "usage: yolocu detect --model M.onnx [options] PATH...\n"
+      "       yolocu detect --model M.onnx [options] --source SOURCE\n"
       "Detects objects in images exactly as ultralytics does (YOLOv5 models: yolov5 v7.0 detect.py;\n"
       "YOLOv8 / YOLO11 models: the ultralytics package's predict): letterbox, model,\n"
       "non_max_suppression, scale_boxes. PATHs are image files (JPEG, PNG), folders (their images,\n"
@@ -46,8 +47,24 @@ void print_help() {
       "  --save-img         DIR/<stem>.jpg: the image with boxes and labels drawn\n"
       "  --dump DIR         every stage as .npy: <stem>_letterboxed, _input, _output<k>, _candidates\n"
       "  --verbose          one summary line per image on stdout\n"
+      "video, streams, cameras (--source; docs/video.md):\n"
+      "  --source S         a video file (mp4, mkv, avi, mov, ...), an rtsp:// / http(s):// URL, a camera\n"
+      "                     (/dev/video0 or 0), an image sequence (folder, 'glob*', img_%%05d.jpg), or a\n"
+      "                     .txt list of sources, one per line: decoded in parallel, batched together\n"
+      "  --vid-stride N     keep every N-th frame, as detect.py (frames N-1, 2N-1, ...) (1)\n"
+      "  --start N          skip the frames before frame N of each source (0)\n"
+      "  --frames N         at most N frames per source (all)\n"
+      "  --jsonl OUT        one JSON line per frame: source, stream, frame, pts, detections ('-' = stdout)\n"
+      "  --save             DIR/<source>.mp4: the annotated video (H.264 via libx264, else MPEG-4)\n"
+      "  --save-frames      DIR/<source>/<frame>.jpg: annotated frames\n"
+      "  --decoder D        auto | cpu | cuda (auto; this build decodes on the CPU)\n"
+      "  --queue N          decoded frames buffered per source (4); live sources drop the oldest\n"
+      "  --reconnects N     network sources: reopen attempts after a failure, -1 = forever (5)\n"
+      "  --timeout S        network sources and cameras: seconds to wait when opening or reading (10)\n"
+      "  --progress S       progress line every S seconds, 0 = none (2)\n"
+      "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
       "  --quiet            no progress or summary on stderr\n"
-      "Exit status: 0 all images processed, 1 some image or the model failed, 2 bad usage.\n");
+      "Exit status: 0 all images / sources processed, 1 some image, source or the model failed, 2 bad usage.\n");
 }
 
 // YOLO txt lines as detect.py --save-txt writes them: boxes rounded to whole pixels
@@ -102,12 +119,22 @@ int cmd_detect(int argc, char** argv) {
   for (const char* o : {"json", "output-dir", "project", "dump"}) valued.push_back(o);
   std::vector<std::string> flags = detector_flag_options();
   for (const char* f : {"save-txt", "save-conf", "save-img", "verbose"}) flags.push_back(f);
+  add_video_options(valued, flags);
   Args args(argc, argv, 2, flags, valued);
   if (args.flag("help")) {
     print_help();
     return 0;
   }
   const std::string model = args.require("model");
+  if (args.has("source")) {
+    check_model_file(model);
+    return cmd_detect_video(args, detector_options(args, detect_options(model_layout(model))),
+                            args.get("output-dir", args.get("project", "runs/detect")));
+  }
+  for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout", "progress"})
+    if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source");
+  for (const char* f : {"save", "save-frames"})
+    if (args.flag(f)) throw UsageError(std::string("--") + f + " needs --source (for images: --save-img)");
   if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
   const DetectorOptions opts = detector_options(args, detect_options(model_layout(model)));
   const int workers = decode_workers(args);

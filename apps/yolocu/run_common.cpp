@@ -478,15 +478,18 @@ std::string images_json(const std::vector<ImageResult>& results, const std::vect
   return j + (results.empty() ? "]" : "\n]");
 }
 
+std::string detection_json(const Detection& d, const std::vector<std::string>& names) {
+  return "{\"box\": [" + json_number(d.x1) + ", " + json_number(d.y1) + ", " + json_number(d.x2) + ", " +
+         json_number(d.y2) + "], \"confidence\": " + json_number(d.confidence) +
+         ", \"class_id\": " + std::to_string(d.class_id) + ", \"class_name\": " + json_string(class_name(names, d.class_id)) +
+         "}";
+}
+
 std::string detections_json(const Detections& dets, const std::vector<std::string>& names, const std::string& ind) {
   if (dets.empty()) return "[]";
   std::string s = "[\n";
   for (size_t i = 0; i < dets.size(); ++i) {
-    const Detection& d = dets[i];
-    const std::string name = class_name(names, d.class_id);
-    s += ind + "  {\"box\": [" + json_number(d.x1) + ", " + json_number(d.y1) + ", " + json_number(d.x2) + ", " +
-         json_number(d.y2) + "], \"confidence\": " + json_number(d.confidence) +
-         ", \"class_id\": " + std::to_string(d.class_id) + ", \"class_name\": " + json_string(name) + "}";
+    s += ind + "  " + detection_json(dets[i], names);
     s += i + 1 < dets.size() ? ",\n" : "\n";
   }
   return s + ind + "]";

@@ -101,6 +101,8 @@ std::string build_json_fields(const Detector& detector);
 // JSON pieces.
 std::string json_string(const std::string& s);
 std::string json_number(double v);  // %.9g; non-finite -> null
+// One detection as a one-line JSON object: {"box": [x1, y1, x2, y2], "confidence", "class_id", "class_name"}.
+std::string detection_json(const Detection& d, const std::vector<std::string>& names);
 std::string detections_json(const Detections& dets, const std::vector<std::string>& names, const std::string& indent);
 // The "images" array of detect's and eval's --json: one {"path", "width", "height", "error" (only
 // when error_of(i) is not empty), "detections"} object per result.

@@ -1,0 +1,42 @@
+// The decoder backend seam. A Decoder turns the video stream's packets into pictures (send /
+// receive, libavcodec's model) and converts a picture into a VideoFrame. The CPU backend
+// (decoder_cpu.cpp) decodes in software and converts to host BGR24 like cv2.VideoCapture
+// (bgr_convert_cpu.cpp). A CUDA backend (not built yet; docs/video.md) would open the codec with an
+// AV_HWDEVICE_TYPE_CUDA device context, receive AV_PIX_FMT_CUDA pictures (NV12 surfaces in device
+// memory) and convert() them into VideoFrame{kNv12, kDevice} without a host copy; open_decoder()
+// chooses between the two.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "video/ffmpeg_util.hpp"
+#include "yolocu/video.hpp"
+
+namespace yolocu::video {
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  // "cpu: libavcodec h264, swscale bgr24"
+  virtual const std::string& description() const noexcept = 0;
+  // One packet of the stream, or nullptr once at the end (flush). 0 on success; a negative AVERROR
+  // for a packet the decoder rejects (the caller counts it and goes on).
+  virtual int send(const AVPacket* packet) = 0;
+  // The next picture into `picture`: 0; AVERROR(EAGAIN) when it needs another packet; AVERROR_EOF
+  // after the flush has drained; another negative AVERROR for a picture that failed (skipped).
+  virtual int receive(AVFrame* picture) = 0;
+  // Converts a picture from receive() into out.image / out.device, out.format, out.location. Other
+  // fields of `out` are the caller's.
+  virtual void convert(const AVFrame& picture, VideoFrame& out) = 0;
+};
+
+// The backend for `stream`: kCpu; kAuto -> kCpu in this build; kCuda -> kUnsupported. Throws
+// kUnsupported when FFmpeg has no decoder for the codec.
+std::unique_ptr<Decoder> open_decoder(const AVStream& stream, const VideoSourceOptions& options,
+                                      const std::string& source);
+
+std::unique_ptr<Decoder> open_cpu_decoder(const AVStream& stream, const VideoSourceOptions& options,
+                                          const std::string& source);
+
+}  // namespace yolocu::video

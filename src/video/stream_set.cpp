@@ -1,0 +1,261 @@
+// StreamSet: one reader thread per source, a bounded queue each, batches taken round robin.
+// Locking: one mutex guards every queue and status; readers wait on `space`, the consumer on
+// `ready`. Opening, decoding and back-off sleeps happen outside the lock.
+#include "yolocu/video_streams.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/check.hpp"
+#include "yolocu/error.hpp"
+
+namespace yolocu {
+
+const char* stream_state_name(StreamState s) noexcept {
+  switch (s) {
+    case StreamState::kOpening: return "opening";
+    case StreamState::kRunning: return "running";
+    case StreamState::kReconnecting: return "reconnecting";
+    case StreamState::kFinished: return "finished";
+    case StreamState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+struct StreamSet::Impl {
+  struct Stream {
+    StreamStatus status;
+    SourceKind kind = SourceKind::kFile;
+    std::deque<VideoFrame> queue;
+    bool ended = false;          // the reader thread is done; nothing more will be queued
+    FrameSource* current = nullptr;  // the open source, for stop() (guarded by mu)
+    int64_t corrupt_before = 0;  // corrupt packets of earlier connections
+    std::thread thread;
+  };
+
+  StreamOptions options;
+  mutable std::mutex mu;
+  std::condition_variable ready, space;
+  std::atomic<bool> stopping{false};
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::string> messages;
+  size_t round_robin = 0;
+
+  std::string name(const Stream& s) const { return "stream " + std::to_string(s.status.stream_id) + " (" + s.status.source + ")"; }
+
+  void message(const std::string& m) {  // mu held
+    messages.push_back(m);
+  }
+
+  // Sleeps for `seconds` unless stop() comes first; false when stopping.
+  bool back_off(double seconds) {
+    std::unique_lock<std::mutex> lock(mu);
+    space.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stopping.load(); });
+    return !stopping.load();
+  }
+
+  void push(Stream& s, VideoFrame&& f) {
+    std::unique_lock<std::mutex> lock(mu);
+    const bool live = s.kind == SourceKind::kNetwork || s.kind == SourceKind::kCamera;
+    if (live) {
+      while (s.queue.size() >= options.queue_depth) {  // stay current: drop the oldest
+        s.queue.pop_front();
+        ++s.status.dropped;
+      }
+    } else {
+      space.wait(lock, [&] { return stopping.load() || s.queue.size() < options.queue_depth; });
+      if (stopping.load()) return;
+    }
+    s.queue.push_back(std::move(f));
+    ready.notify_all();
+  }
+
+  void finish(Stream& s, StreamState state, const std::string& error, const std::string& msg) {
+    std::lock_guard<std::mutex> lock(mu);
+    s.status.state = state;
+    if (!error.empty()) s.status.error = error;
+    s.ended = true;
+    s.current = nullptr;
+    if (!msg.empty()) message(msg);
+    ready.notify_all();
+  }
+
+  void run(Stream& s) {
+    const bool network = s.kind == SourceKind::kNetwork;
+    int failures = 0;  // failed attempts in a row
+    double delay = options.reconnect_delay_s;
+    int64_t pushed = 0;
+    VideoSourceOptions source_options = options.source;
+    source_options.cancel = &stopping;
+    for (;;) {
+      std::string error;
+      std::unique_ptr<FrameSource> src;  // outlives `current` (reset under the lock first)
+      try {
+        src = FrameSource::open(s.status.source, source_options);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          s.status.info = src->info();
+          s.status.state = StreamState::kRunning;
+          s.current = src.get();
+          if (failures > 0) message(name(s) + ": reconnected");
+        }
+        if (stopping.load()) src->interrupt();
+        VideoFrame f;
+        bool first = true;
+        while (src->read(f)) {
+          f.stream_id = s.status.stream_id;
+          push(s, std::move(f));
+          f = VideoFrame();
+          ++pushed;
+          if (first) {
+            first = false;
+            failures = 0;
+            delay = options.reconnect_delay_s;
+          }
+          std::lock_guard<std::mutex> lock(mu);
+          s.status.corrupt = s.corrupt_before + src->stats().corrupt;
+        }
+      } catch (const Error& e) {
+        error = e.what();
+      } catch (const std::exception& e) {
+        error = std::string("unexpected error: ") + e.what();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        s.current = nullptr;
+        if (src) {
+          const SourceStats st = src->stats();
+          s.status.corrupt = s.corrupt_before + st.corrupt;
+          s.corrupt_before = s.status.corrupt;
+          if (st.corrupt > 0)
+            message(name(s) + ": " + std::to_string(st.corrupt) + " corrupt packets skipped (last: " + st.last_problem +
+                    ")");
+          else if (!st.last_problem.empty())
+            message(name(s) + ": " + st.last_problem);
+        }
+      }
+      src.reset();
+      if (stopping.load()) return finish(s, StreamState::kFinished, "", "");
+      if (error.empty())
+        return finish(s, StreamState::kFinished, "", name(s) + ": end of stream after " + std::to_string(pushed) + " frames");
+      if (!network) return finish(s, StreamState::kFailed, error, name(s) + ": failed: " + error);
+      if (options.max_reconnects >= 0 && failures >= options.max_reconnects)
+        return finish(s, StreamState::kFailed, error,
+                      name(s) + ": failed after " + std::to_string(failures) + " reconnect attempts: " + error);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        s.status.state = StreamState::kReconnecting;
+        s.status.error = error;
+        ++s.status.reconnects;
+        char b[48];
+        std::snprintf(b, sizeof b, "%.1f s", delay);
+        message(name(s) + ": reconnecting in " + b + " after: " + error);
+      }
+      ++failures;
+      if (!back_off(delay)) return finish(s, StreamState::kFinished, "", "");
+      delay = std::min(delay * 2, options.reconnect_max_delay_s);
+    }
+  }
+
+  size_t ready_count() const {  // mu held
+    size_t n = 0;
+    for (const auto& s : streams) n += s->queue.size();
+    return n;
+  }
+
+  bool all_ended() const {  // mu held
+    return std::all_of(streams.begin(), streams.end(), [](const auto& s) { return s->ended; });
+  }
+
+  // Every stream that can still deliver has a frame queued (no point waiting longer).
+  bool all_active_have_frames() const {  // mu held
+    return std::all_of(streams.begin(), streams.end(), [](const auto& s) { return s->ended || !s->queue.empty(); });
+  }
+};
+
+StreamSet::StreamSet(const std::vector<std::string>& sources, const StreamOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  YOLOCU_CHECK(!sources.empty(), kInvalidArgument, "StreamSet: no sources");
+  YOLOCU_CHECK(options.queue_depth > 0, kInvalidArgument, "StreamSet: queue_depth must be > 0");
+  YOLOCU_CHECK(options.reconnect_delay_s >= 0 && options.reconnect_max_delay_s >= options.reconnect_delay_s &&
+                   options.batch_wait_s >= 0 && options.max_reconnects >= -1,
+               kInvalidArgument, "StreamSet: invalid reconnect or batch options");
+  impl_->options = options;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto s = std::make_unique<Impl::Stream>();
+    s->status.stream_id = static_cast<int>(i);
+    s->status.source = sources[i];
+    s->kind = classify_source(sources[i]);
+    impl_->streams.push_back(std::move(s));
+  }
+  for (auto& s : impl_->streams) {
+    Impl::Stream* p = s.get();
+    p->thread = std::thread([this, p] { impl_->run(*p); });
+  }
+}
+
+StreamSet::~StreamSet() {
+  stop();
+  for (auto& s : impl_->streams)
+    if (s->thread.joinable()) s->thread.join();
+}
+
+size_t StreamSet::size() const noexcept { return impl_->streams.size(); }
+
+void StreamSet::stop() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.stopping.store(true);
+  for (auto& s : m.streams)
+    if (s->current) s->current->interrupt();
+  m.ready.notify_all();
+  m.space.notify_all();
+}
+
+bool StreamSet::next_batch(std::vector<VideoFrame>& batch, size_t max_frames) {
+  YOLOCU_CHECK(max_frames > 0, kInvalidArgument, "next_batch: max_frames must be > 0");
+  batch.clear();
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  m.ready.wait(lock, [&] { return m.stopping.load() || m.ready_count() > 0 || m.all_ended(); });
+  if (m.stopping.load() || m.ready_count() == 0) return false;
+  if (m.ready_count() < max_frames && !m.all_active_have_frames() && m.options.batch_wait_s > 0)
+    m.ready.wait_for(lock, std::chrono::duration<double>(m.options.batch_wait_s), [&] {
+      return m.stopping.load() || m.ready_count() >= max_frames || m.all_active_have_frames();
+    });
+  const size_t n = m.streams.size();
+  for (bool took = true; took && batch.size() < max_frames;) {
+    took = false;
+    for (size_t k = 0; k < n && batch.size() < max_frames; ++k) {
+      Impl::Stream& s = *m.streams[(m.round_robin + k) % n];
+      if (s.queue.empty()) continue;
+      batch.push_back(std::move(s.queue.front()));
+      s.queue.pop_front();
+      ++s.status.delivered;
+      took = true;
+    }
+  }
+  m.round_robin = (m.round_robin + 1) % n;
+  m.space.notify_all();
+  return !batch.empty();
+}
+
+std::vector<StreamStatus> StreamSet::status() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<StreamStatus> out;
+  for (const auto& s : impl_->streams) out.push_back(s->status);
+  return out;
+}
+
+std::vector<std::string> StreamSet::take_messages() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> out;
+  out.swap(impl_->messages);
+  return out;
+}
+
+}  // namespace yolocu

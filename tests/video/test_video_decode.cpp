@@ -1,0 +1,208 @@
+// The CPU decode path against cv2.VideoCapture (frames byte for byte, every codec and container of
+// the generated clips), frame selection (start, stride, limits), image sequences, source strings,
+// and the video writer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "video/video_test_util.hpp"
+#include "yolocu/error.hpp"
+#include "yolocu/npy.hpp"
+#include "yolocu/video.hpp"
+#include "yolocu/video_writer.hpp"
+
+namespace yolocu {
+namespace {
+namespace fs = std::filesystem;
+
+class Clips : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Clips, FramesAreByteIdenticalToCv2VideoCapture) {
+  YOLOCU_REQUIRE_VIDEO(clip, GetParam());
+  YOLOCU_REQUIRE_VIDEO(ref_path, "frames_" + GetParam() + ".npy");
+  const Tensor ref = load_npy(ref_path);
+  VideoSourceOptions o;
+  o.backend = DecodeBackend::kCpu;
+  auto src = FrameSource::open(clip, o);
+  EXPECT_EQ(src->info().kind, SourceKind::kFile);
+  EXPECT_EQ(src->info().width, ref.dim(2));
+  EXPECT_EQ(src->info().height, ref.dim(1));
+  EXPECT_NEAR(src->info().fps, 25.0, 1e-6);
+  EXPECT_EQ(src->info().decoder.rfind("cpu: libavcodec", 0), 0u) << src->info().decoder;
+  VideoFrame f;
+  int64_t n = 0;
+  double last_pts = -1;
+  while (src->read(f)) {
+    EXPECT_EQ(f.index, n);
+    EXPECT_EQ(f.format, FrameFormat::kBgr24);
+    EXPECT_EQ(f.location, MemoryLocation::kHost);
+    ASSERT_TRUE(std::isfinite(f.pts)) << "frame " << n;
+    EXPECT_GT(f.pts, last_pts) << "frame " << n;
+    EXPECT_NEAR(f.pts, static_cast<double>(n) / 25.0, 1e-3) << "frame " << n;
+    last_pts = f.pts;
+    EXPECT_TRUE(test::same_pixels(ref, n, f));
+    ++n;
+  }
+  EXPECT_EQ(n, ref.dim(0)) << GetParam() << ": frame count";
+  EXPECT_EQ(src->stats().decoded, n);
+  EXPECT_EQ(src->stats().corrupt, 0);
+  EXPECT_FALSE(src->read(f)) << "read after the end";
+}
+
+INSTANTIATE_TEST_SUITE_P(Video, Clips,
+                         ::testing::Values("clip_h264.mp4", "clip_mjpeg.avi", "clip_h265.mkv", "clip_vp9.webm",
+                                           "clip_av1.mkv", "clip_mpeg4.mov", "clip_h264_360.mp4"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string s = p.param;
+                           for (char& c : s)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
+
+TEST(VideoSelect, StrideStartAndFramesPickTheFramesDetectPyPicks) {
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  YOLOCU_REQUIRE_VIDEO(ref_path, "frames_clip_h264.mp4.npy");
+  const Tensor ref = load_npy(ref_path);
+  VideoSourceOptions o;
+  o.vid_stride = 4;  // detect.py: grab 4, keep the last: frames 3, 7, 11, ...
+  std::vector<VideoFrame> got = test::read_all(clip, o);
+  ASSERT_EQ(got.size(), 7u);  // 30 frames: 3 7 11 15 19 23 27
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].index, static_cast<int64_t>(4 * i + 3));
+    EXPECT_TRUE(test::same_pixels(ref, got[i].index, got[i]));
+  }
+  o.start_frame = 10;
+  o.max_frames = 3;
+  got = test::read_all(clip, o);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].index, 13);
+  EXPECT_EQ(got[2].index, 21);
+  EXPECT_TRUE(test::same_pixels(ref, 21, got[2]));
+  o = VideoSourceOptions();
+  o.start_frame = 29;
+  got = test::read_all(clip, o);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].index, 29);
+  o.start_frame = 1000;
+  EXPECT_TRUE(test::read_all(clip, o).empty());
+  o = VideoSourceOptions();
+  o.max_frames = 0;
+  EXPECT_TRUE(test::read_all(clip, o).empty());
+}
+
+TEST(VideoSelect, InvalidOptionsAreRefusedBeforeOpening) {
+  auto bad = [](auto edit) {
+    VideoSourceOptions o;
+    edit(o);
+    try {
+      FrameSource::open("does-not-matter.mp4", o);
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::kInvalidArgument;
+    }
+    return false;
+  };
+  EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.vid_stride = 0; }));
+  EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.start_frame = -1; }));
+  EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.max_frames = -2; }));
+  EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.read_timeout_s = 0; }));
+  EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.rtsp_transport = "http"; }));
+}
+
+TEST(VideoSelect, GpuDecoderIsRefusedClearlyUntilItExists) {
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  VideoSourceOptions o;
+  o.backend = DecodeBackend::kCuda;
+  try {
+    FrameSource::open(clip, o);
+    FAIL() << "kCuda opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("NVDEC"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageSequence, FolderGlobAndPatternDecodeLikeImread) {
+  YOLOCU_REQUIRE_DATA(any, "coco128/images/train2017/000000000009.jpg");
+  const std::string dir = fs::path(any).parent_path().string();
+  VideoSourceOptions o;
+  o.max_frames = 3;
+  o.sequence_fps = 10;
+  const std::vector<VideoFrame> folder = test::read_all(dir, o);
+  ASSERT_EQ(folder.size(), 3u);
+  const Image first = decode_image_file(any);
+  ASSERT_EQ(folder[0].width(), first.width());
+  EXPECT_EQ(0, std::memcmp(folder[0].image.data(), first.data(), first.size_bytes()));
+  EXPECT_DOUBLE_EQ(folder[2].pts, 0.2);
+  EXPECT_EQ(classify_source(dir), SourceKind::kImageSequence);
+
+  const std::vector<VideoFrame> globbed = test::read_all(dir + "/0000000000*.jpg", o);
+  ASSERT_EQ(globbed.size(), 3u);
+  EXPECT_EQ(0, std::memcmp(globbed[0].image.data(), first.data(), first.size_bytes()));
+
+  // a printf pattern over links 1.jpg .. 4.jpg (numbers from 1), stride 2: frames 1 and 3
+  const std::string seq = test::scratch_dir("video_seq");
+  for (int i = 1; i <= 4; ++i) {
+    const fs::path link = fs::path(seq) / (std::to_string(i) + ".jpg");
+    fs::remove(link);
+    fs::create_symlink(any, link);
+  }
+  VideoSourceOptions s;
+  s.vid_stride = 2;
+  const std::vector<VideoFrame> pattern = test::read_all(seq + "/%d.jpg", s);
+  ASSERT_EQ(pattern.size(), 2u);
+  EXPECT_EQ(pattern[0].index, 1);
+  EXPECT_EQ(pattern[1].index, 3);
+  EXPECT_TRUE(std::isnan(pattern[0].pts));
+}
+
+TEST(SourceStrings, KindsAndLists) {
+  EXPECT_EQ(classify_source("rtsp://cam/stream"), SourceKind::kNetwork);
+  EXPECT_EQ(classify_source("HTTP://x/y.mp4"), SourceKind::kNetwork);
+  EXPECT_EQ(classify_source("file:///tmp/a.mp4"), SourceKind::kFile);
+  EXPECT_EQ(classify_source("/dev/video0"), SourceKind::kCamera);
+  EXPECT_EQ(classify_source("0"), SourceKind::kCamera);
+  EXPECT_EQ(classify_source("clip.mkv"), SourceKind::kFile);
+  EXPECT_EQ(classify_source("frames/img_%05d.png"), SourceKind::kImageSequence);
+  EXPECT_EQ(classify_source("frames/*.jpg"), SourceKind::kImageSequence);
+  EXPECT_EQ(classify_source("bus.JPG"), SourceKind::kImageSequence);
+  const std::string list = test::scratch_dir("video_lists") + "/streams.txt";
+  test::write_bytes(list, "# cameras\n  a.mp4  \n\nrtsp://x/1\r\n# end\n");
+  EXPECT_TRUE(is_source_list(list));
+  EXPECT_EQ(read_source_list(list), (std::vector<std::string>{"a.mp4", "rtsp://x/1"}));
+  test::write_bytes(list, "# nothing\n\n");
+  EXPECT_THROW(read_source_list(list), Error);
+  EXPECT_FALSE(is_source_list("missing.txt"));
+}
+
+TEST(VideoWriter, WritesAVideoThatReadsBack) {
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  VideoSourceOptions o;
+  o.max_frames = 10;
+  const std::vector<VideoFrame> frames = test::read_all(clip, o);
+  ASSERT_EQ(frames.size(), 10u);
+  for (const std::string ext : {".mp4", ".avi"}) {
+    const std::string out = test::scratch_dir("video_writer") + "/out" + ext;
+    fs::remove(out);
+    auto w = VideoWriter::open(out, 640, 480, 25);
+    for (const VideoFrame& f : frames) w->write(f.view());
+    EXPECT_THROW(w->write(ImageView{frames[0].image.data(), 320, 240, 960}), Error);  // wrong size
+    w->close();
+    EXPECT_EQ(w->frames_written(), 10);
+    const std::vector<VideoFrame> back = test::read_all(out);
+    ASSERT_EQ(back.size(), 10u) << out << " (" << w->encoder_name() << ")";
+    double se = 0;
+    const size_t n = frames[5].image.size_bytes();
+    for (size_t i = 0; i < n; ++i) {
+      const double d = double(back[5].image.data()[i]) - double(frames[5].image.data()[i]);
+      se += d * d;
+    }
+    const double psnr = 10 * std::log10(255.0 * 255.0 / (se / static_cast<double>(n) + 1e-12));
+    EXPECT_GT(psnr, 30) << out << " (" << w->encoder_name() << ")";
+  }
+}
+
+}  // namespace
+}  // namespace yolocu

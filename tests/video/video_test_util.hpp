@@ -1,0 +1,74 @@
+// Helpers of the video tests: the generated test material (scripts/video/make_refs.sh), a local
+// HTTP server on 127.0.0.1, and frame comparisons.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+#include "yolocu/tensor.hpp"
+#include "yolocu/video.hpp"
+
+namespace yolocu::test {
+
+// The folder scripts/video/make_refs.sh writes: $YOLOCU_VIDEO_DIR if set, else <source>/.data/video/refs.
+std::string video_dir();
+// A file there; empty when absent or when the folder is incomplete (no COMPLETE).
+std::string video_file(const std::string& name);
+// $YOLOCU_REQUIRE_VIDEO set (scripts/test.sh made the material): a missing file fails the test.
+bool video_required();
+
+// Every frame of `source` through FrameSource (options as given).
+std::vector<VideoFrame> read_all(const std::string& source, const VideoSourceOptions& options = {});
+
+// Frame k of an N x H x W x 3 uint8 tensor equals `frame` byte for byte; on a mismatch, the message
+// names the first differing pixel and how many bytes differ.
+::testing::AssertionResult same_pixels(const Tensor& frames, int64_t k, const VideoFrame& frame);
+
+// Reads a whole file / writes one.
+std::string read_bytes(const std::string& path);
+void write_bytes(const std::string& path, const std::string& bytes);
+
+// A one-file HTTP/1.1 server on 127.0.0.1 (a kernel-chosen port) for network-source tests. Every
+// GET gets `body` with its Content-Length, "Connection: close" and no Accept-Ranges (an unseekable
+// stream). With
+// stall_after >= 0 it sends only that many bytes and then holds the connection open, sending
+// nothing, until the server stops (a camera that stopped sending). Bounded: it stops in its
+// destructor, and every wait inside polls the stop flag.
+class LocalHttpServer {
+ public:
+  explicit LocalHttpServer(std::string body, long stall_after = -1);
+  ~LocalHttpServer();
+  std::string url(const std::string& name = "clip.mp4") const;
+  int connections() const { return connections_.load(); }
+
+ private:
+  void serve();
+  void handle(int fd);
+  std::string body_;
+  long stall_after_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+  std::vector<std::thread> handlers_;
+};
+
+// A 127.0.0.1 port nothing listens on (bound, then closed): connections are refused.
+int closed_port();
+
+}  // namespace yolocu::test
+
+// Skips (visibly) when a generated video file is missing; fails instead under YOLOCU_REQUIRE_VIDEO.
+#define YOLOCU_REQUIRE_VIDEO(var, name)                                                                 \
+  const std::string var = ::yolocu::test::video_file(name);                                           \
+  if (var.empty()) {                                                                                  \
+    if (::yolocu::test::video_required())                                                             \
+      FAIL() << "YOLOCU_REQUIRE_VIDEO: test material missing: " << ::yolocu::test::video_dir() << "/" << name; \
+    GTEST_SKIP() << "video test material not found (run scripts/video/make_refs.sh): "                \
+                 << ::yolocu::test::video_dir() << "/" << name;                                       \
+  }
