@@ -14,6 +14,7 @@
 // see DetectorOptions::contexts); results never depend on which thread or context ran a batch.
 #pragma once
 
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <string>
@@ -42,6 +43,8 @@ struct DetectorOptions {
   PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode
   LetterboxMode letterbox = LetterboxMode::kExact;  // the CPU always runs kExact
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
+  uint64_t max_memory = 0;                    // CPU engine memory budget per context, bytes (0: the
+                                              // default, CpuEngineOptions::max_memory)
   int contexts = 1;                           // concurrent execution contexts (GPU streams)
   // GPU: batch sizes whose convolution tactics are tuned when the engine is built (empty: {1,
   // max_batch}; others take the nearest tuned size's), and the tactic cache file ("": the default

@@ -10,8 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <unistd.h>
 
 #include "core/check.hpp"
 #include "engine/detect_tail.hpp"
@@ -21,6 +24,30 @@
 
 namespace yolocu {
 namespace {
+
+// oneDNN reports through dnnl::error and a failed allocation arrives as std::bad_alloc: both become
+// yolocu::Error here, the engine's only failure type (found by fuzzing: a dilated convolution
+// oneDNN refuses escaped as dnnl::error).
+template <typename F>
+auto translate_errors(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    if (e.status == dnnl_out_of_memory)
+      detail::fail(ErrorCode::kOutOfMemory, what, ": oneDNN is out of memory (", e.what(), ")");
+    detail::fail(ErrorCode::kUnsupported, what, ": oneDNN cannot run this model: ", e.what());
+  } catch (const std::bad_alloc&) {
+    detail::fail(ErrorCode::kOutOfMemory, what,
+                 ": out of host memory (an allocation failed: the machine, a ulimit -v or cgroup limit; "
+                 "max_memory bounds what a model may ask for)");
+  }
+}
+
+std::string shape_list(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + shape_str(x);
+  return s;
+}
 
 using engine::Plan;
 using engine::PlanNode;
@@ -216,7 +243,9 @@ struct CpuEngine::Impl {
 std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shapes) {
   const auto t0 = std::chrono::steady_clock::now();
   auto p = std::make_unique<Prepared>();
-  p->plan = engine::build_plan(*model, shapes);
+  engine::PlanOptions plan_options;
+  plan_options.max_memory = options.max_memory;
+  p->plan = engine::build_plan(*model, shapes, plan_options);
   Plan& plan = p->plan;
 
   // 1. Steps, with Conv -> Sigmoid -> Mul fused into one convolution and the Detect head's tail
@@ -472,6 +501,10 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   };
   const engine::ValueArena mp =
       engine::plan_value_arena(root, root_off, is_const, step_values, plan.inputs, plan.outputs, buffer_bytes, 64);
+  const uint64_t budget = options.max_memory ? options.max_memory : default_max_memory();
+  YOLOCU_CHECK(mp.total_bytes <= budget, kOutOfMemory, "the activation memory for input shapes ", shape_list(shapes),
+               " needs ", mp.total_bytes, " bytes, above the memory budget of ", budget,
+               " bytes (max_memory, yolocu --max-memory)");
   p->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(mp.total_bytes, 64))));
   YOLOCU_CHECK(p->arena, kOutOfMemory, "cannot allocate ", mp.total_bytes, " bytes of activation memory");
   p->offset = mp.offset;
@@ -678,7 +711,7 @@ const Model& CpuEngine::model() const { return *impl_->model; }
 
 void CpuEngine::prepare(const std::vector<Shape>& input_shapes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->prepare(input_shapes);
+  translate_errors("CpuEngine::prepare", [&] { impl_->prepare(input_shapes); });
 }
 
 EngineStats CpuEngine::stats() const {
@@ -688,6 +721,10 @@ EngineStats CpuEngine::stats() const {
 
 std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  return translate_errors("CpuEngine::run", [&] { return run_locked(inputs); });
+}
+
+std::vector<Tensor> CpuEngine::run_locked(const std::vector<Tensor>& inputs) {
   const Model& m = *impl_->model;
   YOLOCU_CHECK(inputs.size() == m.graph.inputs.size(), kInvalidArgument, "the model takes ", m.graph.inputs.size(),
                " input(s), ", inputs.size(), " given");
@@ -745,6 +782,14 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
                                plan.output_dtypes[i]));
   }
   return outs;
+}
+
+uint64_t default_max_memory() {
+  static const uint64_t kDefault = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{16} << 30;
+  }();
+  return kDefault;
 }
 
 }  // namespace yolocu
