@@ -57,6 +57,7 @@ apt_packages=(
   nlohmann-json3-dev                                # the GPU engine's tactic cache (JSON)
   libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev zlib1g-dev   # image codecs, .npz
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
+  clang libclang-rt-dev libomp-dev                  # scripts/fuzz.sh (libFuzzer, ASan/UBSan), scripts/tsan.sh (TSan, LLVM OpenMP)
   libopencv-dev                                     # tests only: OpenCV 4.6 as the letterbox oracle
   python3-torchvision python3-numpy                 # tests only: torchvision NMS as the NMS oracle
   python3-opencv                                    # bench/peer_torch_cpu.py: ultralytics on PyTorch-CPU
