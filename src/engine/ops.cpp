@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "core/check.hpp"
 
@@ -35,7 +36,8 @@ const ValueMeta* opt(const Metas& in, size_t i) { return i < in.size() && in[i].
 const Tensor* opt(const In& in, size_t i) { return i < in.size() ? in[i] : nullptr; }
 
 int64_t norm_axis(const Node& n, int64_t axis, int64_t rank) {
-  YOLOCU_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1), kInvalidArgument, n.describe(), ": axis ", axis,
+  // [-rank, rank - 1]: an empty range for a scalar (found by fuzzing: Concat of a scalar read s[0])
+  YOLOCU_CHECK(axis >= -rank && axis < rank, kInvalidArgument, n.describe(), ": axis ", axis,
                " out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
@@ -545,6 +547,8 @@ void infer_reshape(const Node& n, int64_t, const Metas& in, Metas& out) {
       d = 1;
     }
     YOLOCU_CHECK(d >= 0, kInvalidArgument, n.describe(), ": invalid target dimension ", d);
+    YOLOCU_CHECK(d == 0 || known <= std::numeric_limits<int64_t>::max() / d, kInvalidArgument, n.describe(),
+                 ": target shape ", shape_str(Shape(target.begin(), target.end())), " overflows int64");
     s[i] = d;
     known *= d;
   }
@@ -707,6 +711,8 @@ void copy_blocks(uint8_t* dst, int64_t dst_stride, const uint8_t* src, int64_t s
 void infer_concat(const Node& n, int64_t, const Metas& in, Metas& out) {
   YOLOCU_CHECK(!in.empty(), kParse, n.describe(), ": no inputs");
   YOLOCU_CHECK(n.has_attr("axis"), kParse, n.describe(), ": missing attribute 'axis'");
+  YOLOCU_CHECK(in[0].present && !in[0].shape.empty(), kInvalidArgument, n.describe(),
+               ": inputs must be tensors of rank >= 1");
   const int64_t r = static_cast<int64_t>(in[0].shape.size());
   const int64_t axis = norm_axis(n, n.attr_int("axis", 0), r);
   Shape s = in[0].shape;
@@ -860,7 +866,10 @@ SliceSpec slice_spec(const Node& n, int64_t opset, const Shape& s, const std::ve
     else e = clampv(e, true);
     if (b < -dim) b = 0;
     else b = clampv(b, false);
-    const int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e + (-step) - 1) / (-step) : 0);
+    // b, e are in [-1, dim]; the step may be anything (INT64_MIN included): count in uint64
+    const uint64_t span = step > 0 ? (e > b ? static_cast<uint64_t>(e - b) : 0) : (b > e ? static_cast<uint64_t>(b - e) : 0);
+    const uint64_t mag = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+    const int64_t len = span ? static_cast<int64_t>(1 + (span - 1) / mag) : 0;
     sp.start[static_cast<size_t>(a)] = b;
     sp.step[static_cast<size_t>(a)] = step;
     sp.out[static_cast<size_t>(a)] = len;
@@ -954,8 +963,10 @@ void infer_range(const Node& n, int64_t, const Metas& in, Metas& out) {
   const Tensor sf = cast_tensor(s, DType::kFloat64), lf = cast_tensor(l, DType::kFloat64), df = cast_tensor(d, DType::kFloat64);
   const double a = sf.data_as<double>()[0], b = lf.data_as<double>()[0], c = df.data_as<double>()[0];
   YOLOCU_CHECK(c != 0, kInvalidArgument, n.describe(), ": delta 0");
-  const int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / c)));
-  YOLOCU_CHECK(cnt < (int64_t{1} << 31), kInvalidArgument, n.describe(), ": range of ", cnt, " elements");
+  const double count = std::ceil((b - a) / c);  // NaN / inf / beyond int64 from a hostile file: no cast
+  YOLOCU_CHECK(std::isfinite(count) && count < 2147483648.0, kInvalidArgument, n.describe(), ": a range from ", a,
+               " to ", b, " by ", c, " has ", count, " elements");
+  const int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(count));
   out.resize(1);
   out[0].dtype = s.dtype();
   out[0].shape = {cnt};
@@ -966,7 +977,12 @@ void compute_range(const Node& n, int64_t, const In& in, const Out& out) {
     using T = decltype(tag);
     const T a = in[0]->data_as<T>()[0], c = in[2]->data_as<T>()[0];
     T* py = out[0]->data_as<T>();
-    for (int64_t i = 0; i < out[0]->numel(); ++i) py[i] = static_cast<T>(a + static_cast<T>(i) * c);
+    for (int64_t i = 0; i < out[0]->numel(); ++i) {
+      if constexpr (std::is_integral_v<T>)  // two's-complement wrap, never signed-overflow UB
+        py[i] = static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(i) * static_cast<uint64_t>(c));
+      else
+        py[i] = static_cast<T>(a + static_cast<T>(i) * c);
+    }
   });
 }
 
@@ -1050,6 +1066,15 @@ Window2d window_2d(const Node& n) {
                ": malformed strides/pads/dilations");
   const std::string ap = n.attr_string("auto_pad", "NOTSET");
   YOLOCU_CHECK(ap == "NOTSET" || ap == "VALID", kUnsupported, n.describe(), ": auto_pad ", ap);
+  // Bounded so that the window arithmetic (pool_out) cannot overflow, and no stride of 0 divides.
+  constexpr int64_t kMax = int64_t{1} << 24;
+  for (size_t i = 0; i < 2; ++i)
+    YOLOCU_CHECK(w.strides[i] >= 1 && w.strides[i] <= kMax && w.dilations[i] >= 1 && w.dilations[i] <= kMax,
+                 kInvalidArgument, n.describe(), ": strides ", shape_str(w.strides), " and dilations ",
+                 shape_str(w.dilations), " must be in 1..2^24");
+  for (int64_t pad : w.pads)
+    YOLOCU_CHECK(pad >= 0 && pad <= kMax, kInvalidArgument, n.describe(), ": pads ", shape_str(w.pads),
+                 " must be in 0..2^24");
   return w;
 }
 
@@ -1061,8 +1086,9 @@ PoolParams pool_params(const Node& n, const Shape& x) {
   const auto& p = w.pads;
   const auto& d = w.dilations;
   YOLOCU_CHECK(n.attr_int("storage_order", 0) == 0, kUnsupported, n.describe(), ": storage_order 1");
-  YOLOCU_CHECK(k[0] > 0 && k[1] > 0 && s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, kInvalidArgument, n.describe(),
-               ": invalid kernel, stride or dilation");
+  YOLOCU_CHECK(k[0] > 0 && k[1] > 0 && k[0] <= (int64_t{1} << 24) && k[1] <= (int64_t{1} << 24) && s[0] > 0 &&
+                   s[1] > 0 && d[0] > 0 && d[1] > 0,
+               kInvalidArgument, n.describe(), ": invalid kernel, stride or dilation");
   return {k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0], d[1], n.attr_int("ceil_mode", 0) != 0};
 }
 
