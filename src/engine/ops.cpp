@@ -790,8 +790,12 @@ std::vector<int64_t> split_sizes(const Node& n, int64_t opset, const Shape& s, i
   }
   YOLOCU_CHECK(sizes.size() == outputs, kInvalidArgument, n.describe(), ": split has ", sizes.size(), " parts for ",
                outputs, " outputs");
-  YOLOCU_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == dim, kInvalidArgument, n.describe(),
-               ": split sizes do not add up to ", dim);
+  int64_t sum = 0;  // each part in [0, dim]: the sum cannot overflow (found by fuzzing: sizes near 2^63)
+  for (int64_t part : sizes) {
+    YOLOCU_CHECK(part >= 0 && part <= dim, kInvalidArgument, n.describe(), ": split size ", part, " for an axis of ", dim);
+    sum += part;
+  }
+  YOLOCU_CHECK(sum == dim, kInvalidArgument, n.describe(), ": split sizes do not add up to ", dim);
   return sizes;
 }
 
