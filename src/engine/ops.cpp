@@ -1164,9 +1164,12 @@ ResizeSpec resize_spec(const Node& n, int64_t opset, const Shape& x, const Tenso
     const Tensor sf = cast_tensor(*scales, DType::kFloat32);
     for (size_t i = 0; i < r; ++i) {
       const float s = sf.data_as<float>()[i];
-      YOLOCU_CHECK(s > 0, kInvalidArgument, n.describe(), ": scale ", s, " must be > 0");
+      const double len = std::floor(static_cast<double>(x[i]) * s);
+      // no float -> int64 cast of inf or of a value beyond 2^62 (a hostile scale of 1e30)
+      YOLOCU_CHECK(s > 0 && std::isfinite(len) && len < 4.6e18, kInvalidArgument, n.describe(), ": scale ", s,
+                   " of axis ", i, " (size ", x[i], ") must be > 0 and give a representable size");
       rs.scales.push_back(s);
-      rs.out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * s)));
+      rs.out.push_back(static_cast<int64_t>(len));
     }
   }
   return rs;

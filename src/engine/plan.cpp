@@ -112,6 +112,7 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
     PlanValue& v = plan.values[static_cast<size_t>(id)];
     v.dtype = options.fp16_as_fp32 && in.dtype == DType::kFloat16 ? DType::kFloat32 : in.dtype;
     v.shape = input_shapes[i];
+    check_value_size("graph input", in.name, v.dtype, v.shape, budget);
     v.graph_input = true;
     plan.inputs.push_back(id);
     plan.input_dtypes.push_back(in.dtype);
