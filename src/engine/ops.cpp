@@ -161,6 +161,21 @@ void infer_binary(const Node& n, int64_t, const Metas& in, Metas& out) {
 
 template <typename T>
 T apply_bin(BinOp k, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    // Integer arithmetic wraps (two's complement) instead of signed-overflow UB: shape constants
+    // from a hostile file reach here when folding (found by fuzzing: 1 - INT64_MIN).
+    using U = std::make_unsigned_t<T>;
+    switch (k) {
+      case BinOp::kAdd: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case BinOp::kSub: return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+      case BinOp::kMul: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      case BinOp::kDiv:
+        if (b == 0) return T(0);
+        if (std::is_signed_v<T> && b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));  // MIN / -1
+        return static_cast<T>(a / b);
+      default: break;
+    }
+  }
   switch (k) {
     case BinOp::kAdd: return a + b;
     case BinOp::kSub: return a - b;
@@ -662,7 +677,11 @@ void compute_transpose(const Node& n, int64_t, const In& in, const Out& out) {
   const size_t es = dtype_size(x.dtype());
   const int64_t total = y.numel();
   if (total == 0) return;
-  const int64_t inner = r ? y.shape().back() : 1;
+  if (r == 0) {  // a scalar: the row loop below assumes rank >= 1 (found by fuzzing)
+    std::memcpy(y.data(), x.data(), dtype_size(x.dtype()));
+    return;
+  }
+  const int64_t inner = y.shape().back();
   const int64_t rows = total / inner;
   const int64_t inner_stride = r ? st[r - 1] : 0;
   const auto* px = static_cast<const uint8_t*>(x.data());
@@ -1298,7 +1317,8 @@ void infer_conv(const Node& n, int64_t, const Metas& in, Metas& out) {
                shape_str(x), ", weights ", shape_str(w), ")");
   YOLOCU_CHECK(is_float(in[0].dtype) && in[1].dtype == in[0].dtype, kParse, n.describe(), ": input/weight types");
   const int64_t group = n.attr_int("group", 1);
-  YOLOCU_CHECK(group >= 1 && x[1] == w[1] * group && w[0] % group == 0, kInvalidArgument, n.describe(),
+  YOLOCU_CHECK(group >= 1 && group <= x[1] && x[1] % group == 0 && x[1] / group == w[1] && w[0] % group == 0,
+               kInvalidArgument, n.describe(),
                ": input has ", x[1], " channels, weights ", shape_str(w), " with group ", group);
   if (opt(in, 2))
     YOLOCU_CHECK(in[2].shape == Shape{w[0]}, kInvalidArgument, n.describe(), ": bias shape ", shape_str(in[2].shape));
