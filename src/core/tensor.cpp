@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "core/check.hpp"
 
@@ -63,7 +64,12 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   YOLOCU_CHECK(numel_ <= limit, kOutOfMemory, "tensor of shape ", shape_str(shape_), " (",
                dtype_name(dtype_), ") is too large to allocate");
   const size_t bytes = std::max<size_t>(nbytes(), 1);
-  data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
+  try {
+    data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
+  } catch (const std::bad_alloc&) {
+    detail::fail(ErrorCode::kOutOfMemory, "cannot allocate ", bytes, " bytes for a tensor of shape ", shape_str(shape_),
+                 " (", dtype_name(dtype_), "): out of host memory (the machine's, a ulimit -v or cgroup limit)");
+  }
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, void* data) {

@@ -3,6 +3,7 @@
 #include "yolocu/detector.hpp"
 
 #include <future>
+#include <system_error>
 
 #include "core/check.hpp"
 #include "pipeline/detector_backends.hpp"
@@ -73,7 +74,19 @@ void validate_detector_options(const DetectorOptions& o) {
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+namespace {
+std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const DetectorOptions& options);
+}  // namespace
+}  // namespace detail
+
 std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
+  return detail::oom_as_error(onnx_path, [&] { return detail::create_detector(onnx_path, options); });
+}
+
+namespace detail {
+namespace {
+std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const DetectorOptions& options) {
   detail::validate_detector_options(options);
   if (options.device == Device::kCuda) {
     YOLOCU_CHECK(detail::cuda_detector_available(), kUnsupported,
@@ -97,6 +110,8 @@ std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const D
   }
   return detail::create_cpu_detector(onnx_path, options);
 }
+}  // namespace
+}  // namespace detail
 
 std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, DetectionTrace* trace) {
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
@@ -104,7 +119,7 @@ std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, D
     if (trace) *trace = DetectionTrace{};
     return {};
   }
-  return run_detect(images, trace);
+  return detail::oom_as_error("detect", [&] { return run_detect(images, trace); });
 }
 
 std::vector<Detections> Detector::detect_device(const std::vector<ImageView>& images) {
@@ -121,7 +136,11 @@ std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>
 std::future<std::vector<Detections>> Detector::detect_async(std::vector<ImageView> images) {
   // Validate on the caller's thread so that argument errors surface at the call, not at get().
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
-  return std::async(std::launch::async, [this, imgs = std::move(images)]() { return detect(imgs); });
+  try {
+    return std::async(std::launch::async, [this, imgs = std::move(images)]() { return detect(imgs); });
+  } catch (const std::system_error& e) {  // no thread could be started (a process or memory limit)
+    detail::fail(ErrorCode::kOutOfMemory, "detect_async: cannot start a thread: ", e.what());
+  }
 }
 
 }  // namespace yolocu

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/check.hpp"
@@ -41,6 +43,26 @@ auto translate_errors(const char* what, F&& f) -> decltype(f()) {
                  ": out of host memory (an allocation failed: the machine, a ulimit -v or cgroup limit; "
                  "max_memory bounds what a model may ask for)");
   }
+}
+
+// Under an address-space limit (ulimit -v, RLIMIT_AS) Debian's oneDNN 2.6 can crash (SIGSEGV inside
+// dnnl_primitive_create: its JIT code buffer's mapping fails) and libgomp aborts when it cannot map
+// a thread's stack. Neither reports an error we could catch, so before building the kernels the
+// engine checks that the address space they need is there: `bytes` (arena, weights) plus a margin
+// for the JIT code and, per OpenMP thread, its stack (8 MiB) and the 64 MiB that glibc's malloc
+// reserves for each thread's arena (it counts against the limit). Without a limit this costs nothing.
+void check_address_space(uint64_t bytes, const std::string& what) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  const uint64_t threads = static_cast<uint64_t>(std::max(1, omp_get_max_threads()));
+  const uint64_t need = bytes + (uint64_t{32} << 20) + threads * (uint64_t{72} << 20);
+  void* p = need < (uint64_t{1} << 46) ? mmap(nullptr, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                                       : MAP_FAILED;
+  YOLOCU_CHECK(p != MAP_FAILED, kOutOfMemory, what, ": the address-space limit (ulimit -v: ",
+               static_cast<uint64_t>(rl.rlim_cur) >> 20, " MiB) leaves less than ", need >> 20,
+               " MiB free, what the CPU engine needs (activations, weights, oneDNN JIT code, ", threads,
+               " OpenMP threads' stacks and malloc arenas)");
+  munmap(p, need);
 }
 
 std::string shape_list(const std::vector<Shape>& shapes) {
@@ -505,6 +527,10 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   YOLOCU_CHECK(mp.total_bytes <= budget, kOutOfMemory, "the activation memory for input shapes ", shape_list(shapes),
                " needs ", mp.total_bytes, " bytes, above the memory budget of ", budget,
                " bytes (max_memory, yolocu --max-memory)");
+  uint64_t weight_bytes = 0;
+  for (const auto& v : plan.values)
+    if (v.constant) weight_bytes += v.value.nbytes();
+  check_address_space(mp.total_bytes + weight_bytes, "CpuEngine: input shapes " + shape_list(shapes));
   p->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(mp.total_bytes, 64))));
   YOLOCU_CHECK(p->arena, kOutOfMemory, "cannot allocate ", mp.total_bytes, " bytes of activation memory");
   p->offset = mp.offset;
