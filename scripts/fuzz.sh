@@ -12,13 +12,15 @@
 #
 # Environment: YOLOCU_DATA_DIR (sample data, default ../shared/data), JOBS (build jobs, default nproc),
 # FUZZ_PARALLEL (harnesses run at once, default 1), FUZZ_NICE (nice level, default 10),
-# FUZZ_BUILD (build folder, default build-fuzz).
+# FUZZ_BUILD (build folder, default build-fuzz), FUZZ_WORK (where corpus/, artifacts/, logs/ go,
+# default the build folder).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 jobs=${JOBS:-$(nproc)}
 build=${FUZZ_BUILD:-build-fuzz}
+work=${FUZZ_WORK:-$build}
 harnesses_all=(onnx image npy labels)
 
 command -v clang++ >/dev/null || { echo "scripts/fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 1; }
@@ -57,15 +59,15 @@ harnesses=("$@")
 
 run_one() {  # <harness>: fuzz it for $seconds; the log holds libFuzzer's final stats
   local h=$1
-  mkdir -p "$build/corpus/$h" "$build/artifacts/$h" "$build/logs"
+  mkdir -p "$work/corpus/$h" "$work/artifacts/$h" "$work/logs"
   # -max_len: the largest seed (the shrunk models are ~140 KB), at least 4 KB
   local max_len
   max_len=$(find "fuzz/corpus/$h" -type f -printf '%s\n' | sort -n | tail -1)
   max_len=$((max_len < 4096 ? 4096 : max_len + 1024))
   nice -n "${FUZZ_NICE:-10}" "$build/fuzz/fuzz_$h" -max_total_time="$seconds" -dict="fuzz/dict/$h.dict" \
     -max_len="$max_len" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -reload=0 \
-    -artifact_prefix="$build/artifacts/$h/" "$build/corpus/$h" "fuzz/corpus/$h" fuzz/regressions/"$h" \
-    >"$build/logs/$h.log" 2>&1
+    -artifact_prefix="$work/artifacts/$h/" "$work/corpus/$h" "fuzz/corpus/$h" fuzz/regressions/"$h" \
+    >"$work/logs/$h.log" 2>&1
 }
 
 status=0
@@ -78,27 +80,27 @@ for h in "${harnesses[@]}"; do
   pids+=($!)
   names+=("$h")
   if ((${#pids[@]} >= ${FUZZ_PARALLEL:-1})); then
-    wait "${pids[0]}" || { echo "[fuzz] ${names[0]}: FAILED (see $build/logs/${names[0]}.log)"; status=1; }
+    wait "${pids[0]}" || { echo "[fuzz] ${names[0]}: FAILED (see $work/logs/${names[0]}.log)"; status=1; }
     pids=("${pids[@]:1}")
     names=("${names[@]:1}")
   fi
 done
 for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || { echo "[fuzz] ${names[$i]}: FAILED (see $build/logs/${names[$i]}.log)"; status=1; }
+  wait "${pids[$i]}" || { echo "[fuzz] ${names[$i]}: FAILED (see $work/logs/${names[$i]}.log)"; status=1; }
 done
 
 printf '%-8s %12s %8s %8s %8s %8s\n' harness execs exec/s edges corpus crashes
 for h in "${harnesses[@]}"; do
-  log="$build/logs/$h.log"
+  log="$work/logs/$h.log"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   edges=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
-  corpus=$(find "$build/corpus/$h" -type f | wc -l)
-  crashes=$(find "$build/artifacts/$h" -type f | wc -l)
+  corpus=$(find "$work/corpus/$h" -type f | wc -l)
+  crashes=$(find "$work/artifacts/$h" -type f | wc -l)
   printf '%-8s %12s %8s %8s %8s %8s\n' "$h" "${execs:-?}" "${rate:-?}" "${edges:-?}" "$corpus" "$crashes"
   if ((crashes)); then
     status=1
-    find "$build/artifacts/$h" -type f | sed 's/^/         crash input: /'
+    find "$work/artifacts/$h" -type f | sed 's/^/         crash input: /'
     grep -m1 -E 'ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer)|runtime error|uncaught exception' "$log" |
       sed 's/^/         /' || true
   fi
