@@ -8,8 +8,10 @@
 #   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
+#   bash scripts/gpu/run_all.sh fuzz           (carry: .gpu)  the onnx fuzz corpus on the GPU engine + memcheck
+#                                              (SHARD=k/n: every n-th model from the k-th, for a large corpus)
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|engine|detector|bench|train}
+part=${1:?usage: run_all.sh tests|engine|detector|bench|train|fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
@@ -48,7 +50,7 @@ run_test() {  # run_test <binary> [gtest filter]
 sanitize() {  # sanitize <tool> <binary> <gtest filter>
   local tool=$1 t=$2 filter=$3
   [ -x "$bin/$t" ] || return
-  if YOLOCU_TUNE_QUICK=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+  if YOLOCU_TUNE_QUICK=1 timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
     row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
   else
     row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
@@ -59,6 +61,8 @@ case "$part" in
   tests) tests="test_preprocess_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
   engine) tests="test_cuda_engine" ;;
   detector) tests="test_detector_cuda" ;;
+  fuzz) tests="test_fuzz_replay_cuda"
+        export YOLOCU_FUZZ_REPLAY_DIR=$root/.gpu/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
   *) tests="" ;;
 esac
 # SKIP_TESTS=1 / SKIP_BENCH=1 / SKIP_SANITIZE=1: leave out a part's tests / benchmark / compute-sanitizer runs
@@ -82,6 +86,7 @@ test_postprocess_cuda * PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowK
 test_training_gpu * *Ciou*:*MultiTensor*
 test_cuda_engine CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments -
 test_detector_cuda *Bus* *Bus*
+test_fuzz_replay_cuda * -
 LIST
 fi
 
