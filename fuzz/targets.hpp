@@ -13,7 +13,7 @@ namespace yolocu::fuzz {
 
 // Memory budget of the harnesses (CpuEngineOptions::max_memory and the plan's), far below
 // libFuzzer's 2 GiB malloc limit: an allocation above it that the budget did not refuse is a bug.
-constexpr uint64_t kMaxMemory = uint64_t{256} << 20;
+constexpr uint64_t kMaxMemory = uint64_t{64} << 20;
 
 // ONNX model bytes: parse_onnx, model_info, check_detection_model, then for small enough inputs
 // the plan (shape inference + constant folding), the GPU engine's host-side step planner, and the

@@ -98,7 +98,7 @@ void broadcast_loop(const Shape& out, const std::array<Shape, N>& ins, F&& f) {
   auto body = [&](int64_t row) {
     std::array<int64_t, N> base{};
     int64_t rem = row;
-    for (size_t d = r - 1; d-- > 0;) {
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
       const int64_t c = rem % out[d];
       rem /= out[d];
       for (int k = 0; k < N; ++k) base[k] += c * st[k][d];
@@ -688,7 +688,7 @@ void compute_transpose(const Node& n, int64_t, const In& in, const Out& out) {
   auto* py = static_cast<uint8_t*>(y.data());
   auto row_fn = [&](int64_t row) {
     int64_t rem = row, base = 0;
-    for (size_t d = r - 1; d-- > 0;) {
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
       base += (rem % y.shape()[d]) * st[d];
       rem /= y.shape()[d];
     }
@@ -1230,7 +1230,11 @@ void infer_resize(const Node& n, int64_t opset, const Metas& in, Metas& out) {
     scales = &attr_scales;
   }
   const Tensor* sizes = n.op_type == "Resize" && opset >= 11 ? resize_arg(n, opset, in, "sizes") : nullptr;
+  YOLOCU_CHECK(!in[0].shape.empty(), kInvalidArgument, n.describe(), ": cannot resize a scalar");
   const ResizeSpec rs = resize_spec(n, opset, in[0].shape, scales, sizes);
+  for (size_t i = 0; i < rs.out.size(); ++i)  // an output axis needs a source (found by fuzzing)
+    YOLOCU_CHECK(rs.out[i] == 0 || in[0].shape[i] > 0, kInvalidArgument, n.describe(), ": axis ", i,
+                 " resizes an empty input axis to ", rs.out[i]);
   out.resize(1);
   out[0].dtype = in[0].dtype;
   out[0].shape = rs.out;
@@ -1294,7 +1298,7 @@ void compute_resize(const Node& n, int64_t opset, const In& in, const Out& out) 
 #pragma omp parallel for schedule(static) if (y.numel() >= kParallelMin)
   for (int64_t row = 0; row < rows; ++row) {
     int64_t rem = row, base = 0;
-    for (size_t d = r - 1; d-- > 0;) {
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
       base += idx[d][static_cast<size_t>(rem % y.shape()[d])] * xs[d];
       rem /= y.shape()[d];
     }
