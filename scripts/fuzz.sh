@@ -12,6 +12,7 @@
 #
 # Environment: YOLOCU_DATA_DIR (sample data, default ../shared/data), JOBS (build jobs, default nproc),
 # FUZZ_PARALLEL (harnesses run at once, default 1), FUZZ_NICE (nice level, default 10),
+# FUZZ_SEED (libFuzzer's -seed: 0 = random, default; CI fixes it so that a run repeats its mutations),
 # FUZZ_BUILD (build folder, default build-fuzz), FUZZ_WORK (where corpus/, artifacts/, logs/ go,
 # default the build folder).
 set -euo pipefail
@@ -65,7 +66,7 @@ run_one() {  # <harness>: fuzz it for $seconds; the log holds libFuzzer's final 
   max_len=$(find "fuzz/corpus/$h" -type f -printf '%s\n' | sort -n | tail -1)
   max_len=$((max_len < 4096 ? 4096 : max_len + 1024))
   nice -n "${FUZZ_NICE:-10}" "$build/fuzz/fuzz_$h" -max_total_time="$seconds" -dict="fuzz/dict/$h.dict" \
-    -max_len="$max_len" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -reload=0 \
+    -max_len="$max_len" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -reload=0 -seed="${FUZZ_SEED:-0}" \
     -artifact_prefix="$work/artifacts/$h/" "$work/corpus/$h" "fuzz/corpus/$h" fuzz/regressions/"$h" \
     >"$work/logs/$h.log" 2>&1
 }

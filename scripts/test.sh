@@ -50,7 +50,7 @@ if [ "${FUZZ_SECONDS:-20}" != "0" ]; then
   echo "== fuzz smoke: every harness ${FUZZ_SECONDS:-20} s (scripts/fuzz.sh) =="
   # its own work folder, emptied first: the smoke starts from the committed seeds, like CI's clean clone
   rm -rf build-fuzz/smoke
-  FUZZ_WORK=build-fuzz/smoke JOBS=$jobs FUZZ_PARALLEL=$jobs FUZZ_NICE=0 scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || status=1
+  FUZZ_WORK=build-fuzz/smoke FUZZ_SEED=${FUZZ_SEED:-1} JOBS=$jobs FUZZ_PARALLEL=$jobs FUZZ_NICE=0 scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || status=1
 fi
 
 echo "== Python package: wheel (pip, scikit-build-core + nanobind), pytest =="
