@@ -1,6 +1,9 @@
 # yolocu_set_warnings(<target>): the project's warning flags (errors when YOLOCU_WERROR) for C++ and CUDA.
 function(yolocu_set_warnings target)
-  set(_cxx -Wall -Wextra -Wpedantic -Wshadow=local -Wno-unused-parameter)
+  set(_cxx -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    list(APPEND _cxx -Wshadow=local)  # GCC's spelling; clang (fuzz/TSan builds) has no =local
+  endif()
   if(YOLOCU_WERROR)
     list(APPEND _cxx -Werror)
   endif()

@@ -60,6 +60,7 @@ apt_packages=(
   libavdevice-dev                                   # video: V4L2 cameras (/dev/videoN)
   ffmpeg                                            # tests only: encodes the test clips (scripts/video/make_refs.sh)
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
+  clang libclang-rt-dev libomp-dev                  # scripts/fuzz.sh (libFuzzer, ASan/UBSan), scripts/tsan.sh (TSan, LLVM OpenMP)
   libopencv-dev                                     # tests only: OpenCV 4.6 as the letterbox oracle
   python3-torchvision python3-numpy                 # tests only: torchvision NMS as the NMS oracle
   python3-opencv                                    # bench/peer_torch_cpu.py: ultralytics on PyTorch-CPU

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds yolocu and runs the whole test suite (CPU machine or GPU machine; GPU tests skip visibly
 # without a device). Then rebuilds the robustness tests and the CPU engine tests under AddressSanitizer
-# + UBSan (label asan) and runs them.
+# + UBSan (label asan) and runs them, the thread tests under ThreadSanitizer (scripts/tsan.sh), and a
+# bounded fuzz smoke: every libFuzzer harness for FUZZ_SECONDS (default 20) on its seed corpus
+# (scripts/fuzz.sh; FUZZ_SECONDS=0 skips it).
 #
 #   scripts/test.sh                 full run (installs missing packages first)
 #   YOLOCU_DATA_DIR=... scripts/test.sh   test material elsewhere than ../shared/data
@@ -50,6 +52,16 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 (cd build-asan && ctest -L asan --output-on-failure -j "$jobs") || status=1
 (cd build && ctest -LE asan --output-on-failure -j "$jobs") || status=1
+
+echo "== ThreadSanitizer: thread tests (scripts/tsan.sh) =="
+JOBS=$jobs scripts/tsan.sh || status=1
+
+if [ "${FUZZ_SECONDS:-20}" != "0" ]; then
+  echo "== fuzz smoke: every harness ${FUZZ_SECONDS:-20} s (scripts/fuzz.sh) =="
+  # its own work folder, emptied first: the smoke starts from the committed seeds, like CI's clean clone
+  rm -rf build-fuzz/smoke
+  FUZZ_WORK=build-fuzz/smoke FUZZ_SEED=${FUZZ_SEED:-1} JOBS=$jobs FUZZ_PARALLEL=$jobs FUZZ_NICE=0 scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || status=1
+fi
 
 echo "== Python package: wheel (pip, scikit-build-core + nanobind), pytest =="
 # CUDA in the extension only where a GPU can run it (its GPU tests skip visibly otherwise).

@@ -82,6 +82,35 @@ long Args::get_int(const std::string& name, long fallback) const {
   return d;
 }
 
+uint64_t Args::get_bytes(const std::string& name) const {
+  if (!has(name)) return 0;
+  const std::string v = get(name);
+  const auto bad = [&] {
+    return UsageError("--" + name + ": '" + v + "' is not a byte count (a whole number, optionally with K, M, G or T, e.g. 8G)");
+  };
+  size_t i = 0;
+  uint64_t n = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) {
+    if (n > (UINT64_MAX - 9) / 10) throw bad();
+    n = n * 10 + static_cast<uint64_t>(v[i] - '0');
+  }
+  if (i == 0) throw bad();
+  int shift = 0;
+  if (i < v.size()) {
+    switch (v[i] | 0x20) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: throw bad();
+    }
+    ++i;
+    if (i < v.size() && (v[i] | 0x20) == 'b') ++i;  // 8GB, 512MB
+  }
+  if (i != v.size() || n == 0 || n > (UINT64_MAX >> shift)) throw bad();
+  return n << shift;
+}
+
 std::vector<int> Args::get_int_list(const std::string& name) const {
   std::vector<int> out;
   for (std::string v : all(name)) {

@@ -1,6 +1,7 @@
 // Minimal command-line parsing for the yolocu CLI: --key value, --key=value, --flag, positionals.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,9 @@ class Args {
   std::vector<std::string> all(const std::string& name) const;
   double get_double(const std::string& name, double fallback) const;
   long get_int(const std::string& name, long fallback) const;
+  // A byte count: a whole number with an optional K, M, G or T suffix (powers of 1024, e.g. 512M,
+  // 8G); 0 when absent (the library's default).
+  uint64_t get_bytes(const std::string& name) const;
   // Comma- or space-separated integers ("0,2 5"), all occurrences.
   std::vector<int> get_int_list(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }

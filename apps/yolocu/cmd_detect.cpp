@@ -38,6 +38,8 @@ void print_help() {
       "  --letterbox M      GPU letterbox: exact (bit-identical to OpenCV, default) or fast\n"
       "  --batch N          images per forward pass (1)\n"
       "  --threads N        CPU engine threads (0 = all cores)\n"
+      "  --max-memory SIZE  CPU engine memory budget, e.g. 4G (default: the machine's RAM); a model\n"
+      "                     whose tensors need more is refused before allocating\n"
       "  --workers N        image decoding threads (2)\n"
       "outputs:\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"

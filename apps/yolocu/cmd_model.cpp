@@ -45,11 +45,11 @@ Tensor load_input(const std::string& spec) {
 }  // namespace
 
 int cmd_infer(int argc, char** argv) {
-  Args args(argc, argv, 2, {"help"}, {"model", "input", "output-dir", "threads", "device", "repeat"});
+  Args args(argc, argv, 2, {"help"}, {"model", "input", "output-dir", "threads", "device", "repeat", "max-memory"});
   if (args.flag("help")) {
     std::printf(
         "usage: yolocu infer --model M.onnx --input X.npy [--input ...] --output-dir D\n"
-        "                    [--threads N] [--repeat R]\n"
+        "                    [--threads N] [--repeat R] [--max-memory SIZE]\n"
         "Runs the model on .npy tensors (one per model input, in model order; 'name=x.npy' and\n"
         "'file.npz:key' also work) and writes every model output as D/<output name>.npy.\n");
     return 0;
@@ -66,6 +66,7 @@ int cmd_infer(int argc, char** argv) {
   for (const auto& spec : args.all("input")) inputs.push_back(load_input(spec));
   CpuEngineOptions opts;
   opts.num_threads = static_cast<int>(args.get_int("threads", 0));
+  opts.max_memory = args.get_bytes("max-memory");
   CpuEngine engine(model, opts);
   const long repeat = std::max(1L, args.get_int("repeat", 1));
   std::vector<Tensor> outputs;

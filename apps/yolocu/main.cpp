@@ -1,7 +1,9 @@
 // yolocu: command-line front end. Every sub-command prints its own --help.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
+#include <system_error>
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -47,6 +49,14 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const yolocu::Error& e) {
     std::fprintf(stderr, "yolocu %s: %s: %s\n", cmd.c_str(), yolocu::error_code_name(e.code()), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "yolocu %s: out of memory (an allocation failed: the machine's memory, a ulimit -v or cgroup limit)\n",
+                 cmd.c_str());
+    return 1;
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "yolocu %s: cannot start a thread or use a system resource (%s): a process or memory limit "
+                 "(ulimit -u, ulimit -v)?\n", cmd.c_str(), e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "yolocu %s: unexpected error: %s\n", cmd.c_str(), e.what());

@@ -354,7 +354,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
-          "precision", "letterbox", "tune-batches", "tactic-cache"};
+          "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
@@ -412,6 +412,7 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   const long threads = args.get_int("threads", 0);
   if (threads < 0 || threads > 1024) throw UsageError("--threads must be in 0..1024 (0: all cores)");
   o.cpu_threads = static_cast<int>(threads);
+  o.max_memory = args.get_bytes("max-memory");
   const std::string prec = args.flag("half") ? "fp16" : args.get("precision", "fp16");
   if (prec == "fp16" || prec == "half") o.precision = Precision::kFloat16;
   else if (prec == "fp32" || prec == "float") o.precision = Precision::kFloat32;

@@ -14,6 +14,7 @@
 // see DetectorOptions::contexts); results never depend on which thread or context ran a batch.
 #pragma once
 
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <string>
@@ -42,6 +43,8 @@ struct DetectorOptions {
   PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode
   LetterboxMode letterbox = LetterboxMode::kExact;  // the CPU always runs kExact
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
+  uint64_t max_memory = 0;                    // CPU engine memory budget per context, bytes (0: the
+                                              // default, CpuEngineOptions::max_memory)
   int contexts = 1;                           // concurrent execution contexts (GPU streams)
   // GPU: batch sizes whose convolution tactics are tuned when the engine is built (empty: {1,
   // max_batch}; others take the nearest tuned size's), and the tactic cache file ("": the default
@@ -115,8 +118,6 @@ class Detector {
  protected:
   BuildInfo build_info_;  // filled by the backend's constructor; build_ms by create()
 
- private:
-  static std::unique_ptr<Detector> create_backend(const std::string& onnx_path, const DetectorOptions& options);
   // The backend: `images` is non-empty and validated; same contract as detect().
   virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) = 0;
   // detect_device()'s backend (`images` non-empty and validated); the default refuses (kUnsupported).

@@ -22,7 +22,14 @@ struct CpuEngineOptions {
   // concatenations) as one step reading the head convolutions directly; the same float operations
   // in the same order. Off: node by node, as the graph says (for comparisons).
   bool fuse_detect_head = true;
+  // Memory budget in bytes for one prepared input shape (0: default_max_memory()): every tensor the
+  // model declares or folds, all folded constants together, and the activation arena must fit in
+  // it. Checked from the inferred shapes before allocating; kOutOfMemory names what does not fit.
+  uint64_t max_memory = 0;
 };
+
+// The default memory budget: the machine's physical memory (16 GiB where it cannot be read).
+uint64_t default_max_memory();
 
 struct EngineStats {
   int runtime_nodes = 0;  // nodes executed per run after folding and fusion
@@ -54,6 +61,7 @@ class CpuEngine {
   const Model& model() const;
 
  private:
+  std::vector<Tensor> run_locked(const std::vector<Tensor>& inputs);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -21,6 +21,9 @@ struct GroundTruth {
 // Reads a YOLO label file (`class cx cy w h` per line, normalised) into pixels of a width x height
 // image. A missing file is a background image (empty result); a malformed line throws kParse.
 std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, int height);
+// The same for the text of a label file held in memory; `path` names it in messages.
+std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, int height,
+                                           const std::string& path = "labels");
 
 constexpr int kNumIouThresholds = 10;  // 0.50, 0.55, ..., 0.95
 

@@ -18,5 +18,7 @@ void save_npy(const std::string& path, const Tensor& t);
 
 // All arrays of an .npz archive, keyed by name without the ".npy" suffix.
 std::map<std::string, Tensor> load_npz(const std::string& path);
+// The same for an archive held in memory; `what` names it in messages.
+std::map<std::string, Tensor> parse_npz(const void* data, size_t size, const std::string& what = "npz data");
 
 }  // namespace yolocu

@@ -11,10 +11,13 @@
 #   scripts/gpu/bundle.sh detector  GPU detector tests: bus/zidane, coco128, threads, soak
 #   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
+#   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
+#                                   (fuzz/corpus, fuzz/regressions and the corpus scripts/fuzz.sh grew in
+#                                   build-fuzz/corpus/onnx, up to 48 MiB)
 # (one part per call: each call carries at most 64 MiB). Then call the device tool with carry
 # [".gpu"] (and ".data", ".whl" for train) and the command  bash scripts/gpu/run_all.sh <part>
 set -euo pipefail
-part=${1:?usage: bundle.sh tests|engine|detector|bench|train}
+part=${1:?usage: bundle.sh tests|engine|detector|bench|train|fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
@@ -29,6 +32,7 @@ cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECT
 case "$part" in
   engine) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
   v8) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
+  fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
@@ -91,6 +95,13 @@ case "$part" in
     copy models/yolov5n.onnx; copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt
     copy reference/bus.npz; slim_npz zidane output; copy images; copy coco.names
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
+    ;;
+  fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
+    mkdir -p .gpu/fuzz-onnx
+    { find fuzz/corpus/onnx fuzz/regressions/onnx -type f ! -name '.*'; [ -d build-fuzz/corpus/onnx ] && find build-fuzz/corpus/onnx -type f; } |
+      xargs -r ls -S -r | awk -v cap=$((48 << 20)) '{ cmd = "stat -c %s " $0; cmd | getline s; close(cmd); if (t + s <= cap) { t += s; print } }' |
+      while read -r f; do cp "$f" ".gpu/fuzz-onnx/$(echo "$f" | tr / _)"; done
+    echo "[bundle] fuzz corpus: $(ls .gpu/fuzz-onnx | wc -l) models, $(du -sh .gpu/fuzz-onnx | cut -f1)"
     ;;
   train)
     # training.sh/train_bench.sh read .data/yolov5 (a v7.0 copy) and .data/coco128; wheels in .whl

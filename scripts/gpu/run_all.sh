@@ -9,8 +9,10 @@
 #   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
+#   bash scripts/gpu/run_all.sh fuzz           (carry: .gpu)  the onnx fuzz corpus on the GPU engine + memcheck
+#                                              (SHARD=k/n: every n-th model from the k-th, for a large corpus)
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|engine|v8|detector|bench|train}
+part=${1:?usage: run_all.sh tests|engine|v8|detector|bench|train|fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
@@ -49,7 +51,7 @@ run_test() {  # run_test <binary> [gtest filter]
 sanitize() {  # sanitize <tool> <binary> <gtest filter>
   local tool=$1 t=$2 filter=$3
   [ -x "$bin/$t" ] || return
-  if YOLOCU_TUNE_QUICK=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+  if YOLOCU_TUNE_QUICK=1 timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
     row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
   else
     row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
@@ -62,6 +64,8 @@ case "$part" in
   v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/.gpu/data/v8
       TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*} ;;
   detector) tests="test_detector_cuda" ;;
+  fuzz) tests="test_fuzz_replay_cuda"
+        export YOLOCU_FUZZ_REPLAY_DIR=$root/.gpu/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
   *) tests="" ;;
 esac
 # SKIP_TESTS=1 / SKIP_BENCH=1 / SKIP_SANITIZE=1: leave out a part's tests / benchmark / compute-sanitizer runs
@@ -86,6 +90,7 @@ test_postprocess_cuda * PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowK
 test_training_gpu * *Ciou*:*MultiTensor*
 test_cuda_engine OwnConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*
 test_detector_cuda *Bus* *Bus*
+test_fuzz_replay_cuda * -
 LIST
   # v8: the new plain-layout kernels (Softmax, MatMul, channel Split) and the v8 decode under
   # compute-sanitizer (quick tuning).

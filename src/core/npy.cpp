@@ -158,8 +158,14 @@ uint64_t rd64(const uint8_t* p) { return rd32(p) | (static_cast<uint64_t>(rd32(p
 
 std::map<std::string, Tensor> load_npz(const std::string& path) {
   const std::string file = detail::read_file(path);
-  const auto* b = reinterpret_cast<const uint8_t*>(file.data());
-  const size_t n = file.size();
+  return parse_npz(file.data(), file.size(), path);
+}
+
+// Every offset and size below comes from the file: each is compared with the bytes present by
+// subtraction from n (never by adding to a value that may be near 2^64).
+std::map<std::string, Tensor> parse_npz(const void* data, size_t size, const std::string& path) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  const size_t n = size;
   YOLOCU_CHECK(n >= 22, kParse, path, ": not an .npz (zip) archive");
   // End of central directory: search backwards over the maximal comment length.
   size_t eocd = std::string::npos;
@@ -175,19 +181,20 @@ std::map<std::string, Tensor> load_npz(const std::string& path) {
   if (cd_off == 0xffffffffu || entries == 0xffffu) {  // zip64 end of central directory
     YOLOCU_CHECK(eocd >= 20 && rd32(b + eocd - 20) == 0x07064b50u, kParse, path, ": broken zip64 locator");
     const uint64_t z64 = rd64(b + eocd - 20 + 8);
-    YOLOCU_CHECK(z64 + 56 <= n && rd32(b + z64) == 0x06064b50u, kParse, path, ": broken zip64 directory");
+    YOLOCU_CHECK(n >= 56 && z64 <= n - 56 && rd32(b + z64) == 0x06064b50u, kParse, path, ": broken zip64 directory");
     entries = rd64(b + z64 + 32);
     cd_off = rd64(b + z64 + 48);
   }
   std::map<std::string, Tensor> out;
   uint64_t pos = cd_off;
   for (uint64_t e = 0; e < entries; ++e) {
-    YOLOCU_CHECK(pos + 46 <= n && rd32(b + pos) == 0x02014b50u, kParse, path, ": corrupt zip central directory");
+    YOLOCU_CHECK(pos <= n && n - pos >= 46 && rd32(b + pos) == 0x02014b50u, kParse, path,
+                 ": corrupt zip central directory");
     const uint16_t method = rd16(b + pos + 10);
     uint64_t csize = rd32(b + pos + 20), usize = rd32(b + pos + 24);
     const uint16_t name_len = rd16(b + pos + 28), extra_len = rd16(b + pos + 30), comment_len = rd16(b + pos + 32);
     uint64_t local = rd32(b + pos + 42);
-    YOLOCU_CHECK(pos + 46 + name_len + extra_len + comment_len <= n, kParse, path, ": corrupt zip entry");
+    YOLOCU_CHECK(uint64_t{46} + name_len + extra_len + comment_len <= n - pos, kParse, path, ": corrupt zip entry");
     std::string name(reinterpret_cast<const char*>(b + pos + 46), name_len);
     // zip64 extra field: present values replace the 0xffffffff placeholders, in this order.
     const uint8_t* ex = b + pos + 46 + name_len;
@@ -203,10 +210,13 @@ std::map<std::string, Tensor> load_npz(const std::string& path) {
       k += 4 + sz;
     }
     pos += 46 + name_len + extra_len + comment_len;
-    YOLOCU_CHECK(local + 30 <= n && rd32(b + local) == 0x04034b50u, kParse, path, ": corrupt zip local header");
+    YOLOCU_CHECK(n >= 30 && local <= n - 30 && rd32(b + local) == 0x04034b50u, kParse, path,
+                 ": corrupt zip local header");
     const uint64_t data_off = local + 30 + rd16(b + local + 26) + rd16(b + local + 28);
     YOLOCU_CHECK(data_off <= n && csize <= n - data_off, kParse, path, ": zip entry '", name, "' is truncated");
-    YOLOCU_CHECK(usize <= (uint64_t{1} << 36), kOutOfMemory, path, ": zip entry '", name, "' is too large");
+    // deflate expands at most ~1032:1; a larger claim is a lie (or a bomb) - refuse it before allocating
+    YOLOCU_CHECK(usize <= (uint64_t{1} << 36) && usize <= csize * 1032 + 1024, kParse, path, ": zip entry '", name,
+                 "' claims ", usize, " bytes uncompressed from ", csize, " compressed");
     std::string raw;
     if (method == 0) {
       raw.assign(reinterpret_cast<const char*>(b + data_off), csize);
@@ -215,6 +225,8 @@ std::map<std::string, Tensor> load_npz(const std::string& path) {
       z_stream zs{};
       YOLOCU_CHECK(inflateInit2(&zs, -15) == Z_OK, kInternal, "zlib inflateInit2 failed");
       zs.next_in = const_cast<Bytef*>(b + data_off);
+      YOLOCU_CHECK(csize <= UINT32_MAX && usize <= UINT32_MAX, kUnsupported, path, ": zip entry '", name,
+                   "' is larger than 4 GiB");
       zs.avail_in = static_cast<uInt>(csize);
       zs.next_out = reinterpret_cast<Bytef*>(raw.data());
       zs.avail_out = static_cast<uInt>(usize);

@@ -1,8 +1,11 @@
 #include "yolocu/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "core/check.hpp"
 
@@ -63,7 +66,12 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   YOLOCU_CHECK(numel_ <= limit, kOutOfMemory, "tensor of shape ", shape_str(shape_), " (",
                dtype_name(dtype_), ") is too large to allocate");
   const size_t bytes = std::max<size_t>(nbytes(), 1);
-  data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
+  try {
+    data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
+  } catch (const std::bad_alloc&) {
+    detail::fail(ErrorCode::kOutOfMemory, "cannot allocate ", bytes, " bytes for a tensor of shape ", shape_str(shape_),
+                 " (", dtype_name(dtype_), "): out of host memory (the machine's, a ulimit -v or cgroup limit)");
+  }
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, void* data) {
@@ -171,19 +179,30 @@ Tensor cast_tensor(const Tensor& t, DType to) {
     for (int64_t i = 0; i < n; ++i) out.data_as<uint16_t>()[i] = float_to_half(t.data_as<float>()[i]);
     return out;
   }
+  // To an integer type: an integer source wraps (two's complement, as a C++ integer conversion
+  // does); a float source is truncated and saturated, NaN -> 0 (a float -> int cast of an
+  // out-of-range value is undefined; found by fuzzing: Cast of 1638.0 to uint8).
+  const bool int_source = !(t.dtype() == DType::kFloat32 || t.dtype() == DType::kFloat16 || t.dtype() == DType::kFloat64);
+  auto to_int64 = [&](int64_t i, double v) -> int64_t {
+    if (int_source) return t.dtype() == DType::kInt64 ? t.data_as<int64_t>()[i] : static_cast<int64_t>(v);
+    if (std::isnan(v)) return 0;
+    if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+    if (v < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(std::trunc(v));
+  };
+  auto saturate = [&](int64_t x, int64_t lo, int64_t hi) { return int_source ? x : std::clamp(x, lo, hi); };
   for (int64_t i = 0; i < n; ++i) {
     const double v = load_as_double(t, i);
     switch (to) {
       case DType::kFloat32: out.data_as<float>()[i] = static_cast<float>(v); break;
       case DType::kFloat16: out.data_as<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
       case DType::kFloat64: out.data_as<double>()[i] = v; break;
-      case DType::kInt64:
-        out.data_as<int64_t>()[i] = t.dtype() == DType::kInt64 ? t.data_as<int64_t>()[i]
-                                                                : static_cast<int64_t>(std::trunc(v));
+      case DType::kInt64: out.data_as<int64_t>()[i] = to_int64(i, v); break;
+      case DType::kInt32:
+        out.data_as<int32_t>()[i] = static_cast<int32_t>(saturate(to_int64(i, v), INT32_MIN, INT32_MAX));
         break;
-      case DType::kInt32: out.data_as<int32_t>()[i] = static_cast<int32_t>(std::trunc(v)); break;
-      case DType::kInt8: out.data_as<int8_t>()[i] = static_cast<int8_t>(std::trunc(v)); break;
-      case DType::kUInt8: out.data_as<uint8_t>()[i] = static_cast<uint8_t>(std::trunc(v)); break;
+      case DType::kInt8: out.data_as<int8_t>()[i] = static_cast<int8_t>(saturate(to_int64(i, v), INT8_MIN, INT8_MAX)); break;
+      case DType::kUInt8: out.data_as<uint8_t>()[i] = static_cast<uint8_t>(saturate(to_int64(i, v), 0, UINT8_MAX)); break;
       case DType::kBool: out.data_as<uint8_t>()[i] = v != 0.0; break;
     }
   }

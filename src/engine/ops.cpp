@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "core/check.hpp"
 
@@ -35,7 +36,8 @@ const ValueMeta* opt(const Metas& in, size_t i) { return i < in.size() && in[i].
 const Tensor* opt(const In& in, size_t i) { return i < in.size() ? in[i] : nullptr; }
 
 int64_t norm_axis(const Node& n, int64_t axis, int64_t rank) {
-  YOLOCU_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1), kInvalidArgument, n.describe(), ": axis ", axis,
+  // [-rank, rank - 1]: an empty range for a scalar (found by fuzzing: Concat of a scalar read s[0])
+  YOLOCU_CHECK(axis >= -rank && axis < rank, kInvalidArgument, n.describe(), ": axis ", axis,
                " out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
@@ -96,7 +98,7 @@ void broadcast_loop(const Shape& out, const std::array<Shape, N>& ins, F&& f) {
   auto body = [&](int64_t row) {
     std::array<int64_t, N> base{};
     int64_t rem = row;
-    for (size_t d = r - 1; d-- > 0;) {
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
       const int64_t c = rem % out[d];
       rem /= out[d];
       for (int k = 0; k < N; ++k) base[k] += c * st[k][d];
@@ -159,6 +161,21 @@ void infer_binary(const Node& n, int64_t, const Metas& in, Metas& out) {
 
 template <typename T>
 T apply_bin(BinOp k, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    // Integer arithmetic wraps (two's complement) instead of signed-overflow UB: shape constants
+    // from a hostile file reach here when folding (found by fuzzing: 1 - INT64_MIN).
+    using U = std::make_unsigned_t<T>;
+    switch (k) {
+      case BinOp::kAdd: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case BinOp::kSub: return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+      case BinOp::kMul: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      case BinOp::kDiv:
+        if (b == 0) return T(0);
+        if (std::is_signed_v<T> && b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));  // MIN / -1
+        return static_cast<T>(a / b);
+      default: break;
+    }
+  }
   switch (k) {
     case BinOp::kAdd: return a + b;
     case BinOp::kSub: return a - b;
@@ -545,6 +562,8 @@ void infer_reshape(const Node& n, int64_t, const Metas& in, Metas& out) {
       d = 1;
     }
     YOLOCU_CHECK(d >= 0, kInvalidArgument, n.describe(), ": invalid target dimension ", d);
+    YOLOCU_CHECK(d == 0 || known <= std::numeric_limits<int64_t>::max() / d, kInvalidArgument, n.describe(),
+                 ": target shape ", shape_str(Shape(target.begin(), target.end())), " overflows int64");
     s[i] = d;
     known *= d;
   }
@@ -658,14 +677,18 @@ void compute_transpose(const Node& n, int64_t, const In& in, const Out& out) {
   const size_t es = dtype_size(x.dtype());
   const int64_t total = y.numel();
   if (total == 0) return;
-  const int64_t inner = r ? y.shape().back() : 1;
+  if (r == 0) {  // a scalar: the row loop below assumes rank >= 1 (found by fuzzing)
+    std::memcpy(y.data(), x.data(), dtype_size(x.dtype()));
+    return;
+  }
+  const int64_t inner = y.shape().back();
   const int64_t rows = total / inner;
   const int64_t inner_stride = r ? st[r - 1] : 0;
   const auto* px = static_cast<const uint8_t*>(x.data());
   auto* py = static_cast<uint8_t*>(y.data());
   auto row_fn = [&](int64_t row) {
     int64_t rem = row, base = 0;
-    for (size_t d = r - 1; d-- > 0;) {
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
       base += (rem % y.shape()[d]) * st[d];
       rem /= y.shape()[d];
     }
@@ -707,6 +730,8 @@ void copy_blocks(uint8_t* dst, int64_t dst_stride, const uint8_t* src, int64_t s
 void infer_concat(const Node& n, int64_t, const Metas& in, Metas& out) {
   YOLOCU_CHECK(!in.empty(), kParse, n.describe(), ": no inputs");
   YOLOCU_CHECK(n.has_attr("axis"), kParse, n.describe(), ": missing attribute 'axis'");
+  YOLOCU_CHECK(in[0].present && !in[0].shape.empty(), kInvalidArgument, n.describe(),
+               ": inputs must be tensors of rank >= 1");
   const int64_t r = static_cast<int64_t>(in[0].shape.size());
   const int64_t axis = norm_axis(n, n.attr_int("axis", 0), r);
   Shape s = in[0].shape;
@@ -784,8 +809,12 @@ std::vector<int64_t> split_sizes(const Node& n, int64_t opset, const Shape& s, i
   }
   YOLOCU_CHECK(sizes.size() == outputs, kInvalidArgument, n.describe(), ": split has ", sizes.size(), " parts for ",
                outputs, " outputs");
-  YOLOCU_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == dim, kInvalidArgument, n.describe(),
-               ": split sizes do not add up to ", dim);
+  int64_t sum = 0;  // each part in [0, dim]: the sum cannot overflow (found by fuzzing: sizes near 2^63)
+  for (int64_t part : sizes) {
+    YOLOCU_CHECK(part >= 0 && part <= dim, kInvalidArgument, n.describe(), ": split size ", part, " for an axis of ", dim);
+    sum += part;
+  }
+  YOLOCU_CHECK(sum == dim, kInvalidArgument, n.describe(), ": split sizes do not add up to ", dim);
   return sizes;
 }
 
@@ -860,7 +889,10 @@ SliceSpec slice_spec(const Node& n, int64_t opset, const Shape& s, const std::ve
     else e = clampv(e, true);
     if (b < -dim) b = 0;
     else b = clampv(b, false);
-    const int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e + (-step) - 1) / (-step) : 0);
+    // b, e are in [-1, dim]; the step may be anything (INT64_MIN included): count in uint64
+    const uint64_t span = step > 0 ? (e > b ? static_cast<uint64_t>(e - b) : 0) : (b > e ? static_cast<uint64_t>(b - e) : 0);
+    const uint64_t mag = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+    const int64_t len = span ? static_cast<int64_t>(1 + (span - 1) / mag) : 0;
     sp.start[static_cast<size_t>(a)] = b;
     sp.step[static_cast<size_t>(a)] = step;
     sp.out[static_cast<size_t>(a)] = len;
@@ -954,8 +986,10 @@ void infer_range(const Node& n, int64_t, const Metas& in, Metas& out) {
   const Tensor sf = cast_tensor(s, DType::kFloat64), lf = cast_tensor(l, DType::kFloat64), df = cast_tensor(d, DType::kFloat64);
   const double a = sf.data_as<double>()[0], b = lf.data_as<double>()[0], c = df.data_as<double>()[0];
   YOLOCU_CHECK(c != 0, kInvalidArgument, n.describe(), ": delta 0");
-  const int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / c)));
-  YOLOCU_CHECK(cnt < (int64_t{1} << 31), kInvalidArgument, n.describe(), ": range of ", cnt, " elements");
+  const double count = std::ceil((b - a) / c);  // NaN / inf / beyond int64 from a hostile file: no cast
+  YOLOCU_CHECK(std::isfinite(count) && count < 2147483648.0, kInvalidArgument, n.describe(), ": a range from ", a,
+               " to ", b, " by ", c, " has ", count, " elements");
+  const int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(count));
   out.resize(1);
   out[0].dtype = s.dtype();
   out[0].shape = {cnt};
@@ -966,7 +1000,12 @@ void compute_range(const Node& n, int64_t, const In& in, const Out& out) {
     using T = decltype(tag);
     const T a = in[0]->data_as<T>()[0], c = in[2]->data_as<T>()[0];
     T* py = out[0]->data_as<T>();
-    for (int64_t i = 0; i < out[0]->numel(); ++i) py[i] = static_cast<T>(a + static_cast<T>(i) * c);
+    for (int64_t i = 0; i < out[0]->numel(); ++i) {
+      if constexpr (std::is_integral_v<T>)  // two's-complement wrap, never signed-overflow UB
+        py[i] = static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(i) * static_cast<uint64_t>(c));
+      else
+        py[i] = static_cast<T>(a + static_cast<T>(i) * c);
+    }
   });
 }
 
@@ -1050,6 +1089,15 @@ Window2d window_2d(const Node& n) {
                ": malformed strides/pads/dilations");
   const std::string ap = n.attr_string("auto_pad", "NOTSET");
   YOLOCU_CHECK(ap == "NOTSET" || ap == "VALID", kUnsupported, n.describe(), ": auto_pad ", ap);
+  // Bounded so that the window arithmetic (pool_out) cannot overflow, and no stride of 0 divides.
+  constexpr int64_t kMax = int64_t{1} << 24;
+  for (size_t i = 0; i < 2; ++i)
+    YOLOCU_CHECK(w.strides[i] >= 1 && w.strides[i] <= kMax && w.dilations[i] >= 1 && w.dilations[i] <= kMax,
+                 kInvalidArgument, n.describe(), ": strides ", shape_str(w.strides), " and dilations ",
+                 shape_str(w.dilations), " must be in 1..2^24");
+  for (int64_t pad : w.pads)
+    YOLOCU_CHECK(pad >= 0 && pad <= kMax, kInvalidArgument, n.describe(), ": pads ", shape_str(w.pads),
+                 " must be in 0..2^24");
   return w;
 }
 
@@ -1061,8 +1109,9 @@ PoolParams pool_params(const Node& n, const Shape& x) {
   const auto& p = w.pads;
   const auto& d = w.dilations;
   YOLOCU_CHECK(n.attr_int("storage_order", 0) == 0, kUnsupported, n.describe(), ": storage_order 1");
-  YOLOCU_CHECK(k[0] > 0 && k[1] > 0 && s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, kInvalidArgument, n.describe(),
-               ": invalid kernel, stride or dilation");
+  YOLOCU_CHECK(k[0] > 0 && k[1] > 0 && k[0] <= (int64_t{1} << 24) && k[1] <= (int64_t{1} << 24) && s[0] > 0 &&
+                   s[1] > 0 && d[0] > 0 && d[1] > 0,
+               kInvalidArgument, n.describe(), ": invalid kernel, stride or dilation");
   return {k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0], d[1], n.attr_int("ceil_mode", 0) != 0};
 }
 
@@ -1134,9 +1183,12 @@ ResizeSpec resize_spec(const Node& n, int64_t opset, const Shape& x, const Tenso
     const Tensor sf = cast_tensor(*scales, DType::kFloat32);
     for (size_t i = 0; i < r; ++i) {
       const float s = sf.data_as<float>()[i];
-      YOLOCU_CHECK(s > 0, kInvalidArgument, n.describe(), ": scale ", s, " must be > 0");
+      const double len = std::floor(static_cast<double>(x[i]) * s);
+      // no float -> int64 cast of inf or of a value beyond 2^62 (a hostile scale of 1e30)
+      YOLOCU_CHECK(s > 0 && std::isfinite(len) && len < 4.6e18, kInvalidArgument, n.describe(), ": scale ", s,
+                   " of axis ", i, " (size ", x[i], ") must be > 0 and give a representable size");
       rs.scales.push_back(s);
-      rs.out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * s)));
+      rs.out.push_back(static_cast<int64_t>(len));
     }
   }
   return rs;
@@ -1178,7 +1230,11 @@ void infer_resize(const Node& n, int64_t opset, const Metas& in, Metas& out) {
     scales = &attr_scales;
   }
   const Tensor* sizes = n.op_type == "Resize" && opset >= 11 ? resize_arg(n, opset, in, "sizes") : nullptr;
+  YOLOCU_CHECK(!in[0].shape.empty(), kInvalidArgument, n.describe(), ": cannot resize a scalar");
   const ResizeSpec rs = resize_spec(n, opset, in[0].shape, scales, sizes);
+  for (size_t i = 0; i < rs.out.size(); ++i)  // an output axis needs a source (found by fuzzing)
+    YOLOCU_CHECK(rs.out[i] == 0 || in[0].shape[i] > 0, kInvalidArgument, n.describe(), ": axis ", i,
+                 " resizes an empty input axis to ", rs.out[i]);
   out.resize(1);
   out[0].dtype = in[0].dtype;
   out[0].shape = rs.out;
@@ -1242,7 +1298,7 @@ void compute_resize(const Node& n, int64_t opset, const In& in, const Out& out) 
 #pragma omp parallel for schedule(static) if (y.numel() >= kParallelMin)
   for (int64_t row = 0; row < rows; ++row) {
     int64_t rem = row, base = 0;
-    for (size_t d = r - 1; d-- > 0;) {
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
       base += idx[d][static_cast<size_t>(rem % y.shape()[d])] * xs[d];
       rem /= y.shape()[d];
     }
@@ -1265,7 +1321,8 @@ void infer_conv(const Node& n, int64_t, const Metas& in, Metas& out) {
                shape_str(x), ", weights ", shape_str(w), ")");
   YOLOCU_CHECK(is_float(in[0].dtype) && in[1].dtype == in[0].dtype, kParse, n.describe(), ": input/weight types");
   const int64_t group = n.attr_int("group", 1);
-  YOLOCU_CHECK(group >= 1 && x[1] == w[1] * group && w[0] % group == 0, kInvalidArgument, n.describe(),
+  YOLOCU_CHECK(group >= 1 && group <= x[1] && x[1] % group == 0 && x[1] / group == w[1] && w[0] % group == 0,
+               kInvalidArgument, n.describe(),
                ": input has ", x[1], " channels, weights ", shape_str(w), " with group ", group);
   if (opt(in, 2))
     YOLOCU_CHECK(in[2].shape == Shape{w[0]}, kInvalidArgument, n.describe(), ": bias shape ", shape_str(in[2].shape));

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/check.hpp"
+#include "yolocu/engine.hpp"
 
 namespace yolocu::engine {
 
@@ -40,8 +41,46 @@ Tensor to_compute_dtype(Tensor t, bool fp16_as_fp32) {
 }
 }  // namespace
 
+namespace {
+
+// Bytes of a dtype x shape value, saturating at UINT64_MAX (shapes come from the file).
+uint64_t value_bytes(DType dtype, const Shape& shape) {
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d <= 0) return 0;
+    const uint64_t ud = static_cast<uint64_t>(d);
+    if (n > UINT64_MAX / ud) return UINT64_MAX;
+    n *= ud;
+  }
+  return n;
+}
+
+// kUnsupported above kMaxTensorElements, kOutOfMemory above the budget; before any allocation.
+void check_value_size(const std::string& who, const std::string& value, DType dtype, const Shape& shape,
+                      uint64_t budget) {
+  for (int64_t d : shape)
+    YOLOCU_CHECK(d >= 0, kParse, who, ": value '", value, "' has a negative dimension (shape ", shape_str(shape), ")");
+  const uint64_t bytes = value_bytes(dtype, shape);
+  const uint64_t elems = bytes / dtype_size(dtype);
+  YOLOCU_CHECK(elems <= static_cast<uint64_t>(kMaxTensorElements), kUnsupported, who, ": value '", value,
+               "' of shape ", shape_str(shape), " has ", bytes == UINT64_MAX ? std::string("more than 2^64 bytes of") : std::to_string(elems),
+               " elements; yolocu supports tensors of up to 2^31 - 1 elements");
+  YOLOCU_CHECK(bytes <= budget, kOutOfMemory, who, ": value '", value, "' of shape ", shape_str(shape), " (",
+               dtype_name(dtype), ") needs ", bytes, " bytes, above the memory budget of ", budget,
+               " bytes (max_memory, yolocu --max-memory)");
+}
+
+}  // namespace
+
 Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options) {
   check_input_shapes(model, input_shapes);
+  const uint64_t budget = options.max_memory ? options.max_memory : default_max_memory();
+  uint64_t constant_bytes = 0;  // initializers + folded values, checked against the budget
+  auto add_constant_bytes = [&](const std::string& who, uint64_t bytes) {
+    constant_bytes = bytes > UINT64_MAX - constant_bytes ? UINT64_MAX : constant_bytes + bytes;
+    YOLOCU_CHECK(constant_bytes <= budget, kOutOfMemory, who, ": the model's constants need ", constant_bytes,
+                 " bytes so far, above the memory budget of ", budget, " bytes (max_memory, yolocu --max-memory)");
+  };
   YOLOCU_CHECK(model.opset >= kMinOpset && model.opset <= kMaxOpset, kUnsupported, "model opset ", model.opset,
                " is outside the range yolocu supports (", kMinOpset, "-", kMaxOpset, ")");
   Plan plan;
@@ -58,6 +97,10 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
   for (const auto& kv : model.graph.initializers) {
     const int id = add_value(kv.first);
     PlanValue& v = plan.values[static_cast<size_t>(id)];
+    add_constant_bytes("initializer '" + kv.first + "'",
+                       value_bytes(options.fp16_as_fp32 && kv.second.dtype() == DType::kFloat16 ? DType::kFloat32
+                                                                                               : kv.second.dtype(),
+                                   kv.second.shape()));
     v.value = to_compute_dtype(kv.second, options.fp16_as_fp32);
     v.dtype = v.value.dtype();
     v.shape = v.value.shape();
@@ -69,6 +112,7 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
     PlanValue& v = plan.values[static_cast<size_t>(id)];
     v.dtype = options.fp16_as_fp32 && in.dtype == DType::kFloat16 ? DType::kFloat32 : in.dtype;
     v.shape = input_shapes[i];
+    check_value_size("graph input", in.name, v.dtype, v.shape, budget);
     v.graph_input = true;
     plan.inputs.push_back(id);
     plan.input_dtypes.push_back(in.dtype);
@@ -91,7 +135,10 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
         in_ids.push_back(-1);
         continue;
       }
-      const int id = ids.at(name);
+      const auto found = ids.find(name);
+      YOLOCU_CHECK(found != ids.end(), kInvalidArgument, node.describe(), " reads '", name,
+                   "', an output its producer does not compute (more outputs declared than the op has)");
+      const int id = found->second;
       const PlanValue& v = plan.values[static_cast<size_t>(id)];
       ops::ValueMeta m;
       m.dtype = v.dtype;
@@ -110,8 +157,13 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
     }
     YOLOCU_CHECK(outs.size() <= node.outputs.size() || node.op_type == "Split", kParse, node.describe(),
                  ": declares ", node.outputs.size(), " outputs, needs ", outs.size());
+    for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
+      if (!node.outputs[k].empty()) check_value_size(node.describe(), node.outputs[k], outs[k].dtype, outs[k].shape, budget);
     // Shape is known from metadata alone; everything else folds when all its inputs are constant.
     const bool fold = all_const || node.op_type == "Shape";
+    if (fold)
+      for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
+        if (!node.outputs[k].empty()) add_constant_bytes(node.describe(), value_bytes(outs[k].dtype, outs[k].shape));
     std::vector<int> out_ids;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty() || k >= outs.size()) {
@@ -175,7 +227,10 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
   }
 
   for (const auto& o : model.graph.outputs) {
-    const int id = ids.at(o.name);
+    const auto found = ids.find(o.name);
+    YOLOCU_CHECK(found != ids.end(), kInvalidArgument, "graph output '", o.name,
+                 "' is an output its producer does not compute (more outputs declared than the op has)");
+    const int id = found->second;
     plan.values[static_cast<size_t>(id)].graph_output = true;
     plan.outputs.push_back(id);
     plan.output_dtypes.push_back(o.dtype);

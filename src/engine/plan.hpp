@@ -42,7 +42,15 @@ struct Plan {
 
 struct PlanOptions {
   bool fp16_as_fp32 = true;  // compute fp16 models in fp32 (CPU): weights, constants, casts
+  // Memory budget in bytes (0: default_max_memory()). Every value the model declares or folds must
+  // fit in it, and so must all folded constants together; checked from the inferred shapes before
+  // anything is allocated (kOutOfMemory naming the node, its output and the budget).
+  uint64_t max_memory = 0;
 };
+
+// Largest element count of one tensor (2^31 - 1): the GPU kernels index with 32-bit ints, and no
+// YOLO export comes near it. A value above it is kUnsupported, named with its node and shape.
+constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
 
 // Resolves the model's declared input dims against `shapes` (symbolic dims bind consistently).
 // kInvalidArgument names the input and the dim that does not fit.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "core/check.hpp"
@@ -86,8 +88,18 @@ std::vector<double> smooth(const std::vector<double>& y, double f) {
 std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, int height) {
   YOLOCU_CHECK(width > 0 && height > 0, kInvalidArgument, "load_yolo_labels: bad image size ",
                width, "x", height);
-  std::ifstream f(path);
+  std::ifstream f(path, std::ios::binary);
   if (!f) return {};  // no label file: background image
+  std::ostringstream text;
+  text << f.rdbuf();
+  YOLOCU_CHECK(!f.bad(), kIo, path, ": read error");
+  return parse_yolo_labels(text.str(), width, height, path);
+}
+
+std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, int height, const std::string& path) {
+  YOLOCU_CHECK(width > 0 && height > 0, kInvalidArgument, "parse_yolo_labels: bad image size ",
+               width, "x", height);
+  std::istringstream f(text);
   std::vector<std::pair<int, std::vector<double>>> rows;
   bool segments = false;
   std::string line;
@@ -108,8 +120,8 @@ std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, in
     YOLOCU_CHECK(v.size() >= 5 && v.size() % 2 == 1, kParse, path, ":", line_no,
                  ": expected 'class cx cy w h' (or a class and polygon points), got ", v.size(),
                  " values");
-    YOLOCU_CHECK(v[0] >= 0 && v[0] == std::floor(v[0]), kParse, path, ":", line_no,
-                 ": bad class id ", v[0]);
+    YOLOCU_CHECK(v[0] >= 0 && v[0] == std::floor(v[0]) && v[0] <= std::numeric_limits<int>::max(), kParse, path,
+                 ":", line_no, ": bad class id ", v[0]);
     for (size_t i = 1; i < v.size(); ++i)
       YOLOCU_CHECK(v[i] >= 0 && v[i] <= 1, kParse, path, ":", line_no,
                    ": coordinates must be normalised to [0, 1]");
@@ -119,11 +131,10 @@ std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, in
     rows.emplace_back(cls, std::move(v));
   }
   std::vector<GroundTruth> out;
+  std::set<std::pair<int, std::vector<double>>> seen;
   for (size_t r = 0; r < rows.size(); ++r) {
     // duplicate label rows are removed (first kept), as the ultralytics dataset loader does
-    bool dup = false;
-    for (size_t q = 0; q < r && !dup; ++q) dup = rows[q] == rows[r];
-    if (dup) continue;
+    if (!seen.insert(rows[r]).second) continue;
     const std::vector<double>& v = rows[r].second;
     double cx, cy, w, h;
     if (segments) {  // polygon -> its bounding box (segments2boxes)

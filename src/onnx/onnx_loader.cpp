@@ -220,7 +220,16 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<i
   return it->second.ints;
 }
 
+namespace {
+Model parse_onnx_checked(const void* data, size_t size, const std::string& name, const LoadOptions& options);
+}  // namespace
+
 Model parse_onnx(const void* data, size_t size, const std::string& name, const LoadOptions& options) {
+  return detail::oom_as_error(name, [&] { return parse_onnx_checked(data, size, name, options); });
+}
+
+namespace {
+Model parse_onnx_checked(const void* data, size_t size, const std::string& name, const LoadOptions& options) {
   YOLOCU_CHECK(size > 0, kParse, name, ": empty file, not an ONNX model");
   YOLOCU_CHECK(size <= options.max_file_bytes && size < (size_t{1} << 31), kUnsupported, name, ": ",
                size, " bytes is above the 2 GiB protobuf limit");
@@ -272,9 +281,10 @@ Model parse_onnx(const void* data, size_t size, const std::string& name, const L
   check_and_sort(g, name);
   return m;
 }
+}  // namespace
 
 Model load_onnx(const std::string& path, const LoadOptions& options) {
-  const std::string bytes = detail::read_file(path, options.max_file_bytes);
+  const std::string bytes = detail::oom_as_error(path, [&] { return detail::read_file(path, options.max_file_bytes); });
   return parse_onnx(bytes.data(), bytes.size(), path, options);
 }
 

@@ -103,6 +103,7 @@ CpuDetector::CpuDetector(const std::string& path, const DetectorOptions& options
   inspect_model();
   CpuEngineOptions eo;
   eo.num_threads = options_.cpu_threads;
+  eo.max_memory = options_.max_memory;
   contexts_.resize(static_cast<size_t>(options_.contexts));
   for (size_t i = 0; i < contexts_.size(); ++i) {
     contexts_[i].engine = std::make_unique<CpuEngine>(model_, eo);
@@ -164,7 +165,10 @@ void CpuDetector::inspect_model() {
     shapes.push_back(s);
   }
   if (!known) {
-    CpuEngine probe(model_, CpuEngineOptions{options_.cpu_threads});
+    CpuEngineOptions po;
+    po.num_threads = options_.cpu_threads;
+    po.max_memory = options_.max_memory;
+    CpuEngine probe(model_, po);
     const std::vector<Tensor> outs = probe.run({Tensor(input_dtype_, {chunk_, 3, height_, width_})});
     shapes.clear();
     for (const Tensor& t : outs) shapes.push_back(t.shape());

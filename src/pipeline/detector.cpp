@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <future>
+#include <system_error>
 
 #include "core/check.hpp"
 #include "pipeline/detector_backends.hpp"
@@ -74,14 +75,23 @@ void validate_detector_options(const DetectorOptions& o) {
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+namespace {
+std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const DetectorOptions& options);
+}  // namespace
+}  // namespace detail
+
 std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Detector> det = create_backend(onnx_path, options);
+  std::unique_ptr<Detector> det =
+      detail::oom_as_error(onnx_path, [&] { return detail::create_detector(onnx_path, options); });
   det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return det;
 }
 
-std::unique_ptr<Detector> Detector::create_backend(const std::string& onnx_path, const DetectorOptions& options) {
+namespace detail {
+namespace {
+std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const DetectorOptions& options) {
   detail::validate_detector_options(options);
   if (options.device == Device::kCuda) {
     YOLOCU_CHECK(detail::cuda_detector_available(), kUnsupported,
@@ -94,8 +104,8 @@ std::unique_ptr<Detector> Detector::create_backend(const std::string& onnx_path,
   }
   if (options.device == Device::kAuto && detail::cuda_detector_available() &&
       detail::cuda_device_usable(options.cuda_device)) {
-    // Auto: the GPU when it runs this model; a model the GPU detector does not support yet (a
-    // YOLOv8 / YOLO11 export) runs on the CPU instead.
+    // Auto: the GPU when it runs this model; a model the GPU detector does not support (another
+    // task, an unsupported op) runs on the CPU instead.
     try {
       auto det = detail::create_cuda_detector(onnx_path, options);
       if (det) return det;
@@ -105,6 +115,8 @@ std::unique_ptr<Detector> Detector::create_backend(const std::string& onnx_path,
   }
   return detail::create_cpu_detector(onnx_path, options);
 }
+}  // namespace
+}  // namespace detail
 
 std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, DetectionTrace* trace) {
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
@@ -112,7 +124,7 @@ std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, D
     if (trace) *trace = DetectionTrace{};
     return {};
   }
-  return run_detect(images, trace);
+  return detail::oom_as_error("detect", [&] { return run_detect(images, trace); });
 }
 
 std::vector<Detections> Detector::detect_device(const std::vector<ImageView>& images) {
@@ -129,7 +141,11 @@ std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>
 std::future<std::vector<Detections>> Detector::detect_async(std::vector<ImageView> images) {
   // Validate on the caller's thread so that argument errors surface at the call, not at get().
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
-  return std::async(std::launch::async, [this, imgs = std::move(images)]() { return detect(imgs); });
+  try {
+    return std::async(std::launch::async, [this, imgs = std::move(images)]() { return detect(imgs); });
+  } catch (const std::system_error& e) {  // no thread could be started (a process or memory limit)
+    detail::fail(ErrorCode::kOutOfMemory, "detect_async: cannot start a thread: ", e.what());
+  }
 }
 
 }  // namespace yolocu

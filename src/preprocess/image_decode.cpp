@@ -316,8 +316,8 @@ Image decode_image(const void* data, size_t size, const DecodeLimits& limits,
   YOLOCU_CHECK(data != nullptr || size == 0, kInvalidArgument, name, ": data is null");
   YOLOCU_CHECK(size > 0, kParse, name, ": empty (0 bytes), not an image");
   const auto* d = static_cast<const uint8_t*>(data);
-  if (is_jpeg(d, size)) return decode_jpeg(d, size, limits, name);
-  if (is_png(d, size)) return decode_png(d, size, limits, name);
+  if (is_jpeg(d, size)) return detail::oom_as_error(name, [&] { return decode_jpeg(d, size, limits, name); });
+  if (is_png(d, size)) return detail::oom_as_error(name, [&] { return decode_png(d, size, limits, name); });
   fail(ErrorCode::kUnsupported, name, ": not a JPEG or PNG image (unrecognised leading bytes)");
 }
 

@@ -10,8 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/check.hpp"
 #include "engine/detect_tail.hpp"
@@ -21,6 +26,50 @@
 
 namespace yolocu {
 namespace {
+
+// oneDNN reports through dnnl::error and a failed allocation arrives as std::bad_alloc: both become
+// yolocu::Error here, the engine's only failure type (found by fuzzing: a dilated convolution
+// oneDNN refuses escaped as dnnl::error).
+template <typename F>
+auto translate_errors(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    if (e.status == dnnl_out_of_memory)
+      detail::fail(ErrorCode::kOutOfMemory, what, ": oneDNN is out of memory (", e.what(), ")");
+    detail::fail(ErrorCode::kUnsupported, what, ": oneDNN cannot run this model: ", e.what());
+  } catch (const std::bad_alloc&) {
+    detail::fail(ErrorCode::kOutOfMemory, what,
+                 ": out of host memory (an allocation failed: the machine, a ulimit -v or cgroup limit; "
+                 "max_memory bounds what a model may ask for)");
+  }
+}
+
+// Under an address-space limit (ulimit -v, RLIMIT_AS) Debian's oneDNN 2.6 can crash (SIGSEGV inside
+// dnnl_primitive_create: its JIT code buffer's mapping fails) and libgomp aborts when it cannot map
+// a thread's stack. Neither reports an error we could catch, so before building the kernels the
+// engine checks that the address space they need is there: `bytes` (arena, weights) plus a margin
+// for the JIT code and, per OpenMP thread, its stack (8 MiB) and the 64 MiB that glibc's malloc
+// reserves for each thread's arena (it counts against the limit). Without a limit this costs nothing.
+void check_address_space(uint64_t bytes, const std::string& what) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  const uint64_t threads = static_cast<uint64_t>(std::max(1, omp_get_max_threads()));
+  const uint64_t need = bytes + (uint64_t{32} << 20) + threads * (uint64_t{72} << 20);
+  void* p = need < (uint64_t{1} << 46) ? mmap(nullptr, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                                       : MAP_FAILED;
+  YOLOCU_CHECK(p != MAP_FAILED, kOutOfMemory, what, ": the address-space limit (ulimit -v: ",
+               static_cast<uint64_t>(rl.rlim_cur) >> 20, " MiB) leaves less than ", need >> 20,
+               " MiB free, what the CPU engine needs (activations, weights, oneDNN JIT code, ", threads,
+               " OpenMP threads' stacks and malloc arenas)");
+  munmap(p, need);
+}
+
+std::string shape_list(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + shape_str(x);
+  return s;
+}
 
 using engine::Plan;
 using engine::PlanNode;
@@ -216,7 +265,9 @@ struct CpuEngine::Impl {
 std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shapes) {
   const auto t0 = std::chrono::steady_clock::now();
   auto p = std::make_unique<Prepared>();
-  p->plan = engine::build_plan(*model, shapes);
+  engine::PlanOptions plan_options;
+  plan_options.max_memory = options.max_memory;
+  p->plan = engine::build_plan(*model, shapes, plan_options);
   Plan& plan = p->plan;
 
   // 1. Steps, with Conv -> Sigmoid -> Mul fused into one convolution and the Detect head's tail
@@ -472,6 +523,14 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   };
   const engine::ValueArena mp =
       engine::plan_value_arena(root, root_off, is_const, step_values, plan.inputs, plan.outputs, buffer_bytes, 64);
+  const uint64_t budget = options.max_memory ? options.max_memory : default_max_memory();
+  YOLOCU_CHECK(mp.total_bytes <= budget, kOutOfMemory, "the activation memory for input shapes ", shape_list(shapes),
+               " needs ", mp.total_bytes, " bytes, above the memory budget of ", budget,
+               " bytes (max_memory, yolocu --max-memory)");
+  uint64_t weight_bytes = 0;
+  for (const auto& v : plan.values)
+    if (v.constant) weight_bytes += v.value.nbytes();
+  check_address_space(mp.total_bytes + weight_bytes, "CpuEngine: input shapes " + shape_list(shapes));
   p->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(mp.total_bytes, 64))));
   YOLOCU_CHECK(p->arena, kOutOfMemory, "cannot allocate ", mp.total_bytes, " bytes of activation memory");
   p->offset = mp.offset;
@@ -678,7 +737,7 @@ const Model& CpuEngine::model() const { return *impl_->model; }
 
 void CpuEngine::prepare(const std::vector<Shape>& input_shapes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->prepare(input_shapes);
+  translate_errors("CpuEngine::prepare", [&] { impl_->prepare(input_shapes); });
 }
 
 EngineStats CpuEngine::stats() const {
@@ -688,6 +747,10 @@ EngineStats CpuEngine::stats() const {
 
 std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  return translate_errors("CpuEngine::run", [&] { return run_locked(inputs); });
+}
+
+std::vector<Tensor> CpuEngine::run_locked(const std::vector<Tensor>& inputs) {
   const Model& m = *impl_->model;
   YOLOCU_CHECK(inputs.size() == m.graph.inputs.size(), kInvalidArgument, "the model takes ", m.graph.inputs.size(),
                " input(s), ", inputs.size(), " given");
@@ -745,6 +808,14 @@ std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
                                plan.output_dtypes[i]));
   }
   return outs;
+}
+
+uint64_t default_max_memory() {
+  static const uint64_t kDefault = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{16} << 30;
+  }();
+  return kDefault;
 }
 
 }  // namespace yolocu

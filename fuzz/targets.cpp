@@ -1,0 +1,140 @@
+#include "targets.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "engine/cuda/gpu_steps.hpp"
+#include "engine/plan.hpp"
+#include "yolocu/engine.hpp"
+#include "yolocu/error.hpp"
+#include "yolocu/eval.hpp"
+#include "yolocu/image.hpp"
+#include "yolocu/letterbox.hpp"
+#include "yolocu/model.hpp"
+#include "yolocu/npy.hpp"
+
+namespace yolocu::fuzz {
+
+namespace {
+
+// Concrete shapes for the model's inputs: static dims as declared, symbolic ones small (32 for
+// the spatial dims of a 4-D input, 1 otherwise). Empty when an input would be too large to run
+// quickly (the plan is still built for up to 2^22 input elements; the engine runs up to 2^16).
+std::vector<Shape> input_shapes(const Model& m, int64_t* total) {
+  std::vector<Shape> shapes;
+  *total = 0;
+  for (const ValueInfo& v : m.graph.inputs) {
+    Shape s;
+    int64_t n = 1;
+    for (size_t k = 0; k < v.dims.size(); ++k) {
+      const Dim& d = v.dims[k];
+      const int64_t x = d.is_static() ? d.value : (v.dims.size() == 4 && k >= 2 ? 32 : 1);
+      if (x <= 0 || x > (int64_t{1} << 22)) return {};
+      s.push_back(x);
+      n *= x;
+      if (n > (int64_t{1} << 22)) return {};
+    }
+    *total += n;
+    if (*total > (int64_t{1} << 22)) return {};
+    shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
+}  // namespace
+
+void onnx_model(const uint8_t* data, size_t size) {
+  try {
+    auto model = std::make_shared<Model>(parse_onnx(data, size, "fuzz.onnx"));
+    (void)model->class_names();
+    (void)model->stride();
+    try {
+      check_detection_model(model_info(*model));
+    } catch (const Error&) {
+    }
+    int64_t elements = 0;
+    const std::vector<Shape> shapes = input_shapes(*model, &elements);
+    if (shapes.size() != model->graph.inputs.size()) return;
+    engine::PlanOptions po;
+    po.max_memory = kMaxMemory;
+    engine::Plan plan = engine::build_plan(*model, shapes, po);
+    (void)engine::find_detect_heads(plan);
+    try {  // the GPU engine's host-side planning (its kernels need a GPU)
+      engine::GpuStepOptions go;
+      go.fuse_detect_tail = true;
+      (void)engine::plan_gpu_steps(plan, go);
+    } catch (const Error&) {
+    }
+    if (elements > (int64_t{1} << 16)) return;
+    CpuEngineOptions eo;
+    eo.num_threads = 1;
+    eo.max_memory = kMaxMemory;
+    CpuEngine engine(model, eo);
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < shapes.size(); ++i) inputs.emplace_back(model->graph.inputs[i].dtype, shapes[i]);
+    (void)engine.run(inputs);
+  } catch (const Error&) {
+  }
+}
+
+void image(const uint8_t* data, size_t size) {
+  DecodeLimits limits;
+  limits.max_width = limits.max_height = 4096;
+  limits.max_pixels = int64_t{1} << 22;
+  try {
+    const Image img = decode_image(data, size, limits, "fuzz image");
+    if (img.empty()) return;
+    std::vector<uint8_t> dst(64 * 48 * 3);
+    (void)letterbox_bgr(img.view(), 64, 48, dst.data());
+  } catch (const Error&) {
+  }
+}
+
+void npy(const uint8_t* data, size_t size) {
+  try {
+    if (size >= 2 && data[0] == 'P' && data[1] == 'K')
+      (void)parse_npz(data, size, "fuzz.npz");
+    else
+      (void)parse_npy(data, size, "fuzz.npy");
+  } catch (const Error&) {
+  }
+}
+
+void labels(const uint8_t* data, size_t size) {
+  if (size < 4) return;
+  const int width = 1 + ((data[0] | (data[1] << 8)) % 4096);
+  const int height = 1 + ((data[2] | (data[3] << 8)) % 4096);
+  try {
+    const std::vector<GroundTruth> gt =
+        parse_yolo_labels(std::string(reinterpret_cast<const char*>(data + 4), size - 4), width, height, "fuzz.txt");
+    // The labels as detections too (a shifted copy, confidences from the order), then the metrics.
+    Detections det;
+    for (size_t i = 0; i < gt.size(); ++i) {
+      Detection d;
+      d.x1 = gt[i].x1 + static_cast<float>(i % 3);
+      d.y1 = gt[i].y1;
+      d.x2 = gt[i].x2;
+      d.y2 = gt[i].y2 + static_cast<float>(i % 2);
+      d.confidence = 1.0f / static_cast<float>(1 + i % 7);
+      d.class_id = gt[i].class_id;
+      det.push_back(d);
+    }
+    MapEvaluator ev;
+    ev.add_image(det, gt);
+    ev.add_image({}, gt);
+    ev.add_image(det, {});
+    (void)ev.compute();
+  } catch (const Error&) {
+  }
+}
+
+Target target(const std::string& name) {
+  if (name == "onnx") return onnx_model;
+  if (name == "image") return image;
+  if (name == "npy") return npy;
+  if (name == "labels") return labels;
+  return nullptr;
+}
+
+}  // namespace yolocu::fuzz

@@ -1,0 +1,38 @@
+// The bodies of yolocu's fuzz harnesses: one function per entry point that takes user bytes.
+// The libFuzzer binaries (fuzz_*.cpp, YOLOCU_FUZZ=ON) call them on every input, and the normal test
+// suite replays the seed corpora and every crash ever found through them (tests/fuzz). Each one
+// swallows yolocu::Error, the library's one documented failure; anything else that escapes
+// (another exception type, a sanitizer report, a crash) is a finding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace yolocu::fuzz {
+
+// Memory budget of the harnesses (CpuEngineOptions::max_memory and the plan's), far below
+// libFuzzer's 2 GiB malloc limit: an allocation above it that the budget did not refuse is a bug.
+constexpr uint64_t kMaxMemory = uint64_t{64} << 20;
+
+// ONNX model bytes: parse_onnx, model_info, check_detection_model, then for small enough inputs
+// the plan (shape inference + constant folding), the GPU engine's host-side step planner, and the
+// CPU engine: prepare and one forward pass on zeros.
+void onnx_model(const uint8_t* data, size_t size);
+
+// Image bytes: decode_image (JPEG with EXIF orientation, PNG of every colour type) under small
+// DecodeLimits, then a letterbox of the result to a 64 x 48 input.
+void image(const uint8_t* data, size_t size);
+
+// .npy bytes (parse_npy), or an .npz archive (parse_npz) when they start with the zip magic "PK".
+void npy(const uint8_t* data, size_t size);
+
+// A YOLO label file: the first 4 bytes choose the image size (width, height: 1..4096), the rest is
+// the text for parse_yolo_labels; its boxes then go through MapEvaluator as detections and labels.
+void labels(const uint8_t* data, size_t size);
+
+// The harness named `name` ("onnx", "image", "npy", "labels"), nullptr for another name.
+using Target = void (*)(const uint8_t*, size_t);
+Target target(const std::string& name);
+
+}  // namespace yolocu::fuzz
