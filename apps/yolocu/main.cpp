@@ -1,5 +1,8 @@
 // yolocu: command-line front end. Every sub-command prints its own --help.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -23,9 +26,25 @@ void usage(FILE* f) {
                "yolocu <command> --help shows the options of a command.\n");
 }
 
+// yolocu detect --source runs decoder threads next to the CPU engine's OpenMP threads; with
+// libgomp's default active waiting the OpenMP threads spin between layers and starve the decoders
+// (on the 2-core machine, 1080p H.264 + yolov5n: 1.7 frames/s active, 9.6-13 passive; docs/video.md).
+// libgomp reads OMP_WAIT_POLICY once, when it is loaded, so the CLI restarts itself with PASSIVE
+// unless the caller chose a policy.
+void prefer_passive_openmp_for_video(int argc, char** argv) {
+  if (argc < 3 || std::strcmp(argv[1], "detect") != 0 || std::getenv("OMP_WAIT_POLICY")) return;
+  bool video = false;
+  for (int i = 2; i < argc; ++i)
+    video = video || !std::strcmp(argv[i], "--source") || !std::strncmp(argv[i], "--source=", 9);
+  if (!video) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: then go on as we are
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  prefer_passive_openmp_for_video(argc, argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -13,8 +13,9 @@
 // source that fails (cannot connect, error, read timeout) is reopened after a back-off (doubling
 // from reconnect_delay_s up to reconnect_max_delay_s) at most max_reconnects times in a row; its
 // frame indices then start again from 0 and its pts from the new connection. The end of a source
-// (end of file) ends that source only. A source that cannot be opened or fails for good ends with
-// StreamState::kFailed and a message; the others keep going.
+// (end of file) ends that source only. Attempts count "in a row": the count starts again after a
+// connection that delivered frames for stable_after_s. A source that cannot be opened or fails for
+// good ends with StreamState::kFailed and a message; the others keep going.
 //
 // Threads: next_batch(), status(), take_messages() and stop() may be called from any thread;
 // frames come out in order within each source. The destructor stops and joins every thread.
@@ -35,6 +36,7 @@ struct StreamOptions {
   int max_reconnects = 5;         // network sources: reopen attempts in a row after a failure; -1: no limit
   double reconnect_delay_s = 0.5; // first back-off; doubles per failed attempt
   double reconnect_max_delay_s = 8;
+  double stable_after_s = 30;     // a connection that delivers frames this long resets the attempt count
   double batch_wait_s = 0.005;    // next_batch: after the first ready frame, wait at most this long for
                                   // frames of other sources to fill the batch
 };

@@ -14,7 +14,10 @@ if [ ! -d "$yolov5/utils" ]; then
   v70=915bbf294bb74c859f0b41f1c23bc395014ea679
   echo "[video refs] no ultralytics/yolov5 v7.0 source at $yolov5: cloning tag v7.0 ($v70)"
   tmp=$(mktemp -d)
-  git clone -q --depth 1 -b v7.0 https://github.com/ultralytics/yolov5 "$tmp/yolov5"
+  git clone -q --depth 1 -b v7.0 https://github.com/ultralytics/yolov5 "$tmp/yolov5" || {
+    echo "[video refs] cannot clone ultralytics/yolov5; put an unmodified v7.0 tree at $yolov5 (e.g." \
+         "git --git-dir=<a yolov5 mirror> archive v7.0 | tar -x -C $yolov5) or set YOLOV5_DIR" >&2
+    rm -rf "$tmp"; exit 1; }
   [ "$(git -C "$tmp/yolov5" rev-parse HEAD)" = "$v70" ] || { echo "[video refs] v7.0 is not $v70" >&2; exit 1; }
   mkdir -p "$yolov5" && git -C "$tmp/yolov5" archive HEAD | tar -x -C "$yolov5"
   rm -rf "$tmp"

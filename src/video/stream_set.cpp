@@ -104,15 +104,19 @@ struct StreamSet::Impl {
           if (failures > 0) message(name(s) + ": reconnected");
         }
         if (stopping.load()) src->interrupt();
+        const auto opened = std::chrono::steady_clock::now();
+        bool stable = false;
         VideoFrame f;
-        bool first = true;
         while (src->read(f)) {
           f.stream_id = s.status.stream_id;
           push(s, std::move(f));
           f = VideoFrame();
           ++pushed;
-          if (first) {
-            first = false;
+          // a connection that delivered for stable_after_s starts the count of attempts afresh (a
+          // source that fails a second after every reconnect still gives up)
+          if (!stable && std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count() >=
+                             options.stable_after_s) {
+            stable = true;
             failures = 0;
             delay = options.reconnect_delay_s;
           }
@@ -182,7 +186,7 @@ StreamSet::StreamSet(const std::vector<std::string>& sources, const StreamOption
   YOLOCU_CHECK(!sources.empty(), kInvalidArgument, "StreamSet: no sources");
   YOLOCU_CHECK(options.queue_depth > 0, kInvalidArgument, "StreamSet: queue_depth must be > 0");
   YOLOCU_CHECK(options.reconnect_delay_s >= 0 && options.reconnect_max_delay_s >= options.reconnect_delay_s &&
-                   options.batch_wait_s >= 0 && options.max_reconnects >= -1,
+                   options.batch_wait_s >= 0 && options.max_reconnects >= -1 && options.stable_after_s >= 0,
                kInvalidArgument, "StreamSet: invalid reconnect or batch options");
   impl_->options = options;
   for (size_t i = 0; i < sources.size(); ++i) {
