@@ -359,7 +359,8 @@ TEST(ModelAbuse, UnsupportedOpsDomainsAndOpsetsAreNamed) {
   }
   for (int opset : {5, 99}) {
     Builder b = tiny(opset);
-    EXPECT_ERROR(load_and_run(b), kUnsupported, ("opset " + std::to_string(opset)).c_str(), "7-18");
+    const std::string named = "opset " + std::to_string(opset);  // outlives the macro's list
+    EXPECT_ERROR(load_and_run(b), kUnsupported, named.c_str(), "7-18");
   }
 }
 
