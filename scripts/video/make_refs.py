@@ -80,12 +80,15 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--data", default=os.environ.get("YOLOCU_DATA_DIR", os.path.join(ROOT, "..", "shared", "data")))
     ap.add_argument("--yolov5", default=os.path.join(ROOT, ".data", "yolov5"))
+    ap.add_argument("--no-detections", metavar="REASON", default="",
+                    help="make the clips and their cv2 frames only (no ultralytics/yolov5 v7.0 tree here): the "
+                         "detection-parity tests then skip, saying REASON (written to DETECTIONS_UNAVAILABLE)")
     a = ap.parse_args()
     images_dir = os.path.join(a.data, "coco128", "images", "train2017")
     weights = os.path.join(a.data, "models", "yolov5n.pt")
     images = sorted(f for f in os.listdir(images_dir) if f.endswith(".jpg"))[:IMAGES]
     inputs = [os.path.abspath(__file__), weights] + [os.path.join(images_dir, f) for f in images]
-    stamp = fingerprint(inputs)
+    stamp = fingerprint(inputs) + (" no-detections" if a.no_detections else "")
     os.makedirs(a.out, exist_ok=True)
     complete = os.path.join(a.out, "COMPLETE")
     if os.path.exists(complete) and open(complete).read().strip() == stamp:
@@ -93,7 +96,10 @@ def main():
         return
     if os.path.exists(complete):
         os.remove(complete)
-    if not os.path.isdir(os.path.join(a.yolov5, "utils")):
+    unavailable = os.path.join(a.out, "DETECTIONS_UNAVAILABLE")
+    if os.path.exists(unavailable):
+        os.remove(unavailable)
+    if not a.no_detections and not os.path.isdir(os.path.join(a.yolov5, "utils")):
         sys.exit(f"[video refs] no ultralytics/yolov5 v7.0 source at {a.yolov5} (see bench/peer_torch_cpu.py)")
 
     import cv2
@@ -124,6 +130,18 @@ def main():
             sys.exit(f"[video refs] {name}: cv2.VideoCapture read {len(got)} frames, expected {want}")
         np.save(os.path.join(a.out, f"frames_{name}.npy"), np.stack(got))
         print(f"[video refs] {name}: {len(got)} frames {got[0].shape[1]}x{got[0].shape[0]}")
+
+    if a.no_detections:
+        for name in PARITY:
+            stale = os.path.join(a.out, f"refs_{name}.json")
+            if os.path.exists(stale):
+                os.remove(stale)
+        with open(unavailable, "w") as f:
+            f.write(a.no_detections + "\n")
+        with open(complete, "w") as f:
+            f.write(stamp + "\n")
+        print(f"[video refs] clips and frames only (no detections: {a.no_detections}): {a.out}")
+        return
 
     stub_missing(["pandas", "IPython", "IPython.display", "matplotlib", "matplotlib.pyplot", "seaborn", "scipy",
                   "scipy.signal", "tqdm", "thop"])

@@ -26,6 +26,14 @@ std::string video_file(const std::string& name) {
   return stat(done.c_str(), &st) == 0 && stat(p.c_str(), &st) == 0 ? p : std::string();
 }
 
+std::string video_detections_unavailable() {
+  std::ifstream f(video_dir() + "/DETECTIONS_UNAVAILABLE");
+  if (!f.is_open()) return "";
+  std::string why;
+  std::getline(f, why);
+  return why.empty() ? std::string("DETECTIONS_UNAVAILABLE") : why;
+}
+
 bool video_required() {
   const char* env = std::getenv("YOLOCU_REQUIRE_VIDEO");
   return env && *env && std::string(env) != "0";
