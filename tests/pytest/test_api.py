@@ -233,6 +233,12 @@ def test_bad_options_raise():
         yolocu.Detector(data_path("images", "bus.jpg"), device="cpu")  # not an ONNX file
     with pytest.raises(FileNotFoundError):
         yolocu.eval(model_path(), data_path("images"), "no/such/labels")
+    with pytest.raises(ValueError, match="max_memory"):
+        yolocu.Detector(model_path(), device="cpu", max_memory=-1)
+    # a budget the model's activations do not fit: MemoryError naming the budget, nothing allocated
+    with pytest.raises(MemoryError, match="memory budget"):
+        yolocu.Detector(model_path(), device="cpu", max_memory=1 << 20)
+    assert yolocu.Detector(model_path(), device="cpu", max_memory=1 << 30).names[0] == "person"
 
 
 def test_empty_list():
