@@ -255,9 +255,14 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
         out.from_cache = true;
         ++hits;
         TacticRecord rec = *r;
-        if (rec.plan.empty()) {  // an entry from before plans were kept: add its plan now
-          rec.plan = plan_text(*out.tactic);
-          if (!rec.plan.empty()) cache_->put(sig, pb.n, rec);
+        if (!out.tactic->restored_from_plan()) {
+          // No plan in the entry (written before plans were kept), or one that no longer loads:
+          // store the plan built now, so that the next build restores it.
+          std::string plan = plan_text(*out.tactic);
+          if (!plan.empty() && plan != rec.plan) {
+            rec.plan = std::move(plan);
+            cache_->put(sig, pb.n, rec);
+          }
         }
         memo_put(memo_key, rec, out.tactic);
         return finish();
