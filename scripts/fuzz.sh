@@ -39,6 +39,7 @@ export OMP_NUM_THREADS=1
 if [ "${1:-}" = "--seeds" ]; then
   rm -rf fuzz/corpus
   "$build/fuzz/yolocu_make_corpus" fuzz/corpus "$data"
+  rm -f fuzz/corpus/onnx/*_shrunk.onnx  # derived from the sample models: made per run (below), not committed
   du -sh fuzz/corpus
   exit 0
 fi
@@ -52,6 +53,15 @@ if [ "${1:-}" = "--replay" ]; then
   exit 0
 fi
 
+# Seeds derived from the sample models (yolov5n_dyn / yolov5n_raw_heads with every convolution
+# shrunk) are made here from the data folder, not committed: the repository carries only the
+# hand-made seeds (fuzz/corpus) and the crash inputs (fuzz/regressions).
+derived=$work/derived-seeds
+if [ ! -d "$derived/onnx" ]; then
+  rm -rf "$derived.tmp" && "$build/fuzz/yolocu_make_corpus" "$derived.tmp" "$data" >/dev/null && mkdir -p "$derived.tmp/onnx" &&
+    find "$derived.tmp/onnx" -type f ! -name '*_shrunk.onnx' -delete && mv "$derived.tmp" "$derived"
+fi
+
 seconds=${1:-60}
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "scripts/fuzz.sh: SECONDS must be a number, got '$seconds'" >&2; exit 2; }
 shift || true
@@ -63,11 +73,12 @@ run_one() {  # <harness>: fuzz it for $seconds; the log holds libFuzzer's final 
   mkdir -p "$work/corpus/$h" "$work/artifacts/$h" "$work/logs"
   # -max_len: the largest seed (the shrunk models are ~140 KB), at least 4 KB
   local max_len
-  max_len=$(find "fuzz/corpus/$h" -type f -printf '%s\n' | sort -n | tail -1)
+  mkdir -p "$derived/$h"
+  max_len=$(find "fuzz/corpus/$h" "$derived/$h" -type f -printf '%s\n' | sort -n | tail -1)
   max_len=$((max_len < 4096 ? 4096 : max_len + 1024))
   nice -n "${FUZZ_NICE:-10}" "$build/fuzz/fuzz_$h" -max_total_time="$seconds" -dict="fuzz/dict/$h.dict" \
     -max_len="$max_len" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -reload=0 -seed="${FUZZ_SEED:-0}" \
-    -artifact_prefix="$work/artifacts/$h/" "$work/corpus/$h" "fuzz/corpus/$h" fuzz/regressions/"$h" \
+    -artifact_prefix="$work/artifacts/$h/" "$work/corpus/$h" "fuzz/corpus/$h" "$derived/$h" fuzz/regressions/"$h" \
     >"$work/logs/$h.log" 2>&1
 }
 

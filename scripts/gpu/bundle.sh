@@ -98,7 +98,7 @@ case "$part" in
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
     mkdir -p .gpu/fuzz-onnx
-    { find fuzz/corpus/onnx fuzz/regressions/onnx -type f ! -name '.*'; [ -d build-fuzz/corpus/onnx ] && find build-fuzz/corpus/onnx -type f; } |
+    { find fuzz/corpus/onnx fuzz/regressions/onnx -type f ! -name '.*'; [ -d build-fuzz/corpus/onnx ] && find build-fuzz/corpus/onnx -type f; [ -d build-fuzz/derived-seeds/onnx ] && find build-fuzz/derived-seeds/onnx -type f; } |
       xargs -r ls -S -r | awk -v cap=$((48 << 20)) '{ cmd = "stat -c %s " $0; cmd | getline s; close(cmd); if (t + s <= cap) { t += s; print } }' |
       while read -r f; do cp "$f" ".gpu/fuzz-onnx/$(echo "$f" | tr / _)"; done
     echo "[bundle] fuzz corpus: $(ls .gpu/fuzz-onnx | wc -l) models, $(du -sh .gpu/fuzz-onnx | cut -f1)"
