@@ -42,7 +42,8 @@ rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib .gpu/data
 for t in $targets; do
   [ "$t" = yolocu_cli ] && t=yolocu
-  f=$(find "$bdir" -type f -name "$t" -perm -u+x | head -1)
+  # (not the copies the package test installs under test-scratch/: those may be from a video build)
+  f=$(find "$bdir" -path "$bdir/test-scratch" -prune -o -type f -name "$t" -perm -u+x -print | head -1)
   [ -n "$f" ] && cp "$f" .gpu/bin/
 done
 # Shared libraries that are not part of glibc, the CUDA driver/runtime or cuDNN (those are on the
