@@ -494,12 +494,14 @@ namespace {
 // source channel c = a * no + k (a, k decoded once); it reads its channel of each pixel (coalesced
 // across the block) and writes, per anchor, runs of no floats of the merged output.
 // Two shapes, each the faster one measured on an H100 (docs/performance.md section 4):
-//   chunk == kTailChunk (small batches, few rows): the chunk's 8 loads are issued before any
+//   kChunked, chunk == kTailChunk (small batches, few rows): the chunk's 8 loads are issued before any
 //     store, and many small blocks fill the GPU (yolov5n batch 1: 24.7 us, whole rows 50.8 us);
-//   chunk == nx (otherwise): a whole row per block, one pixel after the other (batch 32: 379 us,
+//   !kChunked, chunk >= nx (otherwise): a whole row per block, one pixel after the other (batch 32: 379 us,
 //     8-pixel blocks 579 us: the block count, not the bytes, limits those).
 constexpr int kTailChunk = 8;
-template <typename T>
+// The shape is a template argument: one kernel holding both paths kept the 8 loads' registers in
+// the whole-row path too, and batch 32 ran at 482 us instead of 379 (H100, 2ca3ba9).
+template <typename T, bool kChunked>
 __global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows, int chunk) {
   int l = 0;
   while (l + 1 < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[l + 1]) ++l;
@@ -518,7 +520,7 @@ __global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_
     if (a >= L.na) continue;
     engine::tail::Coord co{n, a, y, x0, k};
     float* o = out + engine::tail::output_index(L, rows, co);
-    if (chunk == kTailChunk) {
+    if constexpr (kChunked) {
       float v[kTailChunk];
 #pragma unroll
       for (int u = 0; u < kTailChunk; ++u) v[u] = u < count ? to_f(row_src[static_cast<int64_t>(u) * pitch + c]) : 0.f;
@@ -570,10 +572,15 @@ void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, 
   // One chunk length for the kernel: whole rows of the widest level are whole rows of every level
   // too (one block per row; a block stops at its row's end).
   const int chunk = small ? kTailChunk : static_cast<int>(max_nx);
-  if (half)
-    detect_tail_kernel<__half><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows, chunk);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (half && small)
+    detect_tail_kernel<__half, true><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
+  else if (half)
+    detect_tail_kernel<__half, false><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
+  else if (small)
+    detect_tail_kernel<float, true><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
   else
-    detect_tail_kernel<float><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(t, out, rows, chunk);
+    detect_tail_kernel<float, false><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
