@@ -99,6 +99,18 @@ TEST(TacticCache, PlansRoundTripAsBase64) {
   ASSERT_TRUE(TacticCache::decode_plan(b.find("sig", 1)->plan, &back));
   EXPECT_EQ(back, blob);
   EXPECT_TRUE(b.find("sig", 2)->plan.empty()) << "no plan stays no plan";
+
+  // An entry read from the file and updated with the same tactic (its plan added by a warm
+  // build) still counts as read from the file; another tactic put over it does not.
+  EXPECT_TRUE(b.find("sig", 2)->loaded);
+  TacticRecord with_plan = *b.find("sig", 2);
+  with_plan.plan = TacticCache::encode_plan(blob);
+  b.put("sig", 2, with_plan);
+  EXPECT_TRUE(b.find("sig", 2)->loaded);
+  b.put("sig", 2, {"cudnn:FFT", "cudnn FFT", 9});
+  EXPECT_FALSE(b.find("sig", 2)->loaded);
+  b.put("sig", 3, {"cudnn:GEMM", "cudnn GEMM", 5});
+  EXPECT_FALSE(b.find("sig", 3)->loaded);
 }
 
 // Each bad file: load() says false with a warning naming the file, and nothing of it is used.

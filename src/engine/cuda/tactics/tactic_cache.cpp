@@ -219,7 +219,10 @@ const TacticRecord* TacticCache::find(const std::string& signature, int batch) c
 }
 
 void TacticCache::put(const std::string& signature, int batch, TacticRecord record) {
-  record.loaded = false;
+  // A file entry updated with the same tactic (its plan added) still came from the file: later
+  // layers of the same build that share it count as cache hits, not as this process's choices.
+  auto it = entries_.find(key(signature, batch));
+  record.loaded = it != entries_.end() && it->second.loaded && it->second.tactic == record.tactic;
   entries_[key(signature, batch)] = std::move(record);
   dirty_ = true;
 }

@@ -28,7 +28,7 @@ struct TacticRecord {
   std::string name;    // display name, e.g. "cudnn-graph eng4_k24=26"
   double us = 0;       // measured time per launch when it was chosen
   std::string plan = {};  // serialised plan, base64 ("" if none)
-  bool loaded = false; // read from the file (not put() by this process)
+  bool loaded = false; // read from the file (not put() by this process; put() of the same tactic keeps it)
 };
 
 class TacticCache {
