@@ -87,6 +87,14 @@ case "$part" in
       done
     done
     mkdir -p .gpu/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" .gpu/data/images/
+    # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
+    ulx=$(ls -d "${YOLOCU_V8_VENV:-$root/.data/v8/venv}"/lib/python3*/site-packages/ultralytics 2>/dev/null | head -1)
+    if [ -n "$ulx" ]; then
+      mkdir -p .gpu/ultralytics && cp -r "$ulx" .gpu/ultralytics/
+      find .gpu/ultralytics -name __pycache__ -prune -exec rm -rf {} +
+    else
+      echo "[bundle] WARNING: no ultralytics package in the v8 venv: the v8 peer will not run"
+    fi
     ;;
   detector) # the GPU detector end to end: bus/zidane, coco128, threads, soak
     copy models/yolov5n.onnx; copy models/yolov5n_raw_heads.onnx; copy images; copy coco.names; copy coco128

@@ -128,6 +128,27 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   done
 fi
 
+if [ "$part" = v8 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
+  # YOLOv8n / YOLO11n on the engine against ultralytics' own model in PyTorch (FP16, channels_last,
+  # CUDA graph), same call. BATCHES=1,8,32 to change the batch sizes (each is a cold tune).
+  step "v8 engine benchmark and the PyTorch peer"
+  rm -f "$out/tactics_v8.json"
+  [ -n "${TACTICS:-}" ] && cp "$TACTICS" "$out/tactics_v8.json"
+  bs=${BATCHES:-1,32}
+  timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
+    $([ "${PROFILE:-0}" = 1 ] && echo --profile) --tactic-cache "$out/tactics_v8.json" >"$out/bench_cuda_engine_v8.log" 2>&1 ||
+    row "FAIL  bench_cuda_engine v8 (log bench_cuda_engine_v8.log)"
+  LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/.gpu/ultralytics" \
+    --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
+    row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
+  cp "$out/tactics_v8.json" "$final/tactics_v8.json" 2>/dev/null
+  for f in bench_cuda_engine_v8 peer_torch_forward_v8; do
+    [ -f "$out/$f.log" ] || continue
+    echo "-- $f" >>"$summary"
+    grep -E '^(yolo|device|model)|^\| yolo' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
+  done
+fi
+
 if [ "$part" = bench ]; then
   export YOLOV5_DIR=$root/.gpu/yolov5
   d=$YOLOCU_DATA_DIR
