@@ -42,7 +42,9 @@ row "commit $(cat .gpu/COMMIT 2>/dev/null || echo unknown) on $(head -1 "$out/de
 run_test() {  # run_test <binary> [gtest filter]
   local t=$1 filter=${2:-*}
   [ -x "$bin/$t" ] || { row "SKIP  $t (not built)"; return; }
-  if "$bin/$t" --gtest_filter="$filter" >"$out/$t.log" 2>&1; then
+  # TEST_QUICK=1: the engines these tests build tune with the quick candidate list (correctness is
+  # the same: every tactic is checked; only the timing sweep is shorter). Benchmarks never do.
+  if env $([ "${TEST_QUICK:-0}" = 1 ] && echo YOLOCU_TUNE_QUICK=1) "$bin/$t" --gtest_filter="$filter" >"$out/$t.log" 2>&1; then
     row "PASS  $t: $(grep -c '^\[       OK \]' "$out/$t.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$t.log") skipped"
   else
     row "FAIL  $t (log $t.log)"; grep -E '^\[  FAILED  \]|Failure|error' "$out/$t.log" | head -15
