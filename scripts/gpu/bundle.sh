@@ -31,7 +31,11 @@ cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECT
 # Every target whose name says it runs on the GPU, plus the CLI.
 case "$part" in
   engine) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
-  v8) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
+  v8) case "${V8_SET:-static}" in  # what a call of 64 MiB can hold (see the v8 data below)
+        dynamic) targets="test_cuda_engine" ;;
+        detector) targets="test_detector_v8" ;;
+        *) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
+      esac ;;
   fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
@@ -74,22 +78,41 @@ case "$part" in
     copy models/yolov5s_random_fp16.onnx; slim_npz bus input; slim_npz zidane input
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the PyTorch peer will not run"; fi
     ;;
-  v8)       # YOLOv8n / YOLO11n static exports and their bus / zidane references, ~55 MiB
+  v8)       # YOLOv8n / YOLO11n; the whole set (~180 MiB) takes three calls, V8_SET says which:
+            #   static (default): static exports, bus / zidane references, the benchmark's peer (~52 MiB)
+            #   dynamic: dynamic exports and the batch-4 references (engine raw outputs, b1 and b4)
+            #   detector: static + dynamic exports, coco128 and its references (the detector tests)
     v8=${YOLOCU_V8_DIR:-$root/.data/v8/refs}
     [ -f "$v8/COMPLETE" ] || { echo "[bundle] no YOLOv8 references in $v8: run scripts/v8/make_refs.sh first" >&2; exit 1; }
     mkdir -p .gpu/data/v8
     cp "$v8/COMPLETE" .gpu/data/v8/
+    slim_v8() {  # slim_v8 <npz> <keys...>: a compressed copy holding only these arrays
+      local f=$1; shift
+      "$root/.venv/bin/python" -c "import sys, numpy as np; d = np.load(sys.argv[1]); np.savez_compressed(sys.argv[2], **{k: d[k] for k in sys.argv[3:]})" \
+        "$v8/$f" ".gpu/data/v8/$f" "$@"
+    }
+    set_=${V8_SET:-static}
     for n in yolov8n yolo11n; do
-      cp "$v8/$n.onnx" .gpu/data/v8/
-      for im in bus zidane; do
-        "$root/.venv/bin/python" -c "import sys, numpy as np; d = np.load(sys.argv[1]); np.savez_compressed(sys.argv[2], **{k: d[k] for k in ('input', 'output', 'detect', 'detect_low', 'val')})" \
-          "$v8/${n}_$im.npz" ".gpu/data/v8/${n}_$im.npz"
-      done
+      case "$set_" in
+        dynamic)
+          cp "$v8/${n}_dyn.onnx" .gpu/data/v8/
+          slim_v8 "${n}_batch4.npz" input output
+          slim_v8 "${n}_bus.npz" input output ;;
+        detector)
+          cp "$v8/$n.onnx" "$v8/${n}_dyn.onnx" "$v8/${n}_coco128.npz" .gpu/data/v8/
+          for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
+        *)
+          cp "$v8/$n.onnx" .gpu/data/v8/
+          for im in bus zidane; do slim_v8 "${n}_$im.npz" input output detect detect_low val; done ;;
+      esac
     done
+    [ "$set_" = detector ] && copy coco128
     mkdir -p .gpu/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" .gpu/data/images/
     # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
     ulx=$(ls -d "${YOLOCU_V8_VENV:-$root/.data/v8/venv}"/lib/python3*/site-packages/ultralytics 2>/dev/null | head -1)
-    if [ -n "$ulx" ]; then
+    if [ "$set_" != static ]; then
+      :
+    elif [ -n "$ulx" ]; then
       mkdir -p .gpu/ultralytics && cp -r "$ulx" .gpu/ultralytics/
       find .gpu/ultralytics -name __pycache__ -prune -exec rm -rf {} +
     else
