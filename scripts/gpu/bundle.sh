@@ -92,14 +92,15 @@ case "$part" in
         "$v8/$f" ".gpu/data/v8/$f" "$@"
     }
     set_=${V8_SET:-static}
-    for n in yolov8n yolo11n; do
+    for n in ${V8_MODELS:-yolov8n yolo11n}; do  # V8_MODELS="yolov8n": one model (detector: one call each)
       case "$set_" in
-        dynamic)
-          cp "$v8/${n}_dyn.onnx" .gpu/data/v8/
+        dynamic)  # (the exports xz-compressed: 19% smaller, run_all.sh unpacks them)
+          xz -T2 -6 -c "$v8/${n}_dyn.onnx" >".gpu/data/v8/${n}_dyn.onnx.xz"
           slim_v8 "${n}_batch4.npz" input output
           slim_v8 "${n}_bus.npz" input output ;;
         detector)
-          cp "$v8/$n.onnx" "$v8/${n}_dyn.onnx" "$v8/${n}_coco128.npz" .gpu/data/v8/
+          cp "$v8/${n}_coco128.npz" .gpu/data/v8/
+          for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >".gpu/data/v8/$f.xz"; done
           for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
         *)
           cp "$v8/$n.onnx" .gpu/data/v8/
@@ -107,7 +108,7 @@ case "$part" in
       esac
     done
     [ "$set_" = detector ] && copy coco128
-    mkdir -p .gpu/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" .gpu/data/images/
+    [ "$set_" = dynamic ] || { mkdir -p .gpu/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" .gpu/data/images/; }
     # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
     ulx=$(ls -d "${YOLOCU_V8_VENV:-$root/.data/v8/venv}"/lib/python3*/site-packages/ultralytics 2>/dev/null | head -1)
     if [ "$set_" != static ]; then

@@ -26,6 +26,7 @@ step() { echo "== $* ($(date +%T))"; }
 
 step "unpack"
 mkdir -p .gpu/run && tar -C .gpu/run -xJf .gpu/bundle.tar.xz || { echo "no bundle: run scripts/gpu/bundle.sh first"; exit 1; }
+find .gpu/data -name '*.xz' -exec xz -d -f {} +  # test material bundle.sh compressed to fit a call
 bin=$root/.gpu/run/bin
 cudnn_dir=$(dirname "$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)")
 cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
