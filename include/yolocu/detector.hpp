@@ -45,7 +45,10 @@ struct DetectorOptions {
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
   uint64_t max_memory = 0;                    // CPU engine memory budget per context, bytes (0: the
                                               // default, CpuEngineOptions::max_memory)
-  int contexts = 1;                           // concurrent execution contexts (GPU streams)
+  int contexts = 1;                           // concurrent execution contexts (GPU streams): one
+                                              // detect() call with several batches keeps up to this
+                                              // many in flight (batch k+1's upload and host staging
+                                              // overlap batch k's compute); concurrent calls share them
   // GPU: batch sizes whose convolution tactics are tuned when the engine is built (empty: {1,
   // max_batch}; others take the nearest tuned size's), and the tactic cache file ("": the default
   // path, see CudaEngineOptions::tactic_cache; "none": no file).
@@ -63,9 +66,20 @@ struct DetectionTrace {
   std::vector<LetterboxGeometry> geometry;
 };
 
-// Wall time of the stages of the last detect() call, milliseconds.
+// Times of the last detect() call, milliseconds, summed over its batches.
 struct StageTimes {
+  // Host wall time of each phase. CPU: the work itself. GPU: the time the host spent enqueuing
+  // each phase (staging copies into pinned memory included), except `postprocess`, which also
+  // holds the wait for the batch's results: the device work overlaps the host's, so these are not
+  // the GPU's stage times — see the gpu_* fields.
   double preprocess = 0, inference = 0, postprocess = 0, total = 0;
+  // GPU, only while Detector::set_stage_profiling(true) (else 0): device time of each stage from
+  // CUDA events recorded on the batch's stream: the upload of host images (0 for device images),
+  // the letterbox (descriptor copy + one kernel), the engine's forward (a CUDA graph replay),
+  // decode + NMS + back-projection including the results' copy back to the host.
+  double gpu_upload = 0, gpu_letterbox = 0, gpu_engine = 0, gpu_postprocess = 0;
+  int batches = 0;        // batches the call ran
+  int max_in_flight = 0;  // most of them enqueued at once (GPU: > 1 when batches overlap, contexts >= 2)
 };
 
 // How create() built the detector (`yolocu bench`, `yolocu inspect --device`): its wall time and,
@@ -113,6 +127,10 @@ class Detector {
   virtual int input_height() const = 0;
   virtual const DetectorOptions& options() const = 0;
   virtual StageTimes last_times() const = 0;
+  // While on, each GPU batch records CUDA events between its stages and last_times() reports the
+  // gpu_* fields (a few microseconds of host time per batch: benchmarks time with it off). The CPU
+  // detector has no device stages and ignores it. Thread-safe.
+  virtual void set_stage_profiling(bool on) { (void)on; }
   const BuildInfo& build_info() const { return build_info_; }
 
  protected:

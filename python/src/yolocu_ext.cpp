@@ -409,8 +409,15 @@ class PyDetector {
     d["inference"] = t.inference;
     d["postprocess"] = t.postprocess;
     d["total"] = t.total;
+    d["gpu_upload"] = t.gpu_upload;
+    d["gpu_letterbox"] = t.gpu_letterbox;
+    d["gpu_engine"] = t.gpu_engine;
+    d["gpu_postprocess"] = t.gpu_postprocess;
+    d["batches"] = t.batches;
+    d["max_in_flight"] = t.max_in_flight;
     return d;
   }
+  void set_stage_profiling(bool on) { det_->set_stage_profiling(on); }
 
  private:
   std::unique_ptr<yolocu::Detector> det_;
@@ -497,7 +504,8 @@ NB_MODULE(_yolocu, m) {
       .def_prop_ro("device", &PyDetector::device)
       .def_prop_ro("imgsz", &PyDetector::imgsz)
       .def_prop_ro("batch", &PyDetector::batch)
-      .def("last_times", &PyDetector::last_times);
+      .def("last_times", &PyDetector::last_times)
+      .def("set_stage_profiling", &PyDetector::set_stage_profiling, "on"_a);
   m.def("decode", &decode, "source"_a, "Decodes a JPEG/PNG (path or bytes) to an HxWx3 uint8 BGR array.");
   m.def("cuda_available", &cuda_available, "True when this build has CUDA and a GPU is usable.");
 #if defined(YOLOCU_WITH_CUDA)

@@ -186,8 +186,15 @@ class Detector:
     predict = __call__
 
     def last_times(self) -> Dict[str, float]:
-        """Milliseconds per stage of the last call: preprocess, inference, postprocess, total."""
+        """Times of the last call in milliseconds: preprocess, inference, postprocess, total (host
+        wall times; on the GPU, enqueue times except postprocess, which includes the wait), the GPU's
+        own stage times gpu_upload, gpu_letterbox, gpu_engine, gpu_postprocess (while
+        set_stage_profiling(True), else 0), and the counts batches and max_in_flight."""
         return dict(self._det.last_times())
+
+    def set_stage_profiling(self, on: bool) -> None:
+        """GPU: time every stage with CUDA events from now on (a few microseconds per batch)."""
+        self._det.set_stage_profiling(bool(on))
 
     def __repr__(self) -> str:
         return f"yolocu.Detector({self.model!r}, device={self.device!r}, imgsz={self.imgsz}, batch={self.batch})"

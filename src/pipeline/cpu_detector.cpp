@@ -217,6 +217,8 @@ std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& im
   Lease lease(*this);
   for (size_t first = 0; first < n; first += static_cast<size_t>(chunk_)) {
     const size_t count = std::min(n - first, static_cast<size_t>(chunk_));
+    ++st.batches;
+    st.max_in_flight = 1;  // one batch after the other on this call's thread
     // a fixed-batch model runs full batches: the unused slots stay zero
     const int64_t batch = static_batch_ > 0 ? static_batch_ : static_cast<int64_t>(count);
 

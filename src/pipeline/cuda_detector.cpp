@@ -1,14 +1,19 @@
 // CudaDetector: the GPU hot path. Per batch: images copied once into pinned staging and uploaded
 // with one async copy, letterboxed on the device (one launch for the batch), the engine's forward
 // (a replayed CUDA graph), decode + NMS + back-projection on the device, one small copy back.
-// Only the final result synchronises.
+// Only the final result synchronises. A call with several batches keeps up to `contexts` of them
+// in flight, each on its own context (stream, engine, staging): the host stages and enqueues batch
+// k+1 while the GPU runs batch k, and results are collected in input order.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
+#include <thread>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
@@ -60,17 +65,50 @@ class PinnedBuffer {
   size_t size_ = 0;
 };
 
-// One execution context: a stream, an engine, a post-processing workspace and staging buffers.
+// One execution context: a stream, an engine, a post-processing workspace and staging buffers,
+// and the events that time its stages when profiling is on.
 struct Context {
+  static constexpr int kEvents = 5;  // before upload | letterbox | engine | post-processing | after
   cudaStream_t stream = nullptr;
+  cudaEvent_t events[kEvents] = {};
   std::unique_ptr<CudaEngine> engine;
   std::unique_ptr<PostprocessWorkspace> post;
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
   bool busy = false;
+  bool profiled = false;  // the batch in flight recorded its events
+  // Profiling only: the stream waits at a host function until the whole batch is enqueued, so that
+  // its stages run back to back and the events measure device time, not the host's enqueue gaps.
+  std::atomic<bool> gate_open{true};
   ~Context() {
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
     if (stream) cudaStreamDestroy(stream);
   }
+  void mark(int i) {
+    if (profiled) YOLOCU_CUDA_CHECK(cudaEventRecord(events[i], stream));
+  }
+};
+
+void CUDART_CB wait_for_gate(void* gate) {
+  const auto* open = static_cast<const std::atomic<bool>*>(gate);
+  while (!open->load(std::memory_order_acquire)) std::this_thread::yield();
+}
+
+// Opens a context's gate when the enqueue ends, however it ends (a closed gate would hang the
+// stream's synchronisation).
+struct GateGuard {
+  Context* c = nullptr;
+  ~GateGuard() {
+    if (c) c->gate_open.store(true, std::memory_order_release);
+  }
+};
+
+// A batch enqueued on a context, not yet collected.
+struct InFlight {
+  Context* c = nullptr;
+  int n = 0;
+  std::vector<LetterboxGeometry> geoms;
 };
 
 class CudaDetector final : public Detector {
@@ -101,6 +139,7 @@ class CudaDetector final : public Detector {
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();
       YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+      for (cudaEvent_t& e : c->events) YOLOCU_CUDA_CHECK(cudaEventCreate(&e));
       c->engine = std::make_unique<CudaEngine>(model_, eo);
       const Shape in = c->engine->input_shape(options.max_batch);
       input_h_ = static_cast<int>(in[2]);
@@ -160,6 +199,7 @@ class CudaDetector final : public Detector {
     std::lock_guard<std::mutex> lock(times_mutex_);
     return last_times_;
   }
+  void set_stage_profiling(bool on) override { profiling_.store(on); }
 
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
@@ -171,25 +211,56 @@ class CudaDetector final : public Detector {
 
  private:
   // images: host memory (staged and uploaded), or on_device: this GPU's memory, read in place.
+  // Batches go to free contexts without waiting for the previous one; a batch is collected (its
+  // stream synchronised, its results appended) when no context is free for the next, and at the
+  // end, always oldest first, so the output keeps the input order.
   std::vector<Detections> run_all(const std::vector<ImageView>& images, DetectionTrace* trace, bool on_device) {
     std::vector<Detections> out;
     out.reserve(images.size());
     if (trace) *trace = DetectionTrace{};
     const auto t0 = std::chrono::steady_clock::now();
     StageTimes times;
-    for (size_t b = 0; b < images.size(); b += static_cast<size_t>(options_.max_batch)) {
-      const size_t n = std::min(images.size() - b, static_cast<size_t>(options_.max_batch));
-      Context& c = acquire();
+    std::deque<InFlight> pending;
+    auto collect_oldest = [&] {
+      InFlight f = std::move(pending.front());
+      pending.pop_front();
       try {
-        run_batch(c, &images[b], static_cast<int>(n), out, trace, times, on_device);
+        collect(*f.c, f.n, f.geoms, out, trace, times);
       } catch (...) {
-        // Copies already enqueued may still read this context's pinned staging: let them finish
-        // before another call reuses (or regrows) the buffers.
-        if (cudaStreamSynchronize(c.stream) != cudaSuccess) (void)cudaGetLastError();
-        release(c);
+        release(*f.c);
         throw;
       }
-      release(c);
+      release(*f.c);
+    };
+    try {
+      for (size_t b = 0; b < images.size(); b += static_cast<size_t>(options_.max_batch)) {
+        const int n = static_cast<int>(std::min(images.size() - b, static_cast<size_t>(options_.max_batch)));
+        Context* c = pending.empty() ? &acquire() : try_acquire();
+        while (!c) {  // every context busy, some with this call's batches: collect the oldest first
+          collect_oldest();
+          c = pending.empty() ? &acquire() : try_acquire();
+        }
+        InFlight f{c, n, {}};
+        try {
+          enqueue(*c, &images[b], n, f.geoms, times, on_device);
+        } catch (...) {
+          // Copies already enqueued may still read this context's pinned staging: let them finish
+          // before another call reuses (or regrows) the buffers.
+          if (cudaStreamSynchronize(c->stream) != cudaSuccess) (void)cudaGetLastError();
+          release(*c);
+          throw;
+        }
+        pending.push_back(std::move(f));
+        ++times.batches;
+        times.max_in_flight = std::max(times.max_in_flight, static_cast<int>(pending.size()));
+      }
+      while (!pending.empty()) collect_oldest();
+    } catch (...) {
+      for (InFlight& f : pending) {
+        if (cudaStreamSynchronize(f.c->stream) != cudaSuccess) (void)cudaGetLastError();
+        release(*f.c);
+      }
+      throw;
     }
     times.total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     {
@@ -202,13 +273,21 @@ class CudaDetector final : public Detector {
   Context& acquire() {
     std::unique_lock<std::mutex> lock(pool_mutex_);
     for (;;) {
-      for (auto& c : contexts_)
-        if (!c->busy) {
-          c->busy = true;
-          return *c;
-        }
+      if (Context* c = take_free()) return *c;
       pool_cv_.wait(lock);
     }
+  }
+  Context* try_acquire() {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    return take_free();
+  }
+  Context* take_free() {  // pool_mutex_ held
+    for (auto& c : contexts_)
+      if (!c->busy) {
+        c->busy = true;
+        return c.get();
+      }
+    return nullptr;
   }
   void release(Context& c) {
     {
@@ -218,11 +297,20 @@ class CudaDetector final : public Detector {
     pool_cv_.notify_one();
   }
 
-  void run_batch(Context& c, const ImageView* images, int n, std::vector<Detections>& out, DetectionTrace* trace,
-                 StageTimes& times, bool on_device = false) {
+  // Everything of one batch up to its results' copy back, enqueued on c.stream; no synchronisation.
+  void enqueue(Context& c, const ImageView* images, int n, std::vector<LetterboxGeometry>& geoms, StageTimes& times,
+               bool on_device) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<LetterboxGeometry> geoms(static_cast<size_t>(n));
+    c.profiled = profiling_.load();
+    GateGuard guard;
+    if (c.profiled) {
+      c.gate_open.store(false, std::memory_order_release);
+      guard.c = &c;
+      YOLOCU_CUDA_CHECK(cudaLaunchHostFunc(c.stream, wait_for_gate, &c.gate_open));
+    }
+    c.mark(0);
+    geoms.assign(static_cast<size_t>(n), LetterboxGeometry{});
     auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
     if (on_device) {
       // The caller's device images, read in place by the letterbox (any pitch).
@@ -238,11 +326,58 @@ class CudaDetector final : public Detector {
     } else {
       stage_host_images(c, images, n, descs, geoms);
     }
+    c.mark(1);
     YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
                                    cudaMemcpyHostToDevice, c.stream));
     letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
                             c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
-    finish_batch(c, n, geoms, out, trace, times, t0);
+    c.mark(2);
+    const auto t1 = std::chrono::steady_clock::now();
+    // Forward.
+    c.engine->run(c.d_input.get(), n, c.stream);
+    c.mark(3);
+    const auto t2 = std::chrono::steady_clock::now();
+    // Decode + NMS + back-projection on the device; one copy back.
+    if (raw_heads_) {
+      std::vector<Tensor> heads;
+      for (int k = 0; k < 3; ++k)
+        heads.push_back(Tensor::view(DType::kFloat32, c.engine->output_shape(k, n), const_cast<void*>(c.engine->output(k))));
+      postprocess_raw_heads_cuda(raw_heads_view(heads, nc_), geoms, options_.postprocess, *c.post, c.stream);
+    } else {
+      OutputView view;
+      view.data = c.engine->output(0);
+      view.dtype = c.engine->output_dtype(0);
+      view.batch = n;
+      view.rows = rows_;
+      view.layout = layout_;
+      view.channels = nc_ + (layout_ == OutputLayout::kYolov8 ? 4 : 5);
+      postprocess_cuda(view, geoms, options_.postprocess, *c.post, c.stream);
+    }
+    c.mark(4);
+    const auto t3 = std::chrono::steady_clock::now();
+    times.preprocess += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    times.inference += std::chrono::duration<double, std::milli>(t2 - t1).count();
+    times.postprocess += std::chrono::duration<double, std::milli>(t3 - t2).count();
+  }
+
+  // Waits for the batch on c.stream (the only synchronisation) and appends its results.
+  void collect(Context& c, int n, const std::vector<LetterboxGeometry>& geoms, std::vector<Detections>& out,
+               DetectionTrace* trace, StageTimes& times) {
+    YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
+    const auto t0 = std::chrono::steady_clock::now();
+    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    times.postprocess += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<Detections> res = c.post->results();
+    for (auto& d : res) out.push_back(std::move(d));
+    if (trace) fill_trace(c, n, geoms, *trace);
+    if (c.profiled) {
+      double* stage[] = {&times.gpu_upload, &times.gpu_letterbox, &times.gpu_engine, &times.gpu_postprocess};
+      for (int i = 0; i + 1 < Context::kEvents; ++i) {
+        float ms = 0;
+        YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, c.events[i], c.events[i + 1]));
+        *stage[i] += ms;
+      }
+    }
   }
 
   // Host images: staged (tightly packed, BGR) in pinned memory, one upload; descriptors for the
@@ -283,38 +418,6 @@ class CudaDetector final : public Detector {
     }
   }
 
-  void finish_batch(Context& c, int n, const std::vector<LetterboxGeometry>& geoms, std::vector<Detections>& out,
-                    DetectionTrace* trace, StageTimes& times, std::chrono::steady_clock::time_point t0) {
-    const auto t1 = std::chrono::steady_clock::now();
-    // 3. Forward.
-    c.engine->run(c.d_input.get(), n, c.stream);
-    const auto t2 = std::chrono::steady_clock::now();
-    // 4. Decode + NMS + back-projection on the device; one copy back; the only synchronisation.
-    if (raw_heads_) {
-      std::vector<Tensor> heads;
-      for (int k = 0; k < 3; ++k)
-        heads.push_back(Tensor::view(DType::kFloat32, c.engine->output_shape(k, n), const_cast<void*>(c.engine->output(k))));
-      postprocess_raw_heads_cuda(raw_heads_view(heads, nc_), geoms, options_.postprocess, *c.post, c.stream);
-    } else {
-      OutputView view;
-      view.data = c.engine->output(0);
-      view.dtype = c.engine->output_dtype(0);
-      view.batch = n;
-      view.rows = rows_;
-      view.layout = layout_;
-      view.channels = nc_ + (layout_ == OutputLayout::kYolov8 ? 4 : 5);
-      postprocess_cuda(view, geoms, options_.postprocess, *c.post, c.stream);
-    }
-    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
-    const auto t3 = std::chrono::steady_clock::now();
-    std::vector<Detections> res = c.post->results();
-    for (auto& d : res) out.push_back(std::move(d));
-    if (trace) fill_trace(c, n, geoms, *trace);
-    times.preprocess += std::chrono::duration<double, std::milli>(t1 - t0).count();
-    times.inference += std::chrono::duration<double, std::milli>(t2 - t1).count();
-    times.postprocess += std::chrono::duration<double, std::milli>(t3 - t2).count();
-  }
-
   // Debug path (--dump): the device tensors of the batch copied back (slow, never on the hot path).
   void fill_trace(Context& c, int n, const std::vector<LetterboxGeometry>& geoms, DetectionTrace& t) {
     const Shape in = c.engine->input_shape(n);
@@ -341,6 +444,7 @@ class CudaDetector final : public Detector {
   std::condition_variable pool_cv_;
   mutable std::mutex times_mutex_;
   StageTimes last_times_;
+  std::atomic<bool> profiling_{false};
 };
 
 }  // namespace

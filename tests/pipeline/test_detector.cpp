@@ -109,6 +109,9 @@ TEST_P(ReferenceImages, StagesAndDetectionsMatchUltralytics) {
   const StageTimes t = det->last_times();
   EXPECT_GT(t.inference, 0);
   EXPECT_GE(t.total, t.preprocess + t.inference + t.postprocess - 1e-6);
+  EXPECT_EQ(t.batches, 1);
+  EXPECT_EQ(t.max_in_flight, 1);
+  EXPECT_EQ(t.gpu_engine, 0) << "the CPU has no device stages";
 
   // val.py settings: 300 detections with multi-label, down to conf 0.001
   auto val = Detector::create(model, cpu_options(val_options()));

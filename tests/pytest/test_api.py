@@ -116,7 +116,14 @@ def test_results_api(det, samples):
     assert np.all(np.diff(r.scores) <= 0)  # confidence descending
     assert "person" in repr(r)
     assert det.device == "cpu" and det.imgsz == (640, 640) and det.batch == 8
-    assert all(k in det.last_times() for k in ("preprocess", "inference", "postprocess", "total"))
+    t = det.last_times()
+    assert all(k in t for k in ("preprocess", "inference", "postprocess", "total", "gpu_engine"))
+    assert t["batches"] == 1 and t["max_in_flight"] == 1
+    det.set_stage_profiling(True)  # the CPU has no device stages: accepted, the gpu_* times stay 0
+    det(samples[:2])
+    det.set_stage_profiling(False)
+    t = det.last_times()
+    assert t["gpu_engine"] == 0 and t["gpu_upload"] == 0 and t["batches"] == 1
 
 
 # coco128 runs the dynamic model at 320 (a quarter of the work of 640 on CI's two cores); the sample
