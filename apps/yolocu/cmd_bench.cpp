@@ -38,7 +38,7 @@ Stats stats_of(std::vector<double> v) {
 
 int cmd_bench(int argc, char** argv) {
   auto valued = detector_valued_options();
-  valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches"});
+  valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches", "depth"});
   Args args(argc, argv, 2, detector_flag_options(), valued);
   if (args.flag("help")) {
     std::printf(
@@ -46,9 +46,15 @@ int cmd_bench(int argc, char** argv) {
         "                    [--device auto|cpu|cuda] [--precision fp16|fp32] [--letterbox exact|fast]\n"
         "                    [--conf 0.25 --iou 0.45 --max-det 1000 ...] [--json OUT]\n"
         "                    [--tactic-cache FILE|none]\n"
-        "Times detect() end to end (decoded image in host memory -> boxes in host memory) and its stages\n"
-        "(pre-processing, inference, post-processing) for each batch size: median, p90, p99 and\n"
-        "images/s after warm-up. Without --image a synthetic 810x1080 image is used.\n");
+        "                    [--contexts N] [--depth K]\n"
+        "Per batch size, after warm-up (trtexec's three views):\n"
+        "  latency     one detect() of one batch at a time, decoded image in host memory -> boxes in\n"
+        "              host memory: median, p90, p99, and the host's enqueue time (median);\n"
+        "  throughput  one detect() of K batches (default 2 x contexts, at least 4): with --contexts >= 2\n"
+        "              the batches overlap (upload, compute and copy back of different batches at once);\n"
+        "  GPU stages  a separate pass with stage profiling on: the device time of the upload, letterbox,\n"
+        "              engine and decode + NMS (+ copy back) of one batch, medians (CUDA events).\n"
+        "Without --image a synthetic 810x1080 image is used.\n");
     return 0;
   }
   PostprocessOptions defaults;
@@ -58,6 +64,8 @@ int cmd_bench(int argc, char** argv) {
   if (batches.empty()) batches = {base.max_batch};
   const long iters = std::max(1L, args.get_int("iters", 100));
   const long warmup = std::max(0L, args.get_int("warmup", 10));
+  const long depth_arg = args.get_int("depth", 0);
+  if (depth_arg < 0) throw UsageError("--depth: must be >= 1 (batches per throughput call)");
   const std::string model = args.require("model");
   check_model_file(model);
   if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");
@@ -73,8 +81,9 @@ int cmd_bench(int argc, char** argv) {
   std::string json = "{\"model\": " + json_string(model) + ", \"image\": [" + std::to_string(image.width()) + ", " +
                      std::to_string(image.height()) + "], \"results\": [";
   bool first_row = true;
-  std::printf("%-6s %-6s | %10s %9s %9s | %9s %10s | %9s %9s %9s\n", "device", "batch", "e2e med ms", "p90", "p99",
-              "ms/image", "images/s", "pre ms", "infer ms", "post ms");
+  std::printf("%-6s %-5s | %9s %8s %8s %9s | %9s | %10s %4s %10s | %8s %8s %8s %8s\n", "device", "batch",
+              "e2e med ms", "p90", "p99", "enqueue", "images/s", "thr img/s", "ctx", "in flight", "gpu upl",
+              "letterbox", "engine", "post");
   for (int b : batches) {
     if (b < 1) throw UsageError("--batches: sizes must be >= 1");
     DetectorOptions o = base;
@@ -83,35 +92,72 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "batch %d: detector %s\n", b, describe_build(*det).c_str());
     std::vector<ImageView> batch(static_cast<size_t>(b), image.view());
     for (long i = 0; i < warmup; ++i) det->detect(batch);
-    std::vector<double> e2e, pre, inf, post;
+    // Latency: one batch per call.
+    std::vector<double> e2e, enq;
     size_t boxes = 0;
     for (long i = 0; i < iters; ++i) {
       const auto a = std::chrono::steady_clock::now();
       const auto r = det->detect(batch);
       e2e.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
       const StageTimes t = det->last_times();
-      pre.push_back(t.preprocess);
-      inf.push_back(t.inference);
-      post.push_back(t.postprocess);
+      enq.push_back(t.preprocess + t.inference);
       boxes = r[0].size();
     }
-    const Stats s = stats_of(e2e), sp = stats_of(pre), si = stats_of(inf), so = stats_of(post);
+    // Throughput: `depth` batches per call, overlapped across the contexts.
+    const int contexts = std::max(1, det->options().contexts);
+    const long depth = depth_arg > 0 ? depth_arg : std::max(4, 2 * contexts);
+    const std::vector<ImageView> many(static_cast<size_t>(b * depth), image.view());
+    const long thr_iters = std::max(3L, iters / depth);
+    det->detect(many);  // warm: every context's buffers at this size
+    int in_flight = 0;
+    const auto ta = std::chrono::steady_clock::now();
+    for (long i = 0; i < thr_iters; ++i) {
+      det->detect(many);
+      in_flight = std::max(in_flight, det->last_times().max_in_flight);
+    }
+    const double thr_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ta).count();
+    const double thr = 1000.0 * static_cast<double>(b * depth * thr_iters) / thr_ms;
+    // GPU stages: a separate pass with profiling on (its events cost the host a few us per batch).
+    std::vector<double> g_up, g_lb, g_eng, g_post;
+    const bool gpu = det->device() == Device::kCuda;
+    if (gpu) {
+      det->set_stage_profiling(true);
+      for (long i = 0; i < std::min(iters, 50L); ++i) {
+        det->detect(batch);
+        const StageTimes t = det->last_times();
+        g_up.push_back(t.gpu_upload);
+        g_lb.push_back(t.gpu_letterbox);
+        g_eng.push_back(t.gpu_engine);
+        g_post.push_back(t.gpu_postprocess);
+      }
+      det->set_stage_profiling(false);
+    }
+    const Stats s = stats_of(e2e), se = stats_of(enq), su = stats_of(g_up), sl = stats_of(g_lb),
+                sg = stats_of(g_eng), sp = stats_of(g_post);
     const char* dev = device_name(det->device());
-    std::printf("%-6s %-6d | %10.3f %9.3f %9.3f | %9.3f %10.0f | %9.3f %9.3f %9.3f\n", dev, b, s.median, s.p90, s.p99,
-                s.median / b, 1000.0 * b / s.median, sp.median, si.median, so.median);
+    char gpu_cols[96] = "       -        -        -        -";
+    if (gpu) std::snprintf(gpu_cols, sizeof gpu_cols, "%8.3f %8.3f %8.3f %8.3f", su.median, sl.median, sg.median, sp.median);
+    std::printf("%-6s %-5d | %9.3f %8.3f %8.3f %9.3f | %9.0f | %10.0f %4d %10d | %s\n", dev, b, s.median, s.p90, s.p99,
+                se.median, 1000.0 * b / s.median, thr, contexts, in_flight, gpu_cols);
     json += std::string(first_row ? "" : ", ") + "{\"device\": " + json_string(dev) + ", \"batch\": " +
             std::to_string(b) + ", " + build_json_fields(*det) + ", \"e2e_ms\": {\"median\": " +
             json_number(s.median) + ", \"p90\": " + json_number(s.p90) + ", \"p99\": " + json_number(s.p99) +
             ", \"mean\": " + json_number(s.mean) + "}, \"images_per_s\": " + json_number(1000.0 * b / s.median) +
-            ", \"stages_median_ms\": {\"preprocess\": " + json_number(sp.median) + ", \"inference\": " +
-            json_number(si.median) + ", \"postprocess\": " + json_number(so.median) + "}, \"detections_image0\": " +
-            std::to_string(boxes) + "}";
+            ", \"enqueue_ms_median\": " + json_number(se.median) + ", \"throughput\": {\"contexts\": " +
+            std::to_string(contexts) + ", \"batches_per_call\": " + std::to_string(depth) +
+            ", \"max_in_flight\": " + std::to_string(in_flight) + ", \"images_per_s\": " + json_number(thr) + "}" +
+            (gpu ? ", \"gpu_stages_median_ms\": {\"upload\": " + json_number(su.median) + ", \"letterbox\": " +
+                       json_number(sl.median) + ", \"engine\": " + json_number(sg.median) +
+                       ", \"postprocess\": " + json_number(sp.median) + "}"
+                 : std::string()) +
+            ", \"detections_image0\": " + std::to_string(boxes) + "}";
     first_row = false;
   }
   json += "]}\n";
   if (args.has("json")) write_text(args.get("json"), json);
-  std::printf("(stage times are host wall times of each detect() call's phases; on the GPU the device work of\n"
-              " a phase overlaps the next phase's launch, and only 'post' includes the final synchronisation)\n");
+  std::printf("(enqueue: host time to stage and launch one batch; thr: images/s with several batches per call on\n"
+              " 'ctx' contexts, 'in flight' of them at once; gpu: device ms per stage of one batch, CUDA events,\n"
+              " 'post' = decode + NMS + the copy back)\n");
   return 0;
 }
 

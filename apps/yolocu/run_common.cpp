@@ -279,7 +279,10 @@ std::string describe_error(const std::exception& e) {
 std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem>& items, const RunOptions& o,
                                       const ImageCallback& callback, RunSummary* summary) {
   const auto t0 = std::chrono::steady_clock::now();
-  const size_t n = items.size(), batch = static_cast<size_t>(std::max(o.batch, 1));
+  // One detect() call takes a batch per execution context, so that with --contexts >= 2 the
+  // batches overlap on the GPU (results and errors are the same as one batch per call).
+  const size_t n = items.size(),
+               batch = static_cast<size_t>(std::max(o.batch, 1)) * static_cast<size_t>(std::max(det.options().contexts, 1));
   std::vector<ImageResult> results(n);
   for (size_t i = 0; i < n; ++i) results[i].path = items[i].path;
   RunSummary sum;
@@ -354,7 +357,8 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
-          "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory"};
+          "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
+          "contexts"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
@@ -413,6 +417,9 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   if (threads < 0 || threads > 1024) throw UsageError("--threads must be in 0..1024 (0: all cores)");
   o.cpu_threads = static_cast<int>(threads);
   o.max_memory = args.get_bytes("max-memory");
+  const long contexts = args.get_int("contexts", 1);
+  if (contexts < 1 || contexts > 64) throw UsageError("--contexts must be in 1..64");
+  o.contexts = static_cast<int>(contexts);
   const std::string prec = args.flag("half") ? "fp16" : args.get("precision", "fp16");
   if (prec == "fp16" || prec == "half") o.precision = Precision::kFloat16;
   else if (prec == "fp32" || prec == "float") o.precision = Precision::kFloat32;
