@@ -49,6 +49,19 @@ YOLOCU_HD Box nms_box(const Box& b, int class_id, bool agnostic) {
   return Box{b.x1 + off, b.y1 + off, b.x2 + off, b.y2 + off};
 }
 
+// IoU(a, b) > cut, a the earlier candidate, exactly as `box_iou(a, b) > cut` (geometry.hpp) for
+// every cut >= 0 (nms_iou_cut's range), but without the division when the boxes do not overlap:
+// then inter == 0 and box_iou returns +-0 or NaN, never > cut. Otherwise box_iou itself decides.
+// Used by the CUDA NMS kernels (the CPU reference calls box_iou); equivalence tested on the CPU.
+YOLOCU_HD bool iou_exceeds(const Box& a, const Box& b, float cut) {
+  const float lt_x = a.x1 > b.x1 ? a.x1 : b.x1, lt_y = a.y1 > b.y1 ? a.y1 : b.y1;
+  const float rb_x = a.x2 < b.x2 ? a.x2 : b.x2, rb_y = a.y2 < b.y2 ? a.y2 : b.y2;
+  const float w = rb_x - lt_x > 0.f ? rb_x - lt_x : 0.f;
+  const float h = rb_y - lt_y > 0.f ? rb_y - lt_y : 0.f;
+  if (w * h == 0.f) return false;
+  return box_iou(a, b) > cut;
+}
+
 // scale_boxes + clip_boxes in float32 (the reference subtracts float(pad), divides by float(gain)).
 struct ProjectParams {
   float pad_x, pad_y, gain_x, gain_y, width, height;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "postprocess/postprocess_common.hpp"
@@ -159,6 +161,46 @@ TEST(FastNms, NeverKeepsMoreThanGreedyOnRandomSets) {
     }
     EXPECT_LE(fast.size(), greedy.size());
   }
+}
+
+// iou_exceeds (the CUDA kernels' test, postprocess_common.hpp) skips the division when the boxes
+// do not overlap; it must decide exactly as `box_iou(a, b) > cut` for every cut nms_iou_cut can
+// return: random continuous, integer (IoUs exactly 1/2, 1/3, 3/5 ...), touching, degenerate
+// (x2 < x1, zero area), class-offset, NaN, infinite and tiny (underflowing) boxes.
+TEST(IouExceeds, DecidesAsBoxIou) {
+  uint32_t s = 777;
+  auto rnd = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<float>(s >> 8) / 16777216.f;
+  };
+  std::vector<Box> boxes;
+  for (int i = 0; i < 120; ++i) {
+    const float x = rnd() * 100, y = rnd() * 100;
+    boxes.push_back({x, y, x + rnd() * 60, y + rnd() * 60});
+    const float ix = std::floor(rnd() * 8), iy = std::floor(rnd() * 8);
+    boxes.push_back({ix, iy, ix + 1 + std::floor(rnd() * 4), iy + 1 + std::floor(rnd() * 4)});
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  for (const Box& b : std::vector<Box>{{0, 0, 0, 0},       {3, 3, 1, 1},       {0, 0, 2, 0},
+                                       {2, 0, 4, 2},       {0, 2, 2, 4},       {nan, 0, 2, 2},
+                                       {0, 0, nan, nan},   {-inf, -inf, inf, inf}, {0, 0, inf, 2},
+                                       {0, 0, 1e-30f, 1e-30f}, {7680, 7680, 7690, 7690},
+                                       {1e-20f, 0, 2e-20f, 1e-20f}})
+    boxes.push_back(b);
+  int checked = 0, true_count = 0;
+  for (float t : {0.f, 1e-7f, 0.25f, 1.f / 3.f, 0.45f, 0.5f, 0.6f, 0.7f, 1.f}) {
+    const float cut = nms_iou_cut(t);
+    for (const Box& a : boxes)
+      for (const Box& b : boxes) {
+        const bool ref = box_iou(a, b) > cut;
+        ASSERT_EQ(iou_exceeds(a, b, cut), ref)
+            << "iou " << t << " a [" << a.x1 << " " << a.y1 << " " << a.x2 << " " << a.y2 << "] b ["
+            << b.x1 << " " << b.y1 << " " << b.x2 << " " << b.y2 << "]";
+        ++checked;
+        true_count += ref;
+      }
+  }
+  EXPECT_GT(true_count, checked / 100);  // overlapping pairs were exercised too
 }
 
 }  // namespace
