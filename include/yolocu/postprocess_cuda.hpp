@@ -78,7 +78,7 @@ struct PostprocessCudaPlan {
   size_t nms_shared_bytes = 0;  // dynamic shared memory of the NMS kernel (kept boxes)
   CudaNmsPath nms_path = CudaNmsPath::kAuto;  // as configured
   int64_t bitmask_capacity = 0;        // most candidates of an image the bitmask path takes; 0: none
-  int64_t bitmask_min_candidates = 0;  // fewest it takes (kAuto: kNmsBitmaskAutoMin + 1; kBitmask: 0)
+  int64_t bitmask_min_candidates = 0;  // fewest it takes (kAuto: kNmsBitmaskAutoMin + 1; kBitmask: 1)
   size_t bitmask_bytes = 0;            // of device_bytes: mask, boxes, ranks, order of max_batch images
 };
 

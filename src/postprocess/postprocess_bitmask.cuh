@@ -1,17 +1,69 @@
-// The bitmask NMS path's sweep (device code, included by postprocess_nms.cu): greedy NMS of one
-// crowded image over the IoU bitmask nms_mask_kernel (postprocess_bitmask.cu) wrote.
+// The bitmask NMS path (device code, included by postprocess_nms.cu, run by nms_kernel's extra
+// blocks): the IoU bitmask and canonical ranks of a crowded image (mask_tile), then greedy NMS
+// over them (bitmask_sweep) by the block that finished the image's last tile.
 //
-// Input, per image of n candidates in slot order (slot = decode arrival order):
+// Per image of n candidates, in slot order (slot = decode arrival order):
 //   mask[i * W + w]  bit j - 64 w set iff candidate j comes after i in canonical order and
 //                    IoU(box i, box j) > cut (W = ceil(n / 64));
 //   rank[i]          canonical position of slot i (the number of keys smaller than its key).
 // The sweep walks canonical positions in blocks of 64 and keeps `removed` (one bit per slot) in
-// shared memory; a block costs 4 barriers, whatever the number of boxes it keeps.
+// shared memory; a block costs 4 barriers, whatever the number of boxes it keeps. Mask words and
+// ranks written by other blocks of the same launch are read with __ldcg (L2, never a stale L1).
 #pragma once
 
 #include "postprocess/postprocess_device.cuh"
 
 namespace yolocu::postprocess_detail {
+
+struct MaskShared {
+  Box box[kMaskCols];
+  uint64_t key[kMaskCols];
+  int start[kMaxCudaBatch + 1];  // first task of each image; start[batch] = all tasks
+  bool last;
+};
+
+// Tiles of an image of n candidates: ceil(n / kMaskRows) x ceil(n / kMaskCols).
+__device__ __forceinline__ int mask_tiles(int n) {
+  return ((n + kMaskRows - 1) / kMaskRows) * ((n + kMaskCols - 1) / kMaskCols);
+}
+
+// Tile `local` of image img: thread t takes row i = kMaskRows * r + t against kMaskCols columns
+// (keys and boxes in shared memory), writes its kMaskCols / 64 mask words and adds the number of
+// its columns with a smaller key to rank[i] (one atomicAdd per row and tile).
+__device__ __forceinline__ void mask_tile(const BitmaskParams& bm, int img, int n, int local,
+                                          MaskShared& sh) {
+  const int t = threadIdx.x;
+  const int col_tiles = (n + kMaskCols - 1) / kMaskCols, W = (n + 63) / 64;
+  const int rt = local / col_tiles, ct = local - rt * col_tiles;
+  const uint64_t* keys = bm.keys + static_cast<int64_t>(img) * bm.capacity;
+  const Box* boxes = bm.boxes + static_cast<int64_t>(img) * bm.bitmask_cap;
+  const int j0 = ct * kMaskCols, i = rt * kMaskRows + t;
+  if (t < kMaskCols && j0 + t < n) {
+    sh.box[t] = boxes[j0 + t];
+    sh.key[t] = keys[j0 + t];
+  }
+  __syncthreads();
+  if (i < n) {
+    const Box bi = boxes[i];
+    const uint64_t ki = keys[i];
+    uint64_t* row = bm.mask + static_cast<int64_t>(img) * bm.mask_stride() + static_cast<int64_t>(i) * W;
+    const int cols = min(kMaskCols, n - j0);
+    int before = 0;
+    for (int q = 0; q * 64 < cols; ++q) {
+      uint64_t bits = 0;
+      const int end = min(64, cols - q * 64);
+      for (int jj = 0; jj < end; ++jj) {
+        const uint64_t kj = sh.key[q * 64 + jj];
+        if (kj < ki)
+          ++before;
+        else if (kj > ki && iou_exceeds(bi, sh.box[q * 64 + jj], bm.cut))
+          bits |= 1ull << jj;
+      }
+      row[j0 / 64 + q] = bits;
+    }
+    if (before) atomicAdd(bm.rank + static_cast<int64_t>(img) * bm.bitmask_cap + i, before);
+  }
+}
 
 struct SweepShared {
   uint64_t removed[kMaxBitmaskWords];  // bit per slot: suppressed by a kept box
@@ -42,7 +94,7 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
   int* order = bm.order + static_cast<int64_t>(img) * bm.bitmask_cap;
   for (int w = t; w < W; w += kNmsThreads) sh.removed[w] = 0;
   for (int i = t; i < n; i += kNmsThreads) {
-    order[rank[i]] = i;
+    order[__ldcg(rank + i)] = i;
     rank[i] = 0;
   }
   __syncthreads();  // order[] (global) and removed[] visible to the block
@@ -64,11 +116,11 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
       const int c0 = lane, c1 = lane + 32;
       if (c0 > a && c0 < m) {
         const int s = sh.slot[c0];
-        b0 = (row[s >> 6] >> (s & 63)) & 1ull;
+        b0 = (__ldcg(row + (s >> 6)) >> (s & 63)) & 1ull;
       }
       if (c1 > a && c1 < m) {
         const int s = sh.slot[c1];
-        b1 = (row[s >> 6] >> (s & 63)) & 1ull;
+        b1 = (__ldcg(row + (s >> 6)) >> (s & 63)) & 1ull;
       }
       const unsigned lo = __ballot_sync(0xFFFFFFFFu, b0), hi = __ballot_sync(0xFFFFFFFFu, b1);
       if (lane == 0) sh.diag[a] = static_cast<uint64_t>(lo) | (static_cast<uint64_t>(hi) << 32);
@@ -105,7 +157,7 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
     if (kept >= max_det || b + 1 >= W) break;  // uniform
     for (int idx = t; idx < nk * W; idx += kNmsThreads) {
       const int j = idx / W, w = idx - j * W;
-      const uint64_t v = mask[static_cast<int64_t>(sh.slot[sh.kept_row[j]]) * W + w];
+      const uint64_t v = __ldcg(mask + static_cast<int64_t>(sh.slot[sh.kept_row[j]]) * W + w);
       if (v) atomicOr(reinterpret_cast<unsigned long long*>(&sh.removed[w]), static_cast<unsigned long long>(v));
     }
     __syncthreads();

@@ -1,20 +1,23 @@
 // CUDA post-processing, host side: plan, workspace and the launch sequence of one call (the
-// kernels live in postprocess_decode.cu, postprocess_bitmask.cu and postprocess_nms.cu; shared
-// device definitions in postprocess_device.cuh). Semantics: postprocess_cpu.cpp (the reference)
-// and docs/postprocess.md.
+// kernels live in postprocess_decode.cu and postprocess_nms.cu, the bitmask path's device code in
+// postprocess_bitmask.cuh; shared device definitions in postprocess_device.cuh). Semantics:
+// postprocess_cpu.cpp (the reference) and docs/postprocess.md.
 //
 // Launches per call (one stream, no allocation, no synchronisation, capturable in a CUDA graph):
-//   decode_kernel              keys of every candidate, the best `capacity` slots per image
+//   decode_kernel   keys of every candidate into the image's slots (and their NMS boxes when the
+//                   plan has a bitmask path). A launch of its own: every NMS decision needs the
+//                   image's complete candidate set, i.e. a grid-wide dependency.
 //   [6 x select_kernel + decode_kernel<emit>: only when an image can find more candidates than
-//    slots (plan.select_passes): radix select of the capacity-th key, then exactly the best]
-//   [nms_mask_kernel: only when the plan enables the bitmask path; an image it does not take
-//    costs nothing but the launch: IoU bitmask + canonical ranks of crowded images]
-//   nms_kernel                 one block per image: kept-box path or bitmask sweep, projection,
-//                              results written straight into the mapped pinned buffer
-// Gone since the bitmask work: the memset of the per-image state (nms_kernel zeroes what it used;
-// a call that threw half-way makes the next one enqueue the memset) and the device-to-host copy
-// of the results (nms_kernel writes them through the mapped pinned pointer): detect settings
-// (batch 1, yolov5n) are 3 launches, down from memset + 2 kernels + copy.
+//    slots (plan.select_passes, e.g. val settings): radix select of the capacity-th key, then
+//    exactly the best; each pass needs the previous pass's histogram of the whole image]
+//   nms_kernel      a block per image (kept-box path) + plan.bitmask blocks (IoU bitmask tiles of
+//                   crowded images, swept by the block finishing the last tile), projection,
+//                   results written straight into the mapped pinned buffer, state zeroed.
+// So detect settings (no overflow possible) are 2 launches, down from 4 operations (memset of the
+// state, decode, NMS, device-to-host copy of the results): the memset is gone because nms_kernel
+// leaves the state zeroed (a call that threw half-way makes the next one enqueue it), the copy
+// because nms_kernel writes the results through the mapped pinned pointer, and the bitmask path
+// adds blocks to the NMS launch instead of kernels before it (no block ever waits for another).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -47,7 +50,8 @@ size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 // Byte offsets of the sub-buffers of the one device allocation. [0, state_bytes) must be zero
 // between calls (counts, select state, bitmask ranks).
 struct Layout {
-  size_t counts = 0, emitted = 0, done = 0, below = 0, prefix = 0, hist = 0, rank = 0, state_bytes = 0;
+  size_t counts = 0, grid_done = 0, emitted = 0, done = 0, below = 0, prefix = 0, hist = 0;
+  size_t tiles_done = 0, rank = 0, state_bytes = 0;
   size_t keys = 0, seen = 0, classes = 0, boxes = 0, mask = 0, order = 0, total = 0;
   size_t result_bytes = 0;  // the pinned buffer: headers, then max_det records per image
 };
@@ -61,12 +65,13 @@ struct Take {
   }
 };
 
-// Device bytes of the bitmask path for `b` images of `n` slots (mask, boxes, order, ranks).
+// Device bytes of the bitmask path for `b` images of `n` slots (mask, boxes, order, ranks, and
+// a tile counter per image).
 size_t bitmask_bytes(size_t b, size_t n) {
   if (n == 0) return 0;
   const size_t words = (n + 63) / 64;
   return align_up(b * n * words * sizeof(uint64_t)) + align_up(b * n * sizeof(Box)) +
-         2 * align_up(b * n * sizeof(int));
+         2 * align_up(b * n * sizeof(int)) + align_up(b * sizeof(int));
 }
 
 Layout make_layout(const PostprocessCudaPlan& plan, const PostprocessOptions& o) {
@@ -75,6 +80,7 @@ Layout make_layout(const PostprocessCudaPlan& plan, const PostprocessOptions& o)
   Layout l;
   Take take;
   l.counts = take(b * sizeof(int));
+  l.grid_done = take(sizeof(int));
   if (plan.select_passes) {
     l.emitted = take(b * sizeof(int));
     l.done = take(b * kSelectPasses * sizeof(int));
@@ -82,7 +88,10 @@ Layout make_layout(const PostprocessCudaPlan& plan, const PostprocessOptions& o)
     l.prefix = take(b * sizeof(uint64_t));
     l.hist = take(b * kSelectPasses * kBins * sizeof(int));
   }
-  if (bm > 0) l.rank = take(b * bm * sizeof(int));
+  if (bm > 0) {
+    l.tiles_done = take(b * sizeof(int));
+    l.rank = take(b * bm * sizeof(int));
+  }
   l.state_bytes = take.at;
   l.keys = take(b * cap * sizeof(uint64_t));
   if (o.nms == NmsMode::kFast) l.seen = take(b * cap * sizeof(Box));
@@ -155,7 +164,7 @@ PostprocessCudaPlan plan_postprocess_cuda(int64_t max_batch, int64_t rows, int n
                  bitmask_bytes(b, 64), " bytes needed)");
     if (forced || n > kNmsBitmaskAutoMin) {
       p.bitmask_capacity = n;
-      p.bitmask_min_candidates = forced ? 0 : kNmsBitmaskAutoMin + 1;
+      p.bitmask_min_candidates = forced ? 1 : kNmsBitmaskAutoMin + 1;
       p.bitmask_bytes = bitmask_bytes(b, static_cast<size_t>(n));
     }
   }
@@ -172,7 +181,7 @@ struct PostprocessWorkspace::Impl {
   PostprocessOptions options;
   float cut = 0;
   int64_t last_batch = 0;
-  int mask_blocks = 0;        // grid of nms_mask_kernel
+  int mask_blocks = 0;        // nms_kernel's blocks for the bitmask path
   bool needs_reset = false;   // a call threw half-way: the state may not be zero
   std::unique_ptr<void, CudaFree> d_mem;
   std::unique_ptr<void, CudaFreeHost> h_result;
@@ -181,6 +190,8 @@ struct PostprocessWorkspace::Impl {
   SelectState state() const {
     SelectState s{};
     s.counts = reinterpret_cast<int*>(base() + layout.counts);
+    s.grid_done = reinterpret_cast<int*>(base() + layout.grid_done);
+    if (plan.bitmask_capacity > 0) s.tiles_done = reinterpret_cast<int*>(base() + layout.tiles_done);
     if (plan.select_passes) {
       s.emitted = reinterpret_cast<int*>(base() + layout.emitted);
       s.done = reinterpret_cast<int*>(base() + layout.done);
@@ -217,8 +228,11 @@ PostprocessWorkspace::PostprocessWorkspace(int64_t max_batch, int64_t rows, int 
     int device = 0, sms = 0;
     YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
     YOLOCU_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const int64_t side = (w.plan.bitmask_capacity + kMaskTile - 1) / kMaskTile;
-    w.mask_blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(2 * sms, max_batch * side * side)));
+    // Half the SMs (a 1024-thread block fills an SM's registers): the image blocks of the same
+    // launch find free SMs; at most the tiles there can be.
+    const int64_t tiles = ((w.plan.bitmask_capacity + kMaskRows - 1) / kMaskRows) *
+                          ((w.plan.bitmask_capacity + kMaskCols - 1) / kMaskCols);
+    w.mask_blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(sms / 2, max_batch * tiles)));
   }
   // the attribute is per kernel, shared by all workspaces: always the largest any plan can use
   const size_t smem = static_cast<size_t>(kMaxCudaMaxDet) * (sizeof(uint64_t) + sizeof(Box));
@@ -329,8 +343,7 @@ void enqueue(const Src& src, int batch, DType dtype, const std::vector<Letterbox
   w.needs_reset = true;  // until the last launch is enqueued
   if (reset) YOLOCU_CUDA_CHECK(cudaMemsetAsync(w.base(), 0, w.layout.state_bytes, stream));
   launch_decode(src, batch, dp, st, keys, plan.select_passes, stream);
-  if (plan.bitmask_capacity > 0) launch_nms_mask(bm, st.counts, batch, w.mask_blocks, stream);
-  launch_nms(src, batch, np, bm, st, keys, seen, geo, hdr, dets, plan.nms_shared_bytes, stream);
+  launch_nms(src, batch, w.mask_blocks, np, bm, st, keys, seen, geo, hdr, dets, plan.nms_shared_bytes, stream);
   w.needs_reset = false;
 }
 

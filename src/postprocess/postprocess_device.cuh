@@ -3,8 +3,8 @@
 // candidate rules of the decode, and the launch functions each .cu file defines.
 //
 //   postprocess_decode.cu   decode_kernel + select_kernel (radix select on overflow)
-//   postprocess_bitmask.cu  nms_mask_kernel (IoU bitmask + canonical ranks, crowded images)
-//   postprocess_nms.cu      nms_kernel (kept-box path or bitmask sweep, projection, results)
+//   postprocess_nms.cu      nms_kernel: kept-box path per image, and the bitmask path
+//                           (postprocess_bitmask.cuh) for crowded images; projection, results
 //   postprocess_cuda.cu     host side: plan, workspace, launch sequence
 // Every file is compiled with -fmad=false (float expressions round exactly as on the host).
 #pragma once
@@ -28,9 +28,10 @@ constexpr int kRankSortMax = 512;  // chunks up to this size are sorted by rank,
 constexpr int kDigitBits = 11;
 constexpr int kBins = 1 << kDigitBits;
 constexpr int kSelectPasses = 6;  // 5 x 11 + 9 = 64 key bits
-// Bitmask path: 64 candidates per mask word; the mask kernel's blocks take 256 rows x 256 columns.
-constexpr int kMaskThreads = 256;
-constexpr int kMaskTile = 256;
+// Bitmask path: 64 candidates per mask word; a mask tile is 1024 rows (one per thread of an NMS
+// block) x 256 columns.
+constexpr int kMaskRows = kNmsThreads;
+constexpr int kMaskCols = 256;
 constexpr int kMaxBitmaskWords = static_cast<int>(kMaxNmsBitmaskCandidates / 64);
 
 // Radix-select digit `pass` covers key bits [shift, shift + width), most significant first.
@@ -69,8 +70,8 @@ __device__ __forceinline__ float key_score(uint64_t key) {
 __device__ __forceinline__ uint32_t key_index(uint64_t key) { return static_cast<uint32_t>(key); }
 
 // Per-image state of one call. Zero between calls: the constructor zeroes it, nms_kernel zeroes
-// what it consumed (so no memset launch is needed), and a call that threw half-way makes the
-// next call enqueue one memset first.
+// what it consumed (its last block the counts; so no memset launch is needed), and a call that
+// threw half-way makes the next call enqueue one memset first.
 struct SelectState {
   int* counts;       // candidates found
   int* emitted;      // slots written by the emit pass
@@ -78,6 +79,8 @@ struct SelectState {
   int* below;        // candidates known to be before the current prefix
   uint64_t* prefix;  // key bits found so far; after the last pass: the capacity-th key
   int* hist;         // [img][pass][kBins]
+  int* tiles_done;   // [img] bitmask tiles finished
+  int* grid_done;    // blocks of nms_kernel finished (its last block zeroes counts)
 };
 
 struct DecodeParams {
@@ -91,7 +94,7 @@ struct DecodeParams {
 };
 
 // The bitmask path's buffers (per image: bitmask_cap slots). The path is taken by an image with
-// n candidates (after the slot limit) iff n <= bitmask_cap && n > bitmask_min.
+// n candidates (after the slot limit) iff 1 <= n <= bitmask_cap && n > bitmask_min.
 struct BitmaskParams {
   const uint64_t* keys;  // [img][capacity]
   const Box* boxes;      // [img][bitmask_cap]
@@ -100,7 +103,8 @@ struct BitmaskParams {
   int* order;            // [img][bitmask_cap]
   int capacity, bitmask_cap, bitmask_min;
   float cut;
-  __device__ __forceinline__ bool takes(int n) const { return n <= bitmask_cap && n > bitmask_min; }
+  // (n >= 1: an empty image has no tile, so no block would sweep it and write its header)
+  __device__ __forceinline__ bool takes(int n) const { return n >= 1 && n <= bitmask_cap && n > bitmask_min; }
   __device__ __forceinline__ int64_t mask_stride() const {
     return static_cast<int64_t>(bitmask_cap) * ((bitmask_cap + 63) / 64);
   }
@@ -176,17 +180,15 @@ __device__ __forceinline__ void for_each_candidate(const Src& src, const typenam
 template <class Src>
 void launch_decode(const Src& src, int batch, const DecodeParams& p, const SelectState& st,
                    uint64_t* keys, bool select_passes, cudaStream_t stream);
-// nms_kernel: one block per image.
+// nms_kernel: one block per image, plus `mask_blocks` blocks for the bitmask path (0: none).
 template <class Src>
-void launch_nms(const Src& src, int batch, const NmsParams& p, const BitmaskParams& bm,
-                const SelectState& st, const uint64_t* keys, Box* seen, const ProjectBatch& geo,
-                ResultHeader* header, DetRec* dets, size_t shared_bytes, cudaStream_t stream);
+void launch_nms(const Src& src, int batch, int mask_blocks, const NmsParams& p,
+                const BitmaskParams& bm, const SelectState& st, const uint64_t* keys, Box* seen,
+                const ProjectBatch& geo, ResultHeader* header, DetRec* dets, size_t shared_bytes,
+                cudaStream_t stream);
 // Raises the NMS kernels' dynamic shared memory limit to `bytes` (once per process and source).
 template <class Src>
 void set_nms_shared_limit(size_t bytes);
-// nms_mask_kernel over `blocks` blocks (grid-stride over the crowded images' tiles).
-void launch_nms_mask(const BitmaskParams& bm, const int* counts, int batch, int blocks,
-                     cudaStream_t stream);
 
 // The sources the entry points read (the launchers are instantiated for each).
 using MergedF32 = MergedSource<float, RoundNone>;

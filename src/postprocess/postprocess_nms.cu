@@ -1,7 +1,8 @@
-// CUDA greedy (or fast) NMS + back-projection, one block per image: the kept-box path, or the
-// bitmask path's sweep for a crowded image (postprocess_bitmask.cuh). Writes the results straight
-// into the workspace's mapped pinned buffer and zeroes the per-image state it consumed. Semantics:
-// nms_cpu / project_cpu in postprocess_cpu.cpp. Compiled with -fmad=false.
+// CUDA greedy (or fast) NMS + back-projection in one launch: a block per image for the kept-box
+// path, and extra blocks that compute and sweep the IoU bitmask of crowded images
+// (postprocess_bitmask.cuh). Writes the results straight into the workspace's mapped pinned
+// buffer and zeroes the per-image state it consumed. Semantics: nms_cpu / project_cpu in
+// postprocess_cpu.cpp. Compiled with -fmad=false.
 #include <cub/block/block_scan.cuh>
 
 #include "core/cuda_check.hpp"
@@ -188,32 +189,14 @@ __device__ int kept_box_nms(const Src& src, const NmsParams& p, int img, int n,
   return kept;
 }
 
-// NMS + projection: one block of 1024 threads per image. An image whose candidate count the
-// bitmask path takes (BitmaskParams::takes) is swept over its mask (bitmask_sweep), any other goes
-// through kept_box_nms. Then thread k projects kept box k (recomputed from the input) and writes
-// it, and the header, to the mapped pinned result buffer; last, the block zeroes the image's
-// decode / select state for the next call.
+// Projection of the kept boxes of image img (thread k: kept box k, recomputed from the input)
+// and its header, written to the mapped pinned result buffer.
 template <class Src>
-__global__ void __launch_bounds__(kNmsThreads)
-    nms_kernel(Src src, NmsParams p, BitmaskParams bm, SelectState st,
-               const uint64_t* __restrict__ keys, Box* __restrict__ seen, ProjectBatch geo,
-               ResultHeader* __restrict__ header, DetRec* __restrict__ dets) {
-  using Scan = cub::BlockScan<int, kNmsThreads>;
-  __shared__ NmsShared sh;
-  __shared__ SweepShared sweep;
-  __shared__ typename Scan::TempStorage scan_tmp;
-  extern __shared__ uint64_t dyn[];
-  uint64_t* kept_keys = dyn;                                        // [max_det]
-  Box* kept_boxes = reinterpret_cast<Box*>(kept_keys + p.max_det);  // [max_det], greedy only
-  const int img = blockIdx.x, t = threadIdx.x;
-  const int count = st.counts[img];
-  const int n = min(count, p.capacity);
-  const uint64_t* k_img = keys + static_cast<int64_t>(img) * p.capacity;
-  const int kept = bm.bitmask_cap > 0 && bm.takes(n)
-                       ? bitmask_sweep(bm, img, n, p.max_det, kept_keys, sweep)
-                       : kept_box_nms<Src, Scan>(src, p, img, n, k_img, seen, kept_keys, kept_boxes,
-                                                 sh, scan_tmp);
-  for (int k = t; k < kept; k += kNmsThreads) {
+__device__ __forceinline__ void write_results(const Src& src, const NmsParams& p, int img, int kept,
+                                              int count, const uint64_t* kept_keys,
+                                              const ProjectBatch& geo, ResultHeader* header,
+                                              DetRec* dets) {
+  for (int k = threadIdx.x; k < kept; k += kNmsThreads) {
     const uint64_t key = kept_keys[k];
     const uint32_t index = key_index(key);
     const int row = static_cast<int>(index / static_cast<uint32_t>(src.nc));
@@ -221,30 +204,105 @@ __global__ void __launch_bounds__(kNmsThreads)
     const Box b = project_box(src.box(src.row(img, row)), geo.p[img]);
     dets[static_cast<int64_t>(img) * p.max_det + k] = DetRec{b.x1, b.y1, b.x2, b.y2, key_score(key), cls};
   }
-  if (t == 0) header[img] = ResultHeader{kept, count};
-  // Self-cleaning state: every thread has read counts[img] (the barriers of either path lie in
-  // between); the decode and select kernels of this call are done with the rest.
-  __syncthreads();
-  if (t == 0) st.counts[img] = 0;
-  if (st.hist != nullptr) {
-    if (t == 0) {
-      st.emitted[img] = 0;
-      st.below[img] = 0;
-      st.prefix[img] = 0;
+  if (threadIdx.x == 0) header[img] = ResultHeader{kept, count};
+}
+
+// NMS + projection, one launch. Blocks 0 .. batch-1: block b takes image b through kept_box_nms
+// unless the bitmask path takes its candidate count (BitmaskParams::takes), and zeroes its select
+// state. Blocks batch .. (mask blocks, only when the plan has a bitmask path): grid-stride over the
+// tiles of all crowded images (mask_tile); after each tile a ticket per image, and the block that
+// finishes an image's last tile sweeps it (bitmask_sweep) and writes its results: no block ever
+// waits for another. Last, a grid ticket: the last block to finish zeroes the candidate counts
+// (every block has read them by then) for the next call.
+template <class Src>
+__global__ void __launch_bounds__(kNmsThreads)
+    nms_kernel(Src src, int batch, NmsParams p, BitmaskParams bm, SelectState st,
+               const uint64_t* __restrict__ keys, Box* __restrict__ seen, ProjectBatch geo,
+               ResultHeader* __restrict__ header, DetRec* __restrict__ dets) {
+  using Scan = cub::BlockScan<int, kNmsThreads>;
+  __shared__ union {
+    NmsShared nms;
+    MaskShared mask;
+  } sh;
+  __shared__ SweepShared sweep;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ bool s_last_block;
+  extern __shared__ uint64_t dyn[];
+  uint64_t* kept_keys = dyn;                                        // [max_det]
+  Box* kept_boxes = reinterpret_cast<Box*>(kept_keys + p.max_det);  // [max_det], greedy only
+  const int t = threadIdx.x;
+  if (blockIdx.x < batch) {
+    const int img = blockIdx.x;
+    const int count = st.counts[img];
+    const int n = min(count, p.capacity);
+    if (!(bm.bitmask_cap > 0 && bm.takes(n))) {
+      const uint64_t* k_img = keys + static_cast<int64_t>(img) * p.capacity;
+      const int kept = kept_box_nms<Src, Scan>(src, p, img, n, k_img, seen, kept_keys, kept_boxes,
+                                               sh.nms, scan_tmp);
+      write_results(src, p, img, kept, count, kept_keys, geo, header, dets);
     }
-    if (t < kSelectPasses) st.done[img * kSelectPasses + t] = 0;
-    int* h = st.hist + static_cast<int64_t>(img) * kSelectPasses * kBins;
-    for (int i = t; i < kSelectPasses * kBins; i += kNmsThreads) h[i] = 0;
+    if (st.hist != nullptr) {  // the decode and select kernels of this call are done with it
+      if (t == 0) {
+        st.emitted[img] = 0;
+        st.below[img] = 0;
+        st.prefix[img] = 0;
+      }
+      if (t < kSelectPasses) st.done[img * kSelectPasses + t] = 0;
+      int* h = st.hist + static_cast<int64_t>(img) * kSelectPasses * kBins;
+      for (int i = t; i < kSelectPasses * kBins; i += kNmsThreads) h[i] = 0;
+    }
+  } else {
+    int tiles = 0;
+    if (t < batch) {
+      const int n = min(st.counts[t], p.capacity);
+      tiles = bm.takes(n) ? mask_tiles(n) : 0;
+    }
+    int start = 0, total = 0;
+    Scan(scan_tmp).ExclusiveSum(tiles, start, total);
+    if (t <= batch) sh.mask.start[t] = t < batch ? start : total;
+    __syncthreads();
+    const int mask_blocks = static_cast<int>(gridDim.x) - batch;
+    for (int task = static_cast<int>(blockIdx.x) - batch; task < total; task += mask_blocks) {
+      int img = 0;
+      while (sh.mask.start[img + 1] <= task) ++img;
+      const int count = st.counts[img];
+      const int n = min(count, p.capacity);
+      mask_tile(bm, img, n, task - sh.mask.start[img], sh.mask);
+      __threadfence();  // this tile's mask words and rank additions, before the ticket
+      __syncthreads();
+      if (t == 0) sh.mask.last = atomicAdd(st.tiles_done + img, 1) == mask_tiles(n) - 1;
+      __syncthreads();
+      if (sh.mask.last) {  // block-uniform: every tile of image img is done
+        __threadfence();
+        const int kept = bitmask_sweep(bm, img, n, p.max_det, kept_keys, sweep);
+        write_results(src, p, img, kept, count, kept_keys, geo, header, dets);
+        if (t == 0) st.tiles_done[img] = 0;
+      }
+      __syncthreads();  // sh.mask reused by the next task
+    }
+  }
+  __syncthreads();
+  if (t == 0) {
+    __threadfence();
+    s_last_block = atomicAdd(st.grid_done, 1) == static_cast<int>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (s_last_block) {
+    __threadfence();
+    for (int i = t; i < batch; i += kNmsThreads) st.counts[i] = 0;
+    if (t == 0) *st.grid_done = 0;
   }
 }
 
 }  // namespace
 
 template <class Src>
-void launch_nms(const Src& src, int batch, const NmsParams& p, const BitmaskParams& bm,
-                const SelectState& st, const uint64_t* keys, Box* seen, const ProjectBatch& geo,
-                ResultHeader* header, DetRec* dets, size_t shared_bytes, cudaStream_t stream) {
-  nms_kernel<Src><<<batch, kNmsThreads, shared_bytes, stream>>>(src, p, bm, st, keys, seen, geo, header, dets);
+void launch_nms(const Src& src, int batch, int mask_blocks, const NmsParams& p,
+                const BitmaskParams& bm, const SelectState& st, const uint64_t* keys, Box* seen,
+                const ProjectBatch& geo, ResultHeader* header, DetRec* dets, size_t shared_bytes,
+                cudaStream_t stream) {
+  nms_kernel<Src><<<batch + mask_blocks, kNmsThreads, shared_bytes, stream>>>(src, batch, p, bm, st, keys,
+                                                                              seen, geo, header, dets);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
@@ -255,9 +313,9 @@ void set_nms_shared_limit(size_t bytes) {
 }
 
 #define YOLOCU_INSTANTIATE_NMS(S)                                                                    \
-  template void launch_nms<S>(const S&, int, const NmsParams&, const BitmaskParams&, const SelectState&, \
-                              const uint64_t*, Box*, const ProjectBatch&, ResultHeader*, DetRec*,    \
-                              size_t, cudaStream_t);                                                 \
+  template void launch_nms<S>(const S&, int, int, const NmsParams&, const BitmaskParams&,             \
+                              const SelectState&, const uint64_t*, Box*, const ProjectBatch&,        \
+                              ResultHeader*, DetRec*, size_t, cudaStream_t);                         \
   template void set_nms_shared_limit<S>(size_t);
 YOLOCU_FOR_EACH_POSTPROCESS_SOURCE(YOLOCU_INSTANTIATE_NMS)
 #undef YOLOCU_INSTANTIATE_NMS

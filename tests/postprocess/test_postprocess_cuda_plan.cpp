@@ -31,10 +31,10 @@ TEST(PostprocessCudaPlan, DetectSettingsNeverOverflow) {
 }
 
 // n slots: n * ceil(n / 64) mask words + a box (16 B), a rank and an order entry (4 B each),
-// each region rounded up to 256 B.
+// plus a tile counter per image, each region rounded up to 256 B.
 size_t bitmask_bytes_of(size_t batch, size_t n) {
   auto up = [](size_t v) { return (v + 255) / 256 * 256; };
-  return up(batch * n * ((n + 63) / 64) * 8) + up(batch * n * 16) + 2 * up(batch * n * 4);
+  return up(batch * n * ((n + 63) / 64) * 8) + up(batch * n * 16) + 2 * up(batch * n * 4) + up(batch * 4);
 }
 
 TEST(PostprocessCudaPlan, BitmaskPathBoundedByItsBudget) {
@@ -78,10 +78,10 @@ TEST(PostprocessCudaPlan, BitmaskPathBoundedByItsBudget) {
 TEST(PostprocessCudaPlan, BitmaskPathOptions) {
   PostprocessOptions o = detect_options();
   CudaNmsConfig forced{CudaNmsPath::kBitmask};
-  // forced: every count from 0 up
+  // forced: every count from 1 up
   const PostprocessCudaPlan f = plan_postprocess_cuda(1, 100, 2, o, 0, forced);
   EXPECT_EQ(f.bitmask_capacity, 100);
-  EXPECT_EQ(f.bitmask_min_candidates, 0);
+  EXPECT_EQ(f.bitmask_min_candidates, 1);  // an empty image has nothing to sweep
   EXPECT_EQ(f.nms_path, CudaNmsPath::kBitmask);
   // fast NMS: no bitmask path in kAuto, an error when forced
   o.nms = NmsMode::kFast;
