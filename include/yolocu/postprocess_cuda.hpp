@@ -16,24 +16,25 @@
 //    each only against the boxes already kept (<= max_det, in shared memory), stopping at max_det.
 //    Fast when few boxes are kept (a block barrier per kept box); all that fast NMS uses.
 //  - bitmask path (greedy only): the IoU bitmask of all n x n candidate pairs (bit j of row i: j
-//    after i in canonical order and IoU(i, j) > cut) computed by the whole GPU, then one block
-//    sweeps it 64 canonical positions at a time (4 barriers per 64, whatever it keeps), stopping at
-//    max_det. Fast in crowded scenes (thousands of candidates, many kept). Device memory
+//    after i in canonical order and IoU(i, j) > cut) computed by extra blocks of the NMS launch
+//    (half the SMs), then the block finishing the image's last tile sweeps it 64 canonical
+//    positions at a time (4 barriers per 64, whatever it keeps), stopping at max_det. Fast in
+//    crowded scenes (thousands of candidates, many kept). Device memory
 //    n * ceil(n / 64) * 8 + 24 n bytes per image, sized at plan time for `bitmask_capacity` slots
 //    per image: the largest count (<= kMaxNmsBitmaskCandidates) whose bytes for max_batch images
 //    fit CudaNmsConfig::bitmask_bytes (default 16 MiB: 11,456 candidates at batch 1, 1,920 at
 //    batch 32). An image with more candidates takes the kept-box path.
 //  CudaNmsPath::kAuto (default) takes the bitmask path for kNmsBitmaskAutoMin < n <=
-//  bitmask_capacity; kKeptBoxes never (no bitmask memory); kBitmask for every n <= bitmask_capacity
-//  (tests, benchmarks).
+//  bitmask_capacity; kKeptBoxes never (no bitmask memory); kBitmask for every 1 <= n <=
+//  bitmask_capacity (tests, benchmarks).
 //
 // Ownership and streams: PostprocessWorkspace owns one device buffer and one pinned, mapped host
 // buffer, both sized at construction for (max_batch, rows, num_classes, options, config).
 // postprocess_cuda() and postprocess_raw_heads_cuda() only enqueue kernels on `stream`: decode
-// (+ 7 select/emit launches when an image can overflow its slots) [+ the bitmask kernel when the
-// plan has a bitmask path] + NMS, which writes the results straight into the pinned buffer (no
-// memset, no copy, no allocation, no synchronisation): capturable in a CUDA graph. Input pointers,
-// options and geometries are kernel arguments, so a captured graph replays them as captured.
+// (+ 7 select/emit launches when an image can overflow its slots) + NMS, which writes the results
+// straight into the pinned buffer (no memset, no copy, no allocation, no synchronisation):
+// capturable in a CUDA graph. Input pointers, options and geometries are kernel arguments, so a
+// captured graph replays them as captured.
 // Read the results with results() after synchronising that stream (or an event recorded after
 // the call). A workspace serves one stream at a time; the per-image state is left zeroed by each
 // call (a call that threw half-way makes the next one enqueue a memset first).
