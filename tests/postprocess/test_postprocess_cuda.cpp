@@ -570,11 +570,14 @@ TEST(PostprocessCuda, BitmaskPathOtherInputs) {
   const Tensor v8 = random_output_v8(2, 2100, 5, true, 601);
   PostprocessOptions v8o = val_options(OutputLayout::kYolov8);
   v8o.max_det = 1000;
+  v8o.max_nms = 4000;  // ~9,000 candidates per image: the select + emit passes keep 4000 slots
+  ASSERT_GE(plan_postprocess_cuda(2, 2100, 5, v8o, 0, kForceBitmask).bitmask_capacity, 4000);
   check_parity(v8, geo, v8o, "v8 val bitmask", nullptr, 0, OutputLayout::kYolov8, kForceBitmask);
   Tensor many = random_output(3, 4000, 8, true, 602);
   PostprocessOptions ov = val_options();
   ov.max_nms = 700;
   ov.max_det = 700;
+  ASSERT_GE(plan_postprocess_cuda(3, 4000, 8, ov, 0, kForceBitmask).bitmask_capacity, 700);
   check_parity(many, std::vector<LetterboxGeometry>(3, geo[0]), ov, "overflow bitmask", nullptr, 0,
                OutputLayout::kYolov5, kForceBitmask);
 }
