@@ -212,8 +212,9 @@ __device__ __forceinline__ void write_results(const Src& src, const NmsParams& p
 // state. Blocks batch .. (mask blocks, only when the plan has a bitmask path): grid-stride over the
 // tiles of all crowded images (mask_tile); after each tile a ticket per image, and the block that
 // finishes an image's last tile sweeps it (bitmask_sweep) and writes its results: no block ever
-// waits for another. Last, a grid ticket: the last block to finish zeroes the candidate counts
-// (every block has read them by then) for the next call.
+// waits for another. Every block first reads the candidate counts it needs, then takes a grid
+// ticket: the last block to do so zeroes the counts for the next call (all reads are done then),
+// before any block has written results (so no fence waits for them).
 template <class Src>
 __global__ void __launch_bounds__(kNmsThreads)
     nms_kernel(Src src, int batch, NmsParams p, BitmaskParams bm, SelectState st,
@@ -226,14 +227,27 @@ __global__ void __launch_bounds__(kNmsThreads)
   } sh;
   __shared__ SweepShared sweep;
   __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ int s_counts[kMaxCudaBatch];
   __shared__ bool s_last_block;
   extern __shared__ uint64_t dyn[];
   uint64_t* kept_keys = dyn;                                        // [max_det]
   Box* kept_boxes = reinterpret_cast<Box*>(kept_keys + p.max_det);  // [max_det], greedy only
   const int t = threadIdx.x;
-  if (blockIdx.x < batch) {
+  const bool image_block = blockIdx.x < batch;
+  if (image_block ? t == 0 : t < batch) s_counts[image_block ? blockIdx.x : t] = st.counts[image_block ? blockIdx.x : t];
+  __syncthreads();  // the counts this block needs are read (bar.sync orders the loads)
+  if (t == 0) {
+    __threadfence();
+    s_last_block = atomicAdd(st.grid_done, 1) == static_cast<int>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (s_last_block) {  // every block has read its counts
+    for (int i = t; i < batch; i += kNmsThreads) st.counts[i] = 0;
+    if (t == 0) *st.grid_done = 0;
+  }
+  if (image_block) {
     const int img = blockIdx.x;
-    const int count = st.counts[img];
+    const int count = s_counts[img];
     const int n = min(count, p.capacity);
     if (!(bm.bitmask_cap > 0 && bm.takes(n))) {
       const uint64_t* k_img = keys + static_cast<int64_t>(img) * p.capacity;
@@ -251,46 +265,35 @@ __global__ void __launch_bounds__(kNmsThreads)
       int* h = st.hist + static_cast<int64_t>(img) * kSelectPasses * kBins;
       for (int i = t; i < kSelectPasses * kBins; i += kNmsThreads) h[i] = 0;
     }
-  } else {
-    int tiles = 0;
-    if (t < batch) {
-      const int n = min(st.counts[t], p.capacity);
-      tiles = bm.takes(n) ? mask_tiles(n) : 0;
-    }
-    int start = 0, total = 0;
-    Scan(scan_tmp).ExclusiveSum(tiles, start, total);
-    if (t <= batch) sh.mask.start[t] = t < batch ? start : total;
+    return;
+  }
+  int tiles = 0;
+  if (t < batch) {
+    const int n = min(s_counts[t], p.capacity);
+    tiles = bm.takes(n) ? mask_tiles(n) : 0;
+  }
+  int start = 0, total = 0;
+  Scan(scan_tmp).ExclusiveSum(tiles, start, total);
+  if (t <= batch) sh.mask.start[t] = t < batch ? start : total;
+  __syncthreads();
+  const int mask_blocks = static_cast<int>(gridDim.x) - batch;
+  for (int task = static_cast<int>(blockIdx.x) - batch; task < total; task += mask_blocks) {
+    int img = 0;
+    while (sh.mask.start[img + 1] <= task) ++img;
+    const int count = s_counts[img];
+    const int n = min(count, p.capacity);
+    mask_tile(bm, img, n, task - sh.mask.start[img], sh.mask);
+    __threadfence();  // this tile's mask words and rank additions, before the ticket
     __syncthreads();
-    const int mask_blocks = static_cast<int>(gridDim.x) - batch;
-    for (int task = static_cast<int>(blockIdx.x) - batch; task < total; task += mask_blocks) {
-      int img = 0;
-      while (sh.mask.start[img + 1] <= task) ++img;
-      const int count = st.counts[img];
-      const int n = min(count, p.capacity);
-      mask_tile(bm, img, n, task - sh.mask.start[img], sh.mask);
-      __threadfence();  // this tile's mask words and rank additions, before the ticket
-      __syncthreads();
-      if (t == 0) sh.mask.last = atomicAdd(st.tiles_done + img, 1) == mask_tiles(n) - 1;
-      __syncthreads();
-      if (sh.mask.last) {  // block-uniform: every tile of image img is done
-        __threadfence();
-        const int kept = bitmask_sweep(bm, img, n, p.max_det, kept_keys, sweep);
-        write_results(src, p, img, kept, count, kept_keys, geo, header, dets);
-        if (t == 0) st.tiles_done[img] = 0;
-      }
-      __syncthreads();  // sh.mask reused by the next task
+    if (t == 0) sh.mask.last = atomicAdd(st.tiles_done + img, 1) == mask_tiles(n) - 1;
+    __syncthreads();
+    if (sh.mask.last) {  // block-uniform: every tile of image img is done
+      __threadfence();
+      const int kept = bitmask_sweep(bm, img, n, p.max_det, kept_keys, sweep);
+      write_results(src, p, img, kept, count, kept_keys, geo, header, dets);
+      if (t == 0) st.tiles_done[img] = 0;
     }
-  }
-  __syncthreads();
-  if (t == 0) {
-    __threadfence();
-    s_last_block = atomicAdd(st.grid_done, 1) == static_cast<int>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (s_last_block) {
-    __threadfence();
-    for (int i = t; i < batch; i += kNmsThreads) st.counts[i] = 0;
-    if (t == 0) *st.grid_done = 0;
+    __syncthreads();  // sh.mask reused by the next task
   }
 }
 
