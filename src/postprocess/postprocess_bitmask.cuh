@@ -81,8 +81,8 @@ struct SweepShared {
 //      row a is mask bit (slot a, slot c) for c > a, two ballots per row (rows already removed
 //      are skipped);
 //   3. warp 0 resolves the block serially from the diagonal words in registers (a shuffle per
-//      kept row): a row not removed is kept, its diagonal word removes later rows; stops at
-//      max_det;
+//      kept row that suppresses another of the block): a row not removed is kept, its diagonal
+//      word removes later rows; stops at max_det;
 //   4. every thread ORs words of the kept rows' mask rows into `removed` (shared atomicOr).
 __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, int n, int max_det,
                                              uint64_t* kept_keys, SweepShared& sh) {
@@ -132,15 +132,23 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
       const uint64_t alive = static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, al0)) |
                              (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, al1)) << 32);
       const uint64_t d0 = sh.diag[lane], d1 = sh.diag[lane + 32];
-      uint64_t gone = ~alive, kept_bits = 0;
-      int k = kept;  // identical in every lane
-      while (k < max_det && gone != ~0ull) {
-        const int a = __ffsll(static_cast<long long>(~gone)) - 1;
+      // Greedy over the block, visiting only rows that suppress something (a nonzero diagonal
+      // word): a row with an empty one changes no later decision. Visited in order, so `gone`
+      // at row a holds exactly what greedy's would (diagonal bits only point to later rows).
+      const uint64_t suppressors = static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d0 != 0)) |
+                                   (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d1 != 0)) << 32);
+      uint64_t gone = ~alive;
+      uint64_t todo = alive & suppressors;  // identical in every lane
+      while (todo != 0) {
+        const int a = __ffsll(static_cast<long long>(todo)) - 1;
         const uint64_t lo = __shfl_sync(0xFFFFFFFFu, d0, a & 31), hi = __shfl_sync(0xFFFFFFFFu, d1, a & 31);
-        kept_bits |= 1ull << a;
-        gone |= (1ull << a) | (a < 32 ? lo : hi);
-        ++k;
+        gone |= a < 32 ? lo : hi;
+        todo &= ~gone & ~(1ull << a);
       }
+      // every row left is kept; greedy stops at max_det: the first `room` of them
+      uint64_t kept_bits = ~gone;
+      const int room = max_det - kept;
+      while (__popcll(kept_bits) > room) kept_bits &= ~(1ull << (63 - __clzll(static_cast<long long>(kept_bits))));
       for (int h = 0; h < 2; ++h) {
         const int a = lane + 32 * h;
         if ((kept_bits >> a) & 1ull) {
