@@ -132,23 +132,16 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
       const uint64_t alive = static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, al0)) |
                              (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, al1)) << 32);
       const uint64_t d0 = sh.diag[lane], d1 = sh.diag[lane + 32];
-      // Greedy over the block, visiting only rows that suppress something (a nonzero diagonal
-      // word): a row with an empty one changes no later decision. Visited in order, so `gone`
-      // at row a holds exactly what greedy's would (diagonal bits only point to later rows).
       const uint64_t suppressors = static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d0 != 0)) |
                                    (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d1 != 0)) << 32);
-      uint64_t gone = ~alive;
-      uint64_t todo = alive & suppressors;  // identical in every lane
-      while (todo != 0) {
-        const int a = __ffsll(static_cast<long long>(todo)) - 1;
-        const uint64_t lo = __shfl_sync(0xFFFFFFFFu, d0, a & 31), hi = __shfl_sync(0xFFFFFFFFu, d1, a & 31);
-        gone |= a < 32 ? lo : hi;
-        todo &= ~gone & ~(1ull << a);
-      }
-      // every row left is kept; greedy stops at max_det: the first `room` of them
-      uint64_t kept_bits = ~gone;
-      const int room = max_det - kept;
-      while (__popcll(kept_bits) > room) kept_bits &= ~(1ull << (63 - __clzll(static_cast<long long>(kept_bits))));
+      // alive and suppressors are identical in every lane, so is the sequence of rows visited
+      const uint64_t kept_bits = resolve_bitmask_block(
+          alive, suppressors,
+          [&](int a) {
+            const uint64_t lo = __shfl_sync(0xFFFFFFFFu, d0, a & 31), hi = __shfl_sync(0xFFFFFFFFu, d1, a & 31);
+            return a < 32 ? lo : hi;
+          },
+          max_det - kept);
       for (int h = 0; h < 2; ++h) {
         const int a = lane + 32 * h;
         if ((kept_bits >> a) & 1ull) {
