@@ -213,8 +213,9 @@ __device__ __forceinline__ void write_results(const Src& src, const NmsParams& p
 // tiles of all crowded images (mask_tile); after each tile a ticket per image, and the block that
 // finishes an image's last tile sweeps it (bitmask_sweep) and writes its results: no block ever
 // waits for another. Every block first reads the candidate counts it needs, then takes a grid
-// ticket: the last block to do so zeroes the counts for the next call (all reads are done then),
-// before any block has written results (so no fence waits for them).
+// ticket (fence + atomic before it has written anything, so the fence waits for nothing; the
+// ticket's value is used only at the end): the block that drew the last ticket zeroes the counts
+// when it is done (every block has read its counts by then).
 template <class Src>
 __global__ void __launch_bounds__(kNmsThreads)
     nms_kernel(Src src, int batch, NmsParams p, BitmaskParams bm, SelectState st,
@@ -236,14 +237,10 @@ __global__ void __launch_bounds__(kNmsThreads)
   const bool image_block = blockIdx.x < batch;
   if (image_block ? t == 0 : t < batch) s_counts[image_block ? blockIdx.x : t] = st.counts[image_block ? blockIdx.x : t];
   __syncthreads();  // the counts this block needs are read (bar.sync orders the loads)
+  int ticket = 0;   // thread 0: this block's place among the blocks done reading the counts
   if (t == 0) {
     __threadfence();
-    s_last_block = atomicAdd(st.grid_done, 1) == static_cast<int>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (s_last_block) {  // every block has read its counts
-    for (int i = t; i < batch; i += kNmsThreads) st.counts[i] = 0;
-    if (t == 0) *st.grid_done = 0;
+    ticket = atomicAdd(st.grid_done, 1);  // its value is waited for only at the end
   }
   if (image_block) {
     const int img = blockIdx.x;
@@ -265,35 +262,43 @@ __global__ void __launch_bounds__(kNmsThreads)
       int* h = st.hist + static_cast<int64_t>(img) * kSelectPasses * kBins;
       for (int i = t; i < kSelectPasses * kBins; i += kNmsThreads) h[i] = 0;
     }
-    return;
-  }
-  int tiles = 0;
-  if (t < batch) {
-    const int n = min(s_counts[t], p.capacity);
-    tiles = bm.takes(n) ? mask_tiles(n) : 0;
-  }
-  int start = 0, total = 0;
-  Scan(scan_tmp).ExclusiveSum(tiles, start, total);
-  if (t <= batch) sh.mask.start[t] = t < batch ? start : total;
-  __syncthreads();
-  const int mask_blocks = static_cast<int>(gridDim.x) - batch;
-  for (int task = static_cast<int>(blockIdx.x) - batch; task < total; task += mask_blocks) {
-    int img = 0;
-    while (sh.mask.start[img + 1] <= task) ++img;
-    const int count = s_counts[img];
-    const int n = min(count, p.capacity);
-    mask_tile(bm, img, n, task - sh.mask.start[img], sh.mask);
-    __threadfence();  // this tile's mask words and rank additions, before the ticket
-    __syncthreads();
-    if (t == 0) sh.mask.last = atomicAdd(st.tiles_done + img, 1) == mask_tiles(n) - 1;
-    __syncthreads();
-    if (sh.mask.last) {  // block-uniform: every tile of image img is done
-      __threadfence();
-      const int kept = bitmask_sweep(bm, img, n, p.max_det, kept_keys, sweep);
-      write_results(src, p, img, kept, count, kept_keys, geo, header, dets);
-      if (t == 0) st.tiles_done[img] = 0;
+  } else {
+    int tiles = 0;
+    if (t < batch) {
+      const int n = min(s_counts[t], p.capacity);
+      tiles = bm.takes(n) ? mask_tiles(n) : 0;
     }
-    __syncthreads();  // sh.mask reused by the next task
+    int start = 0, total = 0;
+    Scan(scan_tmp).ExclusiveSum(tiles, start, total);
+    if (t <= batch) sh.mask.start[t] = t < batch ? start : total;
+    __syncthreads();
+    const int mask_blocks = static_cast<int>(gridDim.x) - batch;
+    for (int task = static_cast<int>(blockIdx.x) - batch; task < total; task += mask_blocks) {
+      int img = 0;
+      while (sh.mask.start[img + 1] <= task) ++img;
+      const int count = s_counts[img];
+      const int n = min(count, p.capacity);
+      mask_tile(bm, img, n, task - sh.mask.start[img], sh.mask);
+      __threadfence();  // this tile's mask words and rank additions, before the ticket
+      __syncthreads();
+      if (t == 0) sh.mask.last = atomicAdd(st.tiles_done + img, 1) == mask_tiles(n) - 1;
+      __syncthreads();
+      if (sh.mask.last) {  // block-uniform: every tile of image img is done
+        __threadfence();
+        const int kept = bitmask_sweep(bm, img, n, p.max_det, kept_keys, sweep);
+        write_results(src, p, img, kept, count, kept_keys, geo, header, dets);
+        if (t == 0) st.tiles_done[img] = 0;
+      }
+      __syncthreads();  // sh.mask reused by the next task
+    }
+  }
+  // The last block to have read its counts zeroes them for the next call (every block read its
+  // counts before taking its ticket).
+  if (t == 0) s_last_block = ticket == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (s_last_block) {
+    for (int i = t; i < batch; i += kNmsThreads) st.counts[i] = 0;
+    if (t == 0) *st.grid_done = 0;
   }
 }
 
