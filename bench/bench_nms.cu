@@ -42,7 +42,8 @@ float uniform(uint64_t seed, uint64_t i) {
 }
 
 bool same_bits(const yolocu::Detections& a, const yolocu::Detections& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
 }
 
 }  // namespace
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
     std::printf("# bench_nms on %s, median of %d runs (p10-p90)\n", prop.name, runs);
-    std::printf("| stage | boxes | classes | impl | median us | p10-p90 us | kept | same as auto |\n");
+    std::printf(
+        "| stage | boxes | classes | impl | median us | p10-p90 us | kept | same as auto |\n");
     for (int n : {1000, 5000, 20000}) {
       for (int nc : {1, 80}) {
         Tensor out(DType::kFloat32, {1, n, 5 + nc});
@@ -70,7 +72,8 @@ int main(int argc, char** argv) {
           p[2] = 8.f + uniform(seed, i + 2) * 120.f;
           p[3] = 8.f + uniform(seed, i + 3) * 120.f;
           p[4] = uniform(seed, i + 4);
-          p[5 + (nc == 1 ? 0 : std::min(nc - 1, static_cast<int>(uniform(seed, i + 5) * 80.f)))] = 1.f;
+          p[5 + (nc == 1 ? 0 : std::min(nc - 1, static_cast<int>(uniform(seed, i + 5) * 80.f)))] =
+              1.f;
         }
         PostprocessOptions o;
         o.conf_threshold = 0.f;
@@ -83,22 +86,27 @@ int main(int argc, char** argv) {
         v.data = d;
         const std::vector<LetterboxGeometry> geo{letterbox_geometry(640, 640, 640, 640)};
         Detections reference;
-        for (CudaNmsPath path : {CudaNmsPath::kAuto, CudaNmsPath::kKeptBoxes, CudaNmsPath::kBitmask}) {
+        for (CudaNmsPath path :
+             {CudaNmsPath::kAuto, CudaNmsPath::kKeptBoxes, CudaNmsPath::kBitmask}) {
           CudaNmsConfig cfg;
           cfg.path = path;
           cfg.bitmask_bytes = size_t{64} << 20;
           PostprocessWorkspace ws(1, n, nc, o, 0, cfg);
-          const auto t = bench::time_events(runs, 10, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
+          const auto t =
+              bench::time_events(runs, 10, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
           const Detections got = ws.results()[0];
           if (path == CudaNmsPath::kAuto) reference = got;
           const char* name = path == CudaNmsPath::kAuto        ? "auto"
                              : path == CudaNmsPath::kKeptBoxes ? "kept-boxes"
                                                                : "bitmask";
-          const bool auto_bitmask = ws.plan().bitmask_capacity >= n && n >= ws.plan().bitmask_min_candidates;
-          std::printf("| nms | %d | %d | yolocu %s%s (max_det %d) | %.1f | %.1f-%.1f | %zu | %s |\n", n, nc, name,
-                      path == CudaNmsPath::kAuto ? (auto_bitmask ? " = bitmask" : " = kept-boxes") : "",
-                      o.max_det, t.median_ms * 1000.f, t.p10_ms * 1000.f, t.p90_ms * 1000.f, got.size(),
-                      same_bits(reference, got) ? "yes" : "NO");
+          const bool auto_bitmask =
+              ws.plan().bitmask_capacity >= n && n >= ws.plan().bitmask_min_candidates;
+          std::printf(
+              "| nms | %d | %d | yolocu %s%s (max_det %d) | %.1f | %.1f-%.1f | %zu | %s |\n", n, nc,
+              name,
+              path == CudaNmsPath::kAuto ? (auto_bitmask ? " = bitmask" : " = kept-boxes") : "",
+              o.max_det, t.median_ms * 1000.f, t.p10_ms * 1000.f, t.p90_ms * 1000.f, got.size(),
+              same_bits(reference, got) ? "yes" : "NO");
         }
         BENCH_CUDA(cudaFree(d));
       }

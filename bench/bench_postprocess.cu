@@ -83,29 +83,30 @@ int main(int argc, char** argv) {
           OutputView v = output_view(host);
           v.data = d;
           for (CudaNmsPath path : {CudaNmsPath::kAuto, CudaNmsPath::kKeptBoxes}) {
-          PostprocessWorkspace ws(batch, v.rows, v.num_classes(), o, 0, CudaNmsConfig{path});
-          const Timing ts = time_it(runs, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
-          BENCH_CUDA(cudaStreamSynchronize(s));
-          const size_t dets = ws.results()[0].size();
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-          postprocess_cuda(v, geo, o, ws, s);
-          BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-          BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-          const Timing tg = time_it(runs, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
-          const char* dn = dt == DType::kFloat16 ? "fp16" : "fp32";
-          const char* sn = val ? "val" : "detect";
-          for (int g = 0; g < 2; ++g) {
-            const Timing& t = g ? tg : ts;
-            std::printf("| decode+nms+project | %s | %s | %d | yolocu %s%s | %.1f | %.2f | %.1f-%.1f "
-                        "| %zu | %zu |\n",
-                        sn, dn, batch, g ? "graph" : "stream",
-                        path == CudaNmsPath::kAuto ? "" : " (kept-box path only)", t.median_us,
-                        t.median_us / batch, t.p10_us, t.p90_us, dets, ws.device_bytes());
-          }
-          BENCH_CUDA(cudaGraphExecDestroy(exec));
-          BENCH_CUDA(cudaGraphDestroy(graph));
+            PostprocessWorkspace ws(batch, v.rows, v.num_classes(), o, 0, CudaNmsConfig{path});
+            const Timing ts = time_it(runs, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
+            BENCH_CUDA(cudaStreamSynchronize(s));
+            const size_t dets = ws.results()[0].size();
+            cudaGraph_t graph;
+            cudaGraphExec_t exec;
+            BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            postprocess_cuda(v, geo, o, ws, s);
+            BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+            BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+            const Timing tg = time_it(runs, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
+            const char* dn = dt == DType::kFloat16 ? "fp16" : "fp32";
+            const char* sn = val ? "val" : "detect";
+            for (int g = 0; g < 2; ++g) {
+              const Timing& t = g ? tg : ts;
+              std::printf(
+                  "| decode+nms+project | %s | %s | %d | yolocu %s%s | %.1f | %.2f | %.1f-%.1f "
+                  "| %zu | %zu |\n",
+                  sn, dn, batch, g ? "graph" : "stream",
+                  path == CudaNmsPath::kAuto ? "" : " (kept-box path only)", t.median_us,
+                  t.median_us / batch, t.p10_us, t.p90_us, dets, ws.device_bytes());
+            }
+            BENCH_CUDA(cudaGraphExecDestroy(exec));
+            BENCH_CUDA(cudaGraphDestroy(graph));
           }
           BENCH_CUDA(cudaFree(d));
         }

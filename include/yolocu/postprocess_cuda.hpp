@@ -60,7 +60,7 @@ constexpr int kMaxCudaMaxDet = 4096;
 // workspace (all max_batch images).
 enum class CudaNmsPath { kAuto, kKeptBoxes, kBitmask };
 constexpr int64_t kMaxNmsBitmaskCandidates = 32768;  // per image (the sweep's shared bitset)
-constexpr int kNmsBitmaskAutoMin = 512;              // kAuto: bitmask path above this many candidates
+constexpr int kNmsBitmaskAutoMin = 512;  // kAuto: bitmask path above this many candidates
 constexpr size_t kDefaultNmsBitmaskBytes = size_t{16} << 20;
 struct CudaNmsConfig {
   CudaNmsPath path = CudaNmsPath::kAuto;
@@ -78,9 +78,12 @@ struct PostprocessCudaPlan {
   size_t pinned_bytes = 0;      // the one pinned host allocation (results)
   size_t nms_shared_bytes = 0;  // dynamic shared memory of the NMS kernel (kept boxes)
   CudaNmsPath nms_path = CudaNmsPath::kAuto;  // as configured
-  int64_t bitmask_capacity = 0;        // most candidates of an image the bitmask path takes; 0: none
-  int64_t bitmask_min_candidates = 0;  // fewest it takes (kAuto: kNmsBitmaskAutoMin + 1; kBitmask: 1)
-  size_t bitmask_bytes = 0;            // of device_bytes: mask, boxes, ranks, order of max_batch images
+  // Bitmask path: the most and fewest candidates of an image it takes (0, 0: no bitmask path;
+  // kAuto: kNmsBitmaskAutoMin + 1 at least, kBitmask: 1), and its share of device_bytes (mask,
+  // boxes, ranks and order of max_batch images).
+  int64_t bitmask_capacity = 0;
+  int64_t bitmask_min_candidates = 0;
+  size_t bitmask_bytes = 0;
 };
 
 // candidate_capacity: slots per image; 0 = options.max_nms. Clamped to max_nms (the reference

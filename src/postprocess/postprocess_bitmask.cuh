@@ -46,7 +46,8 @@ __device__ __forceinline__ void mask_tile(const BitmaskParams& bm, int img, int 
   if (i < n) {
     const Box bi = boxes[i];
     const uint64_t ki = keys[i];
-    uint64_t* row = bm.mask + static_cast<int64_t>(img) * bm.mask_stride() + static_cast<int64_t>(i) * W;
+    uint64_t* row =
+        bm.mask + static_cast<int64_t>(img) * bm.mask_stride() + static_cast<int64_t>(i) * W;
     const int cols = min(kMaskCols, n - j0);
     int before = 0;
     for (int q = 0; q * 64 < cols; ++q) {
@@ -132,13 +133,15 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
       const uint64_t alive = static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, al0)) |
                              (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, al1)) << 32);
       const uint64_t d0 = sh.diag[lane], d1 = sh.diag[lane + 32];
-      const uint64_t suppressors = static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d0 != 0)) |
-                                   (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d1 != 0)) << 32);
+      const uint64_t suppressors =
+          static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d0 != 0)) |
+          (static_cast<uint64_t>(__ballot_sync(0xFFFFFFFFu, d1 != 0)) << 32);
       // alive and suppressors are identical in every lane, so is the sequence of rows visited
       const uint64_t kept_bits = resolve_bitmask_block(
           alive, suppressors,
           [&](int a) {
-            const uint64_t lo = __shfl_sync(0xFFFFFFFFu, d0, a & 31), hi = __shfl_sync(0xFFFFFFFFu, d1, a & 31);
+            const uint64_t lo = __shfl_sync(0xFFFFFFFFu, d0, a & 31),
+                           hi = __shfl_sync(0xFFFFFFFFu, d1, a & 31);
             return a < 32 ? lo : hi;
           },
           max_det - kept);
@@ -159,7 +162,9 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
     for (int idx = t; idx < nk * W; idx += kNmsThreads) {
       const int j = idx / W, w = idx - j * W;
       const uint64_t v = __ldcg(mask + static_cast<int64_t>(sh.slot[sh.kept_row[j]]) * W + w);
-      if (v) atomicOr(reinterpret_cast<unsigned long long*>(&sh.removed[w]), static_cast<unsigned long long>(v));
+      if (v)
+        atomicOr(reinterpret_cast<unsigned long long*>(&sh.removed[w]),
+                 static_cast<unsigned long long>(v));
     }
     __syncthreads();
   }

@@ -181,17 +181,18 @@ struct PostprocessWorkspace::Impl {
   PostprocessOptions options;
   float cut = 0;
   int64_t last_batch = 0;
-  int mask_blocks = 0;        // nms_kernel's blocks for the bitmask path
-  bool needs_reset = false;   // a call threw half-way: the state may not be zero
+  int mask_blocks = 0;       // nms_kernel's blocks for the bitmask path
+  bool needs_reset = false;  // a call threw half-way: the state may not be zero
   std::unique_ptr<void, CudaFree> d_mem;
   std::unique_ptr<void, CudaFreeHost> h_result;
-  void* d_result = nullptr;   // device address of h_result (mapped)
+  void* d_result = nullptr;  // device address of h_result (mapped)
   uint8_t* base() const { return static_cast<uint8_t*>(d_mem.get()); }
   SelectState state() const {
     SelectState s{};
     s.counts = reinterpret_cast<int*>(base() + layout.counts);
     s.grid_done = reinterpret_cast<int*>(base() + layout.grid_done);
-    if (plan.bitmask_capacity > 0) s.tiles_done = reinterpret_cast<int*>(base() + layout.tiles_done);
+    if (plan.bitmask_capacity > 0)
+      s.tiles_done = reinterpret_cast<int*>(base() + layout.tiles_done);
     if (plan.select_passes) {
       s.emitted = reinterpret_cast<int*>(base() + layout.emitted);
       s.done = reinterpret_cast<int*>(base() + layout.done);
@@ -232,7 +233,8 @@ PostprocessWorkspace::PostprocessWorkspace(int64_t max_batch, int64_t rows, int 
     // launch find free SMs; at most the tiles there can be.
     const int64_t tiles = ((w.plan.bitmask_capacity + kMaskRows - 1) / kMaskRows) *
                           ((w.plan.bitmask_capacity + kMaskCols - 1) / kMaskCols);
-    w.mask_blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(sms / 2, max_batch * tiles)));
+    w.mask_blocks =
+        static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(sms / 2, max_batch * tiles)));
   }
   // the attribute is per kernel, shared by all workspaces: always the largest any plan can use
   const size_t smem = static_cast<size_t>(kMaxCudaMaxDet) * (sizeof(uint64_t) + sizeof(Box));
@@ -312,7 +314,8 @@ void enqueue(const Src& src, int batch, DType dtype, const std::vector<Letterbox
   dp.n_classes = static_cast<int>(o.classes.size());
   dp.capacity = static_cast<int>(plan.capacity);
   dp.bitmask_cap = static_cast<int>(plan.bitmask_capacity);
-  dp.boxes = plan.bitmask_capacity > 0 ? reinterpret_cast<Box*>(w.base() + w.layout.boxes) : nullptr;
+  dp.boxes =
+      plan.bitmask_capacity > 0 ? reinterpret_cast<Box*>(w.base() + w.layout.boxes) : nullptr;
   const SelectState st = w.state();
   auto* keys = reinterpret_cast<uint64_t*>(w.base() + w.layout.keys);
   BitmaskParams bm{};
@@ -343,7 +346,8 @@ void enqueue(const Src& src, int batch, DType dtype, const std::vector<Letterbox
   w.needs_reset = true;  // until the last launch is enqueued
   if (reset) YOLOCU_CUDA_CHECK(cudaMemsetAsync(w.base(), 0, w.layout.state_bytes, stream));
   launch_decode(src, batch, dp, st, keys, plan.select_passes, stream);
-  launch_nms(src, batch, w.mask_blocks, np, bm, st, keys, seen, geo, hdr, dets, plan.nms_shared_bytes, stream);
+  launch_nms(src, batch, w.mask_blocks, np, bm, st, keys, seen, geo, hdr, dets,
+             plan.nms_shared_bytes, stream);
   w.needs_reset = false;
 }
 

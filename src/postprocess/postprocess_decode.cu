@@ -39,7 +39,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ int s_base;
   int before = 0, total = 0;
   Scan(scan_tmp).ExclusiveSum(mine, before, total);
-  if (threadIdx.x == 0) s_base = total > 0 ? atomicAdd((kEmit ? st.emitted : st.counts) + img, total) : 0;
+  if (threadIdx.x == 0)
+    s_base = total > 0 ? atomicAdd((kEmit ? st.emitted : st.counts) + img, total) : 0;
   __syncthreads();
   if (mine == 0) return;
   int slot = s_base + before;
@@ -136,9 +137,9 @@ void launch_decode(const Src& src, int batch, const DecodeParams& p, const Selec
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
-#define YOLOCU_INSTANTIATE_DECODE(S)                                                            \
-  template void launch_decode<S>(const S&, int, const DecodeParams&, const SelectState&, uint64_t*, \
-                                 bool, cudaStream_t);
+#define YOLOCU_INSTANTIATE_DECODE(S)                                                     \
+  template void launch_decode<S>(const S&, int, const DecodeParams&, const SelectState&, \
+                                 uint64_t*, bool, cudaStream_t);
 YOLOCU_FOR_EACH_POSTPROCESS_SOURCE(YOLOCU_INSTANTIATE_DECODE)
 #undef YOLOCU_INSTANTIATE_DECODE
 

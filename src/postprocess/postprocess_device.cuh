@@ -35,7 +35,9 @@ constexpr int kMaskCols = 256;
 constexpr int kMaxBitmaskWords = static_cast<int>(kMaxNmsBitmaskCandidates / 64);
 
 // Radix-select digit `pass` covers key bits [shift, shift + width), most significant first.
-__host__ __device__ constexpr int pass_shift(int pass) { return pass < 5 ? 64 - 11 * (pass + 1) : 0; }
+__host__ __device__ constexpr int pass_shift(int pass) {
+  return pass < 5 ? 64 - 11 * (pass + 1) : 0;
+}
 __host__ __device__ constexpr int pass_width(int pass) { return pass < 5 ? 11 : 9; }
 __device__ __forceinline__ uint64_t pass_high_mask(int pass) {
   const int hi = pass_shift(pass) + pass_width(pass);
@@ -89,7 +91,7 @@ struct DecodeParams {
   const int* classes;  // filter (device), n_classes == 0: all
   int n_classes;
   int capacity;
-  Box* boxes;          // bitmask path: NMS box (class offset applied) per slot < bitmask_cap; or null
+  Box* boxes;  // bitmask path: NMS box (class offset applied) per slot < bitmask_cap; or null
   int bitmask_cap;
 };
 
@@ -104,7 +106,9 @@ struct BitmaskParams {
   int capacity, bitmask_cap, bitmask_min;
   float cut;
   // (n >= 1: an empty image has no tile, so no block would sweep it and write its header)
-  __device__ __forceinline__ bool takes(int n) const { return n >= 1 && n <= bitmask_cap && n > bitmask_min; }
+  __device__ __forceinline__ bool takes(int n) const {
+    return n >= 1 && n <= bitmask_cap && n > bitmask_min;
+  }
   __device__ __forceinline__ int64_t mask_stride() const {
     return static_cast<int64_t>(bitmask_cap) * ((bitmask_cap + 63) / 64);
   }
@@ -197,6 +201,7 @@ using HeadsF32 = HeadsSource<float, RoundNone>;
 using HeadsF16 = HeadsSource<__half, RoundHalf>;
 using V8F32 = V8Source<float, RoundNone>;
 using V8F16 = V8Source<__half, RoundHalf>;
-#define YOLOCU_FOR_EACH_POSTPROCESS_SOURCE(X) X(MergedF32) X(MergedF16) X(HeadsF32) X(HeadsF16) X(V8F32) X(V8F16)
+#define YOLOCU_FOR_EACH_POSTPROCESS_SOURCE(X) \
+  X(MergedF32) X(MergedF16) X(HeadsF32) X(HeadsF16) X(V8F32) X(V8F16)
 
 }  // namespace yolocu::postprocess_detail

@@ -202,7 +202,8 @@ __device__ __forceinline__ void write_results(const Src& src, const NmsParams& p
     const int row = static_cast<int>(index / static_cast<uint32_t>(src.nc));
     const int cls = static_cast<int>(index - static_cast<uint32_t>(row) * src.nc);
     const Box b = project_box(src.box(src.row(img, row)), geo.p[img]);
-    dets[static_cast<int64_t>(img) * p.max_det + k] = DetRec{b.x1, b.y1, b.x2, b.y2, key_score(key), cls};
+    dets[static_cast<int64_t>(img) * p.max_det + k] =
+        DetRec{b.x1, b.y1, b.x2, b.y2, key_score(key), cls};
   }
   if (threadIdx.x == 0) header[img] = ResultHeader{kept, count};
 }
@@ -235,7 +236,8 @@ __global__ void __launch_bounds__(kNmsThreads)
   Box* kept_boxes = reinterpret_cast<Box*>(kept_keys + p.max_det);  // [max_det], greedy only
   const int t = threadIdx.x;
   const bool image_block = blockIdx.x < batch;
-  if (image_block ? t == 0 : t < batch) s_counts[image_block ? blockIdx.x : t] = st.counts[image_block ? blockIdx.x : t];
+  if (image_block ? t == 0 : t < batch)
+    s_counts[image_block ? blockIdx.x : t] = st.counts[image_block ? blockIdx.x : t];
   __syncthreads();  // the counts this block needs are read (bar.sync orders the loads)
   int ticket = 0;   // thread 0: this block's place among the blocks done reading the counts
   if (t == 0) {
@@ -309,21 +311,21 @@ void launch_nms(const Src& src, int batch, int mask_blocks, const NmsParams& p,
                 const BitmaskParams& bm, const SelectState& st, const uint64_t* keys, Box* seen,
                 const ProjectBatch& geo, ResultHeader* header, DetRec* dets, size_t shared_bytes,
                 cudaStream_t stream) {
-  nms_kernel<Src><<<batch + mask_blocks, kNmsThreads, shared_bytes, stream>>>(src, batch, p, bm, st, keys,
-                                                                              seen, geo, header, dets);
+  nms_kernel<Src><<<batch + mask_blocks, kNmsThreads, shared_bytes, stream>>>(
+      src, batch, p, bm, st, keys, seen, geo, header, dets);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
 template <class Src>
 void set_nms_shared_limit(size_t bytes) {
-  YOLOCU_CUDA_CHECK(cudaFuncSetAttribute(nms_kernel<Src>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
+  YOLOCU_CUDA_CHECK(cudaFuncSetAttribute(
+      nms_kernel<Src>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
-#define YOLOCU_INSTANTIATE_NMS(S)                                                                    \
-  template void launch_nms<S>(const S&, int, int, const NmsParams&, const BitmaskParams&,             \
-                              const SelectState&, const uint64_t*, Box*, const ProjectBatch&,        \
-                              ResultHeader*, DetRec*, size_t, cudaStream_t);                         \
+#define YOLOCU_INSTANTIATE_NMS(S)                                                             \
+  template void launch_nms<S>(const S&, int, int, const NmsParams&, const BitmaskParams&,     \
+                              const SelectState&, const uint64_t*, Box*, const ProjectBatch&, \
+                              ResultHeader*, DetRec*, size_t, cudaStream_t);                  \
   template void set_nms_shared_limit<S>(size_t);
 YOLOCU_FOR_EACH_POSTPROCESS_SOURCE(YOLOCU_INSTANTIATE_NMS)
 #undef YOLOCU_INSTANTIATE_NMS

@@ -1,6 +1,6 @@
 // The model outputs the CUDA post-processing reads, as "sources" of candidate rows (device code,
-// included through postprocess_device.cuh). A source gives, for row r of image img, a Row handle and
-// its objectness, class scores and box, rounded like the CPU reference (postprocess_cpu.cpp):
+// included through postprocess_device.cuh). A source gives, for row r of image img, a Row handle
+// and its objectness, class scores and box, rounded like the CPU reference (postprocess_cpu.cpp):
 //   MergedSource  YOLOv5 merged output [batch, rows, 5 + nc]
 //   HeadsSource   YOLOv5 raw heads, NCHW per level (sigmoid, grid and anchors fused)
 //   V8Source      YOLOv8 / YOLO11 output [batch, 4 + nc, anchors], channel-major, no objectness

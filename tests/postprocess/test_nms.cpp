@@ -182,10 +182,17 @@ TEST(IouExceeds, DecidesAsBoxIou) {
     boxes.push_back({ix, iy, ix + 1 + std::floor(rnd() * 4), iy + 1 + std::floor(rnd() * 4)});
   }
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
-  for (const Box& b : std::vector<Box>{{0, 0, 0, 0},       {3, 3, 1, 1},       {0, 0, 2, 0},
-                                       {2, 0, 4, 2},       {0, 2, 2, 4},       {nan, 0, 2, 2},
-                                       {0, 0, nan, nan},   {-inf, -inf, inf, inf}, {0, 0, inf, 2},
-                                       {0, 0, 1e-30f, 1e-30f}, {7680, 7680, 7690, 7690},
+  for (const Box& b : std::vector<Box>{{0, 0, 0, 0},
+                                       {3, 3, 1, 1},
+                                       {0, 0, 2, 0},
+                                       {2, 0, 4, 2},
+                                       {0, 2, 2, 4},
+                                       {nan, 0, 2, 2},
+                                       {0, 0, nan, nan},
+                                       {-inf, -inf, inf, inf},
+                                       {0, 0, inf, 2},
+                                       {0, 0, 1e-30f, 1e-30f},
+                                       {7680, 7680, 7690, 7690},
                                        {1e-20f, 0, 2e-20f, 1e-20f}})
     boxes.push_back(b);
   int checked = 0, true_count = 0;
@@ -210,7 +217,8 @@ TEST(IouExceeds, DecidesAsBoxIou) {
 // with the kernel's own block resolve (resolve_bitmask_block, shared with the device). The model's
 // data flow mirrors the kernel's; the GPU parity tests (PostprocessCuda.BitmaskPath*) check the
 // kernel itself.
-std::vector<int> bitmask_model(const Candidates& c, const PostprocessOptions& o, std::mt19937& rng) {
+std::vector<int> bitmask_model(const Candidates& c, const PostprocessOptions& o,
+                               std::mt19937& rng) {
   const int n = static_cast<int>(c.size()), W = (n + 63) / 64;
   const float cut = nms_iou_cut(o.iou_threshold);
   std::vector<int> slot_of(static_cast<size_t>(n));  // canonical position -> slot
@@ -221,14 +229,17 @@ std::vector<int> bitmask_model(const Candidates& c, const PostprocessOptions& o,
   for (int p = 0; p < n; ++p) {
     const int s = slot_of[static_cast<size_t>(p)];
     pos[static_cast<size_t>(s)] = p;
-    box[static_cast<size_t>(s)] = nms_box(c[static_cast<size_t>(p)].box, c[static_cast<size_t>(p)].class_id, o.agnostic);
+    box[static_cast<size_t>(s)] =
+        nms_box(c[static_cast<size_t>(p)].box, c[static_cast<size_t>(p)].class_id, o.agnostic);
   }
   std::vector<uint64_t> mask(static_cast<size_t>(n) * W, 0);
   std::vector<int> rank(static_cast<size_t>(n), 0), order(static_cast<size_t>(n), -1);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
-      if (pos[j] < pos[i]) ++rank[static_cast<size_t>(i)];
-      else if (pos[j] > pos[i] && iou_exceeds(box[static_cast<size_t>(i)], box[static_cast<size_t>(j)], cut))
+      if (pos[j] < pos[i])
+        ++rank[static_cast<size_t>(i)];
+      else if (pos[j] > pos[i] &&
+               iou_exceeds(box[static_cast<size_t>(i)], box[static_cast<size_t>(j)], cut))
         mask[static_cast<size_t>(i) * W + j / 64] |= uint64_t{1} << (j % 64);
     }
   for (int i = 0; i < n; ++i) order[static_cast<size_t>(rank[static_cast<size_t>(i)])] = i;
@@ -248,12 +259,14 @@ std::vector<int> bitmask_model(const Candidates& c, const PostprocessOptions& o,
           diag[a] |= uint64_t{1} << k;
       if (diag[a]) suppressors |= uint64_t{1} << a;
     }
-    const uint64_t kept = resolve_bitmask_block(alive, suppressors, [&](int a) { return diag[a]; },
-                                                o.max_det - static_cast<int>(keep.size()));
+    const uint64_t kept = resolve_bitmask_block(
+        alive, suppressors, [&](int a) { return diag[a]; },
+        o.max_det - static_cast<int>(keep.size()));
     for (int a = 0; a < m; ++a)
       if ((kept >> a) & 1) {
         keep.push_back(base + a);
-        for (int w = 0; w < W; ++w) removed[static_cast<size_t>(w)] |= mask[static_cast<size_t>(slot[a]) * W + w];
+        for (int w = 0; w < W; ++w)
+          removed[static_cast<size_t>(w)] |= mask[static_cast<size_t>(slot[a]) * W + w];
       }
   }
   return keep;
@@ -299,8 +312,8 @@ TEST(BitmaskNmsModel, MatchesGreedyReference) {
           o.max_det = max_det;
           o.agnostic = agnostic;
           ASSERT_EQ(bitmask_model(c, o, rng), nms_cpu(c, o))
-              << "trial " << trial << " n " << n << " kind " << kind << " iou " << iou << " max_det "
-              << max_det << (agnostic ? " agnostic" : "");
+              << "trial " << trial << " n " << n << " kind " << kind << " iou " << iou
+              << " max_det " << max_det << (agnostic ? " agnostic" : "");
           ++cases;
         }
   }

@@ -83,7 +83,8 @@ Detections cpu_image(const OutputView& v, int64_t b, const LetterboxGeometry& g,
 std::vector<Detections> check_parity(const Tensor& out, const std::vector<LetterboxGeometry>& geo,
                                      const PostprocessOptions& o, const std::string& what,
                                      const PostprocessOptions* gpu_options = nullptr,
-                                     int64_t capacity = 0, OutputLayout layout = OutputLayout::kYolov5,
+                                     int64_t capacity = 0,
+                                     OutputLayout layout = OutputLayout::kYolov5,
                                      const CudaNmsConfig& nms = CudaNmsConfig()) {
   const PostprocessOptions& go = gpu_options ? *gpu_options : o;
   const OutputView hv = output_view(out, layout);
@@ -368,9 +369,9 @@ TEST(PostprocessCuda, RandomBoxSets) {
 
 enum class SetKind {
   kOverlapping,  // 100 x 100 px area, boxes 10-60 px: heavy suppression, chains
-  kInteger,      // integer corners on a 12 x 12 grid: IoUs exactly 1/2, 1/3, 3/5; scores in 1/8 steps
-  kTies,         // continuous boxes, scores in 1/8 steps, every 4th row an earlier row's box
-  kSpread,       // 640 x 640, boxes 8-128 px: few overlaps, most boxes kept
+  kInteger,  // integer corners on a 12 x 12 grid: IoUs exactly 1/2, 1/3, 3/5; scores in 1/8 steps
+  kTies,     // continuous boxes, scores in 1/8 steps, every 4th row an earlier row's box
+  kSpread,   // 640 x 640, boxes 8-128 px: few overlaps, most boxes kept
 };
 
 // A merged output where every row r < counts[b] of image b is one candidate at conf 0: box
@@ -409,7 +410,8 @@ Tensor nms_set(const std::vector<int>& counts, int rows, int nc, SetKind kind, u
           p[4] = (1 + std::floor(u(rng) * 8)) / 8;
           break;
         case SetKind::kSpread:
-          p[0] = u(rng) * 640, p[1] = u(rng) * 640, p[2] = 8 + u(rng) * 120, p[3] = 8 + u(rng) * 120;
+          p[0] = u(rng) * 640, p[1] = u(rng) * 640, p[2] = 8 + u(rng) * 120,
+          p[3] = 8 + u(rng) * 120;
           p[4] = 0.01f + 0.99f * u(rng);
           break;
       }
@@ -435,8 +437,10 @@ const CudaNmsConfig kForceKept{CudaNmsPath::kKeptBoxes};
 // hold every image's candidates (else an image would silently take the other path).
 void paths_parity(const Tensor& out, const PostprocessOptions& o, const std::string& what) {
   const OutputView v = output_view(out);
-  const std::vector<LetterboxGeometry> geo(static_cast<size_t>(v.batch), letterbox_geometry(640, 640, 640, 640));
-  const PostprocessCudaPlan plan = plan_postprocess_cuda(v.batch, v.rows, v.num_classes(), o, 0, kForceBitmask);
+  const std::vector<LetterboxGeometry> geo(static_cast<size_t>(v.batch),
+                                           letterbox_geometry(640, 640, 640, 640));
+  const PostprocessCudaPlan plan =
+      plan_postprocess_cuda(v.batch, v.rows, v.num_classes(), o, 0, kForceBitmask);
   ASSERT_GE(plan.bitmask_capacity, std::min<int64_t>(v.rows, o.max_nms)) << what;
   check_parity(out, geo, o, what + " [bitmask]", nullptr, 0, OutputLayout::kYolov5, kForceBitmask);
   check_parity(out, geo, o, what + " [kept boxes]", nullptr, 0, OutputLayout::kYolov5, kForceKept);
@@ -445,7 +449,8 @@ void paths_parity(const Tensor& out, const PostprocessOptions& o, const std::str
 
 TEST(PostprocessCuda, BitmaskPathCrowdedSets) {
   YOLOCU_REQUIRE_GPU();
-  const SetKind kinds[] = {SetKind::kOverlapping, SetKind::kInteger, SetKind::kTies, SetKind::kSpread};
+  const SetKind kinds[] = {SetKind::kOverlapping, SetKind::kInteger, SetKind::kTies,
+                           SetKind::kSpread};
   const char* names[] = {"overlapping", "integer", "ties", "spread"};
   for (int k = 0; k < 4; ++k)
     for (int nc : {1, 80}) {
@@ -468,7 +473,8 @@ TEST(PostprocessCuda, BitmaskPathCountsAndStops) {
     for (SetKind kind : {SetKind::kSpread, SetKind::kOverlapping}) {
       const Tensor out = nms_set({n}, std::max(n, 1), 3, kind, 200 + n);
       paths_parity(out, nms_options(0.45f, kMaxCudaMaxDet),
-                   std::string(kind == SetKind::kSpread ? "spread" : "overlapping") + " n " + std::to_string(n));
+                   std::string(kind == SetKind::kSpread ? "spread" : "overlapping") + " n " +
+                       std::to_string(n));
     }
   // max_det reached inside a block of 64, at its edges, and in a later block
   const Tensor spread = nms_set({1000}, 1000, 2, SetKind::kSpread, 300);
@@ -492,7 +498,8 @@ TEST(PostprocessCuda, BitmaskPathMixedBatchAndFallback) {
   ASSERT_GE(plan.bitmask_capacity, 3000);
   ASSERT_EQ(plan.bitmask_min_candidates, kNmsBitmaskAutoMin + 1);
   check_parity(out, geo, o, "mixed batch auto");
-  check_parity(out, geo, o, "mixed batch bitmask", nullptr, 0, OutputLayout::kYolov5, kForceBitmask);
+  check_parity(out, geo, o, "mixed batch bitmask", nullptr, 0, OutputLayout::kYolov5,
+               kForceBitmask);
   CudaNmsConfig small = kForceBitmask;
   small.bitmask_bytes = 1u << 20;  // ~1.4k slots per image at batch 4
   const PostprocessCudaPlan sp = plan_postprocess_cuda(4, 3000, 80, o, 0, small);
@@ -546,7 +553,8 @@ TEST(PostprocessCuda, BitmaskPathStateBetweenCalls) {
       const Tensor& host = use_crowded ? crowded : sparse;
       for (int b = 0; b < 2; ++b) {
         int64_t found = 0;
-        const Detections cpu = cpu_image(output_view(host), b, geo[static_cast<size_t>(b)], o, &found);
+        const Detections cpu =
+            cpu_image(output_view(host), b, geo[static_cast<size_t>(b)], o, &found);
         const std::string w = "path " + std::to_string(static_cast<int>(nms.path)) + " round " +
                               std::to_string(round) + " image " + std::to_string(b);
         expect_same(cpu, got[static_cast<size_t>(b)], w);

@@ -34,7 +34,8 @@ TEST(PostprocessCudaPlan, DetectSettingsNeverOverflow) {
 // plus a tile counter per image, each region rounded up to 256 B.
 size_t bitmask_bytes_of(size_t batch, size_t n) {
   auto up = [](size_t v) { return (v + 255) / 256 * 256; };
-  return up(batch * n * ((n + 63) / 64) * 8) + up(batch * n * 16) + 2 * up(batch * n * 4) + up(batch * 4);
+  return up(batch * n * ((n + 63) / 64) * 8) + up(batch * n * 16) + 2 * up(batch * n * 4) +
+         up(batch * 4);
 }
 
 TEST(PostprocessCudaPlan, BitmaskPathBoundedByItsBudget) {
@@ -46,7 +47,8 @@ TEST(PostprocessCudaPlan, BitmaskPathBoundedByItsBudget) {
     EXPECT_EQ(p.bitmask_bytes, bitmask_bytes_of(static_cast<size_t>(b), n)) << "batch " << b;
     // the largest multiple of 64 that fits: 64 more would not
     EXPECT_EQ(n % 64, 0u) << "batch " << b;
-    EXPECT_GT(bitmask_bytes_of(static_cast<size_t>(b), n + 64), kDefaultNmsBitmaskBytes) << "batch " << b;
+    EXPECT_GT(bitmask_bytes_of(static_cast<size_t>(b), n + 64), kDefaultNmsBitmaskBytes)
+        << "batch " << b;
     EXPECT_EQ(p.bitmask_min_candidates, kNmsBitmaskAutoMin + 1);
     EXPECT_GT(p.device_bytes, p.bitmask_bytes);
   }
@@ -69,7 +71,8 @@ TEST(PostprocessCudaPlan, BitmaskPathBoundedByItsBudget) {
   huge.bitmask_bytes = size_t{1} << 40;
   PostprocessOptions many = o;
   many.max_nms = 100000;
-  EXPECT_EQ(plan_postprocess_cuda(1, 60000, 1, many, 0, huge).bitmask_capacity, kMaxNmsBitmaskCandidates);
+  EXPECT_EQ(plan_postprocess_cuda(1, 60000, 1, many, 0, huge).bitmask_capacity,
+            kMaxNmsBitmaskCandidates);
   // kAuto with 512 candidates at most: never crowded, no bitmask memory
   EXPECT_EQ(plan_postprocess_cuda(1, 512, 1, o).bitmask_capacity, 0);
   EXPECT_EQ(plan_postprocess_cuda(1, 513, 1, o).bitmask_capacity, 513);
@@ -121,8 +124,8 @@ TEST(PostprocessCudaPlan, ValSettingsBoundedMemory) {
 }
 
 TEST(PostprocessCudaPlan, PrintsWorkspaceBytes) {
-  std::printf("%-8s %-6s %12s %12s %12s %8s %14s %12s\n", "setting", "batch", "slots/img", "device B",
-              "pinned B", "select", "bitmask slots", "bitmask B");
+  std::printf("%-8s %-6s %12s %12s %12s %8s %14s %12s\n", "setting", "batch", "slots/img",
+              "device B", "pinned B", "select", "bitmask slots", "bitmask B");
   for (int val = 0; val < 2; ++val)
     for (int64_t b : {1, 32}) {
       const PostprocessCudaPlan p =
