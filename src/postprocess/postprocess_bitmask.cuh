@@ -77,7 +77,8 @@ struct SweepShared {
 // Greedy NMS of image `img` (n <= bitmask_cap candidates) with all kNmsThreads threads of the
 // block; appends the kept keys, in canonical order, to kept_keys (max_det at most) and returns
 // how many. Zeroes rank[0, n) for the next call. Thread mapping per block b of 64 positions:
-//   1. threads 0-63 read the slots of positions 64 b + a (order[], scattered from rank[]);
+//   1. threads 0-63 publish the slots of positions 64 b + a (order[], scattered from rank[]),
+//      loaded during the previous block;
 //   2. diagonal: warp w takes rows a = w and w + 32, lane l columns c = l and l + 32: bit c of
 //      row a is mask bit (slot a, slot c) for c > a, two ballots per row (rows already removed
 //      are skipped);
@@ -101,9 +102,14 @@ __device__ __forceinline__ int bitmask_sweep(const BitmaskParams& bm, int img, i
   __syncthreads();  // order[] (global) and removed[] visible to the block
   auto is_removed = [&](int s) { return (sh.removed[s >> 6] >> (s & 63)) & 1ull; };
   int kept = 0;
+  int next_slot = t < 64 && t < n ? order[t] : -1;  // threads 0-63: the next block's slots
   for (int b = 0; b < W && kept < max_det; ++b) {
     const int base = b * 64, m = min(64, n - base);
-    if (t < 64) sh.slot[t] = t < m ? order[base + t] : -1;
+    if (t < 64) {
+      sh.slot[t] = next_slot;
+      // prefetch for block b + 1: the load's latency hides behind this block's work
+      next_slot = base + 64 + t < n ? order[base + 64 + t] : -1;
+    }
     __syncthreads();
     for (int h = 0; h < 2; ++h) {
       const int a = warp + 32 * h;
