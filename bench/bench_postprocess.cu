@@ -1,9 +1,11 @@
-// GPU post-processing benchmark: decode + NMS + projection + the one device-to-host copy, on the
+// GPU post-processing benchmark: decode + NMS + projection + the results into pinned memory, on the
 // yolov5n reference outputs (reference/bus.npz and zidane.npz "output", alternating, tiled to the
 // batch), detect (conf 0.25, iou 0.45, max_det 1000) and val (conf 0.001, iou 0.6, multi-label,
 // max_det 300) settings, batch 1 and 32, float32 and float16 inputs. Warm-up, then the median of
-// `runs` calls timed with CUDA events on the stream (events around the enqueue + copy), once
-// enqueued directly and once as a replayed CUDA graph. Prints table rows whose labels match
+// `runs` calls timed with CUDA events on the stream (events around the enqueue; the results land
+// in pinned memory), once enqueued directly and once as a replayed CUDA graph, with the default
+// NMS configuration (kAuto: the NMS launch carries the bitmask path's blocks) and with
+// CudaNmsPath::kKeptBoxes (image blocks only). Prints table rows whose labels match
 // bench/peer_postprocess.py.
 //
 //   bench_postprocess [data_dir (default $YOLOCU_DATA_DIR)] [runs (default 200)]
@@ -80,28 +82,32 @@ int main(int argc, char** argv) {
           BENCH_CUDA(cudaMemcpy(d, host.data(), host.nbytes(), cudaMemcpyHostToDevice));
           OutputView v = output_view(host);
           v.data = d;
-          PostprocessWorkspace ws(batch, v.rows, v.num_classes(), o);
-          const Timing ts = time_it(runs, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
-          BENCH_CUDA(cudaStreamSynchronize(s));
-          const size_t dets = ws.results()[0].size();
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-          postprocess_cuda(v, geo, o, ws, s);
-          BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-          BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-          const Timing tg = time_it(runs, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
-          const char* dn = dt == DType::kFloat16 ? "fp16" : "fp32";
-          const char* sn = val ? "val" : "detect";
-          for (int g = 0; g < 2; ++g) {
-            const Timing& t = g ? tg : ts;
-            std::printf("| decode+nms+project | %s | %s | %d | yolocu %s | %.1f | %.2f | %.1f-%.1f "
-                        "| %zu | %zu |\n",
-                        sn, dn, batch, g ? "graph" : "stream", t.median_us, t.median_us / batch,
-                        t.p10_us, t.p90_us, dets, ws.device_bytes());
+          for (CudaNmsPath path : {CudaNmsPath::kAuto, CudaNmsPath::kKeptBoxes}) {
+            PostprocessWorkspace ws(batch, v.rows, v.num_classes(), o, 0, CudaNmsConfig{path});
+            const Timing ts = time_it(runs, s, [&] { postprocess_cuda(v, geo, o, ws, s); });
+            BENCH_CUDA(cudaStreamSynchronize(s));
+            const size_t dets = ws.results()[0].size();
+            cudaGraph_t graph;
+            cudaGraphExec_t exec;
+            BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            postprocess_cuda(v, geo, o, ws, s);
+            BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+            BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+            const Timing tg = time_it(runs, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
+            const char* dn = dt == DType::kFloat16 ? "fp16" : "fp32";
+            const char* sn = val ? "val" : "detect";
+            for (int g = 0; g < 2; ++g) {
+              const Timing& t = g ? tg : ts;
+              std::printf(
+                  "| decode+nms+project | %s | %s | %d | yolocu %s%s | %.1f | %.2f | %.1f-%.1f "
+                  "| %zu | %zu |\n",
+                  sn, dn, batch, g ? "graph" : "stream",
+                  path == CudaNmsPath::kAuto ? "" : " (kept-box path only)", t.median_us,
+                  t.median_us / batch, t.p10_us, t.p90_us, dets, ws.device_bytes());
+            }
+            BENCH_CUDA(cudaGraphExecDestroy(exec));
+            BENCH_CUDA(cudaGraphDestroy(graph));
           }
-          BENCH_CUDA(cudaGraphExecDestroy(exec));
-          BENCH_CUDA(cudaGraphDestroy(graph));
           BENCH_CUDA(cudaFree(d));
         }
       }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "yolocu/geometry.hpp"
 #include "yolocu/postprocess.hpp"
@@ -47,6 +48,64 @@ YOLOCU_HD Box nms_box(const Box& b, int class_id, bool agnostic) {
   if (agnostic) return b;
   const float off = static_cast<float>(class_id) * kClassOffset;
   return Box{b.x1 + off, b.y1 + off, b.x2 + off, b.y2 + off};
+}
+
+// IoU(a, b) > cut, a the earlier candidate, exactly as `box_iou(a, b) > cut` (geometry.hpp) for
+// every cut >= 0 (nms_iou_cut's range), but without the division when the boxes do not overlap:
+// then inter == 0 and box_iou returns +-0 or NaN, never > cut. Otherwise box_iou itself decides.
+// Used by the CUDA NMS kernels (the CPU reference calls box_iou); equivalence tested on the CPU.
+YOLOCU_HD bool iou_exceeds(const Box& a, const Box& b, float cut) {
+  const float lt_x = a.x1 > b.x1 ? a.x1 : b.x1, lt_y = a.y1 > b.y1 ? a.y1 : b.y1;
+  const float rb_x = a.x2 < b.x2 ? a.x2 : b.x2, rb_y = a.y2 < b.y2 ? a.y2 : b.y2;
+  const float w = rb_x - lt_x > 0.f ? rb_x - lt_x : 0.f;
+  const float h = rb_y - lt_y > 0.f ? rb_y - lt_y : 0.f;
+  if (w * h == 0.f) return false;
+  return box_iou(a, b) > cut;
+}
+
+// Bit operations of the bitmask NMS sweep, on the host and the device.
+YOLOCU_HD int lowest_bit(uint64_t v) {  // v != 0
+#if defined(__CUDA_ARCH__)
+  return __ffsll(static_cast<long long>(v)) - 1;
+#else
+  return __builtin_ctzll(v);
+#endif
+}
+YOLOCU_HD int bit_count(uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  return __popcll(v);
+#else
+  return __builtin_popcountll(v);
+#endif
+}
+YOLOCU_HD int highest_bit(uint64_t v) {  // v != 0
+#if defined(__CUDA_ARCH__)
+  return 63 - __clzll(static_cast<long long>(v));
+#else
+  return 63 - __builtin_clzll(v);
+#endif
+}
+
+// Greedy NMS within one block of 64 consecutive candidates (canonical order) of the bitmask
+// sweep. alive: bit a = candidate a exists and no earlier kept box removed it; diag_at(a): bit c
+// (c > a) = candidate a suppresses candidate c; suppressors: bit a = diag_at(a) != 0; room: boxes
+// still allowed (max_det - kept, >= 1). Returns the kept bits, as greedy NMS decides them: rows
+// are visited in order but only those that suppress something (a kept row with an empty diagonal
+// word changes no later decision), then the first `room` survivors are kept. diag_at is called
+// with the same argument sequence on every caller (the kernel's version shuffles between lanes).
+template <class DiagAt>
+YOLOCU_HD uint64_t resolve_bitmask_block(uint64_t alive, uint64_t suppressors, DiagAt&& diag_at,
+                                         int room) {
+  uint64_t gone = ~alive;
+  uint64_t todo = alive & suppressors;
+  while (todo != 0) {
+    const int a = lowest_bit(todo);
+    gone |= diag_at(a);
+    todo &= ~gone & ~(uint64_t{1} << a);
+  }
+  uint64_t kept = ~gone;
+  while (bit_count(kept) > room) kept &= ~(uint64_t{1} << highest_bit(kept));
+  return kept;
 }
 
 // scale_boxes + clip_boxes in float32 (the reference subtracts float(pad), divides by float(gain)).

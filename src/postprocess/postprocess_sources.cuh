@@ -1,10 +1,10 @@
 // The model outputs the CUDA post-processing reads, as "sources" of candidate rows (device code,
-// included by postprocess_cuda.cu only). A source gives, for row r of image img, a Row handle and
-// its objectness, class scores and box, rounded like the CPU reference (postprocess_cpu.cpp):
+// included through postprocess_device.cuh). A source gives, for row r of image img, a Row handle
+// and its objectness, class scores and box, rounded like the CPU reference (postprocess_cpu.cpp):
 //   MergedSource  YOLOv5 merged output [batch, rows, 5 + nc]
 //   HeadsSource   YOLOv5 raw heads, NCHW per level (sigmoid, grid and anchors fused)
 //   V8Source      YOLOv8 / YOLO11 output [batch, 4 + nc, anchors], channel-major, no objectness
-// kAnchorFree selects the YOLOv8 candidate rules in for_each_candidate (postprocess_cuda.cu).
+// kAnchorFree selects the YOLOv8 candidate rules in for_each_candidate (postprocess_device.cuh).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -13,8 +13,7 @@
 
 #include "postprocess/postprocess_common.hpp"
 
-namespace yolocu {
-namespace {
+namespace yolocu::postprocess_detail {
 
 struct RoundNone {
   __device__ float operator()(float x) const { return x; }
@@ -111,5 +110,4 @@ struct V8Source {
   }
 };
 
-}  // namespace
-}  // namespace yolocu
+}  // namespace yolocu::postprocess_detail

@@ -83,13 +83,15 @@ Detections cpu_image(const OutputView& v, int64_t b, const LetterboxGeometry& g,
 std::vector<Detections> check_parity(const Tensor& out, const std::vector<LetterboxGeometry>& geo,
                                      const PostprocessOptions& o, const std::string& what,
                                      const PostprocessOptions* gpu_options = nullptr,
-                                     int64_t capacity = 0, OutputLayout layout = OutputLayout::kYolov5) {
+                                     int64_t capacity = 0,
+                                     OutputLayout layout = OutputLayout::kYolov5,
+                                     const CudaNmsConfig& nms = CudaNmsConfig()) {
   const PostprocessOptions& go = gpu_options ? *gpu_options : o;
   const OutputView hv = output_view(out, layout);
   DeviceCopy d(out);
   OutputView dv = hv;
   dv.data = d.p;
-  PostprocessWorkspace ws(hv.batch, hv.rows, hv.num_classes(), go, capacity);
+  PostprocessWorkspace ws(hv.batch, hv.rows, hv.num_classes(), go, capacity, nms);
   EXPECT_EQ(ws.device_bytes(), ws.plan().device_bytes);
   Stream s;
   postprocess_cuda(dv, geo, go, ws, s.s);
@@ -362,9 +364,236 @@ TEST(PostprocessCuda, RandomBoxSets) {
   }
 }
 
+// ---- NMS paths. The bitmask path (forced with CudaNmsPath::kBitmask, or chosen by count in
+// kAuto) and the kept-box path must give the CPU reference's keep list, in order, on crowded sets.
+
+enum class SetKind {
+  kOverlapping,  // 100 x 100 px area, boxes 10-60 px: heavy suppression, chains
+  kInteger,  // integer corners on a 12 x 12 grid: IoUs exactly 1/2, 1/3, 3/5; scores in 1/8 steps
+  kTies,     // continuous boxes, scores in 1/8 steps, every 4th row an earlier row's box
+  kSpread,   // 640 x 640, boxes 8-128 px: few overlaps, most boxes kept
+};
+
+// A merged output where every row r < counts[b] of image b is one candidate at conf 0: box
+// (cx, cy, w, h), objectness = the score (> 0) and a one-hot class score of 1 (score = obj
+// exactly); later rows have objectness 0. Classes uniform in [0, nc).
+Tensor nms_set(const std::vector<int>& counts, int rows, int nc, SetKind kind, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  const int64_t ch = 5 + nc;
+  Tensor out(DType::kFloat32, {static_cast<int64_t>(counts.size()), rows, ch});
+  std::memset(out.data(), 0, out.nbytes());
+  for (size_t b = 0; b < counts.size(); ++b) {
+    float* base = out.data_as<float>() + static_cast<int64_t>(b) * rows * ch;
+    for (int r = 0; r < counts[b]; ++r) {
+      float* p = base + r * ch;
+      switch (kind) {
+        case SetKind::kOverlapping:
+          p[0] = 100 + u(rng) * 100, p[1] = 100 + u(rng) * 100;
+          p[2] = 10 + u(rng) * 50, p[3] = 10 + u(rng) * 50;
+          p[4] = 0.05f + 0.95f * u(rng);
+          break;
+        case SetKind::kInteger: {
+          const float x = std::floor(u(rng) * 12), y = std::floor(u(rng) * 12);
+          const float w = 1 + std::floor(u(rng) * 5), h = 1 + std::floor(u(rng) * 5);
+          p[0] = x + w / 2, p[1] = y + h / 2, p[2] = w, p[3] = h;  // corners exactly x, x + w
+          p[4] = (1 + std::floor(u(rng) * 8)) / 8;
+          break;
+        }
+        case SetKind::kTies:
+          if (r >= 4 && r % 4 == 0) {
+            std::memcpy(p, base + static_cast<int64_t>(rng() % r) * ch, 4 * sizeof(float));
+          } else {
+            p[0] = 150 + u(rng) * 300, p[1] = 150 + u(rng) * 300;
+            p[2] = 20 + u(rng) * 80, p[3] = 20 + u(rng) * 80;
+          }
+          p[4] = (1 + std::floor(u(rng) * 8)) / 8;
+          break;
+        case SetKind::kSpread:
+          p[0] = u(rng) * 640, p[1] = u(rng) * 640, p[2] = 8 + u(rng) * 120,
+          p[3] = 8 + u(rng) * 120;
+          p[4] = 0.01f + 0.99f * u(rng);
+          break;
+      }
+      p[5 + (nc > 1 ? static_cast<int>(rng() % static_cast<uint32_t>(nc)) : 0)] = 1.f;
+    }
+  }
+  return out;
+}
+
+PostprocessOptions nms_options(float iou, int max_det, bool agnostic = false) {
+  PostprocessOptions o;
+  o.conf_threshold = 0.f;
+  o.iou_threshold = iou;
+  o.max_det = max_det;
+  o.agnostic = agnostic;
+  return o;
+}
+
+const CudaNmsConfig kForceBitmask{CudaNmsPath::kBitmask};
+const CudaNmsConfig kForceKept{CudaNmsPath::kKeptBoxes};
+
+// Both forced paths and kAuto against the CPU on one output; the forced bitmask workspace must
+// hold every image's candidates (else an image would silently take the other path).
+void paths_parity(const Tensor& out, const PostprocessOptions& o, const std::string& what) {
+  const OutputView v = output_view(out);
+  const std::vector<LetterboxGeometry> geo(static_cast<size_t>(v.batch),
+                                           letterbox_geometry(640, 640, 640, 640));
+  const PostprocessCudaPlan plan =
+      plan_postprocess_cuda(v.batch, v.rows, v.num_classes(), o, 0, kForceBitmask);
+  ASSERT_GE(plan.bitmask_capacity, std::min<int64_t>(v.rows, o.max_nms)) << what;
+  check_parity(out, geo, o, what + " [bitmask]", nullptr, 0, OutputLayout::kYolov5, kForceBitmask);
+  check_parity(out, geo, o, what + " [kept boxes]", nullptr, 0, OutputLayout::kYolov5, kForceKept);
+  check_parity(out, geo, o, what + " [auto]");
+}
+
+TEST(PostprocessCuda, BitmaskPathCrowdedSets) {
+  YOLOCU_REQUIRE_GPU();
+  const SetKind kinds[] = {SetKind::kOverlapping, SetKind::kInteger, SetKind::kTies,
+                           SetKind::kSpread};
+  const char* names[] = {"overlapping", "integer", "ties", "spread"};
+  for (int k = 0; k < 4; ++k)
+    for (int nc : {1, 80}) {
+      const Tensor out = nms_set({3001}, 3001, nc, kinds[k], 100 + k);
+      const std::string tag = std::string(names[k]) + " nc " + std::to_string(nc) + " n 3001";
+      paths_parity(out, nms_options(0.45f, kMaxCudaMaxDet), tag);
+      if (nc > 1) paths_parity(out, nms_options(0.45f, kMaxCudaMaxDet, true), tag + " agnostic");
+      if (kinds[k] == SetKind::kInteger) {  // IoUs exactly at the threshold: strict >, as a double
+        paths_parity(out, nms_options(0.5f, kMaxCudaMaxDet), tag + " iou 0.5");
+        paths_parity(out, nms_options(0.6f, kMaxCudaMaxDet), tag + " iou 0.6");
+        paths_parity(out, nms_options(1.f / 3.f, kMaxCudaMaxDet), tag + " iou 1/3");
+      }
+    }
+}
+
+TEST(PostprocessCuda, BitmaskPathCountsAndStops) {
+  YOLOCU_REQUIRE_GPU();
+  // n around the 64-candidate blocks of the sweep (and 0, 1)
+  for (int n : {0, 1, 2, 63, 64, 65, 127, 129, 4097})
+    for (SetKind kind : {SetKind::kSpread, SetKind::kOverlapping}) {
+      const Tensor out = nms_set({n}, std::max(n, 1), 3, kind, 200 + n);
+      paths_parity(out, nms_options(0.45f, kMaxCudaMaxDet),
+                   std::string(kind == SetKind::kSpread ? "spread" : "overlapping") + " n " +
+                       std::to_string(n));
+    }
+  // max_det reached inside a block of 64, at its edges, and in a later block
+  const Tensor spread = nms_set({1000}, 1000, 2, SetKind::kSpread, 300);
+  for (int max_det : {1, 37, 63, 64, 65, 100, 999})
+    paths_parity(spread, nms_options(0.45f, max_det), "spread max_det " + std::to_string(max_det));
+  const Tensor crowded = nms_set({2000}, 2000, 1, SetKind::kOverlapping, 301);
+  paths_parity(crowded, nms_options(0.45f, 5), "overlapping max_det 5");
+  // thresholds 0 (any overlap suppresses) and 1 (nothing does: the canonical order itself)
+  paths_parity(crowded, nms_options(0.f, kMaxCudaMaxDet), "overlapping iou 0");
+  paths_parity(crowded, nms_options(1.f, kMaxCudaMaxDet), "overlapping iou 1");
+}
+
+// kAuto in one call: crowded images (bitmask path), a small one (kept-box path) and an empty one;
+// then an image too large for the bitmask budget (kept-box path although forced).
+TEST(PostprocessCuda, BitmaskPathMixedBatchAndFallback) {
+  YOLOCU_REQUIRE_GPU();
+  const Tensor out = nms_set({3000, 100, 0, 700}, 3000, 80, SetKind::kOverlapping, 400);
+  const std::vector<LetterboxGeometry> geo(4, letterbox_geometry(640, 640, 640, 640));
+  const PostprocessOptions o = nms_options(0.45f, kMaxCudaMaxDet);
+  const PostprocessCudaPlan plan = plan_postprocess_cuda(4, 3000, 80, o);
+  ASSERT_GE(plan.bitmask_capacity, 3000);
+  ASSERT_EQ(plan.bitmask_min_candidates, kNmsBitmaskAutoMin + 1);
+  check_parity(out, geo, o, "mixed batch auto");
+  check_parity(out, geo, o, "mixed batch bitmask", nullptr, 0, OutputLayout::kYolov5,
+               kForceBitmask);
+  CudaNmsConfig small = kForceBitmask;
+  small.bitmask_bytes = 1u << 20;  // ~1.4k slots per image at batch 4
+  const PostprocessCudaPlan sp = plan_postprocess_cuda(4, 3000, 80, o, 0, small);
+  ASSERT_GT(sp.bitmask_capacity, 700);
+  ASSERT_LT(sp.bitmask_capacity, 3000);
+  check_parity(out, geo, o, "mixed batch, image 0 above the bitmask capacity", nullptr, 0,
+               OutputLayout::kYolov5, small);
+}
+
+// Small and quick (the compute-sanitizer runs): a batch with images on both paths and an empty
+// one, every path; n not a multiple of 64.
+TEST(PostprocessCuda, BitmaskPathSmall) {
+  YOLOCU_REQUIRE_GPU();
+  const Tensor out = nms_set({700, 130, 0, 65}, 700, 3, SetKind::kOverlapping, 700);
+  const std::vector<LetterboxGeometry> geo(4, letterbox_geometry(640, 640, 640, 640));
+  const PostprocessOptions o = nms_options(0.45f, 300);
+  check_parity(out, geo, o, "small auto");
+  check_parity(out, geo, o, "small bitmask", nullptr, 0, OutputLayout::kYolov5, kForceBitmask);
+  check_parity(out, geo, o, "small kept boxes", nullptr, 0, OutputLayout::kYolov5, kForceKept);
+}
+
+// One workspace, alternating crowded and sparse inputs of one shape (direct and graph-replayed):
+// the state each call leaves behind must not leak into the next.
+TEST(PostprocessCuda, BitmaskPathStateBetweenCalls) {
+  YOLOCU_REQUIRE_GPU();
+  const Tensor crowded = nms_set({2500, 900}, 2500, 4, SetKind::kTies, 500);
+  const Tensor sparse = nms_set({40, 1300}, 2500, 4, SetKind::kSpread, 501);
+  const std::vector<LetterboxGeometry> geo(2, letterbox_geometry(640, 640, 640, 640));
+  const PostprocessOptions o = nms_options(0.45f, 2000);
+  for (const CudaNmsConfig& nms : {CudaNmsConfig(), kForceBitmask, kForceKept}) {
+    PostprocessWorkspace ws(2, 2500, 4, o, 0, nms);
+    DeviceCopy dc(crowded), ds(sparse);
+    OutputView vc = output_view(crowded), vs = output_view(sparse);
+    vc.data = dc.p;
+    vs.data = ds.p;
+    Stream s;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(s.s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    postprocess_cuda(vc, geo, o, ws, s.s);
+    ASSERT_EQ(cudaStreamEndCapture(s.s, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int round = 0; round < 6; ++round) {
+      const bool use_crowded = round % 2 == 0;
+      if (use_crowded && round == 4)
+        ASSERT_EQ(cudaGraphLaunch(exec, s.s), cudaSuccess);
+      else
+        postprocess_cuda(use_crowded ? vc : vs, geo, o, ws, s.s);
+      ASSERT_EQ(cudaStreamSynchronize(s.s), cudaSuccess);
+      const auto got = ws.results();
+      const Tensor& host = use_crowded ? crowded : sparse;
+      for (int b = 0; b < 2; ++b) {
+        int64_t found = 0;
+        const Detections cpu =
+            cpu_image(output_view(host), b, geo[static_cast<size_t>(b)], o, &found);
+        const std::string w = "path " + std::to_string(static_cast<int>(nms.path)) + " round " +
+                              std::to_string(round) + " image " + std::to_string(b);
+        expect_same(cpu, got[static_cast<size_t>(b)], w);
+        EXPECT_EQ(ws.candidates()[static_cast<size_t>(b)], found) << w;
+      }
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+}
+
+// The bitmask path behind every source and the overflow (radix select) path: FP16 merged output,
+// YOLOv8 layout, more candidates than slots (the emit pass rewrites the slots and their boxes).
+TEST(PostprocessCuda, BitmaskPathOtherInputs) {
+  YOLOCU_REQUIRE_GPU();
+  const Tensor out = nms_set({2000, 1500}, 2000, 5, SetKind::kOverlapping, 600);
+  const std::vector<LetterboxGeometry> geo(2, letterbox_geometry(810, 1080, 640, 640));
+  const PostprocessOptions o = nms_options(0.45f, 1000);
+  check_parity(cast_tensor(out, DType::kFloat16), geo, o, "fp16 bitmask", nullptr, 0,
+               OutputLayout::kYolov5, kForceBitmask);
+  const Tensor v8 = random_output_v8(2, 2100, 5, true, 601);
+  PostprocessOptions v8o = val_options(OutputLayout::kYolov8);
+  v8o.max_det = 1000;
+  v8o.max_nms = 4000;  // ~9,000 candidates per image: the select + emit passes keep 4000 slots
+  ASSERT_GE(plan_postprocess_cuda(2, 2100, 5, v8o, 0, kForceBitmask).bitmask_capacity, 4000);
+  check_parity(v8, geo, v8o, "v8 val bitmask", nullptr, 0, OutputLayout::kYolov8, kForceBitmask);
+  Tensor many = random_output(3, 4000, 8, true, 602);
+  PostprocessOptions ov = val_options();
+  ov.max_nms = 700;
+  ov.max_det = 700;
+  ASSERT_GE(plan_postprocess_cuda(3, 4000, 8, ov, 0, kForceBitmask).bitmask_capacity, 700);
+  check_parity(many, std::vector<LetterboxGeometry>(3, geo[0]), ov, "overflow bitmask", nullptr, 0,
+               OutputLayout::kYolov5, kForceBitmask);
+}
+
 // Raw heads (NCHW, 3 levels) through decode_raw_heads on both sides.
 std::vector<Detections> raw_heads_parity(const std::vector<Tensor>& heads, int nc,
-                                         const PostprocessOptions& o, const std::string& what) {
+                                         const PostprocessOptions& o, const std::string& what,
+                                         const CudaNmsConfig& nms = CudaNmsConfig()) {
   const RawHeadsView hv = raw_heads_view(heads, nc);
   std::vector<std::unique_ptr<DeviceCopy>> d;
   RawHeadsView dv = hv;
@@ -374,7 +603,7 @@ std::vector<Detections> raw_heads_parity(const std::vector<Tensor>& heads, int n
   }
   const std::vector<LetterboxGeometry> geo(static_cast<size_t>(hv.batch),
                                            letterbox_geometry(1280, 720, 640, 640));
-  PostprocessWorkspace ws(hv.batch, hv.rows(), nc, o);
+  PostprocessWorkspace ws(hv.batch, hv.rows(), nc, o, 0, nms);
   Stream s;
   postprocess_raw_heads_cuda(dv, geo, o, ws, s.s);
   EXPECT_EQ(cudaStreamSynchronize(s.s), cudaSuccess) << what;
@@ -423,6 +652,11 @@ TEST(PostprocessCuda, RawHeadsMatchCpu) {
                               (dt == DType::kFloat16 ? " fp16 " : " fp32 ");
       for (const PostprocessOptions& o : {detect_options(), val_options()})
         raw_heads_parity(h, nc, o, tag + (o.multi_label ? "val" : "detect"));
+      if (!big) {  // the bitmask path's boxes from the raw heads (decode stores them)
+        PostprocessOptions o = val_options();
+        o.max_nms = 2000;
+        raw_heads_parity(h, nc, o, tag + "val bitmask", kForceBitmask);
+      }
     }
   }
 }
