@@ -12,6 +12,7 @@
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
+#include "pipeline/cuda_device_input.hpp"
 #include "pipeline/detector_backends.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/cuda_engine.hpp"
@@ -67,6 +68,7 @@ struct Context {
   std::unique_ptr<PostprocessWorkspace> post;
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
+  std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use
   bool busy = false;
   ~Context() {
     if (stream) cudaStreamDestroy(stream);
@@ -167,6 +169,34 @@ class CudaDetector final : public Detector {
   }
   std::vector<Detections> run_detect_device(const std::vector<ImageView>& images) override {
     return run_all(images, nullptr, true);
+  }
+  std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images) override {
+    std::vector<Detections> out;
+    out.reserve(images.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    StageTimes times;
+    for (size_t b = 0; b < images.size(); b += static_cast<size_t>(options_.max_batch)) {
+      const int n = static_cast<int>(std::min(images.size() - b, static_cast<size_t>(options_.max_batch)));
+      Context& c = acquire();
+      try {
+        YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
+        const auto t = std::chrono::steady_clock::now();
+        if (!c.device_input) c.device_input = std::make_unique<detail::DeviceImageInput>();
+        std::vector<LetterboxGeometry> geoms;
+        c.device_input->letterbox(&images[b], n, options_.cuda_device, input_w_, input_h_, c.engine->input_dtype(),
+                                  options_.letterbox, c.d_input.get(), c.stream, geoms);
+        finish_batch(c, n, geoms, out, nullptr, times, t);
+      } catch (...) {
+        if (cudaStreamSynchronize(c.stream) != cudaSuccess) (void)cudaGetLastError();
+        release(c);
+        throw;
+      }
+      release(c);
+    }
+    times.total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(times_mutex_);
+    last_times_ = times;
+    return out;
   }
 
  private:
