@@ -115,7 +115,8 @@ struct VideoSourceOptions {
   DecodeBackend backend = DecodeBackend::kCpu;  // host BGR frames unless device frames are asked for
   int cuda_device = 0;       // kCuda / kAuto: the GPU that decodes (the detector's)
   int max_frames_held = 4;   // kCuda: decoded frames the consumer may hold at once (surfaces added
-                             // to NVDEC's pool, in [0, 32]; StreamSet sets 2 * queue_depth + 2)
+                             // to NVDEC's pool, in [0, 16]: NVDEC has at most 32 and the stream's
+                             // references need theirs; StreamSet sets min(2 * queue_depth + 2, 16))
   int vid_stride = 1;        // keep every N-th frame, as ultralytics' --vid-stride: frames N-1, 2N-1, ...
   int64_t start_frame = 0;   // frames before this index are decoded (not converted) and dropped
   int64_t max_frames = -1;   // deliver at most this many frames (after start and stride); -1: all

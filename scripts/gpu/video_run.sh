@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU video run (issue #16), on the GPU machine, from the repository root, carrying
 # .gpu-video/carry (made by scripts/gpu/video_bundle.sh here):
-#   1. probe: does the driver expose NVDEC (libnvcuvid present; av_hwdevice_ctx_create(cuda) and an
-#      NVDEC decoder opening on the 1080p clip);
+#   1. probe: does the driver expose NVDEC (libnvcuvid present; an NVDEC decoder opening on the
+#      1080p clip: libnvcuvid loaded, av_hwdevice_ctx_init on the runtime's primary context);
 #   2. tests: the NV12 conversion against the carried (minimal) FFmpeg's swscale, the DeviceImage
 #      letterbox kernel, detect_device of NV12/RGB/BGR, NVDEC vs the CPU decoder (planes, frames,
 #      detections); compute-sanitizer memcheck on the new kernel and on NVDEC frames;
@@ -45,7 +45,7 @@ nvcuvid=$( (ldconfig -p 2>/dev/null | grep -o '/[^ ]*libnvcuvid\.so[^ ]*'; find 
 row "libnvcuvid: ${nvcuvid:-NOT FOUND}"
 row "libcuda: $( (ldconfig -p 2>/dev/null | grep -o '/[^ ]*libcuda\.so[^ ]*') | sort -u | tr '\n' ' ')"
 if "$bin/bench_video_decode" "$clip" --decoder cuda --runs 1 >"$out/probe.log" 2>&1; then
-  row "NVDEC: yes: $(grep -o 'cuda: NVDEC[^,]*' "$out/probe.log" | head -1) (av_hwdevice_ctx_create(cuda) ok)"
+  row "NVDEC: yes: $(grep -o 'cuda: NVDEC[^,]*' "$out/probe.log" | head -1) (libnvcuvid loaded, CUDA hw device on the runtime's primary context)"
 else
   row "NVDEC: NO: $(tail -1 "$out/probe.log")"
 fi

@@ -2,6 +2,7 @@
 #include "pipeline/cuda_device_input.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
@@ -14,11 +15,15 @@ void check_on_device(const void* p, int cuda_device, size_t i, const char* plane
   cudaPointerAttributes attr{};
   const cudaError_t e = cudaPointerGetAttributes(&attr, p);
   if (e != cudaSuccess) (void)cudaGetLastError();
-  YOLOCU_CHECK(e == cudaSuccess &&
-                   (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) &&
-                   attr.device == cuda_device,
-               kInvalidArgument, "detect_device: the ", plane, " of image ", i, " is not in memory of CUDA device ",
-               cuda_device);
+  if (e == cudaSuccess && (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) &&
+      attr.device == cuda_device)
+    return;
+  // what the runtime says, for the message (type 0: unregistered host memory, 1: pinned host memory)
+  const std::string found = e != cudaSuccess ? std::string(cudaGetErrorString(e))
+                                             : "memory type " + std::to_string(static_cast<int>(attr.type)) +
+                                                   " on device " + std::to_string(attr.device);
+  detail::fail(ErrorCode::kInvalidArgument, "detect_device: the ", plane, " of image ", i,
+               " is not in memory of CUDA device ", cuda_device, " (cudaPointerGetAttributes: ", found, ")");
 }
 
 }  // namespace

@@ -1,25 +1,27 @@
 // The NVDEC decoder backend: libavcodec's own H.264 / HEVC decoders with FFmpeg's CUDA hwaccel. The
-// codec context gets an AV_HWDEVICE_TYPE_CUDA device on the detector's GPU (the CUDA runtime's
-// primary context, so that yolocu's kernels can read the pictures) and a get_format that picks
+// codec context gets an AV_HWDEVICE_TYPE_CUDA device on the detector's GPU wrapping the CUDA
+// runtime's primary context (so that yolocu's kernels can read the pictures; FFmpeg's own
+// AV_CUDA_USE_PRIMARY_CONTEXT refuses a primary context the runtime already made active with other
+// scheduling flags, which the detector has always done by then) and a get_format that picks
 // AV_PIX_FMT_CUDA: pictures come out as NV12 surfaces in device memory, and convert() hands them on
 // as VideoFrame{kNv12, kDevice} holding a reference to the AVFrame (no copy). Parsing, reference
 // handling and error concealment stay libavcodec's, so the pictures are the CPU decoder's.
 // Built when the library has CUDA and FFmpeg (decoder_cuda_off.cpp otherwise).
+#include <dlfcn.h>
+
 #include <algorithm>
+
+#include <cuda_runtime_api.h>
 
 extern "C" {
 #include <libavutil/hwcontext.h>
+#include <libavutil/hwcontext_cuda.h>  // AVCUDADeviceContext (includes the driver API's cuda.h; no libcuda link)
 #include <libavutil/pixdesc.h>
 }
 
 #include "core/check.hpp"
 #include "video/bgr_convert_cpu.hpp"
 #include "video/decoder.hpp"
-
-// libavutil/hwcontext_cuda.h's flag (not included: it pulls in the CUDA driver API header).
-#ifndef AV_CUDA_USE_PRIMARY_CONTEXT
-#define AV_CUDA_USE_PRIMARY_CONTEXT (1 << 0)
-#endif
 
 namespace yolocu::video {
 namespace {
@@ -36,6 +38,38 @@ AVPixelFormat pick_format(AVCodecContext* ctx, const AVPixelFormat* formats) {
     if (*f == AV_PIX_FMT_CUDA) return *f;
   ctx->opaque = reinterpret_cast<void*>(1);  // tells the decoder object that NVDEC refused the stream
   return avcodec_default_get_format(ctx, formats);
+}
+
+// An AV_HWDEVICE_TYPE_CUDA device wrapping the CUDA runtime's primary context of `device` (made
+// current on this thread). FFmpeg loads libcuda itself; yolocu reaches the one driver call it needs
+// (cuCtxGetCurrent) through the runtime, so the library does not link libcuda.
+BufferPtr runtime_cuda_device(int device, const std::string& source) {
+  const cudaError_t e = cudaSetDevice(device);
+  const cudaError_t f = e == cudaSuccess ? cudaFree(nullptr) : e;  // creates the primary context if needed
+  if (f != cudaSuccess) {
+    (void)cudaGetLastError();
+    detail::fail(ErrorCode::kUnsupported, source, ": no NVDEC: CUDA device ", device, " is not usable (",
+                 cudaGetErrorString(f), ")");
+  }
+  using GetCurrent = CUresult (*)(CUcontext*);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CUcontext ctx = nullptr;
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || !fn || reinterpret_cast<GetCurrent>(fn)(&ctx) != CUDA_SUCCESS || !ctx) {
+    (void)cudaGetLastError();
+    detail::fail(ErrorCode::kUnsupported, source, ": no NVDEC: cannot get the CUDA context of device ", device);
+  }
+  BufferPtr ref(av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA));
+  YOLOCU_CHECK(ref, kUnsupported, source, ": no NVDEC: av_hwdevice_ctx_alloc(cuda) failed (FFmpeg without CUDA)");
+  auto* hw = static_cast<AVCUDADeviceContext*>(reinterpret_cast<AVHWDeviceContext*>(ref->data)->hwctx);
+  hw->cuda_ctx = ctx;    // not owned by FFmpeg: the runtime keeps the primary context
+  hw->stream = nullptr;  // NVDEC maps pictures on the legacy default stream (DevicePlanes::stream)
+  clear_last_ffmpeg_log();
+  const int err = av_hwdevice_ctx_init(ref.get());
+  YOLOCU_CHECK(err >= 0, kUnsupported, source, ": no NVDEC: av_hwdevice_ctx_init(cuda, device ", device,
+               ") failed: ", av_error_string(err), ffmpeg_log_suffix(), " (no NVIDIA driver, or no libcuda)");
+  return ref;
 }
 
 class CudaDecoder final : public Decoder {
@@ -57,15 +91,13 @@ class CudaDecoder final : public Decoder {
     }
     YOLOCU_CHECK(has_cuda, kUnsupported, source, ": this FFmpeg's ", codec->name,
                  " decoder has no NVDEC hwaccel (FFmpeg built without --enable-nvdec)");
-    AVBufferRef* dev = nullptr;
-    clear_last_ffmpeg_log();
+    // FFmpeg loads NVDEC's library only at the first picture: look for it now, to refuse clearly
+    void* nvcuvid = dlopen("libnvcuvid.so.1", RTLD_LAZY | RTLD_LOCAL);
+    YOLOCU_CHECK(nvcuvid, kUnsupported, source,
+                 ": no NVDEC: libnvcuvid.so.1 (the NVIDIA driver's video decoder library) cannot be loaded");
+    dlclose(nvcuvid);
     const std::string index = std::to_string(options.cuda_device);
-    const int derr = av_hwdevice_ctx_create(&dev, AV_HWDEVICE_TYPE_CUDA, index.c_str(), nullptr,
-                                            AV_CUDA_USE_PRIMARY_CONTEXT);
-    YOLOCU_CHECK(derr >= 0, kUnsupported, source, ": no NVDEC: av_hwdevice_ctx_create(cuda, device ", index,
-                 ") failed: ", av_error_string(derr), ffmpeg_log_suffix(),
-                 " (no GPU, no NVIDIA driver, or no libcuda / libnvcuvid)");
-    device_.reset(dev);
+    device_ = runtime_cuda_device(options.cuda_device, source);
     ctx_.reset(avcodec_alloc_context3(codec));
     YOLOCU_CHECK(ctx_, kOutOfMemory, "avcodec_alloc_context3 failed");
     YOLOCU_CHECK(avcodec_parameters_to_context(ctx_.get(), &par) >= 0, kInternal, source,
@@ -75,8 +107,11 @@ class CudaDecoder final : public Decoder {
     ctx_->get_format = pick_format;
     ctx_->opaque = nullptr;
     ctx_->thread_count = 1;  // NVDEC decodes; frame threads would only add surfaces and latency
-    ctx_->extra_hw_frames = std::clamp(options.max_frames_held, 0, 32);
+    // NVDEC creates at most 32 decode surfaces reliably; the stream's references and FFmpeg's
+    // margin (5) take the rest, hence at most 16 extra (VideoSourceOptions::max_frames_held)
+    ctx_->extra_hw_frames = std::clamp(options.max_frames_held, 0, 16);
     ctx_->pkt_timebase = stream.time_base;
+    clear_last_ffmpeg_log();
     const int err = avcodec_open2(ctx_.get(), codec, nullptr);
     YOLOCU_CHECK(err >= 0, kUnsupported, source, ": cannot open the ", codec->name, " decoder with NVDEC: ",
                  av_error_string(err), ffmpeg_log_suffix());

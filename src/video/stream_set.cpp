@@ -92,7 +92,7 @@ struct StreamSet::Impl {
     VideoSourceOptions source_options = options.source;
     source_options.cancel = &stopping;
     // GPU decoding: the queue, the batch being detected and the frame being read hold surfaces
-    source_options.max_frames_held = static_cast<int>(std::min<size_t>(2 * options.queue_depth + 2, 32));
+    source_options.max_frames_held = static_cast<int>(std::min<size_t>(2 * options.queue_depth + 2, 16));
     for (;;) {
       std::string error;
       std::unique_ptr<FrameSource> src;  // outlives `current` (reset under the lock first)

@@ -121,11 +121,11 @@ TEST(NvdecCuda, FramesEqualCpuFramesAndStayValidWhileHeld) {
   YOLOCU_REQUIRE_CLIPS(files);
   for (const std::string& clip : files) {
     VideoSourceOptions o;
-    o.max_frames = 24;
+    o.max_frames = 16;
     o.backend = DecodeBackend::kCpu;
     const std::vector<VideoFrame> cpu = test::read_all(clip, o);
     o.backend = DecodeBackend::kCuda;
-    o.max_frames_held = 24;
+    o.max_frames_held = 16;
     auto src = FrameSource::open(clip, o);
     EXPECT_TRUE(src->info().decoder_note.empty()) << src->info().decoder_note;
     std::vector<VideoFrame> held;  // all of them, held at once

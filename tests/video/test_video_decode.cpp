@@ -174,7 +174,7 @@ TEST(VideoSelect, AutoWithoutGpuDecodesOnTheCpu) {
 
 TEST(VideoSelect, DeviceOptionsAreChecked) {
   VideoSourceOptions o;
-  o.max_frames_held = 33;
+  o.max_frames_held = 17;
   EXPECT_THROW(FrameSource::open("does-not-matter.mp4", o), Error);
   o.max_frames_held = 4;
   o.cuda_device = -1;
