@@ -89,6 +89,21 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   else
     row "FAIL  --decoder cuda JSON lines differ from --decoder cpu (cli_*.jsonl)"
   fi
+  # two streams at once (H.264 + H.265, batched together; lines compared sorted: the interleaving
+  # of the streams depends on timing) and --save-frames of GPU frames (copied back, same JPEGs)
+  printf '%s\n%s\n' "$carry/video/clip_h264.mp4" "$carry/video/clip_h265.mkv" >"$out/two.txt"
+  for d in cpu cuda; do
+    "$bin/yolocu" detect --model "$model" --source "$out/two.txt" --device cuda --precision fp32 --decoder $d \
+      --jsonl "$out/two_$d.jsonl" --save-frames --output-dir "$out/frames_$d" --progress 0 >"$out/two_$d.log" 2>&1 ||
+      row "FAIL  yolocu detect two streams --decoder $d (log two_$d.log)"
+  done
+  if [ -s "$out/two_cpu.jsonl" ] && cmp -s <(sort "$out/two_cpu.jsonl") <(sort "$out/two_cuda.jsonl") &&
+     diff -r -q "$out/frames_cpu" "$out/frames_cuda" >/dev/null; then
+    row "PASS  two streams: --decoder cuda JSON lines and --save-frames JPEGs == --decoder cpu ($(wc -l <"$out/two_cpu.jsonl") frames)"
+  else
+    row "FAIL  two streams: --decoder cuda differs from --decoder cpu (two_*.jsonl, frames_*)"
+  fi
+  rm -rf "$out/frames_cpu" "$out/frames_cuda"
 fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then

@@ -161,10 +161,11 @@ TEST(NvdecCuda, DetectionsEqualTheCpuDecodePath) {
     auto det = Detector::create(model, d);
     for (const std::string& clip : files) {
       VideoSourceOptions o;
-      o.max_frames = 30;
+      o.max_frames = 16;  // all held at once: as many surfaces as NVDEC can spare
       o.backend = DecodeBackend::kCpu;
       const std::vector<VideoFrame> cpu = test::read_all(clip, o);
       o.backend = DecodeBackend::kAuto;  // on this machine: NVDEC
+      o.max_frames_held = 16;
       const std::vector<VideoFrame> gpu = test::read_all(clip, o);
       ASSERT_EQ(gpu.size(), cpu.size());
       size_t boxes = 0;
