@@ -12,6 +12,7 @@
 #include "yolocu/error.hpp"
 #include "yolocu/npy.hpp"
 #include "yolocu/video.hpp"
+#include "yolocu/video_streams.hpp"
 #include "yolocu/video_writer.hpp"
 
 namespace yolocu {
@@ -170,6 +171,23 @@ TEST(VideoSelect, AutoWithoutGpuDecodesOnTheCpu) {
     ASSERT_EQ(autos[i].image.size_bytes(), cpu[i].image.size_bytes());
     EXPECT_EQ(std::memcmp(autos[i].image.data(), cpu[i].image.data(), cpu[i].image.size_bytes()), 0) << "frame " << i;
   }
+}
+
+// StreamSet says once per source why kAuto decodes on the CPU.
+TEST(VideoSelect, StreamSetSaysWhyAutoDecodesOnTheCpu) {
+  if (test::have_gpu()) GTEST_SKIP() << "a CUDA device is present: NVDEC may be used";
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  StreamOptions so;
+  so.source.backend = DecodeBackend::kAuto;
+  so.source.max_frames = 3;
+  StreamSet set({clip}, so);
+  std::vector<VideoFrame> batch;
+  size_t frames = 0;
+  while (set.next_batch(batch, 2)) frames += batch.size();
+  EXPECT_EQ(frames, 3u);
+  size_t notes = 0;
+  for (const std::string& m : set.take_messages()) notes += m.find("decoding on the CPU") != std::string::npos;
+  EXPECT_EQ(notes, 1u);
 }
 
 TEST(VideoSelect, DeviceOptionsAreChecked) {
