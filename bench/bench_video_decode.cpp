@@ -1,9 +1,10 @@
-// CPU video decoding throughput: FrameSource (libavcodec + swscale BGR24, cv2.VideoCapture's
-// conversion) over one file, or several copies of it at once through StreamSet (one reader thread
-// each). Decoding only, no detection. Prints frames/s as the median of --runs passes.
+// Video decoding throughput: FrameSource over one file, or several copies of it at once through
+// StreamSet (one reader thread each). Decoding only, no detection. Prints frames/s as the median of
+// --runs passes. --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host
+// frames; cuda: NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
 //
-//   bench_video_decode FILE [--threads N] [--streams K] [--runs R]
-//     --threads N   libavcodec threads per decoder (0 = FFmpeg's choice; default 0)
+//   bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda]
+//     --threads N   libavcodec threads per decoder (0 = FFmpeg's choice; default 0; cpu only)
 //     --streams K   K sources at once (StreamSet, batches of K); default 1 (FrameSource alone)
 #include <algorithm>
 #include <chrono>
@@ -19,19 +20,21 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_video_decode FILE [--threads N] [--streams K] [--runs R]\n");
+    std::fprintf(stderr, "usage: bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda]\n");
     return 2;
   }
   const std::string file = argv[1];
   int threads = 0, streams = 1, runs = 3;
+  std::string decoder = "cpu";
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--streams")) streams = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--decoder")) decoder = argv[i + 1];
   }
   try {
     yolocu::VideoSourceOptions o;
-    o.backend = yolocu::DecodeBackend::kCpu;
+    o.backend = decoder == "cuda" ? yolocu::DecodeBackend::kCuda : yolocu::DecodeBackend::kCpu;
     o.decoder_threads = threads;
     const yolocu::SourceInfo info = yolocu::FrameSource::open(file, o)->info();
     std::vector<double> fps;

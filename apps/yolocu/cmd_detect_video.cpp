@@ -143,6 +143,12 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
 
   DetectorOptions opts = detector_opts;
   auto detector = Detector::create(model, opts);
+  // GPU decoding feeds the GPU detector (device frames, no host copy); the CPU detector reads host frames
+  if (detector->device() != Device::kCuda) {
+    if (vo.backend == DecodeBackend::kCuda) throw UsageError("--decoder cuda needs the GPU detector (--device cuda)");
+    vo.backend = DecodeBackend::kCpu;
+  }
+  vo.cuda_device = detector->options().cuda_device;
   const std::vector<std::string>& names = detector->class_names();
   const size_t batch_size =
       args.has("batch") ? static_cast<size_t>(opts.max_batch) : std::min<size_t>(sources.size(), 16);
@@ -177,11 +183,23 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
   int status = 0;
   std::vector<VideoFrame> batch;
   std::vector<ImageView> views;
+  std::vector<DeviceImage> device_images;
+  std::vector<Detections> results;
   try {
     while (streams.next_batch(batch, batch_size)) {
+      // host frames (CPU decoder) and device frames (NVDEC) in one call each; results in batch order
       views.clear();
-      for (const VideoFrame& f : batch) views.push_back(f.view());
-      const std::vector<Detections> results = detector->detect(views);
+      device_images.clear();
+      for (const VideoFrame& f : batch) {
+        if (f.location == MemoryLocation::kDevice) device_images.push_back(f.device_image());
+        else views.push_back(f.view());
+      }
+      std::vector<Detections> host_results = views.empty() ? std::vector<Detections>{} : detector->detect(views);
+      std::vector<Detections> device_results =
+          device_images.empty() ? std::vector<Detections>{} : detector->detect_device(device_images);
+      results.clear();
+      for (size_t i = 0, h = 0, d = 0; i < batch.size(); ++i)
+        results.push_back(std::move(batch[i].location == MemoryLocation::kDevice ? device_results[d++] : host_results[h++]));
       for (size_t i = 0; i < batch.size(); ++i) {
         VideoFrame& f = batch[i];
         const Detections& dets = results[i];
@@ -192,6 +210,7 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
         if (verbose)
           std::fprintf(stderr, "%s frame %" PRId64 ": %zu detections\n", src.c_str(), f.index, dets.size());
         if (!save && !save_frames) continue;
+        if (f.location == MemoryLocation::kDevice) f.image = frame_to_host_bgr(f);  // NVDEC frame: copied back
         draw_detections(f.image, dets, names);
         const std::string& stem = stems[static_cast<size_t>(f.stream_id)];
         if (save_frames) {
@@ -265,6 +284,9 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
     std::fprintf(stderr, "%zu frames from %zu sources (%" PRId64 " dropped), %zu detections on %s, %.1f frames/s%s\n",
                  frames, sources.size(), dropped, detections, device_name(detector->device()),
                  wall > 0 ? static_cast<double>(frames) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
+    if (verbose)
+      for (const StreamStatus& st : streams.status())
+        std::fprintf(stderr, "stream %d (%s): decoder %s\n", st.stream_id, st.source.c_str(), st.info.decoder.c_str());
     if (save || save_frames) std::fprintf(stderr, "results saved to %s\n", out_dir.c_str());
   }
   return status;

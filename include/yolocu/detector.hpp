@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "yolocu/detection.hpp"
+#include "yolocu/device_image.hpp"
 #include "yolocu/geometry.hpp"
 #include "yolocu/image.hpp"
 #include "yolocu/letterbox.hpp"
@@ -117,6 +118,15 @@ class Detector {
   // CPU detector. Same detections as detect() of the same pixels. Thread-safe like detect().
   std::vector<Detections> detect_device(const std::vector<ImageView>& device_images);
 
+  // Images in device memory of this detector's GPU as BGR, RGB or NV12 (video decoders' frames,
+  // e.g. NVDEC's; yolocu/device_image.hpp). The letterbox reads them in place (NV12 converted on
+  // the fly, exactly as the CPU video path converts it), no host copy. No host synchronisation is
+  // needed: the detector's stream waits (cudaStreamWaitEvent) for each image's DeviceImage::stream.
+  // The pixels must stay valid until the call returns; it returns when the results are on the
+  // host. CUDA detectors only: kUnsupported on the CPU detector; kInvalidArgument for a bad image
+  // (checked before any backend runs). Thread-safe like detect().
+  std::vector<Detections> detect_device(const std::vector<DeviceImage>& device_images);
+
   // Asynchronous form (runs detect() on another thread): the images must stay valid, and the
   // Detector alive, until the future is ready. Invalid images throw here, not from get().
   std::future<std::vector<Detections>> detect_async(std::vector<ImageView> images);
@@ -140,6 +150,8 @@ class Detector {
   virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) = 0;
   // detect_device()'s backend (`images` non-empty and validated); the default refuses (kUnsupported).
   virtual std::vector<Detections> run_detect_device(const std::vector<ImageView>& images);
+  // The DeviceImage form's backend (`images` non-empty and validated); the default refuses.
+  virtual std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images);
 };
 
 }  // namespace yolocu

@@ -11,14 +11,17 @@
 // match ultralytics' detect.py on video. Image sequences are decoded by decode_image_file() (the
 // cv::imread twin), like ultralytics reads images.
 //
-// Where the GPU plugs in (docs/video.md): a DecodeBackend::kCuda decoder (NVDEC through FFmpeg's
-// CUDA hwaccel) delivers VideoFrame{format = kNv12, location = kDevice} with the planes in
-// VideoFrame::device; the CPU backend always delivers kBgr24 in host memory. This build has the
-// CPU backend only: kCuda is refused with kUnsupported, kAuto means kCpu.
+// GPU decoding (docs/video.md): DecodeBackend::kCuda (NVDEC through FFmpeg's CUDA hwaccel; H.264
+// and HEVC, 8-bit 4:2:0; CUDA builds) delivers VideoFrame{format = kNv12, location = kDevice} with
+// the planes in VideoFrame::device, never copied to the host: give f.device_image() to
+// Detector::detect_device(). NVDEC's pictures are the CPU decoder's bit for bit (H.264 / HEVC
+// decoding is exact), and the GPU letterbox converts NV12 with swscale's arithmetic, so the
+// detections equal the CPU path's. The CPU backend always delivers kBgr24 in host memory.
 //
 // Errors: yolocu::Error. open(): kIo (file missing, URL unreachable, camera absent, timeout), kParse
 // (not a media file, no video stream), kUnsupported (no decoder for the codec, a build without
-// FFmpeg, kCuda). read(): kIo when a stream fails or stops sending for read_timeout_s; a packet the
+// FFmpeg, kCuda where NVDEC cannot be had: no CUDA in this build, a codec other than H.264 / HEVC,
+// not 8-bit 4:2:0, no GPU or no NVDEC in its driver). read(): kIo when a stream fails or stops sending for read_timeout_s; a packet the
 // decoder rejects (corrupt data) is skipped and counted in SourceStats, not thrown. Nothing is
 // printed.
 #pragma once
@@ -30,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "yolocu/device_image.hpp"
 #include "yolocu/image.hpp"
 
 namespace yolocu {
@@ -41,9 +45,12 @@ enum class SourceKind { kFile, kNetwork, kCamera, kImageSequence };
 const char* source_kind_name(SourceKind kind) noexcept;
 SourceKind classify_source(const std::string& source);
 
-// The decoder backend. kCpu: libavcodec software decoding + BGR conversion (this build). kCuda:
-// NVDEC, frames in device memory as NV12 (not built yet: kUnsupported). kAuto: kCuda where it is
-// available, else kCpu.
+// The decoder backend. kCpu: libavcodec software decoding + BGR conversion, host frames. kCuda:
+// NVDEC, frames in device memory as NV12 (kUnsupported where it cannot be had, see above; if the
+// GPU refuses a stream at its first picture, e.g. a profile NVDEC lacks, that source goes on
+// decoding on the CPU and delivers host BGR frames, said in SourceStats::last_problem). kAuto: kCuda
+// where it can be had, else kCpu (the reason in SourceInfo::decoder_note). A consumer of kCuda /
+// kAuto frames checks VideoFrame::location.
 enum class DecodeBackend { kAuto, kCpu, kCuda };
 const char* decode_backend_name(DecodeBackend backend) noexcept;
 
@@ -61,24 +68,55 @@ struct VideoFrame {
   MemoryLocation location = MemoryLocation::kHost;
   Image image;         // kBgr24 + kHost: the picture (width x height x 3, contiguous)
 
-  // kNv12 + kDevice (a GPU decoder backend, not built yet): luma and interleaved chroma planes in
-  // device memory, valid while `owner` lives (it holds the decoder's surface).
+  // kNv12 + kDevice (the NVDEC backend): luma and interleaved U, V planes in the memory of GPU
+  // cuda_device, valid while `owner` lives (it holds a reference to the decoder's mapped surface:
+  // a source's decoder has VideoSourceOptions::max_frames_held such surfaces to spare; frames held
+  // beyond that make it skip pictures). The pixels are written by work on `stream` (nullptr: the
+  // legacy default stream, on which FFmpeg's NVDEC maps its pictures): order reads after it, as
+  // detect_device() does with device_image().stream.
   struct DevicePlanes {
     const uint8_t* d_luma = nullptr;
     const uint8_t* d_chroma = nullptr;
-    size_t pitch_bytes = 0;
+    size_t pitch_bytes = 0;         // luma
+    size_t chroma_pitch_bytes = 0;
     int width = 0, height = 0;
     int cuda_device = 0;
+    YuvRange range = YuvRange::kLimited;
+    CUstream_st* stream = nullptr;  // cudaStream_t
     std::shared_ptr<void> owner;
   } device;
 
   int width() const noexcept { return location == MemoryLocation::kHost ? image.width() : device.width; }
   int height() const noexcept { return location == MemoryLocation::kHost ? image.height() : device.height; }
-  ImageView view() const noexcept { return image.view(); }  // the host BGR picture
+  ImageView view() const noexcept { return image.view(); }  // the host BGR picture (kHost frames)
+  // The kDevice planes as a DeviceImage for Detector::detect_device() (valid while this frame, or a
+  // copy of `owner`, lives).
+  DeviceImage device_image() const noexcept {
+    DeviceImage d;
+    d.format = PixelFormat::kNv12;
+    d.data = device.d_luma;
+    d.chroma = device.d_chroma;
+    d.width = device.width;
+    d.height = device.height;
+    d.pitch_bytes = device.pitch_bytes;
+    d.chroma_pitch_bytes = device.chroma_pitch_bytes;
+    d.range = device.range;
+    d.stream = device.stream;
+    return d;
+  }
 };
 
+// The frame as a host BGR image: kHost frames copied; kDevice frames copied back (synchronously)
+// and converted with nv12_to_bgr(), i.e. the pixels the CPU decoder would have delivered. For
+// --save of GPU-decoded frames (slow path). kUnsupported for kDevice frames in a build without CUDA.
+Image frame_to_host_bgr(const VideoFrame& frame);
+
 struct VideoSourceOptions {
-  DecodeBackend backend = DecodeBackend::kAuto;
+  DecodeBackend backend = DecodeBackend::kCpu;  // host BGR frames unless device frames are asked for
+  int cuda_device = 0;       // kCuda / kAuto: the GPU that decodes (the detector's)
+  int max_frames_held = 4;   // kCuda: decoded frames the consumer may hold at once (surfaces added
+                             // to NVDEC's pool, in [0, 16]: NVDEC has at most 32 and the stream's
+                             // references need theirs; StreamSet sets min(2 * queue_depth + 2, 16))
   int vid_stride = 1;        // keep every N-th frame, as ultralytics' --vid-stride: frames N-1, 2N-1, ...
   int64_t start_frame = 0;   // frames before this index are decoded (not converted) and dropped
   int64_t max_frames = -1;   // deliver at most this many frames (after start and stride); -1: all
@@ -103,6 +141,7 @@ struct SourceInfo {
   int64_t frame_count = -1;  // frames in the source when the container says; -1 when unknown
   std::string codec;         // e.g. "h264", "mjpeg", "jpeg/png"
   std::string decoder;       // e.g. "cpu: libavcodec h264, swscale bgr24"
+  std::string decoder_note;  // why kAuto decodes on the CPU ("" otherwise)
 };
 
 // Counters of one source, since open().

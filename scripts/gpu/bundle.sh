@@ -25,7 +25,8 @@ arch=${CUDA_ARCH:-90}
 bdir=${YOLOCU_GPU_BUILD:-build-gpu}  # an existing sm_90 build folder may be named instead
 
 # YOLOCU_VIDEO=OFF: FFmpeg's libraries and their dependencies (~280 MB through ldd) would not fit a
-# call's 64 MiB, and the GPU machine has none; the GPU video run (docs/video.md) carries its own.
+# call's 64 MiB, and the GPU machine has none; the GPU video run carries a minimal FFmpeg of its own
+# (scripts/gpu/video_bundle.sh, scripts/gpu/video_run.sh; docs/video.md).
 cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 # Every target whose name says it runs on the GPU, plus the CLI.

@@ -62,11 +62,11 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
 }
 
 case "$part" in
-  tests) tests="test_preprocess_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
+  tests) tests="test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
   engine) tests="test_cuda_engine" ;;
   v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/.gpu/data/v8
       TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*} ;;
-  detector) tests="test_detector_cuda" ;;
+  detector) tests="test_detector_cuda test_device_image_cuda" ;;
   fuzz) tests="test_fuzz_replay_cuda"
         export YOLOCU_FUZZ_REPLAY_DIR=$root/.gpu/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
   *) tests="" ;;
@@ -89,6 +89,8 @@ if [ -n "$tests" ]; then
     sanitize initcheck "$t" "$race"
   done <<'LIST'
 test_preprocess_cuda * *Batch1*:*RealImages*
+test_letterbox_image_cuda * *ForEveryFormatInOneBatch*
+test_device_image_cuda * -
 test_postprocess_cuda *-PostprocessCuda.BitmaskPathCrowdedSets:PostprocessCuda.BitmaskPathCountsAndStops PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowKeepsTheBestScored:PostprocessCuda.RawHeadsMatchCpu:PostprocessCuda.BitmaskPathSmall
 test_training_gpu * *Ciou*:*MultiTensor*
 test_cuda_engine OwnConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*

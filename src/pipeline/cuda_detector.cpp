@@ -12,11 +12,13 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
+#include "pipeline/cuda_device_input.hpp"
 #include "pipeline/detector_backends.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/cuda_engine.hpp"
@@ -75,6 +77,7 @@ struct Context {
   std::unique_ptr<PostprocessWorkspace> post;
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
+  std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use
   bool busy = false;
   bool profiled = false;  // the batch in flight recorded its events
   // Profiling only: the stream waits at a host function until the whole batch is enqueued, so that
@@ -203,20 +206,55 @@ class CudaDetector final : public Detector {
 
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
-    return run_all(images, trace, false);
+    // Host images: staged in pinned memory and uploaded (one copy per batch), then letterboxed.
+    return run_batches(images.size(), trace, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+      auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+      stage_host_images(c, &images[first], n, descs, geoms);
+      c.mark(1);
+      letterbox_descs(c, n);
+    });
   }
   std::vector<Detections> run_detect_device(const std::vector<ImageView>& images) override {
-    return run_all(images, nullptr, true);
+    // The caller's device BGR images, read in place by the letterbox (any pitch).
+    return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+      auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+      for (int i = 0; i < n; ++i) {
+        const ImageView& im = images[first + static_cast<size_t>(i)];
+        cudaPointerAttributes attr{};
+        YOLOCU_CUDA_CHECK(cudaPointerGetAttributes(&attr, im.data));
+        YOLOCU_CHECK((attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) &&
+                         attr.device == options_.cuda_device,
+                     kInvalidArgument, "detect_device: image ", first + static_cast<size_t>(i),
+                     " is not in memory of CUDA device ", options_.cuda_device);
+        descs[i] = make_letterbox_cuda_desc(im, input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
+      }
+      c.mark(1);
+      letterbox_descs(c, n);
+    });
+  }
+  std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images) override {
+    // BGR / RGB / NV12 device images: the letterbox waits for each image's producer stream (an
+    // event) and reads the images in place; no upload.
+    return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+      c.mark(1);
+      if (!c.device_input) c.device_input = std::make_unique<detail::DeviceImageInput>();
+      c.device_input->letterbox(&images[first], n, options_.cuda_device, input_w_, input_h_, c.engine->input_dtype(),
+                                options_.letterbox, c.d_input.get(), c.stream, geoms);
+    });
   }
 
  private:
-  // images: host memory (staged and uploaded), or on_device: this GPU's memory, read in place.
-  // Batches go to free contexts without waiting for the previous one; a batch is collected (its
-  // stream synchronised, its results appended) when no context is free for the next, and at the
-  // end, always oldest first, so the output keeps the input order.
-  std::vector<Detections> run_all(const std::vector<ImageView>& images, DetectionTrace* trace, bool on_device) {
+  // Enqueues one batch's input (images first .. first + n - 1 of the call) into c.d_input on
+  // c.stream and fills one geometry per image; marks event 1 between the upload and the letterbox.
+  using PrepareInput = std::function<void(Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms)>;
+
+  // The `count` images of a call in batches of max_batch. Batches go to free contexts without
+  // waiting for the previous one; a batch is collected (its stream synchronised, its results
+  // appended) when no context is free for the next, and at the end, always oldest first, so the
+  // output keeps the input order.
+  std::vector<Detections> run_batches(size_t count, DetectionTrace* trace, const PrepareInput& prepare) {
     std::vector<Detections> out;
-    out.reserve(images.size());
+    out.reserve(count);
     if (trace) *trace = DetectionTrace{};
     const auto t0 = std::chrono::steady_clock::now();
     StageTimes times;
@@ -233,8 +271,8 @@ class CudaDetector final : public Detector {
       release(*f.c);
     };
     try {
-      for (size_t b = 0; b < images.size(); b += static_cast<size_t>(options_.max_batch)) {
-        const int n = static_cast<int>(std::min(images.size() - b, static_cast<size_t>(options_.max_batch)));
+      for (size_t b = 0; b < count; b += static_cast<size_t>(options_.max_batch)) {
+        const int n = static_cast<int>(std::min(count - b, static_cast<size_t>(options_.max_batch)));
         Context* c = pending.empty() ? &acquire() : try_acquire();
         while (!c) {  // every context busy, some with this call's batches: collect the oldest first
           collect_oldest();
@@ -242,7 +280,7 @@ class CudaDetector final : public Detector {
         }
         InFlight f{c, n, {}};
         try {
-          enqueue(*c, &images[b], n, f.geoms, times, on_device);
+          enqueue(*c, b, n, f.geoms, times, prepare);
         } catch (...) {
           // Copies already enqueued may still read this context's pinned staging: let them finish
           // before another call reuses (or regrows) the buffers.
@@ -298,8 +336,8 @@ class CudaDetector final : public Detector {
   }
 
   // Everything of one batch up to its results' copy back, enqueued on c.stream; no synchronisation.
-  void enqueue(Context& c, const ImageView* images, int n, std::vector<LetterboxGeometry>& geoms, StageTimes& times,
-               bool on_device) {
+  void enqueue(Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms, StageTimes& times,
+               const PrepareInput& prepare) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
     c.profiled = profiling_.load();
@@ -311,26 +349,7 @@ class CudaDetector final : public Detector {
     }
     c.mark(0);
     geoms.assign(static_cast<size_t>(n), LetterboxGeometry{});
-    auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
-    if (on_device) {
-      // The caller's device images, read in place by the letterbox (any pitch).
-      for (int i = 0; i < n; ++i) {
-        cudaPointerAttributes attr{};
-        YOLOCU_CUDA_CHECK(cudaPointerGetAttributes(&attr, images[i].data));
-        YOLOCU_CHECK((attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) &&
-                         attr.device == options_.cuda_device,
-                     kInvalidArgument, "detect_device: image ", i, " is not in memory of CUDA device ",
-                     options_.cuda_device);
-        descs[i] = make_letterbox_cuda_desc(images[i], input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
-      }
-    } else {
-      stage_host_images(c, images, n, descs, geoms);
-    }
-    c.mark(1);
-    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_descs.get(), descs, sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
-                                   cudaMemcpyHostToDevice, c.stream));
-    letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
-                            c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
+    prepare(c, first, n, geoms);
     c.mark(2);
     const auto t1 = std::chrono::steady_clock::now();
     // Forward.
@@ -378,6 +397,14 @@ class CudaDetector final : public Detector {
         *stage[i] += ms;
       }
     }
+  }
+
+  // The descriptors in c.h_descs to the device, and the letterbox of the batch into c.d_input.
+  void letterbox_descs(Context& c, int n) {
+    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_descs.get(), c.h_descs.get(), sizeof(LetterboxCudaDesc) * static_cast<size_t>(n),
+                                   cudaMemcpyHostToDevice, c.stream));
+    letterbox_to_input_cuda(static_cast<const LetterboxCudaDesc*>(c.d_descs.get()), n, input_w_, input_h_,
+                            c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
   }
 
   // Host images: staged (tightly packed, BGR) in pinned memory, one upload; descriptors for the

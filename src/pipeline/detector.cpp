@@ -57,6 +57,27 @@ void validate_image(const ImageView& im, size_t i) {
                static_cast<size_t>(im.width) * 3);
 }
 
+void validate_device_image(const DeviceImage& im, size_t i) {
+  const bool nv12 = im.format == PixelFormat::kNv12;
+  YOLOCU_CHECK(nv12 || im.format == PixelFormat::kBgr || im.format == PixelFormat::kRgb, kInvalidArgument,
+               "detect_device: image ", i, " has an unknown pixel format (", static_cast<int>(im.format), ")");
+  YOLOCU_CHECK(im.data != nullptr, kInvalidArgument, "detect_device: image ", i, " has null data");
+  YOLOCU_CHECK(im.width > 0 && im.height > 0, kInvalidArgument, "detect_device: image ", i, " has size ", im.width,
+               "x", im.height, " (both must be > 0)");
+  const size_t row = static_cast<size_t>(im.width) * (nv12 ? 1 : 3);
+  YOLOCU_CHECK(im.pitch_bytes >= row, kInvalidArgument, "detect_device: image ", i, " has pitch ", im.pitch_bytes,
+               " bytes < ", nv12 ? "width = " : "width * 3 = ", row);
+  if (nv12) {
+    YOLOCU_CHECK(im.chroma != nullptr, kInvalidArgument, "detect_device: nv12 image ", i, " has no chroma plane");
+    const size_t cp = im.chroma_pitch_bytes ? im.chroma_pitch_bytes : im.pitch_bytes;
+    YOLOCU_CHECK(cp >= 2 * static_cast<size_t>((im.width + 1) / 2), kInvalidArgument, "detect_device: nv12 image ",
+                 i, " has chroma pitch ", cp, " bytes < 2 * ((width + 1) / 2) = ",
+                 2 * static_cast<size_t>((im.width + 1) / 2));
+    YOLOCU_CHECK(im.range == YuvRange::kLimited || im.range == YuvRange::kFull, kInvalidArgument,
+                 "detect_device: nv12 image ", i, " has an unknown YUV range");
+  }
+}
+
 namespace {
 
 void validate_detector_options(const DetectorOptions& o) {
@@ -131,6 +152,17 @@ std::vector<Detections> Detector::detect_device(const std::vector<ImageView>& im
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
   if (images.empty()) return {};
   return run_detect_device(images);
+}
+
+std::vector<Detections> Detector::detect_device(const std::vector<DeviceImage>& images) {
+  for (size_t i = 0; i < images.size(); ++i) detail::validate_device_image(images[i], i);
+  if (images.empty()) return {};
+  return run_detect_device_images(images);
+}
+
+std::vector<Detections> Detector::run_detect_device_images(const std::vector<DeviceImage>& images) {
+  detail::fail(ErrorCode::kUnsupported, "detect_device: ", pixel_format_name(images.at(0).format),
+               " images in device memory need a CUDA detector (this one runs on ", device_name(device()), ")");
 }
 
 std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>& /*images*/) {

@@ -31,5 +31,7 @@ Tensor candidates_tensor(const Candidates& candidates);
 
 // The front-end checks of one image (host view): kInvalidArgument naming image `index`.
 void validate_image(const ImageView& image, size_t index);
+// The same for a DeviceImage (host-side checks only: formats, sizes, pitches, planes).
+void validate_device_image(const DeviceImage& image, size_t index);
 
 }  // namespace yolocu::detail

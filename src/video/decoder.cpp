@@ -1,22 +1,42 @@
-// Backend choice for the video decoder (the one place a GPU decoder will be added).
+// Backend choice for the video decoder, and the streams the CUDA backend takes.
 #include "video/decoder.hpp"
 
+extern "C" {
+#include <libavutil/pixdesc.h>
+}
+
 #include "core/check.hpp"
+#include "yolocu/error.hpp"
 
 namespace yolocu::video {
 
 std::unique_ptr<Decoder> open_decoder(const AVStream& stream, const VideoSourceOptions& options,
-                                      const std::string& source) {
+                                      const std::string& source, std::string* note) {
   switch (options.backend) {
     case DecodeBackend::kCuda:
-      // NVDEC through FFmpeg's CUDA hwaccel is the next step (docs/video.md, "GPU decoding").
-      detail::fail(ErrorCode::kUnsupported, source,
-                   ": GPU (NVDEC) decoding is not part of this build yet; use the CPU decoder (--decoder cpu or auto)");
+      check_nvdec_stream(*stream.codecpar, source);
+      return open_cuda_decoder(stream, options, source);
     case DecodeBackend::kAuto:
+      try {
+        check_nvdec_stream(*stream.codecpar, source);
+        return open_cuda_decoder(stream, options, source);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kUnsupported) throw;
+        if (note) *note = std::string("decoding on the CPU: ") + e.what();
+      }
+      break;
     case DecodeBackend::kCpu:
       break;
   }
   return open_cpu_decoder(stream, options, source);
 }
 
+void check_nvdec_stream(const AVCodecParameters& par, const std::string& source) {
+  YOLOCU_CHECK(par.codec_id == AV_CODEC_ID_H264 || par.codec_id == AV_CODEC_ID_HEVC, kUnsupported, source,
+               ": NVDEC decoding in yolocu covers h264 and hevc; this stream is ", avcodec_get_name(par.codec_id));
+  const auto fmt = static_cast<AVPixelFormat>(par.format);
+  const char* name = av_get_pix_fmt_name(fmt);
+  YOLOCU_CHECK(fmt == AV_PIX_FMT_NONE || fmt == AV_PIX_FMT_YUV420P || fmt == AV_PIX_FMT_YUVJ420P, kUnsupported,
+               source, ": NVDEC decoding in yolocu covers 8-bit 4:2:0 video; this stream is ", name ? name : "?");
+}
 }  // namespace yolocu::video

@@ -1,9 +1,9 @@
 // The decoder backend seam. A Decoder turns the video stream's packets into pictures (send /
 // receive, libavcodec's model) and converts a picture into a VideoFrame. The CPU backend
 // (decoder_cpu.cpp) decodes in software and converts to host BGR24 like cv2.VideoCapture
-// (bgr_convert_cpu.cpp). A CUDA backend (not built yet; docs/video.md) would open the codec with an
-// AV_HWDEVICE_TYPE_CUDA device context, receive AV_PIX_FMT_CUDA pictures (NV12 surfaces in device
-// memory) and convert() them into VideoFrame{kNv12, kDevice} without a host copy; open_decoder()
+// (bgr_convert_cpu.cpp). The CUDA backend (decoder_cuda.cpp, CUDA builds) opens the codec with an
+// AV_HWDEVICE_TYPE_CUDA device context, receives AV_PIX_FMT_CUDA pictures (NV12 surfaces in device
+// memory) and convert()s them into VideoFrame{kNv12, kDevice} without a host copy. open_decoder()
 // chooses between the two.
 #pragma once
 
@@ -29,14 +29,27 @@ class Decoder {
   // Converts a picture from receive() into out.image / out.device, out.format, out.location. Other
   // fields of `out` are the caller's.
   virtual void convert(const AVFrame& picture, VideoFrame& out) = 0;
+  // Once, after a receive(): why this decoder went over to the CPU (the CUDA backend when NVDEC
+  // refused the stream at its first picture); "" otherwise and after the first call.
+  virtual std::string fallback_note() { return {}; }
 };
 
-// The backend for `stream`: kCpu; kAuto -> kCpu in this build; kCuda -> kUnsupported. Throws
-// kUnsupported when FFmpeg has no decoder for the codec.
+// The backend for `stream`: kCpu -> the CPU decoder; kCuda -> the CUDA decoder (kUnsupported with
+// the reason when it cannot be had); kAuto -> the CUDA decoder when it can be had, else the CPU
+// decoder with the reason in *note. Throws kUnsupported when FFmpeg has no decoder for the codec.
 std::unique_ptr<Decoder> open_decoder(const AVStream& stream, const VideoSourceOptions& options,
-                                      const std::string& source);
+                                      const std::string& source, std::string* note = nullptr);
 
 std::unique_ptr<Decoder> open_cpu_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                           const std::string& source);
+
+// The CUDA backend (decoder_cuda.cpp; decoder_cuda_off.cpp refuses in builds without CUDA).
+bool cuda_decoder_built() noexcept;
+std::unique_ptr<Decoder> open_cuda_decoder(const AVStream& stream, const VideoSourceOptions& options,
+                                           const std::string& source);
+
+// kUnsupported unless the stream is one the CUDA backend takes: H.264 or HEVC, 8-bit 4:2:0 (or a
+// pixel format the container does not say).
+void check_nvdec_stream(const AVCodecParameters& par, const std::string& source);
 
 }  // namespace yolocu::video

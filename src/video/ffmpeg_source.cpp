@@ -17,7 +17,7 @@ class FfmpegSource final : public RawSource {
   FfmpegSource(const std::string& source, SourceKind kind, const VideoSourceOptions& options)
       : demuxer_(source, kind, options), packet_(make_packet()), picture_(make_frame()) {
     const AVStream& st = demuxer_.stream();
-    decoder_ = open_decoder(st, options, source);
+    decoder_ = open_decoder(st, options, source, &info_.decoder_note);
     info_.source = source;
     info_.kind = kind;
     info_.width = st.codecpar->width;
@@ -36,6 +36,11 @@ class FfmpegSource final : public RawSource {
     for (int failures = 0;;) {
       const int r = decoder_->receive(picture_.get());
       if (r == 0) {
+        const std::string note = decoder_->fallback_note();
+        if (!note.empty()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          stats_.last_problem = note;
+        }
         emit(frame, pixels);
         return true;
       }

@@ -19,6 +19,11 @@ void check_options(const VideoSourceOptions& o) {
                "decoder_threads must be in [0, 64], got ", o.decoder_threads);
   YOLOCU_CHECK(o.rtsp_transport == "tcp" || o.rtsp_transport == "udp", kInvalidArgument,
                "rtsp_transport must be tcp or udp, got '", o.rtsp_transport, "'");
+  YOLOCU_CHECK(o.max_frames_held >= 0 && o.max_frames_held <= 16, kInvalidArgument,
+               "max_frames_held must be in [0, 16], got ", o.max_frames_held);
+  YOLOCU_CHECK(o.cuda_device >= 0, kInvalidArgument, "cuda_device must be >= 0, got ", o.cuda_device);
+  YOLOCU_CHECK(o.backend == DecodeBackend::kAuto || o.backend == DecodeBackend::kCpu || o.backend == DecodeBackend::kCuda,
+               kInvalidArgument, "unknown decode backend");
   YOLOCU_CHECK(o.sequence_fps >= 0 && std::isfinite(o.sequence_fps), kInvalidArgument, "sequence_fps must be >= 0");
 }
 

@@ -91,6 +91,8 @@ struct StreamSet::Impl {
     int64_t pushed = 0;
     VideoSourceOptions source_options = options.source;
     source_options.cancel = &stopping;
+    // GPU decoding: the queue, the batch being detected and the frame being read hold surfaces
+    source_options.max_frames_held = static_cast<int>(std::min<size_t>(2 * options.queue_depth + 2, 16));
     for (;;) {
       std::string error;
       std::unique_ptr<FrameSource> src;  // outlives `current` (reset under the lock first)
@@ -102,6 +104,7 @@ struct StreamSet::Impl {
           s.status.state = StreamState::kRunning;
           s.current = src.get();
           if (failures > 0) message(name(s) + ": reconnected");
+          if (!s.status.info.decoder_note.empty() && failures == 0) message(name(s) + ": " + s.status.info.decoder_note);
         }
         if (stopping.load()) src->interrupt();
         const auto opened = std::chrono::steady_clock::now();

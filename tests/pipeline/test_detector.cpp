@@ -228,7 +228,7 @@ TEST(Detector, RejectsInvalidImages) {
   // device images need a CUDA detector; invalid views are refused first, an empty call is empty
   EXPECT_EQ(code_of([&] { det->detect_device({good}); }), ErrorCode::kUnsupported);
   EXPECT_EQ(code_of([&] { det->detect_device({small_pitch}); }), ErrorCode::kInvalidArgument);
-  EXPECT_TRUE(det->detect_device({}).empty());
+  EXPECT_TRUE(det->detect_device(std::vector<ImageView>{}).empty());
 }
 
 TEST(Detector, RejectsInvalidOptionsAndMissingBackends) {

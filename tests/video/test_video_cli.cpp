@@ -61,6 +61,7 @@ TEST(VideoCli, UsageErrors) {
       {"--save x.jpg", "--save needs --source"},
       {"--source x.mp4 --vid-stride 0", "--vid-stride must be in 1.."},
       {"--source x.mp4 --decoder gpu", "--decoder must be auto, cpu or cuda"},
+      {"--source x.mp4 --device cpu --decoder cuda", "--decoder cuda needs the GPU detector (--device cuda)"},
       {"--source x.mp4 --save-img", "--save-img is for images"},
       {"--source x.mp4 y.jpg", "either as PATHs or with --source"},
       {"--source x.mp4 --timeout 0", "--timeout must be in"},

@@ -12,6 +12,7 @@
 #include "yolocu/error.hpp"
 #include "yolocu/npy.hpp"
 #include "yolocu/video.hpp"
+#include "yolocu/video_streams.hpp"
 #include "yolocu/video_writer.hpp"
 
 namespace yolocu {
@@ -111,7 +112,10 @@ TEST(VideoSelect, InvalidOptionsAreRefusedBeforeOpening) {
   EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.rtsp_transport = "http"; }));
 }
 
-TEST(VideoSelect, GpuDecoderIsRefusedClearlyUntilItExists) {
+// kCuda without a GPU (or in a build without CUDA): a clear kUnsupported naming NVDEC. On a GPU
+// machine tests/video/test_video_cuda.cpp covers kCuda.
+TEST(VideoSelect, GpuDecoderWithoutGpuIsRefusedClearly) {
+  if (test::have_gpu()) GTEST_SKIP() << "a CUDA device is present: test_video_cuda covers kCuda";
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
   VideoSourceOptions o;
   o.backend = DecodeBackend::kCuda;
@@ -120,8 +124,79 @@ TEST(VideoSelect, GpuDecoderIsRefusedClearlyUntilItExists) {
     FAIL() << "kCuda opened";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("NVDEC"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no NVDEC"), std::string::npos) << e.what();
   }
+}
+
+// Codecs and pixel formats the NVDEC backend does not take: kCuda refuses by name, before any
+// device is touched (so also here); kAuto decodes them on the CPU and says why.
+TEST(VideoSelect, GpuDecoderRefusesOtherCodecsAndAutoFallsBack) {
+  YOLOCU_REQUIRE_VIDEO(mjpeg, "clip_mjpeg.avi");
+  VideoSourceOptions o;
+  o.backend = DecodeBackend::kCuda;
+  try {
+    FrameSource::open(mjpeg, o);
+    FAIL() << "kCuda opened an MJPEG clip";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("covers h264 and hevc; this stream is mjpeg"), std::string::npos) << e.what();
+  }
+  o.backend = DecodeBackend::kAuto;
+  o.max_frames = 2;
+  auto src = FrameSource::open(mjpeg, o);
+  EXPECT_EQ(src->info().decoder.rfind("cpu: libavcodec", 0), 0u) << src->info().decoder;
+  EXPECT_NE(src->info().decoder_note.find("decoding on the CPU"), std::string::npos) << src->info().decoder_note;
+  VideoFrame f;
+  ASSERT_TRUE(src->read(f));
+  EXPECT_EQ(f.location, MemoryLocation::kHost);
+  EXPECT_EQ(f.format, FrameFormat::kBgr24);
+}
+
+// kAuto without a GPU: the CPU decoder, frames identical to kCpu's, the reason noted once.
+TEST(VideoSelect, AutoWithoutGpuDecodesOnTheCpu) {
+  if (test::have_gpu()) GTEST_SKIP() << "a CUDA device is present: test_video_cuda covers kAuto there";
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  VideoSourceOptions o;
+  o.max_frames = 4;
+  o.backend = DecodeBackend::kCpu;
+  const std::vector<VideoFrame> cpu = test::read_all(clip, o);
+  o.backend = DecodeBackend::kAuto;
+  auto src = FrameSource::open(clip, o);
+  EXPECT_EQ(src->info().decoder.rfind("cpu: libavcodec", 0), 0u) << src->info().decoder;
+  EXPECT_NE(src->info().decoder_note.find("no NVDEC"), std::string::npos) << src->info().decoder_note;
+  const std::vector<VideoFrame> autos = test::read_all(clip, o);
+  ASSERT_EQ(autos.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_EQ(autos[i].location, MemoryLocation::kHost);
+    ASSERT_EQ(autos[i].image.size_bytes(), cpu[i].image.size_bytes());
+    EXPECT_EQ(std::memcmp(autos[i].image.data(), cpu[i].image.data(), cpu[i].image.size_bytes()), 0) << "frame " << i;
+  }
+}
+
+// StreamSet says once per source why kAuto decodes on the CPU.
+TEST(VideoSelect, StreamSetSaysWhyAutoDecodesOnTheCpu) {
+  if (test::have_gpu()) GTEST_SKIP() << "a CUDA device is present: NVDEC may be used";
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  StreamOptions so;
+  so.source.backend = DecodeBackend::kAuto;
+  so.source.max_frames = 3;
+  StreamSet set({clip}, so);
+  std::vector<VideoFrame> batch;
+  size_t frames = 0;
+  while (set.next_batch(batch, 2)) frames += batch.size();
+  EXPECT_EQ(frames, 3u);
+  size_t notes = 0;
+  for (const std::string& m : set.take_messages()) notes += m.find("decoding on the CPU") != std::string::npos;
+  EXPECT_EQ(notes, 1u);
+}
+
+TEST(VideoSelect, DeviceOptionsAreChecked) {
+  VideoSourceOptions o;
+  o.max_frames_held = 17;
+  EXPECT_THROW(FrameSource::open("does-not-matter.mp4", o), Error);
+  o.max_frames_held = 4;
+  o.cuda_device = -1;
+  EXPECT_THROW(FrameSource::open("does-not-matter.mp4", o), Error);
 }
 
 TEST(ImageSequence, FolderGlobAndPatternDecodeLikeImread) {

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The GPU video run (issue #16), on the GPU machine, from the repository root, carrying
+# .gpu-video/carry (made by scripts/gpu/video_bundle.sh here):
+#   1. probe: does the driver expose NVDEC (libnvcuvid present; an NVDEC decoder opening on the
+#      1080p clip: libnvcuvid loaded, av_hwdevice_ctx_init on the runtime's primary context);
+#   2. tests: the NV12 conversion against the carried (minimal) FFmpeg's swscale, the DeviceImage
+#      letterbox kernel, detect_device of NV12/RGB/BGR, NVDEC vs the CPU decoder (planes, frames,
+#      detections); compute-sanitizer memcheck on the new kernel and on NVDEC frames;
+#   3. the CLI: detect --source with --decoder cpu and cuda write the same JSON lines;
+#   4. benchmark: 1080p H.264, decode only and decode + yolov5n detect (FP16), CPU decode vs NVDEC,
+#      1 stream and STREAMS (8) streams; a short table last.
+# Logs under $OUT (or ./gpu-out): logs.tar.gz and summary.txt. Everything takes about 8-10 minutes,
+# so within a call's 10 minutes run it as two calls: SKIP_BENCH=1 (probe, tests, sanitizers, CLI),
+# then SKIP_TESTS=1 (probe, benchmark).
+# Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
+# STREAMS (default 8).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+carry=$root/.gpu-video/carry
+final=${OUT:-$root/gpu-out}
+out=$final/logs
+mkdir -p "$out"
+summary=$final/summary.txt
+: >"$summary"
+row() { printf '%s\n' "$*" | tee -a "$summary"; }
+step() { echo "== $* ($(date +%T))"; }
+
+step "unpack"
+run=$root/.gpu-video/run
+rm -rf "$run" && mkdir -p "$run" && tar -C "$run" -xJf "$carry/bundle.tar.xz" ||
+  { echo "no bundle: run scripts/gpu/video_bundle.sh first and carry .gpu-video/carry"; exit 1; }
+bin=$run/bin
+cudnn_dir=$(dirname "$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)")
+cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
+nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=$run/lib:$cudnn_dir:$cudart_dir:$nvrtc_dir:${LD_LIBRARY_PATH:-}
+export YOLOCU_DATA_DIR=$carry/data YOLOCU_VIDEO_DIR=$carry/video YOLOCU_REQUIRE_VIDEO=1
+export YOLOCU_VIDEO_BENCH_CLIP=$carry/video/bench_1080p_h264.mp4 YOLOCU_SCRATCH_DIR=$out/scratch
+clip=$YOLOCU_VIDEO_BENCH_CLIP
+model=$carry/data/models/yolov5n.onnx
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
+row "commit $(cat "$carry/COMMIT" 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
+
+step "probe"
+nvcuvid=$( (ldconfig -p 2>/dev/null | grep -o '/[^ ]*libnvcuvid\.so[^ ]*'; find / -name 'libnvcuvid.so*' -not -path '/proc/*' 2>/dev/null) | sort -u | tr '\n' ' ')
+row "libnvcuvid: ${nvcuvid:-NOT FOUND}"
+row "libcuda: $( (ldconfig -p 2>/dev/null | grep -o '/[^ ]*libcuda\.so[^ ]*') | sort -u | tr '\n' ' ')"
+if "$bin/bench_video_decode" "$clip" --decoder cuda --runs 1 >"$out/probe.log" 2>&1; then
+  row "NVDEC: yes: $(grep -o 'cuda: NVDEC[^,]*' "$out/probe.log" | head -1) (libnvcuvid loaded, CUDA hw device on the runtime's primary context)"
+else
+  row "NVDEC: NO: $(tail -1 "$out/probe.log")"
+fi
+
+run_test() {  # run_test <binary> [gtest filter]
+  local t=$1 filter=${2:-*}
+  if "$bin/$t" --gtest_filter="$filter" >"$out/$t.log" 2>&1; then
+    row "PASS  $t: $(grep -c '^\[       OK \]' "$out/$t.log") ok, $(grep -c '^\[  SKIPPED \] .*ms)$' "$out/$t.log") skipped"
+  else
+    row "FAIL  $t (log $t.log)"; grep -E '^\[  FAILED  \]|Failure|error' "$out/$t.log" | head -15
+  fi
+}
+sanitize() {  # sanitize <tool> <binary> <gtest filter>
+  local tool=$1 t=$2 filter=$3
+  if YOLOCU_TUNE_QUICK=1 timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+    row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
+  else
+    row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
+  fi
+}
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  step "tests"
+  # exactness tests compare two paths through the same engine: quick tactic tuning is enough
+  export YOLOCU_TUNE_QUICK=1
+  for t in test_nv12_convert test_letterbox_image_cuda test_device_image_cuda test_video_cuda; do
+    run_test "$t" "${TEST_FILTER:-*}"
+  done
+  grep -h -E 'NVDEC path|NVDEC planes|fast mode' "$out"/test_*.log | sed 's/^/      /' | tee -a "$summary"
+  if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+    sanitize memcheck test_letterbox_image_cuda 'LetterboxImageCuda.ExactMatchesCpuForEveryFormatInOneBatch'
+    sanitize racecheck test_letterbox_image_cuda 'LetterboxImageCuda.ExactMatchesCpuForEveryFormatInOneBatch'
+    sanitize initcheck test_letterbox_image_cuda 'LetterboxImageCuda.ExactMatchesCpuForEveryFormatInOneBatch'
+    YOLOCU_VIDEO_BENCH_CLIP= sanitize memcheck test_video_cuda 'NvdecCuda.FramesEqualCpuFramesAndStayValidWhileHeld'
+  fi
+  step "CLI: --decoder cpu vs cuda"
+  for d in cpu cuda; do
+    "$bin/yolocu" detect --model "$model" --source "$carry/video/clip_h264.mp4" --device cuda --precision fp32 \
+      --decoder $d --jsonl "$out/cli_$d.jsonl" --progress 0 --verbose >"$out/cli_$d.log" 2>&1 || row "FAIL  yolocu detect --decoder $d (log cli_$d.log)"
+  done
+  if cmp -s "$out/cli_cpu.jsonl" "$out/cli_cuda.jsonl" && [ -s "$out/cli_cpu.jsonl" ]; then
+    row "PASS  yolocu detect --source clip_h264.mp4: --decoder cuda JSON lines == --decoder cpu ($(wc -l <"$out/cli_cpu.jsonl") frames); $(grep -o 'decoder cuda: [^)]*' "$out/cli_cuda.log" | head -1)"
+  else
+    row "FAIL  --decoder cuda JSON lines differ from --decoder cpu (cli_*.jsonl)"
+  fi
+  # two streams at once (H.264 + H.265, batched together; lines compared sorted: the interleaving
+  # of the streams depends on timing) and --save-frames of GPU frames (copied back, same JPEGs)
+  printf '%s\n%s\n' "$carry/video/clip_h264.mp4" "$carry/video/clip_h265.mkv" >"$out/two.txt"
+  for d in cpu cuda; do
+    "$bin/yolocu" detect --model "$model" --source "$out/two.txt" --device cuda --precision fp32 --decoder $d \
+      --jsonl "$out/two_$d.jsonl" --save-frames --output-dir "$out/frames_$d" --progress 0 >"$out/two_$d.log" 2>&1 ||
+      row "FAIL  yolocu detect two streams --decoder $d (log two_$d.log)"
+  done
+  if [ -s "$out/two_cpu.jsonl" ] && cmp -s <(sort "$out/two_cpu.jsonl") <(sort "$out/two_cuda.jsonl") &&
+     diff -r -q "$out/frames_cpu" "$out/frames_cuda" >/dev/null; then
+    row "PASS  two streams: --decoder cuda JSON lines and --save-frames JPEGs == --decoder cpu ($(wc -l <"$out/two_cpu.jsonl") frames)"
+  else
+    row "FAIL  two streams: --decoder cuda differs from --decoder cpu (two_*.jsonl, frames_*)"
+  fi
+  rm -rf "$out/frames_cpu" "$out/frames_cuda"
+fi
+
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  step "benchmark: 1080p H.264, decode and decode + yolov5n detect"
+  unset YOLOCU_TUNE_QUICK
+  k=${STREAMS:-8}
+  for i in $(seq "$k"); do echo "$clip"; done >"$out/streams.txt"
+  fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
+  for d in cpu cuda; do
+    timeout 200 "$bin/bench_video_decode" "$clip" --decoder $d --runs 3 >"$out/decode_${d}_1.log" 2>&1
+    timeout 200 "$bin/bench_video_decode" "$clip" --decoder $d --runs 2 --streams "$k" >"$out/decode_${d}_$k.log" 2>&1
+    timeout 200 "$bin/yolocu" detect --model "$model" --source "$clip" --device cuda --precision fp16 --decoder $d \
+      --progress 0 >"$out/detect_${d}_1.log" 2>&1
+    timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/streams.txt" --device cuda --precision fp16 \
+      --decoder $d --batch "$k" --progress 0 >"$out/detect_${d}_$k.log" 2>&1
+  done
+  {
+    echo "| 1080p H.264 (bench_1080p_h264.mp4, 300 frames) | CPU decode (libavcodec + swscale) | NVDEC |"
+    echo "|---|---|---|"
+    echo "| decode only, 1 stream, frames/s | $(fps_of "$out/decode_cpu_1.log") | $(fps_of "$out/decode_cuda_1.log") |"
+    echo "| decode only, $k streams, frames/s | $(fps_of "$out/decode_cpu_$k.log") | $(fps_of "$out/decode_cuda_$k.log") |"
+    echo "| decode + yolov5n FP16 detect, 1 stream, frames/s | $(fps_of "$out/detect_cpu_1.log") | $(fps_of "$out/detect_cuda_1.log") |"
+    echo "| decode + yolov5n FP16 detect, $k streams (batch $k), frames/s | $(fps_of "$out/detect_cpu_$k.log") | $(fps_of "$out/detect_cuda_$k.log") |"
+  } | tee -a "$summary"
+  echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
+fi
+
+tar -C "$final" --exclude='*.jpg' -czf "$final/logs.tar.gz" logs && rm -rf "$out"
+echo
+echo "================ summary ================"
+cat "$summary"
