@@ -15,6 +15,7 @@
 #include "pipeline/detector_backends.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/cuda_engine.hpp"
+#include "yolocu/image_decode_cuda.hpp"
 #include "yolocu/letterbox_cuda.hpp"
 #include "yolocu/postprocess_cuda.hpp"
 
@@ -67,6 +68,7 @@ struct Context {
   std::unique_ptr<PostprocessWorkspace> post;
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
+  std::unique_ptr<CudaJpegDecoder> jpeg;  // DecodeDevice::kGpu: detect_encoded's nvJPEG decoder
   bool busy = false;
   ~Context() {
     if (stream) cudaStreamDestroy(stream);
@@ -136,6 +138,12 @@ class CudaDetector final : public Detector {
       c->d_input.reserve(in_bytes);
       c->d_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
       c->h_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
+      if (options.decode == DecodeDevice::kGpu) {
+        CudaJpegDecoderOptions jo;
+        jo.device = options.cuda_device;
+        jo.limits = options.decode_limits;
+        c->jpeg = std::make_unique<CudaJpegDecoder>(jo);
+      }
       if (contexts_.empty()) {
         const CudaEngineStats st = c->engine->stats();
         build_info_.tune_ms = st.tune_ms;
@@ -168,6 +176,11 @@ class CudaDetector final : public Detector {
   std::vector<Detections> run_detect_device(const std::vector<ImageView>& images) override {
     return run_all(images, nullptr, true);
   }
+  std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
+                                             std::vector<DecodedSize>& sizes) override {
+    if (options_.decode != DecodeDevice::kGpu) return Detector::run_detect_encoded(images, sizes);
+    return run_encoded(images, sizes);
+  }
 
  private:
   // images: host memory (staged and uploaded), or on_device: this GPU's memory, read in place.
@@ -185,6 +198,41 @@ class CudaDetector final : public Detector {
       } catch (...) {
         // Copies already enqueued may still read this context's pinned staging: let them finish
         // before another call reuses (or regrows) the buffers.
+        if (cudaStreamSynchronize(c.stream) != cudaSuccess) (void)cudaGetLastError();
+        release(c);
+        throw;
+      }
+      release(c);
+    }
+    times.total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    {
+      std::lock_guard<std::mutex> lock(times_mutex_);
+      last_times_ = times;
+    }
+    return out;
+  }
+
+  // nvJPEG decodes each batch into the context's decoder buffer on its stream; the device path
+  // letterboxes it in place (same stream: no synchronisation between decode and detect).
+  std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes) {
+    std::vector<Detections> out;
+    out.reserve(images.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    StageTimes times;
+    for (size_t b = 0; b < images.size(); b += static_cast<size_t>(options_.max_batch)) {
+      const size_t n = std::min(images.size() - b, static_cast<size_t>(options_.max_batch));
+      const std::vector<EncodedImage> batch(images.begin() + static_cast<std::ptrdiff_t>(b),
+                                            images.begin() + static_cast<std::ptrdiff_t>(b + n));
+      Context& c = acquire();
+      try {
+        const auto td = std::chrono::steady_clock::now();
+        JpegDecodeCounts counts;
+        const std::vector<ImageView> views = c.jpeg->decode(batch, c.stream, &counts);
+        times.preprocess += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - td).count();
+        for (size_t i = 0; i < n; ++i) sizes[b + i] = {views[i].width, views[i].height};
+        run_batch(c, views.data(), static_cast<int>(n), out, nullptr, times, true);
+        count_decoded(counts.gpu(), counts.cpu(), counts.cpu(), "nvjpeg " + c.jpeg->backend());
+      } catch (...) {
         if (cudaStreamSynchronize(c.stream) != cudaSuccess) (void)cudaGetLastError();
         release(c);
         throw;
