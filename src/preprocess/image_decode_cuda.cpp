@@ -120,6 +120,18 @@ struct CudaJpegDecoder::Impl {
   JpegDecodeCounts totals;
 
   explicit Impl(const CudaJpegDecoderOptions& o) : options(o) {
+    try {
+      init(o);
+    } catch (...) {
+      release();  // a destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+  ~Impl() { release(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void init(const CudaJpegDecoderOptions& o) {
     YOLOCU_CHECK(o.device >= 0, kInvalidArgument, "CudaJpegDecoder: device must be >= 0, got ", o.device);
     YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
     // The hardware backend when the GPU has one (else NVJPEG_STATUS_ARCH_MISMATCH), with
@@ -155,7 +167,7 @@ struct CudaJpegDecoder::Impl {
     }
   }
 
-  ~Impl() {
+  void release() noexcept {
     // Destruction order: what refers to the handle first, the handle last. Errors are ignored.
     if (params) nvjpegDecodeParamsDestroy(params);
     for (auto s : streams)
@@ -167,9 +179,11 @@ struct CudaJpegDecoder::Impl {
     if (decoder) nvjpegDecoderDestroy(decoder);
     if (batched_state) nvjpegJpegStateDestroy(batched_state);
     if (handle) nvjpegDestroy(handle);
+    params = nullptr, decoupled_state = nullptr, device_buffer = nullptr, decoder = nullptr;
+    batched_state = nullptr, handle = nullptr;
+    streams[0] = streams[1] = nullptr;
+    pinned[0] = pinned[1] = nullptr;
   }
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
 
   // Which nvJPEG path takes a planned-for-GPU image: 0 batched (hardware or default backend),
   // 1 decoupled (hardware handles: what the hardware cannot do), -1 refused (CPU fallback). The
