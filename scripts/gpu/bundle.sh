@@ -36,6 +36,7 @@ case "$part" in
   engine) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
   v8) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
   fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
+  detector) targets="test_detector_cuda test_decode_cuda test_detect_encoded_cuda yolocu_cli" ;;  # what run_all.sh detector runs
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
