@@ -136,9 +136,12 @@ struct CudaJpegDecoder::Impl {
     YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
     // The hardware backend when the GPU has one (else NVJPEG_STATUS_ARCH_MISMATCH), with
     // interpolated chroma upsampling when asked for and accepted, else nearest (nvJPEG's default).
+    nvjpegStatus_t last = NVJPEG_STATUS_SUCCESS;
     auto create = [&](nvjpegBackend_t b, unsigned flags) {
-      handle = nullptr;
-      return nvjpegCreateEx(b, nullptr, nullptr, flags, &handle) == NVJPEG_STATUS_SUCCESS;
+      nvjpegHandle_t h = nullptr;  // kept only on success
+      last = nvjpegCreateEx(b, nullptr, nullptr, flags, &h);
+      if (last == NVJPEG_STATUS_SUCCESS) handle = h;
+      return last == NVJPEG_STATUS_SUCCESS;
     };
     const unsigned interp = NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION;
     for (const nvjpegBackend_t b : {NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_DEFAULT}) {
@@ -147,8 +150,9 @@ struct CudaJpegDecoder::Impl {
         interpolated = true;
       } else if (!create(b, NVJPEG_FLAGS_DEFAULT)) {
         if (b == NVJPEG_BACKEND_HARDWARE) continue;
-        handle = nullptr;
-        YOLOCU_NVJPEG_CHECK(nvjpegCreateEx(b, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &handle));  // throws
+        detail::fail(last == NVJPEG_STATUS_ALLOCATOR_FAILURE ? ErrorCode::kOutOfMemory : ErrorCode::kCuda,
+                     "CudaJpegDecoder: nvjpegCreateEx (default backend) on CUDA device ", o.device, ": ",
+                     nvjpeg_status_name(last));
       }
       hardware = b == NVJPEG_BACKEND_HARDWARE;
       backend = hardware ? "hardware" : "hybrid";
