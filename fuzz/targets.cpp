@@ -1,11 +1,14 @@
 #include "targets.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/gpu_steps.hpp"
 #include "engine/plan.hpp"
+#include "preprocess/image_decode_plan.hpp"
 #include "yolocu/engine.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/eval.hpp"
@@ -82,12 +85,27 @@ void image(const uint8_t* data, size_t size) {
   DecodeLimits limits;
   limits.max_width = limits.max_height = 4096;
   limits.max_pixels = int64_t{1} << 22;
+  // The GPU decoder's routing (plan_gpu_decode) reads the header with the CPU decoder's code: it
+  // must refuse exactly what the decoder refuses from the header, with the same message, and give
+  // the decoded size of what it accepts. A disagreement aborts (a finding).
+  detail::DecodePlan plan;
+  std::string plan_error;
+  bool planned = false;
+  try {
+    plan = detail::plan_gpu_decode(data, size, limits, "fuzz image");
+    planned = true;
+  } catch (const Error& e) {
+    plan_error = e.what();
+  }
   try {
     const Image img = decode_image(data, size, limits, "fuzz image");
+    if (!planned) std::abort();  // the plan refused an image the decoder accepts
+    if (plan.width > 0 && (plan.width != img.width() || plan.height != img.height())) std::abort();
     if (img.empty()) return;
     std::vector<uint8_t> dst(64 * 48 * 3);
     (void)letterbox_bgr(img.view(), 64, 48, dst.data());
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (!planned && plan_error != e.what()) std::abort();  // refused with another message
   }
 }
 

@@ -100,6 +100,7 @@ if ((cuda)); then
   [ -n "$system_nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && system_nvcc=/usr/local/cuda/bin/nvcc; }
   if [ -n "$system_nvcc" ]; then
     echo "[setup] --cuda: using this machine's CUDA toolkit ($system_nvcc)"
+    scripts/nvjpeg.sh "$system_nvcc"  # nvJPEG beside it when the toolkit lacks it (.venv/nvjpeg)
   else
     pip_install scripts/requirements-cuda.txt
     # The wheels hold the toolkit as one tree (nvidia/cu13: bin/nvcc, include, lib, nvvm) and cuDNN

@@ -34,11 +34,80 @@ Stats stats_of(std::vector<double> v) {
   return s;
 }
 
+// --from-jpeg DIR: files -> boxes, the whole pipeline of `yolocu detect DIR`: reader threads read
+// (and with --decode cpu decode) the files in order, the calling thread runs the detector in
+// batches (detect(), or detect_encoded() with nvJPEG for --decode gpu). The files are cycled to
+// --images images and read once before timing (the page cache holds them, as in a warm dataset).
+int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::vector<int>& batches,
+                    const std::string& model) {
+  const std::string dir = args.get("from-jpeg");
+  const long total = args.get_int("images", 4096);
+  if (total < 1) throw UsageError("--images must be >= 1");
+  const long threads = args.get_int("decode-threads", 2);
+  if (threads < 1 || threads > 256) throw UsageError("--decode-threads must be in 1..256");
+  const std::vector<InputItem> files = expand_inputs({dir});
+  std::vector<InputItem> items;
+  for (long i = 0; i < total; ++i) items.push_back(files[static_cast<size_t>(i) % files.size()]);
+  size_t bytes = 0;
+  for (const InputItem& f : files) bytes += read_file_bytes(f.path).size();  // into the page cache
+  const bool gpu = base.decode == DecodeDevice::kGpu;
+  std::fprintf(stderr, "from %s: %zu files (%.1f MB), cycled to %ld images; decode %s, %ld reader%s\n", dir.c_str(),
+               files.size(), static_cast<double>(bytes) / 1e6, total, gpu ? "gpu (nvJPEG)" : "cpu", threads,
+               gpu ? " threads" : "/decoder threads");
+  std::printf("%-6s %-6s %-7s %-6s | %8s %10s | %s\n", "device", "decode", "threads", "batch", "wall s", "images/s",
+              "decoded");
+  std::string json = "{\"model\": " + json_string(model) + ", \"from_jpeg\": " + json_string(dir) + ", \"files\": " +
+                     std::to_string(files.size()) + ", \"images\": " + std::to_string(total) + ", \"decode\": " +
+                     json_string(decode_device_name(base.decode)) + ", \"decode_threads\": " + std::to_string(threads) +
+                     ", \"results\": [";
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const int b = batches[k];
+    if (b < 1) throw UsageError("--batches: sizes must be >= 1");
+    DetectorOptions o = base;
+    o.max_batch = b;
+    auto det = Detector::create(model, o);
+    std::fprintf(stderr, "batch %d: detector %s\n", b, describe_build(*det).c_str());
+    RunOptions ro;
+    ro.batch = b;
+    ro.decode_threads = static_cast<int>(threads);
+    ro.encoded = gpu;
+    ro.quiet = true;
+    const std::vector<InputItem> warm(items.begin(), items.begin() + std::min<long>(total, 4L * b));
+    run_detector(*det, warm, ro, nullptr, nullptr);  // warm-up: buffers grown, nvJPEG initialised
+    const DecodeStats before = det->decode_stats();
+    RunSummary sum;
+    run_detector(*det, items, ro, nullptr, &sum);
+    const DecodeStats after = det->decode_stats();
+    const double rate = sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0;
+    // --decode cpu: the reader threads decode (decode_image); --decode gpu: detect_encoded counts
+    const long long on_gpu = gpu ? after.gpu - before.gpu : 0;
+    const long long on_cpu = gpu ? after.cpu - before.cpu : static_cast<long long>(sum.images - sum.failed);
+    char decoded[160];
+    std::snprintf(decoded, sizeof decoded, "%lld gpu, %lld cpu (%s)%s", on_gpu, on_cpu,
+                  gpu ? after.backend.c_str() : "cpu, reader threads", sum.failed ? " FAILED IMAGES" : "");
+    std::printf("%-6s %-6s %-7ld %-6d | %8.3f %10.0f | %s\n", device_name(det->device()), decode_device_name(o.decode),
+                threads, b, sum.wall_ms / 1000.0, rate, decoded);
+    json += std::string(k ? ", " : "") + "{\"device\": " + json_string(device_name(det->device())) + ", \"batch\": " +
+            std::to_string(b) + ", \"wall_ms\": " + json_number(sum.wall_ms) + ", \"images_per_s\": " +
+            json_number(rate) + ", \"failed\": " + std::to_string(sum.failed) + ", \"decoded_gpu\": " +
+            std::to_string(on_gpu) + ", \"decoded_cpu\": " + std::to_string(on_cpu) + ", \"decode_backend\": " +
+            json_string(gpu ? after.backend : "cpu") + "}";
+    if (sum.failed) {
+      std::fprintf(stderr, "%zu images failed\n", sum.failed);
+      return 1;
+    }
+  }
+  json += "]}\n";
+  if (args.has("json")) write_text(args.get("json"), json);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
   auto valued = detector_valued_options();
-  valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches", "depth"});
+  valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches", "depth", "from-jpeg", "images",
+                                "decode-threads"});
   Args args(argc, argv, 2, detector_flag_options(), valued);
   if (args.flag("help")) {
     std::printf(
@@ -47,6 +116,8 @@ int cmd_bench(int argc, char** argv) {
         "                    [--conf 0.25 --iou 0.45 --max-det 1000 ...] [--json OUT]\n"
         "                    [--tactic-cache FILE|none]\n"
         "                    [--contexts N] [--depth K]\n"
+        "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-threads N] [--images 4096]\n"
+        "                    [--batches 32 ...] [--device ...] [--contexts N] [--json OUT]\n"
         "Per batch size, after warm-up (trtexec's three views):\n"
         "  latency     one detect() of one batch at a time, decoded image in host memory -> boxes in\n"
         "              host memory: median, p90, p99, and the host's enqueue time (median);\n"
@@ -54,7 +125,10 @@ int cmd_bench(int argc, char** argv) {
         "              the batches overlap (upload, compute and copy back of different batches at once);\n"
         "  GPU stages  a separate pass with stage profiling on: the device time of the upload, letterbox,\n"
         "              engine and decode + NMS (+ copy back) of one batch, medians (CUDA events).\n"
-        "Without --image a synthetic 810x1080 image is used.\n");
+        "Without --image a synthetic 810x1080 image is used.\n"
+        "--from-jpeg DIR times files -> boxes as `yolocu detect DIR` runs it: the folder's images cycled to\n"
+        "--images images (page-cached), N threads reading (--decode cpu: and decoding) them, the detector\n"
+        "in batches (--decode gpu: nvJPEG decode inside detect_encoded); prints images/s per batch size.\n");
     return 0;
   }
   PostprocessOptions defaults;
@@ -68,6 +142,12 @@ int cmd_bench(int argc, char** argv) {
   if (depth_arg < 0) throw UsageError("--depth: must be >= 1 (batches per throughput call)");
   const std::string model = args.require("model");
   check_model_file(model);
+  if (args.has("from-jpeg")) {
+    if (args.has("image")) throw UsageError("--from-jpeg and --image exclude each other");
+    return bench_from_jpeg(args, base, batches, model);
+  }
+  for (const char* o : {"decode", "decode-threads", "images"})
+    if (args.has(o)) throw UsageError(std::string("--") + o + " needs --from-jpeg DIR");
   if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");
   if (args.has("json")) check_output_file("--json", args.get("json"));
   Image image;

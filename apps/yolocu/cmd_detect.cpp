@@ -40,7 +40,11 @@ void print_help() {
       "  --threads N        CPU engine threads (0 = all cores)\n"
       "  --max-memory SIZE  CPU engine memory budget, e.g. 4G (default: the machine's RAM); a model\n"
       "                     whose tensors need more is refused before allocating\n"
-      "  --workers N        image decoding threads (2)\n"
+      "  --workers N        image decoding threads (2); with --decode gpu: file reading threads\n"
+      "  --decode D         where JPEGs are decoded: cpu (default: libjpeg-turbo, identical to OpenCV, so\n"
+      "                     the same detections as ultralytics) or gpu (nvJPEG on the CUDA device, batched\n"
+      "                     by --batch; pixels differ slightly, docs/semantics.md; PNG and EXIF-rotated\n"
+      "                     JPEGs still decode on the CPU; not with --save-img or --dump)\n"
       "outputs:\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
       "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"
@@ -131,6 +135,7 @@ int cmd_detect(int argc, char** argv) {
   }
   const std::string model = args.require("model");
   if (args.has("source")) {
+    if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
     check_model_file(model);
     return cmd_detect_video(args, detector_options(args, detect_options(model_layout(model))),
                             args.get("output-dir", args.get("project", "runs/detect")));
@@ -148,6 +153,10 @@ int cmd_detect(int argc, char** argv) {
   const std::string out_dir = args.get("output-dir", args.get("project", "runs/detect"));
   const std::string dump_dir = args.get("dump");
   const std::string json_path = args.get("json");
+  const bool gpu_decode = opts.decode == DecodeDevice::kGpu;
+  if (gpu_decode && (save_img || !dump_dir.empty()))
+    throw UsageError(std::string("--decode gpu: ") + (save_img ? "--save-img" : "--dump") +
+                     " needs the decoded image on the host: use --decode cpu");
 
   // every path the command line names is checked before the model is loaded
   check_model_file(model);
@@ -165,6 +174,7 @@ int cmd_detect(int argc, char** argv) {
   ro.decode_threads = workers;
   ro.trace = !dump_dir.empty();
   ro.quiet = quiet;
+  ro.encoded = gpu_decode;
   auto on_image = [&](size_t, const ImageResult& r, const Image& image, const DetectionTrace* trace, size_t slot) {
     if (!r.error.empty()) {
       std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
@@ -204,6 +214,7 @@ int cmd_detect(int argc, char** argv) {
                  sum.images, sum.failed, sum.detections, device_name(detector->device()), sum.times.preprocess / ok,
                  sum.times.inference / ok, sum.times.postprocess / ok,
                  sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0);
+    if (gpu_decode) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
     if (save_txt || save_img) std::fprintf(stderr, "results saved to %s\n", out_dir.c_str());
   }
   return sum.failed ? 1 : 0;

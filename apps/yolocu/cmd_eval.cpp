@@ -24,6 +24,7 @@ void print_help() {
       "  --max-det N        detections per image (300)\n"
       "  --single-label     best class per box only (val.py default is multi-label)\n"
       "  --classes ... --agnostic --imgsz --device --batch --threads --workers   as in yolocu detect\n"
+      "  --decode D         cpu (default: identical to OpenCV / val.py) or gpu (nvJPEG, as in yolocu detect)\n"
       "  --json OUT         per-image detections and the metrics as JSON ('-' = stdout)\n"
       "  --verbose          per-class AP table\n"
       "  --quiet            no progress line\n"
@@ -92,6 +93,7 @@ int cmd_eval(int argc, char** argv) {
   ro.batch = opts.max_batch;
   ro.decode_threads = workers;
   ro.quiet = quiet;
+  ro.encoded = opts.decode == DecodeDevice::kGpu;
   std::vector<std::string> label_errors(items.size());
   auto on_image = [&](size_t i, const ImageResult& r, const Image&, const DetectionTrace*, size_t) {
     if (!r.error.empty()) {
@@ -127,6 +129,7 @@ int cmd_eval(int argc, char** argv) {
     std::fprintf(stderr, "%zu images (%zu failed) on %s; per image: %.1f ms preprocess, %.1f ms inference, %.1f ms postprocess\n",
                  sum.images, failed, device_name(detector->device()), sum.times.preprocess / ok,
                  sum.times.inference / ok, sum.times.postprocess / ok);
+    if (ro.encoded) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
   }
 
   if (!json_path.empty()) {

@@ -56,11 +56,13 @@ class DecodeQueue {
  public:
   struct Item {
     Image image;
+    std::string bytes;  // encoded mode: the file's bytes, not decoded
     std::string error;
   };
 
-  DecodeQueue(const std::vector<InputItem>& items, int threads, size_t ahead)
-      : items_(items), ahead_(std::max<size_t>(ahead, 1)) {
+  // encoded: the workers only read the files (detect_encoded() decodes them).
+  DecodeQueue(const std::vector<InputItem>& items, int threads, size_t ahead, bool encoded)
+      : items_(items), ahead_(std::max<size_t>(ahead, 1)), encoded_(encoded) {
     const int n = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(items.size(), 1))));
     for (int t = 0; t < n; ++t) workers_.emplace_back([this] { work(); });
   }
@@ -102,7 +104,11 @@ class DecodeQueue {
         item.error = items_[i].error;
       } else {
         try {
-          item.image = decode_image_file(items_[i].path);
+          if (encoded_) {
+            item.bytes = read_file_bytes(items_[i].path);
+          } else {
+            item.image = decode_image_file(items_[i].path);
+          }
         } catch (const std::exception& e) {
           item.error = describe_error(e);
         }
@@ -117,6 +123,7 @@ class DecodeQueue {
 
   const std::vector<InputItem>& items_;
   const size_t ahead_;
+  const bool encoded_;
   std::mutex mutex_;
   std::condition_variable ready_, space_;
   std::map<size_t, Item> done_;
@@ -271,6 +278,19 @@ std::string build_json_fields(const Detector& detector) {
          ", \"tactics_tuned\": " + std::to_string(b.tactics_tuned);
 }
 
+std::string describe_decode(const Detector& detector) {
+  const DecodeStats d = detector.decode_stats();
+  char buf[256];
+  if (detector.options().decode == DecodeDevice::kCpu) {
+    std::snprintf(buf, sizeof buf, "decode: cpu");
+  } else {
+    std::snprintf(buf, sizeof buf, "decode: gpu (%s): %lld images on the GPU, %lld on the CPU (PNG, EXIF-rotated, CMYK, ...)",
+                  d.backend.empty() ? "nvjpeg" : d.backend.c_str(), static_cast<long long>(d.gpu),
+                  static_cast<long long>(d.cpu_fallback));
+  }
+  return buf;
+}
+
 std::string describe_error(const std::exception& e) {
   if (const auto* ye = dynamic_cast<const Error*>(&e)) return std::string(error_code_name(ye->code())) + ": " + e.what();
   return e.what();
@@ -287,7 +307,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
   for (size_t i = 0; i < n; ++i) results[i].path = items[i].path;
   RunSummary sum;
   Progress progress(n, o.quiet);
-  DecodeQueue queue(items, o.decode_threads, 2 * batch + static_cast<size_t>(o.decode_threads));
+  DecodeQueue queue(items, o.decode_threads, 2 * batch + static_cast<size_t>(o.decode_threads), o.encoded);
   auto add_times = [&](const StageTimes& t) {
     sum.times.preprocess += t.preprocess, sum.times.inference += t.inference;
     sum.times.postprocess += t.postprocess, sum.times.total += t.total;
@@ -298,13 +318,18 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
     const size_t start = next;
     std::vector<size_t> index;
     std::vector<Image> images;
+    std::vector<std::string> encoded;  // o.encoded: the files' bytes
     while (index.size() < batch && next < n) {
       DecodeQueue::Item item = queue.take(next);
       if (item.error.empty()) {
         results[next].width = item.image.width();
         results[next].height = item.image.height();
         index.push_back(next);
-        images.push_back(std::move(item.image));
+        if (o.encoded) {
+          encoded.push_back(std::move(item.bytes));
+        } else {
+          images.push_back(std::move(item.image));
+        }
       } else {
         results[next].error = item.error;
       }
@@ -313,7 +338,35 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
     DetectionTrace trace;
     std::vector<size_t> slot(next - start, 0);
     bool traced = false;
-    if (!images.empty()) {
+    if (o.encoded && !encoded.empty()) {
+      // detect_encoded: the detector decodes (nvJPEG with decode gpu) and reports each size
+      auto enc = [&](size_t k) { return EncodedImage{encoded[k].data(), encoded[k].size(), results[index[k]].path}; };
+      std::vector<EncodedImage> all;
+      for (size_t k = 0; k < index.size(); ++k) all.push_back(enc(k));
+      auto take = [&](size_t k, Detections&& d, const DecodedSize& size) {
+        results[index[k]].detections = std::move(d);
+        results[index[k]].width = size.width;
+        results[index[k]].height = size.height;
+      };
+      try {
+        std::vector<DecodedSize> sizes;
+        std::vector<Detections> dets = det.detect_encoded(all, &sizes);
+        add_times(det.last_times());
+        for (size_t k = 0; k < index.size(); ++k) take(k, std::move(dets[k]), sizes[k]);
+      } catch (const std::exception&) {
+        // retry one by one so that the error is reported for the image that caused it
+        for (size_t k = 0; k < index.size(); ++k) {
+          try {
+            std::vector<DecodedSize> sizes;
+            std::vector<Detections> dets = det.detect_encoded({enc(k)}, &sizes);
+            add_times(det.last_times());
+            take(k, std::move(dets[0]), sizes[0]);
+          } catch (const std::exception& e) {
+            results[index[k]].error = describe_error(e);
+          }
+        }
+      }
+    } else if (!images.empty()) {
       std::vector<ImageView> views;
       for (const Image& im : images) views.push_back(im.view());
       try {
@@ -341,7 +394,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
       const ImageResult& r = results[i];
       static const Image kNoImage;
       const bool ok = r.error.empty();
-      const Image& im = ok ? images[image_slot] : kNoImage;
+      const Image& im = ok && !o.encoded ? images[image_slot] : kNoImage;
       if (callback) callback(i, r, im, ok && traced ? &trace : nullptr, slot[i - start]);
       if (ok) ++image_slot;
       sum.failed += ok ? 0 : 1;
@@ -358,7 +411,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
           "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
-          "contexts"};
+          "contexts", "decode"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
@@ -433,6 +486,10 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
     if (b < 1 || b > o.max_batch)
       throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
   o.tactic_cache = args.get("tactic-cache", "");
+  const std::string decode = args.get("decode", "cpu");
+  if (decode == "cpu") o.decode = DecodeDevice::kCpu;
+  else if (decode == "gpu" || decode == "nvjpeg") o.decode = DecodeDevice::kGpu;
+  else throw UsageError("--decode must be cpu or gpu, got '" + decode + "'");
   return o;
 }
 

@@ -58,6 +58,8 @@ struct RunOptions {
   int batch = 1;           // images per detect() call
   int decode_threads = 2;  // JPEG/PNG decoding threads
   bool trace = false;      // fill DetectionTrace for the callback
+  bool encoded = false;    // read the files and call detect_encoded() (the detector decodes, e.g. nvJPEG
+                           // with DecodeDevice::kGpu); the callback's image is then empty
   bool quiet = false;      // no progress line
 };
 
@@ -74,7 +76,7 @@ std::vector<ImageResult> run_detector(Detector& detector, const std::vector<Inpu
                                       const ImageCallback& callback, RunSummary* summary);
 
 // DetectorOptions from the common options (--conf --iou --max-det --classes --agnostic
-// --multi-label --imgsz --device --batch --threads), over the given post-processing defaults.
+// --multi-label --imgsz --device --batch --threads --decode), over the given post-processing defaults.
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults);
 
 // The output layout of the model file's family (model_info), for the family's default options;
@@ -87,6 +89,9 @@ std::vector<std::string> detector_flag_options();
 
 // --workers: image decoding threads, 1..64 (default 2); UsageError otherwise.
 int decode_workers(const Args& args);
+
+// "decode: cpu", or "decode: gpu (nvjpeg hardware): N images on the GPU, M on the CPU (...)".
+std::string describe_decode(const Detector& detector);
 
 // "kIo: message" for any exception.
 std::string describe_error(const std::exception& e);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,13 @@ namespace yolocu {
 
 enum class Device { kAuto, kCpu, kCuda };  // kAuto: the GPU when one is usable, else the CPU
 enum class Precision { kFloat32, kFloat16 };
+// Where detect_encoded() decodes JPEGs: kCpu (libjpeg-turbo, pixel-identical to OpenCV's imread,
+// so detections identical to ultralytics') or kGpu (nvJPEG on the CUDA detector's GPU, straight
+// into device memory: faster, pixels within a few levels of kCpu, see docs/semantics.md).
+enum class DecodeDevice { kCpu, kGpu };
 
 const char* device_name(Device d) noexcept;
+const char* decode_device_name(DecodeDevice d) noexcept;  // "cpu", "gpu"
 
 struct DetectorOptions {
   Device device = Device::kAuto;
@@ -55,6 +61,25 @@ struct DetectorOptions {
   // path, see CudaEngineOptions::tactic_cache; "none": no file).
   std::vector<int> tune_batches;
   std::string tactic_cache;
+  // detect_encoded(): where JPEGs are decoded, and the largest image accepted. kGpu needs the CUDA
+  // detector and nvJPEG in the build: create() refuses it otherwise (kUnsupported), also for
+  // Device::kAuto on a machine without a GPU - ask for kCpu there.
+  DecodeDevice decode = DecodeDevice::kCpu;
+  DecodeLimits decode_limits;
+};
+
+// How detect_encoded() decoded the images so far (all calls, all threads).
+struct DecodeStats {
+  int64_t images = 0;        // decoded successfully
+  int64_t gpu = 0;           // ... by nvJPEG
+  int64_t cpu = 0;           // ... by the CPU decoder: decode kCpu, or a fallback of kGpu
+  int64_t cpu_fallback = 0;  // ... of which fallbacks of kGpu (PNG, EXIF-rotated, CMYK, cut short)
+  std::string backend;       // "cpu", or nvJPEG's backend: "nvjpeg hardware" / "nvjpeg hybrid"
+};
+
+// The size of an image detect_encoded() decoded (its detections are in these pixels).
+struct DecodedSize {
+  int width = 0, height = 0;
 };
 
 // Stage tensors of one detect() call, for diffing against PyTorch (yolocu detect --dump). The
@@ -126,6 +151,19 @@ class Detector {
   // host. CUDA detectors only: kUnsupported on the CPU detector; kInvalidArgument for a bad image
   // (checked before any backend runs). Thread-safe like detect().
   std::vector<Detections> detect_device(const std::vector<DeviceImage>& device_images);
+  // Encoded images (JPEG / PNG bytes in host memory, read during the call): decoded as
+  // options().decode says, then detected. kCpu: decode_image() on the calling thread, then
+  // detect(): the same detections as decode_image() + detect(). kGpu (CUDA detector): nvJPEG
+  // decodes each batch into device memory on the execution context's stream and the device path
+  // reads it in place (no host round trip); PNG, EXIF-rotated and CMYK JPEGs are decoded on the CPU
+  // and uploaded (counted in decode_stats()). Errors are decode_image()'s, naming
+  // EncodedImage::name: kParse (corrupt, truncated, empty, not an image: kUnsupported for unknown
+  // bytes), kOutOfMemory (over options().decode_limits, from the header, before allocating),
+  // kInvalidArgument (null data with a size); the first failing image of the call throws. `sizes`
+  // (optional) receives each image's decoded size. Thread-safe like detect().
+  std::vector<Detections> detect_encoded(const std::vector<EncodedImage>& images,
+                                         std::vector<DecodedSize>* sizes = nullptr);
+  DecodeStats decode_stats() const;
 
   // Asynchronous form (runs detect() on another thread): the images must stay valid, and the
   // Detector alive, until the future is ready. Invalid images throw here, not from get().
@@ -152,6 +190,16 @@ class Detector {
   virtual std::vector<Detections> run_detect_device(const std::vector<ImageView>& images);
   // The DeviceImage form's backend (`images` non-empty and validated); the default refuses.
   virtual std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images);
+  // detect_encoded()'s backend (`images` non-empty, `sizes` sized to match); the default decodes
+  // on the CPU (decode_image) and calls run_detect(). Backends report their decodes through
+  // count_decoded().
+  virtual std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
+                                                     std::vector<DecodedSize>& sizes);
+  void count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend);
+
+ private:
+  mutable std::mutex decode_stats_mutex_;
+  DecodeStats decode_stats_;
 };
 
 }  // namespace yolocu

@@ -68,4 +68,17 @@ Image decode_image_file(const std::string& path, const DecodeLimits& limits = {}
 Image decode_image(const void* data, size_t size, const DecodeLimits& limits = {},
                    const std::string& name = "image");
 
+// An encoded image held by the caller (the bytes of a JPEG or PNG file, a network payload), for
+// Detector::detect_encoded() and CudaJpegDecoder: not copied, not owned, read during the call.
+// `name` prefixes error messages (e.g. the file's path).
+struct EncodedImage {
+  const void* data = nullptr;
+  size_t size = 0;
+  std::string name = "image";
+};
+
+// Reads a whole file into memory, e.g. to make an EncodedImage of it: kIo naming the path when it
+// cannot be opened or read (the same errors as decode_image_file()).
+std::string read_file_bytes(const std::string& path);
+
 }  // namespace yolocu

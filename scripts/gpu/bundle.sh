@@ -8,7 +8,8 @@
 #   scripts/gpu/bundle.sh engine    GPU engine tests against the CPU engine (all four models)
 #   scripts/gpu/bundle.sh v8        YOLOv8n / YOLO11n through the GPU engine (static exports; needs
 #                                   scripts/v8/make_refs.sh's references, YOLOCU_V8_DIR or .data/v8/refs)
-#   scripts/gpu/bundle.sh detector  GPU detector tests: bus/zidane, coco128, threads, soak
+#   scripts/gpu/bundle.sh detector  GPU detector tests: bus/zidane, coco128, threads, soak; nvJPEG decode
+#                                   (test_decode_cuda, test_detect_encoded_cuda, decode gpu vs cpu)
 #   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
 #   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
@@ -24,6 +25,8 @@ data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 arch=${CUDA_ARCH:-90}
 bdir=${YOLOCU_GPU_BUILD:-build-gpu}  # an existing sm_90 build folder may be named instead
 
+# nvJPEG (GPU JPEG decode): the pinned wheel into .venv/nvjpeg when the toolkit lacks it (CMake finds it there).
+scripts/nvjpeg.sh >/dev/null || echo "[bundle] WARNING: scripts/nvjpeg.sh failed: no nvJPEG, the GPU decode tests will fail with kUnsupported"
 # YOLOCU_VIDEO=OFF: FFmpeg's libraries and their dependencies (~280 MB through ldd) would not fit a
 # call's 64 MiB, and the GPU machine has none; the GPU video run carries a minimal FFmpeg of its own
 # (scripts/gpu/video_bundle.sh, scripts/gpu/video_run.sh; docs/video.md).
@@ -38,9 +41,12 @@ case "$part" in
         *) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
       esac ;;
   fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
+  detector) targets="test_detector_cuda test_decode_cuda test_detect_encoded_cuda yolocu_cli" ;;  # what run_all.sh detector runs
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
+grep -q '^NVJPEG_LIBRARY:FILEPATH=/' "$bdir/CMakeCache.txt" ||
+  echo "[bundle] WARNING: this build has no nvJPEG (NVJPEG_LIBRARY not found): GPU JPEG decode is off"
 cmake --build "$bdir" --target $targets
 
 rm -rf .gpu

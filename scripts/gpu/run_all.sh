@@ -6,7 +6,8 @@
 #   bash scripts/gpu/run_all.sh tests          (carry: .gpu)  kernel tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh engine         (carry: .gpu)  GPU engine tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh v8             (carry: .gpu)  YOLOv8n / YOLO11n through the GPU engine
-#   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer
+#   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer; nvJPEG
+#                                              decode gpu vs cpu (eval mAP, detect, bench --from-jpeg)
 #   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
 #   bash scripts/gpu/run_all.sh fuzz           (carry: .gpu)  the onnx fuzz corpus on the GPU engine + memcheck
@@ -66,7 +67,7 @@ case "$part" in
   engine) tests="test_cuda_engine" ;;
   v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/.gpu/data/v8
       TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*} ;;
-  detector) tests="test_detector_cuda test_device_image_cuda" ;;
+  detector) tests="test_detector_cuda test_device_image_cuda test_decode_cuda test_detect_encoded_cuda" ;;
   fuzz) tests="test_fuzz_replay_cuda"
         export YOLOCU_FUZZ_REPLAY_DIR=$root/.gpu/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
   *) tests="" ;;
@@ -95,6 +96,8 @@ test_postprocess_cuda *-PostprocessCuda.BitmaskPathCrowdedSets:PostprocessCuda.B
 test_training_gpu * *Ciou*:*MultiTensor*
 test_cuda_engine OwnConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*
 test_detector_cuda *Bus* *Bus*
+test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows* -
+test_detect_encoded_cuda DetectEncodedCuda.FallbacksAreExactAndErrorsNamed -
 test_fuzz_replay_cuda * -
 LIST
   # v8: the new plain-layout kernels (Softmax, MatMul, channel Split) and the v8 decode under
@@ -151,6 +154,51 @@ if [ "$part" = v8 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolo|device|model)|^\| yolo' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
+  done
+fi
+
+if [ "$part" = detector ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
+  # GPU JPEG decode (nvJPEG) against CPU decode through the CLI, same model and batch: coco128
+  # mAP50-95 (must stay within 0.001), detections on the sample images at conf 0.25, and files ->
+  # boxes throughput (coco128 cycled to 4,096 images, page-cached) with each decoder.
+  step "decode gpu vs cpu (yolocu eval / detect / bench --from-jpeg)"
+  d=$YOLOCU_DATA_DIR
+  m=$d/models/yolov5n.onnx
+  for dec in cpu gpu; do
+    timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
+      --device cuda --batch 32 --decode "$dec" --json "$out/eval_$dec.json" >"$out/eval_$dec.log" 2>&1 || row "FAIL  yolocu eval --decode $dec (log eval_$dec.log)"
+    timeout 120 "$bin/yolocu" detect --model "$m" --device cuda --batch 2 --conf 0.25 --decode "$dec" --json "$out/detect_$dec.json" \
+      "$d/images/bus.jpg" "$d/images/zidane.jpg" >"$out/detect_$dec.log" 2>&1 || row "FAIL  yolocu detect --decode $dec (log detect_$dec.log)"
+  done
+  python3 - "$out" 2>&1 <<'PY' | tee -a "$summary"
+import json, sys
+out = sys.argv[1]
+try:
+    e = {k: json.load(open(f"{out}/eval_{k}.json"))["metrics"] for k in ("cpu", "gpu")}
+    d = e["gpu"]["map50_95"] - e["cpu"]["map50_95"]
+    print(f"{'PASS' if abs(d) <= 0.001 else 'FAIL'}  decode gpu vs cpu: coco128 mAP50-95 {e['gpu']['map50_95']:.4f} vs {e['cpu']['map50_95']:.4f} "
+          f"(diff {d:+.4f}, limit 0.001); mAP50 {e['gpu']['map50']:.4f} vs {e['cpu']['map50']:.4f}")
+    def iou(a, b):
+        iw = max(0, min(a[2], b[2]) - max(a[0], b[0])); ih = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+        u = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - iw * ih
+        return iw * ih / u if u > 0 else 0
+    det = {k: json.load(open(f"{out}/detect_{k}.json"))["images"] for k in ("cpu", "gpu")}
+    for ic, ig in zip(det["cpu"], det["gpu"]):
+        used, changed = set(), 0
+        for g in ig["detections"]:
+            m = [j for j, c in enumerate(ic["detections"]) if j not in used and c["class_id"] == g["class_id"] and iou(c["box"], g["box"]) >= 0.9]
+            if m: used.add(m[0])
+            else: changed += 1
+        changed += len(ic["detections"]) - len(used)
+        print(f"info  decode gpu vs cpu: {ic['path'].split('/')[-1]}: {len(ig['detections'])} vs {len(ic['detections'])} detections, {changed} changed (conf 0.25)")
+except Exception as ex:
+    print(f"FAIL  decode gpu vs cpu comparison: {ex}")
+PY
+  for dec in gpu cpu; do
+    timeout 300 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
+      --batches 32 --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_$dec.json" >"$out/from_jpeg_$dec.log" 2>&1 ||
+      row "FAIL  yolocu bench --from-jpeg --decode $dec (log from_jpeg_$dec.log)"
+    grep -E '^cuda ' "$out/from_jpeg_$dec.log" | sed 's/^/from-jpeg  /' >>"$summary"
   done
 fi
 

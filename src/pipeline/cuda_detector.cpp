@@ -22,6 +22,7 @@
 #include "pipeline/detector_backends.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/cuda_engine.hpp"
+#include "yolocu/image_decode_cuda.hpp"
 #include "yolocu/letterbox_cuda.hpp"
 #include "yolocu/postprocess_cuda.hpp"
 
@@ -78,6 +79,7 @@ struct Context {
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
   std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use
+  std::unique_ptr<CudaJpegDecoder> jpeg;  // DecodeDevice::kGpu: detect_encoded's nvJPEG decoder
   bool busy = false;
   bool profiled = false;  // the batch in flight recorded its events
   // Profiling only: the stream waits at a host function until the whole batch is enqueued, so that
@@ -178,6 +180,12 @@ class CudaDetector final : public Detector {
       c->d_input.reserve(in_bytes);
       c->d_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
       c->h_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
+      if (options.decode == DecodeDevice::kGpu) {
+        CudaJpegDecoderOptions jo;
+        jo.device = options.cuda_device;
+        jo.limits = options.decode_limits;
+        c->jpeg = std::make_unique<CudaJpegDecoder>(jo);
+      }
       if (contexts_.empty()) {
         const CudaEngineStats st = c->engine->stats();
         build_info_.tune_ms = st.tune_ms;
@@ -241,6 +249,11 @@ class CudaDetector final : public Detector {
       c.device_input->letterbox(&images[first], n, options_.cuda_device, input_w_, input_h_, c.engine->input_dtype(),
                                 options_.letterbox, c.d_input.get(), c.stream, geoms);
     });
+  }
+  std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
+                                             std::vector<DecodedSize>& sizes) override {
+    if (options_.decode != DecodeDevice::kGpu) return Detector::run_detect_encoded(images, sizes);
+    return run_encoded(images, sizes);
   }
 
  private:
@@ -306,6 +319,26 @@ class CudaDetector final : public Detector {
       last_times_ = times;
     }
     return out;
+  }
+
+  // nvJPEG decodes each batch into the context's decoder buffer on its stream; the device path
+  // letterboxes it in place (same stream: no synchronisation between decode and detect). With
+  // several contexts the batches overlap like detect()'s. The decode is the batch's "upload" stage.
+  std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes) {
+    return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+      const std::vector<EncodedImage> batch(images.begin() + static_cast<std::ptrdiff_t>(first),
+                                            images.begin() + static_cast<std::ptrdiff_t>(first + static_cast<size_t>(n)));
+      JpegDecodeCounts counts;
+      const std::vector<ImageView> views = c.jpeg->decode(batch, c.stream, &counts);
+      auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+      for (int i = 0; i < n; ++i) {
+        sizes[first + static_cast<size_t>(i)] = {views[static_cast<size_t>(i)].width, views[static_cast<size_t>(i)].height};
+        descs[i] = make_letterbox_cuda_desc(views[static_cast<size_t>(i)], input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
+      }
+      count_decoded(counts.gpu(), counts.cpu(), counts.cpu(), "nvjpeg " + c.jpeg->backend());
+      c.mark(1);
+      letterbox_descs(c, n);
+    });
   }
 
   Context& acquire() {

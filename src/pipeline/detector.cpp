@@ -24,6 +24,14 @@ const char* device_name(Device d) noexcept {
   return "unknown";
 }
 
+const char* decode_device_name(DecodeDevice d) noexcept {
+  switch (d) {
+    case DecodeDevice::kCpu: return "cpu";
+    case DecodeDevice::kGpu: return "gpu";
+  }
+  return "unknown";
+}
+
 namespace detail {
 
 bool cuda_device_usable(int index) noexcept {
@@ -91,6 +99,17 @@ void validate_detector_options(const DetectorOptions& o) {
   YOLOCU_CHECK(o.cuda_device >= 0, kInvalidArgument, "DetectorOptions: cuda_device must be >= 0, got ",
                o.cuda_device);
   validate_options(o.postprocess);
+  YOLOCU_CHECK(o.decode == DecodeDevice::kCpu || o.decode == DecodeDevice::kGpu, kInvalidArgument,
+               "DetectorOptions: decode must be kCpu or kGpu");
+  YOLOCU_CHECK(o.decode_limits.max_width > 0 && o.decode_limits.max_height > 0 && o.decode_limits.max_pixels > 0,
+               kInvalidArgument, "DetectorOptions: decode_limits must be > 0, got max_width ",
+               o.decode_limits.max_width, ", max_height ", o.decode_limits.max_height, ", max_pixels ",
+               o.decode_limits.max_pixels);
+#ifndef YOLOCU_WITH_NVJPEG
+  YOLOCU_CHECK(o.decode != DecodeDevice::kGpu, kUnsupported,
+               "DetectorOptions: decode kGpu (nvJPEG): this build of yolocu has no nvJPEG (a CUDA build finds it in the "
+               "CUDA toolkit or through scripts/nvjpeg.sh; docs/preprocess.md); use decode kCpu");
+#endif
 }
 
 }  // namespace
@@ -106,6 +125,11 @@ std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const D
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Detector> det =
       detail::oom_as_error(onnx_path, [&] { return detail::create_detector(onnx_path, options); });
+  // GPU decode writes into the CUDA detector's memory: a detector that runs on the CPU (asked for,
+  // or Device::kAuto without a usable GPU) refuses it rather than decoding elsewhere silently.
+  YOLOCU_CHECK(options.decode != DecodeDevice::kGpu || det->device() == Device::kCuda, kUnsupported,
+               "DetectorOptions: decode kGpu (nvJPEG) needs the CUDA detector, and this detector runs on the ",
+               device_name(det->device()), " (device ", device_name(options.device), "); use decode kCpu");
   det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return det;
 }
@@ -168,6 +192,49 @@ std::vector<Detections> Detector::run_detect_device_images(const std::vector<Dev
 std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>& /*images*/) {
   detail::fail(ErrorCode::kUnsupported, "detect_device: images in device memory need a CUDA detector (this one runs on ",
                device_name(device()), ")");
+}
+
+std::vector<Detections> Detector::detect_encoded(const std::vector<EncodedImage>& images,
+                                                 std::vector<DecodedSize>* sizes) {
+  for (size_t i = 0; i < images.size(); ++i)
+    YOLOCU_CHECK(images[i].data != nullptr || images[i].size == 0, kInvalidArgument, "detect_encoded: image ", i,
+                 " (", images[i].name, ") has null data and size ", images[i].size);
+  std::vector<DecodedSize> local(images.size());
+  std::vector<Detections> out;
+  if (!images.empty()) out = detail::oom_as_error("detect_encoded", [&] { return run_detect_encoded(images, local); });
+  if (sizes) *sizes = std::move(local);
+  return out;
+}
+
+std::vector<Detections> Detector::run_detect_encoded(const std::vector<EncodedImage>& images,
+                                                     std::vector<DecodedSize>& sizes) {
+  const DecodeLimits& limits = options().decode_limits;
+  std::vector<Image> decoded;
+  decoded.reserve(images.size());
+  std::vector<ImageView> views;
+  for (size_t i = 0; i < images.size(); ++i) {
+    decoded.push_back(decode_image(images[i].data, images[i].size, limits, images[i].name));
+    views.push_back(decoded.back().view());
+    sizes[i] = {decoded.back().width(), decoded.back().height()};
+  }
+  count_decoded(0, static_cast<int64_t>(images.size()), 0, "cpu");
+  return detect(views);
+}
+
+void Detector::count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend) {
+  std::lock_guard<std::mutex> lock(decode_stats_mutex_);
+  decode_stats_.images += gpu + cpu;
+  decode_stats_.gpu += gpu;
+  decode_stats_.cpu += cpu;
+  decode_stats_.cpu_fallback += cpu_fallback;
+  decode_stats_.backend = backend;
+}
+
+DecodeStats Detector::decode_stats() const {
+  std::lock_guard<std::mutex> lock(decode_stats_mutex_);
+  DecodeStats s = decode_stats_;
+  if (s.backend.empty()) s.backend = options().decode == DecodeDevice::kCpu ? "cpu" : "";
+  return s;
 }
 
 std::future<std::vector<Detections>> Detector::detect_async(std::vector<ImageView> images) {

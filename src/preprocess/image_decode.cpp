@@ -18,6 +18,7 @@
 
 #include "core/check.hpp"
 #include "core/file_util.hpp"
+#include "preprocess/image_decode_plan.hpp"
 #include "yolocu/image.hpp"
 
 namespace yolocu {
@@ -38,12 +39,7 @@ using detail::fail;
 constexpr size_t kMaxMessage = 256;
 
 void check_limits(int w, int h, const DecodeLimits& limits, const std::string& name) {
-  YOLOCU_CHECK(w > 0 && h > 0, kParse, name, ": invalid image size ", w, "x", h);
-  YOLOCU_CHECK(w <= limits.max_width && h <= limits.max_height &&
-                   int64_t{w} * h <= limits.max_pixels,
-               kOutOfMemory, name, ": image of ", w, "x", h,
-               " pixels exceeds the decode limit (DecodeLimits max_width ", limits.max_width,
-               ", max_height ", limits.max_height, ", max_pixels ", limits.max_pixels, ")");
+  detail::check_decode_limits(w, h, limits, name);
 }
 
 // ---- EXIF orientation ---------------------------------------------------------------------------
@@ -189,17 +185,21 @@ bool jpeg_read_pixels_c(JpegDecoder& j, uint8_t* dst, size_t pitch, uint8_t* cmy
   return true;
 }
 
+// The orientation of the first APP1 segment libjpeg saved (OpenCV reads that one, whatever it holds).
+int saved_orientation(const JpegDecoder& j) {
+  for (jpeg_saved_marker_ptr m = j.cinfo.marker_list; m != nullptr; m = m->next) {
+    if (m->marker == JPEG_APP0 + 1) {
+      return m->data_length > 6 ? exif_orientation(m->data + 6, m->data_length - 6) : 1;
+    }
+  }
+  return 1;
+}
+
 Image decode_jpeg(const uint8_t* data, size_t size, const DecodeLimits& limits,
                   const std::string& name) {
   JpegDecoder j;
   if (!jpeg_read_header_c(j, data, size)) fail(ErrorCode::kParse, name, ": JPEG: ", j.err.message);
-  int orientation = 1;
-  for (jpeg_saved_marker_ptr m = j.cinfo.marker_list; m != nullptr; m = m->next) {
-    if (m->marker == JPEG_APP0 + 1) {
-      if (m->data_length > 6) orientation = exif_orientation(m->data + 6, m->data_length - 6);
-      break;
-    }
-  }
+  const int orientation = saved_orientation(j);
   const int w = static_cast<int>(j.cinfo.output_width), h = static_cast<int>(j.cinfo.output_height);
   YOLOCU_CHECK(j.cinfo.output_width <= 0x7fffffffu && j.cinfo.output_height <= 0x7fffffffu, kParse,
                name, ": JPEG: invalid image size");
@@ -302,6 +302,10 @@ Image decode_png(const uint8_t* data, size_t size, const DecodeLimits& limits,
   return img;
 }
 
+}  // namespace
+
+namespace detail {
+
 bool is_jpeg(const uint8_t* d, size_t n) { return n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF; }
 
 bool is_png(const uint8_t* d, size_t n) {
@@ -309,17 +313,80 @@ bool is_png(const uint8_t* d, size_t n) {
   return n >= 8 && std::memcmp(d, kSignature, 8) == 0;
 }
 
-}  // namespace
+void check_decode_limits(int w, int h, const DecodeLimits& limits, const std::string& name) {
+  YOLOCU_CHECK(w > 0 && h > 0, kParse, name, ": invalid image size ", w, "x", h);
+  YOLOCU_CHECK(w <= limits.max_width && h <= limits.max_height &&
+                   int64_t{w} * h <= limits.max_pixels,
+               kOutOfMemory, name, ": image of ", w, "x", h,
+               " pixels exceeds the decode limit (DecodeLimits max_width ", limits.max_width,
+               ", max_height ", limits.max_height, ", max_pixels ", limits.max_pixels, ")");
+}
+
+JpegHeader read_jpeg_header(const uint8_t* data, size_t size, const std::string& name) {
+  JpegDecoder j;
+  if (!jpeg_read_header_c(j, data, size)) fail(ErrorCode::kParse, name, ": JPEG: ", j.err.message);
+  YOLOCU_CHECK(j.cinfo.output_width <= 0x7fffffffu && j.cinfo.output_height <= 0x7fffffffu, kParse,
+               name, ": JPEG: invalid image size");
+  JpegHeader h;
+  h.width = static_cast<int>(j.cinfo.output_width);
+  h.height = static_cast<int>(j.cinfo.output_height);
+  h.components = j.cinfo.num_components;
+  h.orientation = saved_orientation(j);
+  h.progressive = j.cinfo.progressive_mode != 0;
+  return h;
+}
+
+bool jpeg_ends_with_eoi(const uint8_t* d, size_t n) { return n >= 4 && d[n - 2] == 0xFF && d[n - 1] == 0xD9; }
+
+const char* decode_route_name(DecodeRoute route) noexcept {
+  switch (route) {
+    case DecodeRoute::kGpu: return "gpu";
+    case DecodeRoute::kCpuNotJpeg: return "cpu: not a JPEG";
+    case DecodeRoute::kCpuOrientation: return "cpu: EXIF orientation";
+    case DecodeRoute::kCpuComponents: return "cpu: not 1 or 3 components";
+    case DecodeRoute::kCpuTruncated: return "cpu: no EOI marker at the end";
+  }
+  return "unknown";
+}
+
+DecodePlan plan_gpu_decode(const void* data, size_t size, const DecodeLimits& limits, const std::string& name) {
+  YOLOCU_CHECK(data != nullptr || size == 0, kInvalidArgument, name, ": data is null");
+  YOLOCU_CHECK(size > 0, kParse, name, ": empty (0 bytes), not an image");
+  const auto* d = static_cast<const uint8_t*>(data);
+  DecodePlan plan;
+  if (!is_jpeg(d, size)) {
+    plan.route = DecodeRoute::kCpuNotJpeg;
+    return plan;
+  }
+  const JpegHeader h = read_jpeg_header(d, size, name);
+  const bool transposed = orientation_transposes(h.orientation);
+  plan.width = transposed ? h.height : h.width;
+  plan.height = transposed ? h.width : h.height;
+  plan.progressive = h.progressive;
+  check_decode_limits(plan.width, plan.height, limits, name);
+  if (h.orientation >= 2 && h.orientation <= 8) {
+    plan.route = DecodeRoute::kCpuOrientation;
+  } else if (h.components != 1 && h.components != 3) {
+    plan.route = DecodeRoute::kCpuComponents;
+  } else if (!jpeg_ends_with_eoi(d, size)) {
+    plan.route = DecodeRoute::kCpuTruncated;
+  }
+  return plan;
+}
+
+}  // namespace detail
 
 Image decode_image(const void* data, size_t size, const DecodeLimits& limits,
                    const std::string& name) {
   YOLOCU_CHECK(data != nullptr || size == 0, kInvalidArgument, name, ": data is null");
   YOLOCU_CHECK(size > 0, kParse, name, ": empty (0 bytes), not an image");
   const auto* d = static_cast<const uint8_t*>(data);
-  if (is_jpeg(d, size)) return detail::oom_as_error(name, [&] { return decode_jpeg(d, size, limits, name); });
-  if (is_png(d, size)) return detail::oom_as_error(name, [&] { return decode_png(d, size, limits, name); });
+  if (detail::is_jpeg(d, size)) return detail::oom_as_error(name, [&] { return decode_jpeg(d, size, limits, name); });
+  if (detail::is_png(d, size)) return detail::oom_as_error(name, [&] { return decode_png(d, size, limits, name); });
   fail(ErrorCode::kUnsupported, name, ": not a JPEG or PNG image (unrecognised leading bytes)");
 }
+
+std::string read_file_bytes(const std::string& path) { return detail::read_file(path); }
 
 Image decode_image_file(const std::string& path, const DecodeLimits& limits) {
   const std::string bytes = detail::read_file(path);

@@ -1,0 +1,386 @@
+// CudaJpegDecoder: batched JPEG decoding with nvJPEG into device BGR images (host orchestration
+// only; nvJPEG runs the kernels and the hardware decoder).
+//
+// Per call: (1) every image's header is read on the host with the CPU decoder's own libjpeg code
+// (plan_gpu_decode: same errors, limits checked before allocating) and routed to nvJPEG or to the
+// CPU decoder; the CPU decodes run first, so that a bad file throws before any GPU work is
+// enqueued. (2) One device buffer holds all output images (grow-only); the CPU-decoded ones are
+// uploaded into it. (3) The nvJPEG images go in one nvjpegDecodeBatched call (hardware backend, or
+// the default backend on GPUs without one); on a hardware handle, what the hardware cannot do
+// (progressive JPEGs) takes the decoupled default-backend decoder, one image at a time. An image
+// nvJPEG refuses at any step is decoded by the CPU decoder instead (which reports the error when it
+// has one), so the GPU path never rejects what the CPU path accepts.
+#include "yolocu/image_decode_cuda.hpp"
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "core/check.hpp"
+#include "core/cuda_check.hpp"
+#include "preprocess/image_decode_plan.hpp"
+
+#ifdef YOLOCU_WITH_NVJPEG
+#include <nvjpeg.h>
+#endif
+
+namespace yolocu {
+
+bool nvjpeg_available() noexcept {
+#ifdef YOLOCU_WITH_NVJPEG
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef YOLOCU_WITH_NVJPEG
+
+namespace {
+
+const char* nvjpeg_status_name(nvjpegStatus_t s) {
+  switch (s) {
+    case NVJPEG_STATUS_SUCCESS: return "NVJPEG_STATUS_SUCCESS";
+    case NVJPEG_STATUS_NOT_INITIALIZED: return "NVJPEG_STATUS_NOT_INITIALIZED";
+    case NVJPEG_STATUS_INVALID_PARAMETER: return "NVJPEG_STATUS_INVALID_PARAMETER";
+    case NVJPEG_STATUS_BAD_JPEG: return "NVJPEG_STATUS_BAD_JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "NVJPEG_STATUS_JPEG_NOT_SUPPORTED";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "NVJPEG_STATUS_ALLOCATOR_FAILURE";
+    case NVJPEG_STATUS_EXECUTION_FAILED: return "NVJPEG_STATUS_EXECUTION_FAILED";
+    case NVJPEG_STATUS_ARCH_MISMATCH: return "NVJPEG_STATUS_ARCH_MISMATCH";
+    case NVJPEG_STATUS_INTERNAL_ERROR: return "NVJPEG_STATUS_INTERNAL_ERROR";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "NVJPEG_STATUS_INCOMPLETE_BITSTREAM";
+  }
+  return "unknown nvJPEG status";
+}
+
+// Set-up calls: a failure throws kCuda naming the call (kOutOfMemory for the allocator).
+#define YOLOCU_NVJPEG_CHECK(stmt)                                                                        \
+  do {                                                                                                   \
+    const nvjpegStatus_t s_ = (stmt);                                                                    \
+    if (s_ != NVJPEG_STATUS_SUCCESS)                                                                     \
+      ::yolocu::detail::fail(s_ == NVJPEG_STATUS_ALLOCATOR_FAILURE ? ::yolocu::ErrorCode::kOutOfMemory \
+                                                                   : ::yolocu::ErrorCode::kCuda,       \
+                             __FILE__, ":", __LINE__, ": ", #stmt, ": ", nvjpeg_status_name(s_));       \
+  } while (0)
+
+constexpr size_t kPitchAlign = 128;   // row pitch of the output images, bytes
+constexpr size_t kOffsetAlign = 256;  // start of each image in the output buffer
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// Grow-only device buffer (a reallocation only for a larger call than ever before).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  void reserve(size_t bytes) {
+    if (bytes <= size_) return;
+    cudaFree(ptr_);  // synchronises the device: no earlier call's work still writes the old buffer
+    ptr_ = nullptr;
+    size_ = 0;
+    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      ptr_ = nullptr;
+      detail::fail(ErrorCode::kOutOfMemory, "CudaJpegDecoder: cannot allocate ", bytes,
+                   " bytes of device memory for the decoded images: ", cudaGetErrorString(e));
+    }
+    size_ = bytes;
+  }
+  uint8_t* get() const { return static_cast<uint8_t*>(ptr_); }
+  size_t size() const { return size_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+struct CudaJpegDecoder::Impl {
+  CudaJpegDecoderOptions options;
+  std::string backend;
+  bool hardware = false;
+  bool interpolated = false;  // NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION accepted
+  nvjpegHandle_t handle = nullptr;
+  nvjpegJpegState_t batched_state = nullptr;  // nvjpegDecodeBatched
+  int batched_size = -1;                      // the size it was initialised for (-1: re-initialise)
+  // the decoupled default-backend decoder (hardware handles: what the hardware cannot decode)
+  nvjpegJpegDecoder_t decoder = nullptr;
+  nvjpegJpegState_t decoupled_state = nullptr;
+  nvjpegBufferPinned_t pinned[2] = {nullptr, nullptr};
+  nvjpegBufferDevice_t device_buffer = nullptr;
+  nvjpegJpegStream_t streams[2] = {nullptr, nullptr};
+  nvjpegDecodeParams_t params = nullptr;
+  DeviceBuffer out;
+  JpegDecodeCounts totals;
+
+  explicit Impl(const CudaJpegDecoderOptions& o) : options(o) {
+    try {
+      init(o);
+    } catch (...) {
+      release();  // a destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+  ~Impl() { release(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void init(const CudaJpegDecoderOptions& o) {
+    YOLOCU_CHECK(o.device >= 0, kInvalidArgument, "CudaJpegDecoder: device must be >= 0, got ", o.device);
+    YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
+    // The hardware backend when the GPU has one (else NVJPEG_STATUS_ARCH_MISMATCH), with
+    // interpolated chroma upsampling when asked for and accepted, else nearest (nvJPEG's default).
+    nvjpegStatus_t last = NVJPEG_STATUS_SUCCESS;
+    auto create = [&](nvjpegBackend_t b, unsigned flags) {
+      nvjpegHandle_t h = nullptr;  // kept only on success
+      last = nvjpegCreateEx(b, nullptr, nullptr, flags, &h);
+      if (last == NVJPEG_STATUS_SUCCESS) handle = h;
+      return last == NVJPEG_STATUS_SUCCESS;
+    };
+    const unsigned interp = NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION;
+    for (const nvjpegBackend_t b : {NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_DEFAULT}) {
+      if (b == NVJPEG_BACKEND_HARDWARE && !o.use_hardware) continue;
+      if (o.interpolated_upsampling && create(b, interp)) {
+        interpolated = true;
+      } else if (!create(b, NVJPEG_FLAGS_DEFAULT)) {
+        if (b == NVJPEG_BACKEND_HARDWARE) continue;
+        detail::fail(last == NVJPEG_STATUS_ALLOCATOR_FAILURE ? ErrorCode::kOutOfMemory : ErrorCode::kCuda,
+                     "CudaJpegDecoder: nvjpegCreateEx (default backend) on CUDA device ", o.device, ": ",
+                     nvjpeg_status_name(last));
+      }
+      hardware = b == NVJPEG_BACKEND_HARDWARE;
+      backend = hardware ? "hardware" : "hybrid";
+      break;
+    }
+    YOLOCU_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_state));
+    for (auto& s : streams) YOLOCU_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &s));
+    if (hardware) {
+      YOLOCU_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_DEFAULT, &decoder));
+      YOLOCU_NVJPEG_CHECK(nvjpegDecoderStateCreate(handle, decoder, &decoupled_state));
+      for (auto& p : pinned) YOLOCU_NVJPEG_CHECK(nvjpegBufferPinnedCreate(handle, nullptr, &p));
+      YOLOCU_NVJPEG_CHECK(nvjpegBufferDeviceCreate(handle, nullptr, &device_buffer));
+      YOLOCU_NVJPEG_CHECK(nvjpegDecodeParamsCreate(handle, &params));
+      YOLOCU_NVJPEG_CHECK(nvjpegDecodeParamsSetOutputFormat(params, NVJPEG_OUTPUT_BGRI));
+      YOLOCU_NVJPEG_CHECK(nvjpegStateAttachDeviceBuffer(decoupled_state, device_buffer));
+    }
+  }
+
+  void release() noexcept {
+    // Destruction order: what refers to the handle first, the handle last. Errors are ignored.
+    if (params) nvjpegDecodeParamsDestroy(params);
+    for (auto s : streams)
+      if (s) nvjpegJpegStreamDestroy(s);
+    if (decoupled_state) nvjpegJpegStateDestroy(decoupled_state);
+    for (auto p : pinned)
+      if (p) nvjpegBufferPinnedDestroy(p);
+    if (device_buffer) nvjpegBufferDeviceDestroy(device_buffer);
+    if (decoder) nvjpegDecoderDestroy(decoder);
+    if (batched_state) nvjpegJpegStateDestroy(batched_state);
+    if (handle) nvjpegDestroy(handle);
+    params = nullptr, decoupled_state = nullptr, device_buffer = nullptr, decoder = nullptr;
+    batched_state = nullptr, handle = nullptr;
+    streams[0] = streams[1] = nullptr;
+    pinned[0] = pinned[1] = nullptr;
+  }
+
+  // Which nvJPEG path takes a planned-for-GPU image: 0 batched (hardware or default backend),
+  // 1 decoupled (hardware handles: what the hardware cannot do), -1 refused (CPU fallback). The
+  // frame size nvJPEG reads must be libjpeg's, or the output slot would not fit.
+  int nvjpeg_path(const EncodedImage& im, const detail::DecodePlan& plan) {
+    const auto* d = static_cast<const unsigned char*>(im.data);
+    if (nvjpegJpegStreamParseHeader(handle, d, im.size, streams[0]) != NVJPEG_STATUS_SUCCESS) return -1;
+    unsigned int w = 0, h = 0, comps = 0;
+    if (nvjpegJpegStreamGetFrameDimensions(streams[0], &w, &h) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegJpegStreamGetComponentsNum(streams[0], &comps) != NVJPEG_STATUS_SUCCESS)
+      return -1;
+    if (w != static_cast<unsigned>(plan.width) || h != static_cast<unsigned>(plan.height) || (comps != 1 && comps != 3))
+      return -1;
+    if (!hardware) return 0;
+    int unsupported = 1;  // nvjpegDecodeBatchedSupported: 0 = the hardware decodes it
+    if (nvjpegDecodeBatchedSupported(handle, streams[0], &unsupported) != NVJPEG_STATUS_SUCCESS) return 1;
+    return unsupported == 0 ? 0 : 1;
+  }
+
+  // The decoupled default-backend decode of one image into `dst` (torchvision's pattern: two
+  // pinned buffers, the stream synchronised before the host-to-device phase). False: nvJPEG refused.
+  bool decode_decoupled(const EncodedImage& im, nvjpegImage_t* dst, int k, cudaStream_t stream) {
+    const int b = k & 1;
+    const auto* d = static_cast<const unsigned char*>(im.data);
+    if (nvjpegJpegStreamParse(handle, d, im.size, 0, 0, streams[b]) != NVJPEG_STATUS_SUCCESS) return false;
+    if (nvjpegStateAttachPinnedBuffer(decoupled_state, pinned[b]) != NVJPEG_STATUS_SUCCESS) return false;
+    if (nvjpegDecodeJpegHost(handle, decoder, decoupled_state, params, streams[b]) != NVJPEG_STATUS_SUCCESS)
+      return false;
+    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (nvjpegDecodeJpegTransferToDevice(handle, decoder, decoupled_state, streams[b], stream) != NVJPEG_STATUS_SUCCESS)
+      return false;
+    return nvjpegDecodeJpegDevice(handle, decoder, decoupled_state, dst, stream) == NVJPEG_STATUS_SUCCESS;
+  }
+
+  std::vector<ImageView> decode(const std::vector<EncodedImage>& images, cudaStream_t stream, JpegDecodeCounts* counts_out) {
+    YOLOCU_CUDA_CHECK(cudaSetDevice(options.device));
+    const size_t n = images.size();
+    JpegDecodeCounts counts;
+    std::vector<ImageView> views(n);
+    if (n == 0) {
+      if (counts_out) *counts_out = counts;
+      return views;
+    }
+    // 1. Plans, nvJPEG's verdict, and the CPU decodes (errors surface here, before any GPU work).
+    std::vector<int> path(n, -1);  // 0 batched, 1 decoupled, -1 CPU
+    std::vector<Image> cpu(n);
+    for (size_t i = 0; i < n; ++i) {
+      const EncodedImage& im = images[i];
+      const detail::DecodePlan plan = detail::plan_gpu_decode(im.data, im.size, options.limits, im.name);
+      if (plan.route == detail::DecodeRoute::kGpu) path[i] = nvjpeg_path(im, plan);
+      if (path[i] < 0) {
+        cpu[i] = decode_image(im.data, im.size, options.limits, im.name);
+        switch (plan.route) {
+          case detail::DecodeRoute::kCpuNotJpeg: ++counts.cpu_not_jpeg; break;
+          case detail::DecodeRoute::kCpuOrientation: ++counts.cpu_orientation; break;
+          default: ++counts.cpu_other; break;
+        }
+        views[i].width = cpu[i].width();
+        views[i].height = cpu[i].height();
+      } else {
+        views[i].width = plan.width;
+        views[i].height = plan.height;
+      }
+    }
+    // 2. The output buffer: one slot per image.
+    std::vector<size_t> offset(n);
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      views[i].pitch_bytes = align_up(static_cast<size_t>(views[i].width) * 3, kPitchAlign);
+      offset[i] = total;
+      total = align_up(total + views[i].pitch_bytes * static_cast<size_t>(views[i].height), kOffsetAlign);
+    }
+    out.reserve(total);
+    for (size_t i = 0; i < n; ++i) views[i].data = out.get() + offset[i];
+    // CPU-decoded images first: a copy from pageable memory waits for the stream's earlier work.
+    auto upload = [&](size_t i) {
+      const Image& im = cpu[i];
+      YOLOCU_CUDA_CHECK(cudaMemcpy2DAsync(const_cast<uint8_t*>(views[i].data), views[i].pitch_bytes, im.data(),
+                                          im.pitch_bytes(), im.pitch_bytes(), static_cast<size_t>(im.height()),
+                                          cudaMemcpyHostToDevice, stream));
+    };
+    for (size_t i = 0; i < n; ++i)
+      if (path[i] < 0) upload(i);
+    auto destination = [&](size_t i) {
+      nvjpegImage_t dst{};
+      dst.channel[0] = const_cast<uint8_t*>(views[i].data);
+      dst.pitch[0] = views[i].pitch_bytes;
+      return dst;
+    };
+    // An image nvJPEG refused after its header passed: the CPU decoder decides (and uploads).
+    auto fallback = [&](size_t i) {
+      cpu[i] = decode_image(images[i].data, images[i].size, options.limits, images[i].name);
+      YOLOCU_CHECK(cpu[i].width() == views[i].width && cpu[i].height() == views[i].height, kInternal,
+                   images[i].name, ": the CPU decoder's size ", cpu[i].width(), "x", cpu[i].height(),
+                   " differs from the header's ", views[i].width, "x", views[i].height);
+      upload(i);
+      ++counts.cpu_other;
+    };
+    // 3. One batched call.
+    std::vector<size_t> batch;
+    for (size_t i = 0; i < n; ++i)
+      if (path[i] == 0) batch.push_back(i);
+    if (!batch.empty()) {
+      std::vector<const unsigned char*> data;
+      std::vector<size_t> lengths;
+      std::vector<nvjpegImage_t> dst;
+      for (size_t i : batch) {
+        data.push_back(static_cast<const unsigned char*>(images[i].data));
+        lengths.push_back(images[i].size);
+        dst.push_back(destination(i));
+      }
+      const int m = static_cast<int>(batch.size());
+      bool ok = true;
+      if (batched_size != m) {
+        ok = nvjpegDecodeBatchedInitialize(handle, batched_state, m, 1, NVJPEG_OUTPUT_BGRI) == NVJPEG_STATUS_SUCCESS;
+        batched_size = ok ? m : -1;
+      }
+      ok = ok && nvjpegDecodeBatched(handle, batched_state, data.data(), lengths.data(), dst.data(), stream) ==
+                     NVJPEG_STATUS_SUCCESS;
+      if (ok) {
+        (hardware ? counts.gpu_hardware : counts.gpu_hybrid) += m;
+      } else {
+        batched_size = -1;  // a failed batch is reset by the next initialisation
+        for (size_t i : batch) fallback(i);
+      }
+    }
+    // 4. What the hardware cannot decode, one at a time.
+    int k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (path[i] != 1) continue;
+      nvjpegImage_t dst = destination(i);
+      if (decode_decoupled(images[i], &dst, k++, stream)) {
+        ++counts.gpu_hybrid;
+      } else {
+        fallback(i);
+      }
+    }
+    totals.gpu_hardware += counts.gpu_hardware;
+    totals.gpu_hybrid += counts.gpu_hybrid;
+    totals.cpu_not_jpeg += counts.cpu_not_jpeg;
+    totals.cpu_orientation += counts.cpu_orientation;
+    totals.cpu_other += counts.cpu_other;
+    if (counts_out) *counts_out = counts;
+    return views;
+  }
+};
+
+CudaJpegDecoder::CudaJpegDecoder(const CudaJpegDecoderOptions& options)
+    : impl_(detail::oom_as_error("CudaJpegDecoder", [&] { return std::make_unique<Impl>(options); })) {}
+
+CudaJpegDecoder::~CudaJpegDecoder() = default;
+
+const std::string& CudaJpegDecoder::backend() const noexcept { return impl_->backend; }
+
+bool CudaJpegDecoder::interpolated_upsampling() const noexcept { return impl_->interpolated; }
+
+std::vector<ImageView> CudaJpegDecoder::decode(const std::vector<EncodedImage>& images, cudaStream_t stream,
+                                               JpegDecodeCounts* counts) {
+  return detail::oom_as_error("CudaJpegDecoder", [&] { return impl_->decode(images, stream, counts); });
+}
+
+JpegDecodeCounts CudaJpegDecoder::totals() const noexcept { return impl_->totals; }
+
+size_t CudaJpegDecoder::device_bytes() const noexcept { return impl_->out.size(); }
+
+#else  // no nvJPEG in this build
+
+struct CudaJpegDecoder::Impl {
+  std::string backend;
+  JpegDecodeCounts totals;
+};
+
+CudaJpegDecoder::CudaJpegDecoder(const CudaJpegDecoderOptions& /*options*/) {
+  detail::fail(ErrorCode::kUnsupported,
+               "GPU JPEG decode: this build of yolocu has no nvJPEG (CMake did not find nvjpeg.h / libnvjpeg: "
+               "scripts/nvjpeg.sh installs it, or set NVJPEG_ROOT; docs/preprocess.md)");
+}
+
+CudaJpegDecoder::~CudaJpegDecoder() = default;
+
+const std::string& CudaJpegDecoder::backend() const noexcept { return impl_->backend; }
+
+bool CudaJpegDecoder::interpolated_upsampling() const noexcept { return false; }
+
+std::vector<ImageView> CudaJpegDecoder::decode(const std::vector<EncodedImage>& /*images*/, cudaStream_t /*stream*/,
+                                               JpegDecodeCounts* /*counts*/) {
+  detail::fail(ErrorCode::kUnsupported, "GPU JPEG decode: this build of yolocu has no nvJPEG");
+}
+
+JpegDecodeCounts CudaJpegDecoder::totals() const noexcept { return impl_->totals; }
+
+size_t CudaJpegDecoder::device_bytes() const noexcept { return 0; }
+
+#endif
+
+}  // namespace yolocu

@@ -1,0 +1,236 @@
+// Detector::detect_encoded on the CUDA detector with DecodeDevice::kGpu (label gpu; skips without
+// a device): what nvJPEG's pixels change against the exact CPU decode (detections on bus / zidane
+// at conf 0.25, coco128 mAP50-95 within 0.001), the CPU fallbacks exact, errors named, threads.
+// The numbers are printed for docs/preprocess.md.
+#include <gtest/gtest.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "preprocess/preprocess_test_util.hpp"
+#include "test_util.hpp"
+#include "yolocu/detector.hpp"
+#include "yolocu/error.hpp"
+#include "yolocu/eval.hpp"
+
+namespace yolocu {
+namespace {
+
+DetectorOptions gpu_decode_options(const PostprocessOptions& post, int max_batch, Precision p = Precision::kFloat32) {
+  DetectorOptions o;
+  o.device = Device::kCuda;
+  o.precision = p;
+  o.postprocess = post;
+  o.max_batch = max_batch;
+  o.decode = DecodeDevice::kGpu;
+  return o;
+}
+
+PostprocessOptions detect_settings() {
+  PostprocessOptions p;
+  p.conf_threshold = 0.25f;
+  p.iou_threshold = 0.45f;
+  p.max_det = 1000;
+  return p;
+}
+
+float iou(const Detection& a, const Detection& b) {
+  const float iw = std::max(0.f, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
+  const float ih = std::max(0.f, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
+  const float inter = iw * ih;
+  const float u = (a.x2 - a.x1) * (a.y2 - a.y1) + (b.x2 - b.x1) * (b.y2 - b.y1) - inter;
+  return u > 0 ? inter / u : 0.f;
+}
+
+// Detections of `a` without a same-class counterpart of IoU >= 0.9 in `b` (and vice versa):
+// "changed". Also the largest box-corner shift and confidence change among the matched ones.
+struct Change {
+  int changed = 0;
+  float max_shift = 0, max_conf = 0;
+};
+Change compare(const Detections& a, const Detections& b) {
+  Change c;
+  std::vector<bool> used(b.size(), false);
+  for (const Detection& x : a) {
+    int best = -1;
+    float best_iou = 0.9f;
+    for (size_t j = 0; j < b.size(); ++j)
+      if (!used[j] && b[j].class_id == x.class_id && iou(x, b[j]) >= best_iou) best = static_cast<int>(j), best_iou = iou(x, b[j]);
+    if (best < 0) {
+      ++c.changed;
+      continue;
+    }
+    used[static_cast<size_t>(best)] = true;
+    const Detection& y = b[static_cast<size_t>(best)];
+    c.max_shift = std::max({c.max_shift, std::fabs(x.x1 - y.x1), std::fabs(x.y1 - y.y1), std::fabs(x.x2 - y.x2),
+                            std::fabs(x.y2 - y.y2)});
+    c.max_conf = std::max(c.max_conf, std::fabs(x.confidence - y.confidence));
+  }
+  for (bool u : used) c.changed += u ? 0 : 1;
+  return c;
+}
+
+bool identical(const Detections& a, const Detections& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].class_id != b[i].class_id || a[i].confidence != b[i].confidence || a[i].x1 != b[i].x1 ||
+        a[i].y1 != b[i].y1 || a[i].x2 != b[i].x2 || a[i].y2 != b[i].y2)
+      return false;
+  return true;
+}
+
+std::vector<std::string> coco_images() {
+  std::vector<std::string> files;
+  const std::string dir = test::data_file("coco128/images/train2017");
+  if (dir.empty()) return files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".jpg") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(DetectEncodedCuda, BusZidaneGpuDecodeAgainstCpuDecode) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  auto det = Detector::create(model, gpu_decode_options(detect_settings(), 2));
+  int total_changed = 0;
+  for (const char* name : {"bus", "zidane"}) {
+    YOLOCU_REQUIRE_DATA(path, std::string("images/") + name + ".jpg");
+    const std::string bytes = read_file_bytes(path);
+    const Image cpu_img = decode_image(bytes.data(), bytes.size());
+    std::vector<DecodedSize> sizes;
+    const Detections gpu = det->detect_encoded({{bytes.data(), bytes.size(), path}}, &sizes).at(0);
+    const Detections cpu = det->detect(cpu_img.view());  // the same detector, the exact CPU pixels
+    EXPECT_EQ(sizes.at(0).width, cpu_img.width());
+    EXPECT_EQ(sizes.at(0).height, cpu_img.height());
+    const Change c = compare(gpu, cpu);
+    total_changed += c.changed;
+    std::printf("[ decode gpu ] %s: %zu detections (CPU decode: %zu), %d changed; matched boxes within %.2f px, "
+                "confidences within %.4f (conf 0.25, FP32)\n",
+                name, gpu.size(), cpu.size(), c.changed, c.max_shift, c.max_conf);
+    EXPECT_LE(c.changed, 1) << name;
+    EXPECT_LE(c.max_shift, 3.f) << name;
+  }
+  const DecodeStats s = det->decode_stats();
+  std::printf("[ decode gpu ] backend %s; bus + zidane: %d detections changed\n", s.backend.c_str(), total_changed);
+  EXPECT_EQ(s.gpu, 2);
+  EXPECT_EQ(s.cpu, 0);
+  EXPECT_EQ(s.backend.rfind("nvjpeg ", 0), 0u) << s.backend;
+}
+
+TEST(DetectEncodedCuda, FallbacksAreExactAndErrorsNamed) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  YOLOCU_REQUIRE_DATA(zidane, "images/zidane.jpg");
+  auto det = Detector::create(model, gpu_decode_options(detect_settings(), 4));
+  const std::string bus_bytes = read_file_bytes(bus);
+  const Image bus_img = decode_image_file(bus);
+  std::vector<uint8_t> png;
+  ASSERT_TRUE(cv::imencode(".png", cv::Mat(bus_img.height(), bus_img.width(), CV_8UC3, const_cast<uint8_t*>(bus_img.data())), png));
+  const std::vector<uint8_t> zid = test::read_bytes(zidane);
+  const std::vector<uint8_t> rotated = test::with_exif_orientation(zid, 6, false);
+  const Image rotated_img = decode_image(rotated.data(), rotated.size());
+  std::vector<DecodedSize> sizes;
+  const auto got = det->detect_encoded({{bus_bytes.data(), bus_bytes.size(), "bus.jpg"},
+                                        {png.data(), png.size(), "bus.png"},
+                                        {rotated.data(), rotated.size(), "zidane_rot6.jpg"}},
+                                       &sizes);
+  // the CPU-decoded images are decode_image()'s pixels: the device path gives detect()'s detections
+  EXPECT_TRUE(identical(got[1], det->detect(bus_img.view()))) << "PNG through the CPU fallback";
+  EXPECT_TRUE(identical(got[2], det->detect(rotated_img.view()))) << "EXIF-rotated JPEG through the CPU fallback";
+  EXPECT_EQ(sizes[2].width, rotated_img.width());
+  EXPECT_EQ(sizes[2].height, rotated_img.height());
+  const DecodeStats s = det->decode_stats();
+  EXPECT_EQ(s.gpu, 1);
+  EXPECT_EQ(s.cpu_fallback, 2);
+  // a batch holding a bad file: the CPU decoder's error, naming it
+  std::string msg;
+  try {
+    det->detect_encoded({{bus_bytes.data(), bus_bytes.size(), "bus.jpg"}, {bus_bytes.data(), bus_bytes.size() / 3, "cut.jpg"}});
+    ADD_FAILURE() << "a JPEG cut short was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("cut.jpg"), std::string::npos) << msg;
+  // and the detector goes on
+  EXPECT_EQ(det->detect_encoded({{bus_bytes.data(), bus_bytes.size(), "bus.jpg"}}).at(0).size(), got[0].size());
+}
+
+TEST(DetectEncodedCuda, ThreadsAndContextsEqualSerial) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  YOLOCU_REQUIRE_DATA(zidane, "images/zidane.jpg");
+  DetectorOptions o = gpu_decode_options(detect_settings(), 2, Precision::kFloat16);
+  o.contexts = 2;
+  auto det = Detector::create(model, o);
+  const std::string a = read_file_bytes(bus), b = read_file_bytes(zidane);
+  const std::vector<EncodedImage> in = {{a.data(), a.size(), "bus"}, {b.data(), b.size(), "zidane"}, {a.data(), a.size(), "bus"}};
+  const auto serial = det->detect_encoded(in);
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 5; ++k) {
+        const auto r = det->detect_encoded(in);
+        for (size_t i = 0; i < r.size(); ++i) bad[static_cast<size_t>(t)] += identical(r[i], serial[i]) ? 0 : 1;
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[static_cast<size_t>(t)], 0) << "thread " << t;
+  EXPECT_TRUE(identical(serial[0], serial[2]));
+}
+
+TEST(DetectEncodedCuda, Coco128MapWithin0001OfCpuDecode) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  const auto files = coco_images();
+  if (files.empty()) GTEST_SKIP() << "coco128 not found";
+  const std::string labels = test::data_file("coco128/labels/train2017");
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    auto det = Detector::create(model, gpu_decode_options(val_options(), 32, p));
+    std::vector<std::string> bytes;
+    std::vector<EncodedImage> enc;
+    for (const auto& f : files) bytes.push_back(read_file_bytes(f));
+    for (size_t i = 0; i < files.size(); ++i) enc.push_back({bytes[i].data(), bytes[i].size(), files[i]});
+    std::vector<DecodedSize> sizes;
+    const auto gpu = det->detect_encoded(enc, &sizes);
+    std::vector<Image> images;
+    std::vector<ImageView> views;
+    for (const auto& f : files) images.push_back(decode_image_file(f));
+    for (const auto& im : images) views.push_back(im.view());
+    const auto cpu = det->detect(views);
+    MapEvaluator eg, ec;
+    int changed_images = 0;
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string stem = std::filesystem::path(files[i]).stem().string();
+      const auto gt = load_yolo_labels(labels + "/" + stem + ".txt", images[i].width(), images[i].height());
+      EXPECT_EQ(sizes[i].width, images[i].width());
+      eg.add_image(gpu[i], gt);
+      ec.add_image(cpu[i], gt);
+      changed_images += identical(gpu[i], cpu[i]) ? 0 : 1;
+    }
+    const MapResult mg = eg.compute(), mc = ec.compute();
+    std::printf("[ decode gpu ] coco128 %s: mAP50-95 %.4f with nvJPEG (%s) vs %.4f with CPU decode (diff %+.4f); "
+                "mAP50 %.4f vs %.4f; %d of %zu images with different detections (val settings)\n",
+                p == Precision::kFloat32 ? "FP32" : "FP16", mg.map50_95, det->decode_stats().backend.c_str(),
+                mc.map50_95, mg.map50_95 - mc.map50_95, mg.map50, mc.map50, changed_images, files.size());
+    EXPECT_NEAR(mg.map50_95, mc.map50_95, 0.001);
+    EXPECT_EQ(det->decode_stats().gpu, static_cast<int64_t>(files.size()));
+  }
+}
+
+}  // namespace
+}  // namespace yolocu

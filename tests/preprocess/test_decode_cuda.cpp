@@ -1,0 +1,317 @@
+// CudaJpegDecoder (nvJPEG) against the CPU decoder (label gpu; skips without a device): pixels of
+// the sample images, coco128 and every JPEG variant within the stated tolerance (nvJPEG's IDCT and
+// chroma upsampling are not libjpeg-turbo's), the CPU fallbacks exact, and the CPU decoder's
+// errors for bad input. Prints the measured differences: the numbers docs/preprocess.md quotes.
+#include <gtest/gtest.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "preprocess/jpeg_variants.hpp"
+#include "preprocess/preprocess_test_util.hpp"
+#include "test_util.hpp"
+#include "yolocu/error.hpp"
+#include "yolocu/image.hpp"
+#include "yolocu/image_decode_cuda.hpp"
+
+namespace yolocu {
+namespace {
+
+// The tolerance of nvJPEG against libjpeg-turbo, per image: mean |difference| over all B, G, R
+// values <= 3 levels, and at most 1% of the values off by more than 32 levels (chroma edges). A
+// swapped channel order, a wrong pitch or a wrong upsampling factor breaks both by far.
+constexpr double kMaxMeanDiff = 3.0;
+constexpr double kMaxShareOver32 = 0.01;
+
+struct PixelDiff {
+  int max_abs = 0;
+  double mean_abs = 0;
+  double share_over_32 = 0;
+};
+
+Image download(const ImageView& d) {
+  Image out(d.width, d.height);
+  EXPECT_EQ(cudaMemcpy2D(out.data(), out.pitch_bytes(), d.data, d.pitch_bytes, out.pitch_bytes(),
+                         static_cast<size_t>(d.height), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return out;
+}
+
+PixelDiff diff(const Image& a, const Image& b) {
+  PixelDiff r;
+  EXPECT_EQ(a.width(), b.width());
+  EXPECT_EQ(a.height(), b.height());
+  if (a.width() != b.width() || a.height() != b.height()) {
+    r.max_abs = 255;
+    r.mean_abs = r.share_over_32 = 255;
+    return r;
+  }
+  double sum = 0;
+  size_t over = 0;
+  const size_t n = a.size_bytes();
+  for (size_t i = 0; i < n; ++i) {
+    const int d = std::abs(int(a.data()[i]) - int(b.data()[i]));
+    r.max_abs = std::max(r.max_abs, d);
+    sum += d;
+    over += d > 32;
+  }
+  r.mean_abs = sum / static_cast<double>(n);
+  r.share_over_32 = static_cast<double>(over) / static_cast<double>(n);
+  return r;
+}
+
+bool exact(const Image& a, const Image& b) {
+  return a.width() == b.width() && a.height() == b.height() && std::equal(a.data(), a.data() + a.size_bytes(), b.data());
+}
+
+std::vector<std::string> jpeg_files() {
+  std::vector<std::string> files;
+  for (const char* f : {"images/bus.jpg", "images/zidane.jpg"})
+    if (!test::data_file(f).empty()) files.push_back(test::data_file(f));
+  const std::string dir = test::data_file("coco128/images/train2017");
+  std::vector<std::string> coco;
+  if (!dir.empty())
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".jpg") coco.push_back(e.path().string());
+  std::sort(coco.begin(), coco.end());
+  files.insert(files.end(), coco.begin(), coco.end());
+  return files;
+}
+
+class Stream {
+ public:
+  Stream() { EXPECT_EQ(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), cudaSuccess); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  cudaStream_t get() const { return s_; }
+  void sync() const { ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess); }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "no yolocu::Error thrown";
+  return ErrorCode::kInternal;
+}
+
+TEST(DecodeCuda, SampleImagesAndCoco128WithinTolerance) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<std::string> files = jpeg_files();
+  if (files.size() < 3) GTEST_SKIP() << "sample images / coco128 not found";
+  std::vector<std::string> bytes;
+  for (const auto& f : files) bytes.push_back(read_file_bytes(f));
+  for (const bool interpolated : {true, false}) {
+    CudaJpegDecoderOptions o;
+    o.interpolated_upsampling = interpolated;
+    CudaJpegDecoder dec(o);
+    std::printf("[ nvjpeg ] backend %s, chroma upsampling %s (asked: %s)\n", dec.backend().c_str(),
+                dec.interpolated_upsampling() ? "interpolated" : "nearest", interpolated ? "interpolated" : "nearest");
+    EXPECT_TRUE(dec.backend() == "hardware" || dec.backend() == "hybrid") << dec.backend();
+    Stream stream;
+    PixelDiff worst;
+    std::string worst_file;
+    double mean_sum = 0;
+    for (size_t b = 0; b < files.size(); b += 32) {
+      std::vector<EncodedImage> batch;
+      for (size_t i = b; i < std::min(files.size(), b + 32); ++i) batch.push_back({bytes[i].data(), bytes[i].size(), files[i]});
+      JpegDecodeCounts counts;
+      const std::vector<ImageView> views = dec.decode(batch, stream.get(), &counts);
+      stream.sync();
+      EXPECT_EQ(counts.gpu(), static_cast<int64_t>(batch.size())) << "every sample JPEG should decode on the GPU";
+      for (size_t k = 0; k < batch.size(); ++k) {
+        const Image cpu = decode_image(batch[k].data, batch[k].size);
+        const PixelDiff d = diff(download(views[k]), cpu);
+        mean_sum += d.mean_abs;
+        if (d.mean_abs > worst.mean_abs) worst_file = batch[k].name;
+        worst.max_abs = std::max(worst.max_abs, d.max_abs);
+        worst.mean_abs = std::max(worst.mean_abs, d.mean_abs);
+        worst.share_over_32 = std::max(worst.share_over_32, d.share_over_32);
+        EXPECT_LE(d.mean_abs, kMaxMeanDiff) << batch[k].name;
+        EXPECT_LE(d.share_over_32, kMaxShareOver32) << batch[k].name;
+        if (batch[k].name.find("/images/") != std::string::npos)
+          std::printf("[ nvjpeg ] %s: max |diff| %d, mean %.3f, share > 32: %.5f\n", batch[k].name.c_str(), d.max_abs,
+                      d.mean_abs, d.share_over_32);
+      }
+    }
+    const JpegDecodeCounts t = dec.totals();
+    std::printf("[ nvjpeg ] %zu JPEGs (%lld hardware, %lld hybrid): max |diff| %d, mean |diff| %.3f (worst image %.3f: %s), "
+                "worst share > 32 levels %.5f\n",
+                files.size(), static_cast<long long>(t.gpu_hardware), static_cast<long long>(t.gpu_hybrid), worst.max_abs,
+                mean_sum / static_cast<double>(files.size()), worst.mean_abs, worst_file.c_str(), worst.share_over_32);
+  }
+}
+
+TEST(DecodeCuda, JpegVariantsOnTheGpuWithinToleranceFallbacksExact) {
+  YOLOCU_REQUIRE_GPU();
+  const cv::Mat bgr = test::jpeg_test_pattern(203, 117);  // odd sizes: partial MCUs
+  cv::Mat grey;
+  cv::cvtColor(bgr, grey, cv::COLOR_BGR2GRAY);
+  std::vector<uint8_t> png;
+  ASSERT_TRUE(cv::imencode(".png", bgr, png));
+  std::vector<uint8_t> trailing = test::encode_jpeg(bgr);
+  trailing.insert(trailing.end(), {0x00, 0x00});
+  struct Case {
+    std::string name;
+    std::vector<uint8_t> bytes;
+    bool gpu;  // expected on nvJPEG; else the CPU decoder (exact)
+  };
+  const std::vector<Case> cases = {
+      {"baseline 4:2:0", test::encode_jpeg(bgr), true},
+      {"4:4:4", test::encode_jpeg_sampling(bgr, 1, 1), true},
+      {"4:2:2", test::encode_jpeg_sampling(bgr, 2, 1), true},
+      {"4:4:0", test::encode_jpeg_sampling(bgr, 1, 2), true},
+      {"restart markers", test::encode_jpeg(bgr, false, 3), true},
+      {"progressive", test::encode_jpeg(bgr, true), true},
+      {"grey", test::encode_jpeg(grey), true},
+      {"png", png, false},
+      {"exif 6", test::with_exif_orientation(test::encode_jpeg(bgr), 6, false), false},
+      {"exif 3", test::with_exif_orientation(test::encode_jpeg(bgr), 3, true), false},
+      {"cmyk", test::cmyk_jpeg(61, 43), false},
+      {"data after EOI", trailing, false},
+  };
+  CudaJpegDecoder dec;
+  Stream stream;
+  // one by one (the route of each is checked) and then all in one batch (mixed routes)
+  std::vector<EncodedImage> all;
+  for (const Case& c : cases) all.push_back({c.bytes.data(), c.bytes.size(), c.name});
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<ImageView> views;
+    if (pass == 1) {
+      JpegDecodeCounts counts;
+      views = dec.decode(all, stream.get(), &counts);
+      EXPECT_EQ(counts.cpu_not_jpeg, 1);
+      EXPECT_EQ(counts.cpu_orientation, 2);
+      EXPECT_EQ(counts.cpu_other, 2);
+      EXPECT_EQ(counts.gpu(), 7);
+      stream.sync();
+    }
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      SCOPED_TRACE(c.name + (pass ? " (mixed batch)" : ""));
+      ImageView v;
+      if (pass == 0) {
+        JpegDecodeCounts counts;
+        v = dec.decode({all[i]}, stream.get(), &counts).at(0);
+        stream.sync();
+        EXPECT_EQ(counts.gpu(), c.gpu ? 1 : 0);
+        EXPECT_EQ(counts.cpu(), c.gpu ? 0 : 1);
+      } else {
+        v = views[i];
+      }
+      const Image got = download(v), want = decode_image(c.bytes.data(), c.bytes.size());
+      if (c.gpu) {
+        const PixelDiff d = diff(got, want);
+        std::printf("[ nvjpeg ] %-16s max |diff| %3d, mean %.3f, share > 32: %.5f\n", c.name.c_str(), d.max_abs,
+                    d.mean_abs, d.share_over_32);
+        EXPECT_LE(d.mean_abs, kMaxMeanDiff);
+        EXPECT_LE(d.share_over_32, kMaxShareOver32);
+      } else {
+        EXPECT_TRUE(exact(got, want)) << "a CPU fallback must be decode_image() exactly";
+      }
+    }
+  }
+}
+
+TEST(DecodeCuda, BadInputsGiveTheCpuDecodersErrors) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<uint8_t> good = test::encode_jpeg(test::jpeg_test_pattern(96, 64));
+  CudaJpegDecoder dec;
+  Stream stream;
+  auto expect_cpu_error = [&](const std::vector<uint8_t>& b, const DecodeLimits& limits, ErrorCode code) {
+    std::string want, got;
+    EXPECT_EQ(code_of([&] { decode_image(b.data(), b.size(), limits, "bad.jpg"); }, &want), code);
+    CudaJpegDecoderOptions o;
+    o.limits = limits;
+    CudaJpegDecoder limited(o);
+    // alone, and second in a batch after a good image
+    EXPECT_EQ(code_of([&] { limited.decode({{b.data(), b.size(), "bad.jpg"}}, stream.get()); }, &got), code);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(code_of([&] { limited.decode({{good.data(), good.size(), "good.jpg"}, {b.data(), b.size(), "bad.jpg"}},
+                                           stream.get()); }, &got), code);
+    EXPECT_EQ(got, want);
+    stream.sync();
+  };
+  expect_cpu_error(test::cut(good, good.size() / 2), {}, ErrorCode::kParse);   // cut in the entropy data
+  expect_cpu_error(test::cut(good, good.size() - 1), {}, ErrorCode::kParse);   // half the EOI marker
+  expect_cpu_error(test::cut(good, 60), {}, ErrorCode::kParse);                // cut in the header
+  expect_cpu_error({}, {}, ErrorCode::kParse);                                 // empty
+  const std::vector<uint8_t> text = {'G', 'I', 'F', '8', '9', 'a'};
+  expect_cpu_error(text, {}, ErrorCode::kUnsupported);                         // not JPEG / PNG
+  DecodeLimits small;
+  small.max_pixels = 96 * 64 - 1;
+  expect_cpu_error(good, small, ErrorCode::kOutOfMemory);
+  // the decoder is still usable after errors
+  const std::vector<ImageView> v = dec.decode({{good.data(), good.size(), "good.jpg"}}, stream.get());
+  stream.sync();
+  const PixelDiff d = diff(download(v[0]), decode_image(good.data(), good.size()));
+  EXPECT_LE(d.mean_abs, kMaxMeanDiff);
+}
+
+TEST(DecodeCuda, CorruptEntropyDataDecodesOrFailsCleanly) {
+  YOLOCU_REQUIRE_GPU();
+  // Bytes flipped inside the entropy-coded data (the file still ends with EOI): libjpeg decodes
+  // with warnings; nvJPEG may decode something else or refuse (then the CPU decodes it). Either an
+  // image of the header's size or the CPU decoder's kParse, never a crash or an out-of-bounds
+  // write (compute-sanitizer memcheck runs this test).
+  const std::vector<uint8_t> good = test::encode_jpeg(test::jpeg_test_pattern(160, 96));
+  CudaJpegDecoder dec;
+  Stream stream;
+  for (int seed = 0; seed < 8; ++seed) {
+    std::vector<uint8_t> b = good;
+    cv::RNG rng(static_cast<uint64_t>(seed) + 1);
+    for (int k = 0; k < 12; ++k) b[b.size() / 2 + static_cast<size_t>(rng.uniform(0, static_cast<int>(b.size() / 3)))] ^= 0x5A;
+    b[b.size() - 2] = 0xFF;
+    b[b.size() - 1] = 0xD9;
+    try {
+      const std::vector<ImageView> v = dec.decode({{b.data(), b.size(), "corrupt.jpg"}}, stream.get());
+      stream.sync();
+      EXPECT_EQ(v[0].width, 160);
+      EXPECT_EQ(v[0].height, 96);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kParse) << e.what();
+    }
+  }
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(DecodeCuda, BufferGrowsAndImagesDoNotOverlap) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<uint8_t> small = test::encode_jpeg(test::jpeg_test_pattern(33, 21));
+  const std::vector<uint8_t> big = test::encode_jpeg(test::jpeg_test_pattern(640, 480));
+  CudaJpegDecoder dec;
+  Stream stream;
+  dec.decode({{small.data(), small.size(), "small"}}, stream.get());
+  stream.sync();
+  const size_t first = dec.device_bytes();
+  const std::vector<ImageView> v = dec.decode(
+      {{big.data(), big.size(), "a"}, {small.data(), small.size(), "b"}, {big.data(), big.size(), "c"}}, stream.get());
+  stream.sync();
+  EXPECT_GT(dec.device_bytes(), first);
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_GE(v[i].pitch_bytes, static_cast<size_t>(v[i].width) * 3);
+    for (size_t j = i + 1; j < v.size(); ++j)
+      EXPECT_LE(v[i].data + v[i].pitch_bytes * static_cast<size_t>(v[i].height), v[j].data) << i << " overlaps " << j;
+  }
+  // the same bytes decode to the same pixels at every position of the batch
+  EXPECT_TRUE(exact(download(v[0]), download(v[2])));
+  EXPECT_TRUE(dec.decode({}, stream.get()).empty());
+}
+
+}  // namespace
+}  // namespace yolocu
