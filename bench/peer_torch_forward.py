@@ -43,6 +43,21 @@ def graph_ms(torch, fn, iters, reps=1):
     return statistics.median(times), sorted(times)[int(0.9 * (len(times) - 1))]
 
 
+def time_batches(torch, model, label, batches, iters, dev):
+    """FP16 model -> channels_last weights; per batch, one markdown row of the CUDA-graph forward
+    (median and p90 of `iters` replays); returns the last batch's input."""
+    for prm in model.parameters():
+        if prm.dim() == 4:
+            prm.data = prm.data.contiguous(memory_format=torch.channels_last)
+    x = None
+    for b in batches:
+        x = torch.rand(b, 3, 640, 640, device=dev).half().contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            med, p90 = graph_ms(torch, lambda: model(x), iters)
+        print(f"| {label} | {b} | {med:.3f} | {p90:.3f} | {1000 * b / med:.0f} |", flush=True)
+    return x
+
+
 def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser()
@@ -69,14 +84,8 @@ def main():
     for name in a.models:
         torch.manual_seed(0)
         model = Model(os.path.join(a.yolov5, "models", name)).to(dev).fuse().eval().half()
-        for prm in model.parameters():
-            if prm.dim() == 4:
-                prm.data = prm.data.contiguous(memory_format=torch.channels_last)
         for b in a.batches:
-            x = torch.rand(b, 3, 640, 640, device=dev).half().contiguous(memory_format=torch.channels_last)
-            with torch.inference_mode():
-                med, p90 = graph_ms(torch, lambda: model(x), a.iters)
-            print(f"| {name.replace('.yaml', '')} | {b} | {med:.3f} | {p90:.3f} | {1000 * b / med:.0f} |", flush=True)
+            x = time_batches(torch, model, name.replace(".yaml", ""), [b], a.iters, dev)
             if not a.per_layer:
                 continue
             # Every Conv+SiLU module alone at the input it sees in this forward.

@@ -15,41 +15,10 @@ dataframes) are stubbed when the machine lacks them; the stubs are listed in the
 import argparse
 import os
 import sys
-import types
-from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_torch_forward import graph_ms  # noqa: E402
-
-
-class _Stub(types.ModuleType):
-    """An inert module: any attribute is a MagicMock; it has a version and a path like real ones."""
-    __version__ = "0.0.0"
-    __path__ = []
-
-    def __getattr__(self, attr):
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)
-        value = mock.MagicMock(name=f"{self.__name__}.{attr}")
-        setattr(self, attr, value)
-        return value
-
-
-def stub_missing(names):
-    stubbed = []
-    for name in names:
-        try:
-            __import__(name)
-        except ImportError:
-            parts = name.split(".")
-            for i in range(1, len(parts) + 1):
-                sub = ".".join(parts[:i])
-                if sub not in sys.modules:
-                    sys.modules[sub] = _Stub(sub)
-                    if i > 1:
-                        setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], sys.modules[sub])
-            stubbed.append(name)
-    return stubbed
+from peer_torch_forward import time_batches  # noqa: E402
+from peer_util import stub_missing  # noqa: E402
 
 
 def main():
@@ -79,15 +48,7 @@ def main():
     for name in a.models:
         torch.manual_seed(0)
         model = DetectionModel(name, verbose=False).to(dev).fuse(verbose=False).eval().half()
-        for prm in model.parameters():
-            if prm.dim() == 4:
-                prm.data = prm.data.contiguous(memory_format=torch.channels_last)
-        for b in a.batches:
-            x = torch.rand(b, 3, 640, 640, device=dev).half().contiguous(memory_format=torch.channels_last)
-            with torch.inference_mode():
-                med, p90 = graph_ms(torch, lambda: model(x), a.iters)
-            print(f"| {name.replace('.yaml', '')} | {b} | {med:.3f} | {p90:.3f} | {1000 * b / med:.0f} |", flush=True)
-
+        time_batches(torch, model, name.replace(".yaml", ""), a.batches, a.iters, dev)
 
 if __name__ == "__main__":
     main()
