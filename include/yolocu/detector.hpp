@@ -100,9 +100,11 @@ struct StageTimes {
   // the GPU's stage times — see the gpu_* fields.
   double preprocess = 0, inference = 0, postprocess = 0, total = 0;
   // GPU, only while Detector::set_stage_profiling(true) (else 0): device time of each stage from
-  // CUDA events recorded on the batch's stream: the upload of host images (0 for device images),
-  // the letterbox (descriptor copy + one kernel), the engine's forward (a CUDA graph replay),
-  // decode + NMS + back-projection including the results' copy back to the host.
+  // CUDA events recorded on the batch's stream, which waits until the batch is enqueued so that
+  // host time is not counted: the upload of host images (0 for device images; detect_encoded: the
+  // nvJPEG decode, its host phases included), the letterbox (descriptor copy + one kernel), the
+  // engine's forward (a CUDA graph replay), decode + NMS + back-projection including the results'
+  // way back to the host.
   double gpu_upload = 0, gpu_letterbox = 0, gpu_engine = 0, gpu_postprocess = 0;
   int batches = 0;        // batches the call ran
   int max_in_flight = 0;  // most of them enqueued at once (GPU: > 1 when batches overlap, contexts >= 2)

@@ -68,6 +68,11 @@ class PinnedBuffer {
   size_t size_ = 0;
 };
 
+void CUDART_CB wait_for_gate(void* gate) {
+  const auto* open = static_cast<const std::atomic<bool>*>(gate);
+  while (!open->load(std::memory_order_acquire)) std::this_thread::yield();
+}
+
 // One execution context: a stream, an engine, a post-processing workspace and staging buffers,
 // and the events that time its stages when profiling is on.
 struct Context {
@@ -93,20 +98,22 @@ struct Context {
   void mark(int i) {
     if (profiled) YOLOCU_CUDA_CHECK(cudaEventRecord(events[i], stream));
   }
+  // Profiling: the stream waits here until the batch is enqueued (the enqueue opens the gate when
+  // it ends, however it ends), then event 0 (`start`). Called after the batch's last allocation or
+  // buffer growth: cudaFree synchronises the device, which would wait for this closed gate.
+  void hold(bool start = true) {
+    if (!profiled) return;
+    gate_open.store(false, std::memory_order_release);
+    YOLOCU_CUDA_CHECK(cudaLaunchHostFunc(stream, wait_for_gate, &gate_open));
+    if (start) mark(0);
+  }
 };
 
-void CUDART_CB wait_for_gate(void* gate) {
-  const auto* open = static_cast<const std::atomic<bool>*>(gate);
-  while (!open->load(std::memory_order_acquire)) std::this_thread::yield();
-}
-
-// Opens a context's gate when the enqueue ends, however it ends (a closed gate would hang the
-// stream's synchronisation).
-struct GateGuard {
-  Context* c = nullptr;
-  ~GateGuard() {
-    if (c) c->gate_open.store(true, std::memory_order_release);
-  }
+// Opens a context's gate when its enqueue ends, however it ends (a closed gate would hang the
+// stream and every synchronisation of the device).
+struct GateOpener {
+  Context& c;
+  ~GateOpener() { c.gate_open.store(true, std::memory_order_release); }
 };
 
 // A batch enqueued on a context, not yet collected.
@@ -236,6 +243,7 @@ class CudaDetector final : public Detector {
                      " is not in memory of CUDA device ", options_.cuda_device);
         descs[i] = make_letterbox_cuda_desc(im, input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
       }
+      c.hold();
       c.mark(1);
       letterbox_descs(c, n);
     });
@@ -244,8 +252,10 @@ class CudaDetector final : public Detector {
     // BGR / RGB / NV12 device images: the letterbox waits for each image's producer stream (an
     // event) and reads the images in place; no upload.
     return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
-      c.mark(1);
       if (!c.device_input) c.device_input = std::make_unique<detail::DeviceImageInput>();
+      c.device_input->reserve(n);
+      c.hold();
+      c.mark(1);
       c.device_input->letterbox(&images[first], n, options_.cuda_device, input_w_, input_h_, c.engine->input_dtype(),
                                 options_.letterbox, c.d_input.get(), c.stream, geoms);
     });
@@ -329,6 +339,9 @@ class CudaDetector final : public Detector {
       const std::vector<EncodedImage> batch(images.begin() + static_cast<std::ptrdiff_t>(first),
                                             images.begin() + static_cast<std::ptrdiff_t>(first + static_cast<size_t>(n)));
       JpegDecodeCounts counts;
+      // The decode may grow its buffers (a synchronising cudaFree): the stream is held only after
+      // it, so with profiling on gpu_upload is the decode including its host phases.
+      c.mark(0);
       const std::vector<ImageView> views = c.jpeg->decode(batch, c.stream, &counts);
       auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
       for (int i = 0; i < n; ++i) {
@@ -336,6 +349,7 @@ class CudaDetector final : public Detector {
         descs[i] = make_letterbox_cuda_desc(views[static_cast<size_t>(i)], input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
       }
       count_decoded(counts.gpu(), counts.cpu(), counts.cpu(), "nvjpeg " + c.jpeg->backend());
+      c.hold(/*start=*/false);
       c.mark(1);
       letterbox_descs(c, n);
     });
@@ -374,13 +388,7 @@ class CudaDetector final : public Detector {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
     c.profiled = profiling_.load();
-    GateGuard guard;
-    if (c.profiled) {
-      c.gate_open.store(false, std::memory_order_release);
-      guard.c = &c;
-      YOLOCU_CUDA_CHECK(cudaLaunchHostFunc(c.stream, wait_for_gate, &c.gate_open));
-    }
-    c.mark(0);
+    GateOpener opener{c};
     geoms.assign(static_cast<size_t>(n), LetterboxGeometry{});
     prepare(c, first, n, geoms);
     c.mark(2);
@@ -469,6 +477,7 @@ class CudaDetector final : public Detector {
         for (int y = y0; y < y1; ++y) std::memcpy(dst + row * y, im.data + im.pitch_bytes * y, row);
       }
     }
+    c.hold();  // buffers grown and the host copy done: from here only enqueues
     YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
     // 2. Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
     for (int i = 0; i < n; ++i) {

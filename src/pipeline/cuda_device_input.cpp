@@ -38,9 +38,7 @@ DeviceImageInput::~DeviceImageInput() {
   cudaFree(d_descs_);
 }
 
-void DeviceImageInput::letterbox(const DeviceImage* images, int n, int cuda_device, int dst_w, int dst_h,
-                                 DType dtype, LetterboxMode mode, void* d_input, cudaStream_t stream,
-                                 std::vector<LetterboxGeometry>& geoms) {
+void DeviceImageInput::reserve(int n) {
   if (static_cast<size_t>(n) > capacity_) {
     cudaFreeHost(h_descs_);
     cudaFree(d_descs_);
@@ -51,6 +49,12 @@ void DeviceImageInput::letterbox(const DeviceImage* images, int n, int cuda_devi
     YOLOCU_CUDA_CHECK(cudaMalloc(&d_descs_, bytes));
     capacity_ = static_cast<size_t>(n);
   }
+}
+
+void DeviceImageInput::letterbox(const DeviceImage* images, int n, int cuda_device, int dst_w, int dst_h,
+                                 DType dtype, LetterboxMode mode, void* d_input, cudaStream_t stream,
+                                 std::vector<LetterboxGeometry>& geoms) {
+  reserve(n);
   geoms.assign(static_cast<size_t>(n), LetterboxGeometry{});
   auto* descs = static_cast<DeviceLetterboxDesc*>(h_descs_);
   std::vector<CUstream_st*> waited;

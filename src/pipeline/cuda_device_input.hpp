@@ -27,6 +27,10 @@ class DeviceImageInput {
   // letterbox launch writing d_input (n x 3 x dst_h x dst_w of dtype). kInvalidArgument for an image
   // that is not in memory of `cuda_device`. geoms receives one geometry per image. The previous
   // call's work on `stream` must be finished (the descriptors' pinned staging is reused).
+  // Descriptor buffers for n images (grown here, outside letterbox(): growing frees, and cudaFree
+  // synchronises the device).
+  void reserve(int n);
+
   void letterbox(const DeviceImage* images, int n, int cuda_device, int dst_w, int dst_h, DType dtype,
                  LetterboxMode mode, void* d_input, cudaStream_t stream, std::vector<LetterboxGeometry>& geoms);
 
