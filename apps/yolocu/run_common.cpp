@@ -411,7 +411,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
           "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
-          "contexts", "decode"};
+          "contexts", "decode", "max-device-memory"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
@@ -470,6 +470,7 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   if (threads < 0 || threads > 1024) throw UsageError("--threads must be in 0..1024 (0: all cores)");
   o.cpu_threads = static_cast<int>(threads);
   o.max_memory = args.get_bytes("max-memory");
+  o.max_device_memory = args.get_bytes("max-device-memory");
   const long contexts = args.get_int("contexts", 1);
   if (contexts < 1 || contexts > 64) throw UsageError("--contexts must be in 1..64");
   o.contexts = static_cast<int>(contexts);

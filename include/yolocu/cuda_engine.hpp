@@ -60,6 +60,10 @@ struct CudaEngineOptions {
   // conversion writes directly: the same sums, on a shape tensor cores run well.
   bool space_to_depth_stem = true;
   bool print_warnings = true;                 // tactic-cache warnings to stderr (also in stats())
+  // Device memory the engine may allocate itself (activations, weights, constants, workspaces,
+  // tuning buffers), bytes; 0: no limit. Over it the build throws kOutOfMemory naming the buffer,
+  // before allocating it. cuDNN's and the CUDA runtime's own allocations are not counted.
+  uint64_t max_device_memory = 0;
 };
 
 struct CudaEngineStats {
@@ -68,6 +72,7 @@ struct CudaEngineStats {
   size_t naive_bytes = 0;       // one buffer per value
   size_t weight_bytes = 0;      // weights + biases + constants on the device
   size_t workspace_bytes = 0;   // shared cuDNN workspace
+  size_t device_bytes = 0;      // all the engine's own device memory after the build (max_device_memory counts these)
   int kernels_per_run = 0;      // launches per forward (conv + epilogue count as 2)
   int steps = 0;                // engine steps per forward
   int fused_convs = 0;          // convolutions with bias + SiLU fused into their epilogue

@@ -52,6 +52,11 @@ struct DetectorOptions {
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
   uint64_t max_memory = 0;                    // CPU engine memory budget per context, bytes (0: the
                                               // default, CpuEngineOptions::max_memory)
+  uint64_t max_device_memory = 0;             // GPU memory budget per context, bytes (0: none): the
+                                              // engine's own buffers and the context's (upload,
+                                              // input, post-processing); over it create() or the
+                                              // detect() that needs more throws kOutOfMemory naming
+                                              // the buffer, and the detector stays usable
   int contexts = 1;                           // concurrent execution contexts (GPU streams): one
                                               // detect() call with several batches keeps up to this
                                               // many in flight (batch k+1's upload and host staging
@@ -121,6 +126,7 @@ struct BuildInfo {
   int tactic_cache_hits = 0;       // ... loaded from the cache file (checked, not timed)
   int tactic_plans_restored = 0;   // ... of which restored from a serialised plan (no compile)
   int tactic_memo_hits = 0;        // ... taken from this process's earlier choices
+  uint64_t device_bytes = 0;       // GPU: device memory of the first context (engine + buffers) after create()
   int tactics_tuned = 0;           // ... timed now
   std::string tactic_cache;        // GPU: the cache file ("" none)
 };

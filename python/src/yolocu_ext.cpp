@@ -264,7 +264,7 @@ class PyDetector {
  public:
   PyDetector(const std::string& model, const std::string& device, const std::string& precision, float conf, float iou,
              int max_det, const std::vector<int>& classes, bool agnostic, bool multi_label, int batch, int imgsz_h,
-             int imgsz_w, int threads, int contexts, uint64_t max_memory) {
+             int imgsz_w, int threads, int contexts, uint64_t max_memory, uint64_t max_device_memory) {
     yolocu::DetectorOptions o;
     o.device = parse_device(device, &o.cuda_device);
     if (precision == "fp16" || precision == "half") o.precision = yolocu::Precision::kFloat16;
@@ -288,6 +288,7 @@ class PyDetector {
     o.cpu_threads = threads;
     o.contexts = contexts;
     o.max_memory = max_memory;
+    o.max_device_memory = max_device_memory;
     nb::gil_scoped_release release;
     det_ = yolocu::Detector::create(model, o);
   }
@@ -494,9 +495,10 @@ NB_MODULE(_yolocu, m) {
 
   nb::class_<PyDetector>(m, "_Detector")
       .def(nb::init<const std::string&, const std::string&, const std::string&, float, float, int,
-                    const std::vector<int>&, bool, bool, int, int, int, int, int, uint64_t>(),
+                    const std::vector<int>&, bool, bool, int, int, int, int, int, uint64_t, uint64_t>(),
            "model"_a, "device"_a, "precision"_a, "conf"_a, "iou"_a, "max_det"_a, "classes"_a, "agnostic"_a,
-           "multi_label"_a, "batch"_a, "imgsz_h"_a, "imgsz_w"_a, "threads"_a, "contexts"_a, "max_memory"_a)
+           "multi_label"_a, "batch"_a, "imgsz_h"_a, "imgsz_w"_a, "threads"_a, "contexts"_a, "max_memory"_a,
+           "max_device_memory"_a)
       .def("detect", &PyDetector::detect, "items"_a,
            "Detects objects in a flat list of images (arrays, bytes, paths); the GIL is released.")
       .def("evaluate", &PyDetector::evaluate, "paths"_a, "labels_dir"_a)

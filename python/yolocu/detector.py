@@ -129,6 +129,9 @@ class Detector:
         contexts: concurrent execution contexts (GPU streams) for calls from several threads.
         max_memory: CPU engine memory budget in bytes per context (0: the machine's memory); a
             model whose tensors or arena would exceed it raises MemoryError naming the budget.
+        max_device_memory: GPU memory budget in bytes per context (0: none): the engine's buffers and
+            the context's; over it the build, or the call whose images need more, raises MemoryError
+            naming the buffer, and the Detector stays usable.
 
     Calling it releases the GIL while C++ runs; one Detector may be called from several threads at
     once (the C++ thread contract). Raises FileNotFoundError (model), ValueError (bad options or
@@ -138,7 +141,8 @@ class Detector:
     def __init__(self, model: Union[str, os.PathLike], device: str = "auto", precision: str = "fp16",
                  conf: float = 0.25, iou: float = 0.45, max_det: int = 300, classes: Optional[Iterable[int]] = None,
                  agnostic: bool = False, batch: int = 8, imgsz: Union[None, int, Sequence[int]] = None,
-                 multi_label: bool = False, threads: int = 0, contexts: int = 1, max_memory: int = 0):
+                 multi_label: bool = False, threads: int = 0, contexts: int = 1, max_memory: int = 0,
+                 max_device_memory: int = 0):
         model = os.fspath(model)
         if not os.path.isfile(model):
             raise FileNotFoundError(2, "model: no such file", model)
@@ -153,9 +157,11 @@ class Detector:
         cls = [int(c) for c in classes] if classes is not None else []
         if int(max_memory) < 0:
             raise ValueError(f"max_memory must be >= 0 bytes, got {max_memory}")
+        if int(max_device_memory) < 0:
+            raise ValueError(f"max_device_memory must be >= 0 bytes, got {max_device_memory}")
         self._det = _yolocu._Detector(model, str(device), str(precision), float(conf), float(iou), int(max_det), cls,
                                       bool(agnostic), bool(multi_label), int(batch), h, w, int(threads), int(contexts),
-                                      int(max_memory))
+                                      int(max_memory), int(max_device_memory))
         self.model = model
         self.names: Dict[int, str] = dict(enumerate(self._det.class_names))
 

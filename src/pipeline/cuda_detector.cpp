@@ -18,6 +18,7 @@
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
+#include "core/device_budget.hpp"
 #include "pipeline/cuda_device_input.hpp"
 #include "pipeline/detector_backends.hpp"
 #include "yolocu/model.hpp"
@@ -33,13 +34,33 @@ namespace {
 // before arrives (never in the steady state of a video stream or a fixed dataset).
 class DeviceBuffer {
  public:
-  ~DeviceBuffer() { cudaFree(ptr_); }
+  ~DeviceBuffer() {
+    cudaFree(ptr_);
+    if (budget_) budget_->refund(size_);
+  }
+  // Charges its allocations to `budget` (the context's share of max_device_memory) as `what`.
+  void set_budget(detail::DeviceBudget* budget, const char* what) {
+    budget_ = budget;
+    what_ = what;
+  }
+  // Grows to `bytes`: over the budget, kOutOfMemory and the old buffer kept (the detector stays
+  // usable for smaller images).
   void reserve(size_t bytes) {
     if (bytes <= size_) return;
+    if (budget_) budget_->charge(bytes - size_, std::string("the ") + what_ + " (growing from " +
+                                                    detail::format_bytes(size_) + " to " + detail::format_bytes(bytes) + ")");
     cudaFree(ptr_);
     ptr_ = nullptr;
-    size_ = 0;
-    YOLOCU_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e != cudaSuccess) {
+      if (budget_) budget_->refund(bytes);
+      size_ = 0;
+      ptr_ = nullptr;
+      (void)cudaGetLastError();
+      YOLOCU_CHECK(e != cudaErrorMemoryAllocation, kOutOfMemory, "cannot allocate ", bytes,
+                   " bytes of device memory for the ", what_);
+      YOLOCU_CUDA_CHECK(e);
+    }
     size_ = bytes;
   }
   void* get() const { return ptr_; }
@@ -48,6 +69,8 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t size_ = 0;
+  detail::DeviceBudget* budget_ = nullptr;
+  const char* what_ = "buffer";
 };
 
 class PinnedBuffer {
@@ -77,6 +100,9 @@ void CUDART_CB wait_for_gate(void* gate) {
 // and the events that time its stages when profiling is on.
 struct Context {
   static constexpr int kEvents = 5;  // before upload | letterbox | engine | post-processing | after
+  // What max_device_memory leaves after the engine, for the context's own buffers; declared first:
+  // the buffers below refund it when destroyed.
+  detail::DeviceBudget budget{0, "max_device_memory"};
   cudaStream_t stream = nullptr;
   cudaEvent_t events[kEvents] = {};
   std::unique_ptr<CudaEngine> engine;
@@ -147,6 +173,7 @@ class CudaDetector final : public Detector {
     eo.height = options.input_height;
     eo.tune_batches = options.tune_batches;
     eo.tactic_cache = options.tactic_cache;
+    eo.max_device_memory = options.max_device_memory;
     const int contexts = std::max(1, options.contexts);
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();
@@ -182,6 +209,17 @@ class CudaDetector final : public Detector {
         rows_ = o[1];
         nc_ = static_cast<int>(o[2] - 5);
       }
+      if (options.max_device_memory > 0) {
+        // The engine's share is spent; the rest is the context's (1 byte when none is left: every
+        // charge then fails, 0 would mean no limit).
+        const uint64_t used = c->engine->stats().device_bytes;
+        c->budget.set_limit(options.max_device_memory > used ? options.max_device_memory - used : 1);
+      }
+      c->d_images.set_budget(&c->budget, "input images' upload buffer");
+      c->d_descs.set_budget(&c->budget, "letterbox descriptors");
+      c->d_input.set_budget(&c->budget, "network input");
+      const PostprocessCudaPlan post_plan = plan_postprocess_cuda(options.max_batch, rows_, nc_, options.postprocess);
+      c->budget.charge(post_plan.device_bytes, "the post-processing workspace");
       c->post = std::make_unique<PostprocessWorkspace>(options.max_batch, rows_, nc_, options.postprocess);
       const size_t in_bytes = static_cast<size_t>(shape_numel(in)) * dtype_size(c->engine->input_dtype());
       c->d_input.reserve(in_bytes);
@@ -202,6 +240,7 @@ class CudaDetector final : public Detector {
         build_info_.tactic_memo_hits = st.tactic_memo_hits;
         build_info_.tactics_tuned = st.tactics_tuned;
         build_info_.tactic_cache = st.tactic_cache_path;
+        build_info_.device_bytes = st.device_bytes + c->budget.used();
       }
       contexts_.push_back(std::move(c));
     }

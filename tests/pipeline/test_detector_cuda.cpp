@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <dirent.h>
 #include <fstream>
 #include <thread>
@@ -336,6 +337,51 @@ TEST(DetectorCuda, OverlappedBatchesEqualSerialAndProfileStages) {
   for (size_t i = 0; i < dev.size(); ++i) diffs += !identical(dev[i], serial[i]);
   EXPECT_EQ(diffs, 0);
   EXPECT_EQ(det->last_times().max_in_flight, 3);
+}
+
+// max_device_memory: too small for the engine -> create() throws kOutOfMemory naming the budget;
+// enough for the engine and bus.jpg's upload but not for a 4000x4000 image -> that detect() throws
+// kOutOfMemory naming the upload buffer, and the detector keeps working at the old size.
+TEST(DetectorCuda, DeviceMemoryCapGivesClearErrorsAndStaysUsable) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus_path, "images/bus.jpg");
+  const Image bus = decode_image_file(bus_path);
+  DetectorOptions o = gpu_options(Precision::kFloat16, detect_settings());
+  o.tune_batches = {1};  // (the default tactic cache: the second and third builds load the first's)
+  auto free_det = Detector::create(model, o);
+  const Detections want = free_det->detect(bus.view());
+  (void)free_det->detect(bus.view());
+  const uint64_t need = free_det->build_info().device_bytes;
+  std::printf("[ device memory ] yolov5n fp16 batch 1: %.1f MiB for the engine and the context's buffers\n",
+              need / 1048576.0);
+  ASSERT_GT(need, 1u << 20);
+  free_det.reset();
+
+  o.max_device_memory = 1u << 20;
+  try {
+    (void)Detector::create(model, o);
+    FAIL() << "a 1 MiB budget built an engine";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("max_device_memory"), std::string::npos) << e.what();
+    std::printf("[ device memory ] 1 MiB: %s\n", e.what());
+  }
+
+  o.max_device_memory = need + (size_t{bus.size_bytes()}) + (4u << 20);  // bus fits, 48 MB does not
+  auto det = Detector::create(model, o);
+  EXPECT_TRUE(same_detections(det->detect(bus.view()), want));
+  Image big(4000, 4000);
+  std::memset(big.data(), 90, big.size_bytes());
+  try {
+    (void)det->detect(big.view());
+    FAIL() << "a 4000x4000 image fit a budget sized for bus.jpg";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("upload buffer"), std::string::npos) << e.what();
+    std::printf("[ device memory ] 4000x4000: %s\n", e.what());
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_detections(det->detect(bus.view()), want)) << "after the refusal, call " << i;
 }
 
 TEST(DetectorCuda, SoakKeepsMemoryFlat) {

@@ -247,6 +247,10 @@ def test_bad_options_raise():
     with pytest.raises(MemoryError, match="memory budget"):
         yolocu.Detector(model_path(), device="cpu", max_memory=1 << 20)
     assert yolocu.Detector(model_path(), device="cpu", max_memory=1 << 30).names[0] == "person"
+    with pytest.raises(ValueError, match="max_device_memory"):
+        yolocu.Detector(model_path(), device="cpu", max_device_memory=-1)
+    # the CPU engine allocates no device memory: a GPU budget does not constrain it
+    assert yolocu.Detector(model_path(), device="cpu", max_device_memory=1).names[0] == "person"
 
 
 def test_empty_list():

@@ -25,6 +25,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const Model> model, const CudaEngineOptio
                " does not exist (", count, " device(s))");
   impl_->model = std::move(model);
   impl_->options = options;
+  impl_->budget.set_limit(options.max_device_memory);
   impl_->half = options.precision == Precision::kFloat16;
   impl_->es = impl_->half ? 2 : 4;
   DeviceGuard guard(options.device);

@@ -85,7 +85,7 @@ void CudaEngine::Impl::choose_tactics() {
   DeviceMem tmp_ws, y_ref;
   if (lim.workspace > 0) {
     try {
-      tmp_ws = device_alloc(lim.workspace, "tactic tuning workspace");
+      tmp_ws = alloc(lim.workspace, "tactic tuning workspace");
     } catch (const Error&) {
       lim.workspace = 0;
     }
@@ -95,7 +95,7 @@ void CudaEngine::Impl::choose_tactics() {
     const engine::ConvProblem p = ci.problem(tuned.back());
     y_max = std::max(y_max, static_cast<size_t>(p.n) * p.p * p.q * p.k * es);
   }
-  y_ref = device_alloc(y_max, "tactic check reference");
+  y_ref = alloc(y_max, "tactic check reference");
   tuner = std::make_unique<engine::Tuner>(cudnn.get(), lim, cache.get(), options.device, stream.get());
   {
     std::vector<engine::ConvProblem> all;
@@ -122,7 +122,7 @@ void CudaEngine::Impl::choose_tactics() {
   y_ref.reset();
   // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
   workspace_bytes = std::min(options.workspace_limit, std::max(need, size_t{16} << 20));
-  workspace = device_alloc(workspace_bytes, "workspace");
+  workspace = alloc(workspace_bytes, "workspace");
   lim.workspace = workspace_bytes;
   tuner->set_limits(lim);
   // The tuning wrote random data into the arena: start every run from zeros as before.
@@ -205,10 +205,10 @@ void CudaEngine::Impl::build() {
   YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   capture_stream.reset(s);
 
-  arena = device_alloc(std::max<size_t>(sp.arena_bytes, 256), "activations");
+  arena = alloc(std::max<size_t>(sp.arena_bytes, 256), "activations");
   YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
   const size_t staging_bytes = static_cast<size_t>(options.max_batch) * in_c * in_h * in_w * es;
-  staging = device_alloc(staging_bytes, "input staging");
+  staging = alloc(staging_bytes, "input staging");
   YOLOCU_CUDA_CHECK(cudaMemset(staging.get(), 0, staging_bytes));
 
   input_readers = 0;
@@ -219,7 +219,7 @@ void CudaEngine::Impl::build() {
 
   if (stem_conv >= 0) {
     const size_t bytes = static_cast<size_t>(options.max_batch) * (in_h / 2) * (in_w / 2) * kStemChannels * es;
-    stem_input = device_alloc(bytes, "space-to-depth input");
+    stem_input = alloc(bytes, "space-to-depth input");
     YOLOCU_CUDA_CHECK(cudaMemset(stem_input.get(), 0, bytes));
     stats.space_to_depth_stem = true;
   }
@@ -238,6 +238,7 @@ void CudaEngine::Impl::build() {
   stats.activation_bytes = sp.arena_bytes;
   stats.naive_bytes = sp.naive_bytes;
   stats.workspace_bytes = workspace_bytes;
+  stats.device_bytes = budget.used();  // the tuning buffers are freed by now
   stats.steps = static_cast<int>(sp.steps.size());
   stats.fused_convs = sp.fused_silu;
   stats.fused_residuals = sp.fused_residual;

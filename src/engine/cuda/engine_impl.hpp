@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "core/cuda_check.hpp"
+#include "core/device_budget.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/gpu_steps.hpp"
 #include "engine/cuda/tactics/conv_tactic.hpp"
@@ -40,21 +41,31 @@ using engine::Layout;
 namespace ck = cuda_kernels;
 
 // ---- RAII ------------------------------------------------------------------------------------
+// Frees, and refunds the budget the bytes were charged to (if any).
 struct CudaFree {
-  void operator()(void* p) const noexcept { cudaFree(p); }
+  detail::DeviceBudget* budget = nullptr;
+  size_t bytes = 0;
+  void operator()(void* p) const noexcept {
+    cudaFree(p);
+    if (budget) budget->refund(bytes);
+  }
 };
 using DeviceMem = std::unique_ptr<void, CudaFree>;
 
-inline DeviceMem device_alloc(size_t bytes, const char* what) {
+// `bytes` charged to `budget` first (kOutOfMemory over max_device_memory, nothing allocated), then
+// allocated (kOutOfMemory when the device has no room).
+inline DeviceMem device_alloc(size_t bytes, const char* what, detail::DeviceBudget* budget) {
   if (bytes == 0) return DeviceMem();
+  if (budget) budget->charge(bytes, std::string("the engine's ") + what);
   void* p = nullptr;
   const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess && budget) budget->refund(bytes);
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     detail::fail(ErrorCode::kOutOfMemory, "cannot allocate ", bytes, " bytes of device memory for ", what);
   }
   YOLOCU_CUDA_CHECK(e);
-  return DeviceMem(p);
+  return DeviceMem(p, CudaFree{budget, bytes});
 }
 
 template <typename T, void (*Destroy)(T)>
@@ -161,6 +172,8 @@ using namespace cuda_engine_internal;  // NOLINT: private header of the engine's
 struct CudaEngine::Impl {
   std::shared_ptr<const Model> model;
   CudaEngineOptions options;
+  // Declared before every DeviceMem member: they refund it when destroyed.
+  detail::DeviceBudget budget{0, "max_device_memory"};
   bool half = true;
   size_t es = 2;
   int in_c = 3, in_h = 0, in_w = 0;
@@ -198,6 +211,7 @@ struct CudaEngine::Impl {
     return static_cast<uint8_t*>(arena.get()) + off;
   }
   float* fptr(int id) const { return static_cast<float*>(ptr(id)); }
+  DeviceMem alloc(size_t bytes, const char* what) { return device_alloc(bytes, what, &budget); }
 
   void build();
   void check_batch_scaling(const engine::Plan& big);

@@ -9,7 +9,7 @@ void CudaEngine::Impl::upload_const(int id) {
   const Tensor& t = val(id).value;
   YOLOCU_CHECK(t.dtype() == DType::kFloat32, kUnsupported, "GPU engine: constant '", val(id).name, "' of type ",
                dtype_name(t.dtype()), " used at run time");
-  DeviceMem m = device_alloc(std::max<size_t>(t.nbytes(), 4), "constants");
+  DeviceMem m = alloc(std::max<size_t>(t.nbytes(), 4), "constants");
   if (t.nbytes()) YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.nbytes(), cudaMemcpyHostToDevice));
   stats.weight_bytes += t.nbytes();
   consts.emplace(id, std::move(m));
@@ -101,7 +101,7 @@ void CudaEngine::Impl::setup_step(size_t i) {
                 krsc[((static_cast<size_t>(o) * r + y) * sz + x) * cg + c] = at(o, c, y, x);
       }
       const size_t cnt = krsc.size();
-      ci.d_w = device_alloc(cnt * es, "weights");
+      ci.d_w = alloc(cnt * es, "weights");
       if (half) {
         std::vector<uint16_t> h(cnt);
         for (size_t j = 0; j < cnt; ++j) h[j] = float_to_half(krsc[j]);
@@ -116,7 +116,7 @@ void CudaEngine::Impl::setup_step(size_t i) {
                      b.numel(), " elements, expected ", k);
         std::vector<float> bias(static_cast<size_t>(p.k), 0.f);
         std::copy(b.data_as<float>(), b.data_as<float>() + k, bias.begin());
-        ci.d_bias = device_alloc(bias.size() * 4, "bias");
+        ci.d_bias = alloc(bias.size() * 4, "bias");
         YOLOCU_CUDA_CHECK(cudaMemcpy(ci.d_bias.get(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
         stats.weight_bytes += bias.size() * 4;
       }
@@ -145,7 +145,7 @@ void CudaEngine::Impl::setup_step(size_t i) {
       YOLOCU_CHECK(idx.size() == 4, kInternal, pn->node.describe(), ": resize index tables");
       auto upload = [&](const std::vector<int64_t>& v) {
         std::vector<int> t(v.begin(), v.end());
-        DeviceMem m = device_alloc(std::max<size_t>(t.size(), 1) * sizeof(int), "resize tables");
+        DeviceMem m = alloc(std::max<size_t>(t.size(), 1) * sizeof(int), "resize tables");
         YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.size() * sizeof(int), cudaMemcpyHostToDevice));
         return m;
       };
@@ -258,7 +258,7 @@ void CudaEngine::Impl::setup_step(size_t i) {
       for (const engine::DetectLevel& L : sp.heads[static_cast<size_t>(st.head)].levels) {
         std::vector<float> t;
         engine::tail::tables_of(L, &t);
-        DeviceMem m = device_alloc(t.size() * sizeof(float), "Detect tail tables");
+        DeviceMem m = alloc(t.size() * sizeof(float), "Detect tail tables");
         YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
         stats.weight_bytes += t.size() * sizeof(float);
         a.tail_levels.push_back(engine::tail::level_from(L, static_cast<const float*>(m.get())));
