@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "core/check.hpp"
+#include "preprocess/letterbox_device.cuh"
 #include "preprocess/resize_math.hpp"
 #include "yolocu/letterbox.hpp"  // kLetterboxPad
 #include "yolocu/letterbox_cuda.hpp"
@@ -18,15 +19,8 @@ using detail::ResizeMode;
 constexpr int kBlockX = 32, kBlockY = 8;
 constexpr int kMaxSide = 32768;
 
-template <typename T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ float to_out<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
-
-// value / 255 in float32, correctly rounded like the CPU (and PyTorch's `im /= 255`).
-__device__ __forceinline__ float unit(int v) { return __fdiv_rn(static_cast<float>(v), 255.f); }
+using letterbox_device::to_out;
+using letterbox_device::unit;
 
 // Bit-exact OpenCV INTER_LINEAR / 2x area / copy for pixel (x, y) of the resized image: bgr[3].
 __device__ __forceinline__ void exact_pixel(const LetterboxCudaDesc& d, int x, int y, int bgr[3]) {

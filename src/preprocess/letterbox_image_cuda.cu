@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "core/check.hpp"
+#include "preprocess/letterbox_device.cuh"
 #include "preprocess/resize_math.hpp"
 #include "preprocess/yuv_math.hpp"
 #include "yolocu/letterbox.hpp"  // kLetterboxPad
@@ -84,15 +85,8 @@ __device__ __forceinline__ void fast_pixel(const DeviceLetterboxDesc& d, const d
   }
 }
 
-template <typename T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ float to_out<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
-
-// value / 255 in float32, correctly rounded like the CPU.
-__device__ __forceinline__ float unit(int v) { return __fdiv_rn(static_cast<float>(v), 255.f); }
+using letterbox_device::to_out;
+using letterbox_device::unit;
 
 // Thread mapping: blockIdx.z is the image of the batch, each thread one destination pixel (x, y)
 // of its dst_w x dst_h letterbox, written to the R, G and B planes (coalesced along x). Border
