@@ -24,6 +24,10 @@ cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 arch=${CUDA_ARCH:-90}
 bdir=${YOLOCU_GPU_BUILD:-build-gpu}  # an existing sm_90 build folder may be named instead
+# The carry folder: .gpu, or YOLOCU_GPU_DIR=.gpu-<name> to prepare several parts for one call (carry
+# them all; run_all.sh with the same YOLOCU_GPU_DIR per part).
+g=${YOLOCU_GPU_DIR:-.gpu}
+case "$g" in .gpu | .gpu-[a-z0-9]*) ;; *) echo "YOLOCU_GPU_DIR must be .gpu or .gpu-<name> (git-ignored), got '$g'" >&2; exit 2 ;; esac
 
 # nvJPEG (GPU JPEG decode): the pinned wheel into .venv/nvjpeg when the toolkit lacks it (CMake finds it there).
 scripts/nvjpeg.sh >/dev/null || echo "[bundle] WARNING: scripts/nvjpeg.sh failed: no nvJPEG, the GPU decode tests will fail with kUnsupported"
@@ -49,27 +53,27 @@ grep -q '^NVJPEG_LIBRARY:FILEPATH=/' "$bdir/CMakeCache.txt" ||
   echo "[bundle] WARNING: this build has no nvJPEG (NVJPEG_LIBRARY not found): GPU JPEG decode is off"
 cmake --build "$bdir" --target $targets
 
-rm -rf .gpu
-mkdir -p .gpu/bin .gpu/lib .gpu/data
+rm -rf $g
+mkdir -p $g/bin $g/lib $g/data
 for t in $targets; do
   [ "$t" = yolocu_cli ] && t=yolocu
   # (not the copies the package test installs under test-scratch/: those may be from a video build)
   f=$(find "$bdir" -path "$bdir/test-scratch" -prune -o -type f -name "$t" -perm -u+x -print | head -1)
-  [ -n "$f" ] && cp "$f" .gpu/bin/
+  [ -n "$f" ] && cp "$f" $g/bin/
 done
 # Shared libraries that are not part of glibc, the CUDA driver/runtime or cuDNN (those are on the
 # GPU machine): copied and loaded through LD_LIBRARY_PATH there.
-for b in .gpu/bin/*; do
+for b in $g/bin/*; do
   ldd "$b" | awk '$3 ~ /^\// {print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
-  while read -r lib; do cp -L "$lib" .gpu/lib/; done
+  while read -r lib; do cp -L "$lib" $g/lib/; done
 
-copy() { mkdir -p ".gpu/data/$(dirname "$1")"; cp -r "$data/$1" ".gpu/data/$1"; }
+copy() { mkdir -p "$g/data/$(dirname "$1")"; cp -r "$data/$1" "$g/data/$1"; }
 # Test material per part (a call carries at most 64 MiB).
 slim_npz() {  # slim_npz <name> <keys...>: a copy of reference/<name>.npz holding only these arrays
   local name=$1; shift
-  mkdir -p .gpu/data/reference
-  "$root/.venv/bin/python" - "$data/reference/$name.npz" ".gpu/data/reference/$name.npz" "$@" <<'PY'
+  mkdir -p $g/data/reference
+  "$root/.venv/bin/python" - "$data/reference/$name.npz" "$g/data/reference/$name.npz" "$@" <<'PY'
 import sys, numpy as np
 src, dst, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
 d = np.load(src)
@@ -83,7 +87,7 @@ case "$part" in
   engine)   # the GPU engine against the CPU engine, all four models; its benchmark and PyTorch's
     copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
     copy models/yolov5s_random_fp16.onnx; slim_npz bus input; slim_npz zidane input
-    if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the PyTorch peer will not run"; fi
+    if [ -d .data/yolov5 ]; then cp -r .data/yolov5 $g/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the PyTorch peer will not run"; fi
     ;;
   v8)       # YOLOv8n / YOLO11n; the whole set (~180 MiB) takes three calls, V8_SET says which:
             #   static (default): static exports, bus / zidane references, the benchmark's peer (~52 MiB)
@@ -91,38 +95,38 @@ case "$part" in
             #   detector: static + dynamic exports, coco128 and its references (the detector tests)
     v8=${YOLOCU_V8_DIR:-$root/.data/v8/refs}
     [ -f "$v8/COMPLETE" ] || { echo "[bundle] no YOLOv8 references in $v8: run scripts/v8/make_refs.sh first" >&2; exit 1; }
-    mkdir -p .gpu/data/v8
-    cp "$v8/COMPLETE" .gpu/data/v8/
+    mkdir -p $g/data/v8
+    cp "$v8/COMPLETE" $g/data/v8/
     slim_v8() {  # slim_v8 <npz> <keys...>: a compressed copy holding only these arrays
       local f=$1; shift
       "$root/.venv/bin/python" -c "import sys, numpy as np; d = np.load(sys.argv[1]); np.savez_compressed(sys.argv[2], **{k: d[k] for k in sys.argv[3:]})" \
-        "$v8/$f" ".gpu/data/v8/$f" "$@"
+        "$v8/$f" "$g/data/v8/$f" "$@"
     }
     set_=${V8_SET:-static}
     for n in ${V8_MODELS:-yolov8n yolo11n}; do  # V8_MODELS="yolov8n": one model (detector: one call each)
       case "$set_" in
         dynamic)  # (the exports xz-compressed: 19% smaller, run_all.sh unpacks them)
-          xz -T2 -6 -c "$v8/${n}_dyn.onnx" >".gpu/data/v8/${n}_dyn.onnx.xz"
+          xz -T2 -6 -c "$v8/${n}_dyn.onnx" >"$g/data/v8/${n}_dyn.onnx.xz"
           slim_v8 "${n}_batch4.npz" input output
           slim_v8 "${n}_bus.npz" input output ;;
         detector)
-          cp "$v8/${n}_coco128.npz" .gpu/data/v8/
-          for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >".gpu/data/v8/$f.xz"; done
+          cp "$v8/${n}_coco128.npz" $g/data/v8/
+          for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >"$g/data/v8/$f.xz"; done
           for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
         *)
-          cp "$v8/$n.onnx" .gpu/data/v8/
+          cp "$v8/$n.onnx" $g/data/v8/
           for im in bus zidane; do slim_v8 "${n}_$im.npz" input output detect detect_low val; done ;;
       esac
     done
     [ "$set_" = detector ] && copy coco128
-    [ "$set_" = dynamic ] || { mkdir -p .gpu/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" .gpu/data/images/; }
+    [ "$set_" = dynamic ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
     # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
     ulx=$(ls -d "${YOLOCU_V8_VENV:-$root/.data/v8/venv}"/lib/python3*/site-packages/ultralytics 2>/dev/null | head -1)
     if [ "$set_" != static ]; then
       :
     elif [ -n "$ulx" ]; then
-      mkdir -p .gpu/ultralytics && cp -r "$ulx" .gpu/ultralytics/
-      find .gpu/ultralytics -name __pycache__ -prune -exec rm -rf {} +
+      mkdir -p $g/ultralytics && cp -r "$ulx" $g/ultralytics/
+      find $g/ultralytics -name __pycache__ -prune -exec rm -rf {} +
     else
       echo "[bundle] WARNING: no ultralytics package in the v8 venv: the v8 peer will not run"
     fi
@@ -134,14 +138,14 @@ case "$part" in
   bench)    # benchmarks against their peers
     copy models/yolov5n.onnx; copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt
     copy reference/bus.npz; slim_npz zidane output; copy images; copy coco.names
-    if [ -d .data/yolov5 ]; then cp -r .data/yolov5 .gpu/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
+    if [ -d .data/yolov5 ]; then cp -r .data/yolov5 $g/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
-    mkdir -p .gpu/fuzz-onnx
+    mkdir -p $g/fuzz-onnx
     { find fuzz/corpus/onnx fuzz/regressions/onnx -type f ! -name '.*'; [ -d build-fuzz/corpus/onnx ] && find build-fuzz/corpus/onnx -type f; [ -d build-fuzz/derived-seeds/onnx ] && find build-fuzz/derived-seeds/onnx -type f; } |
       xargs -r ls -S -r | awk -v cap=$((48 << 20)) '{ cmd = "stat -c %s " $0; cmd | getline s; close(cmd); if (t + s <= cap) { t += s; print } }' |
-      while read -r f; do cp "$f" ".gpu/fuzz-onnx/$(echo "$f" | tr / _)"; done
-    echo "[bundle] fuzz corpus: $(ls .gpu/fuzz-onnx | wc -l) models, $(du -sh .gpu/fuzz-onnx | cut -f1)"
+      while read -r f; do cp "$f" "$g/fuzz-onnx/$(echo "$f" | tr / _)"; done
+    echo "[bundle] fuzz corpus: $(ls $g/fuzz-onnx | wc -l) models, $(du -sh $g/fuzz-onnx | cut -f1)"
     ;;
   train)
     # training.sh/train_bench.sh read .data/yolov5 (a v7.0 copy) and .data/coco128; wheels in .whl
@@ -150,9 +154,9 @@ case "$part" in
     ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
-echo "$part" > .gpu/PART
-git rev-parse --short HEAD > .gpu/COMMIT
-git diff --quiet HEAD 2>/dev/null || echo "$(cat .gpu/COMMIT)+uncommitted" > .gpu/COMMIT
-tar -C .gpu -cJf .gpu/bundle.tar.xz bin lib
-rm -rf .gpu/bin .gpu/lib
-du -sh .gpu; du -sh .gpu/* | sort -h
+echo "$part" > $g/PART
+git rev-parse --short HEAD > $g/COMMIT
+git diff --quiet HEAD 2>/dev/null || echo "$(cat $g/COMMIT)+uncommitted" > $g/COMMIT
+tar -C $g -cJf $g/bundle.tar.xz bin lib
+rm -rf $g/bin $g/lib
+du -sh $g; du -sh $g/* | sort -h

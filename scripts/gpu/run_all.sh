@@ -16,8 +16,13 @@ set -uo pipefail
 part=${1:?usage: run_all.sh tests|engine|v8|detector|bench|train|fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+# The carry folder bundle.sh filled: .gpu, or YOLOCU_GPU_DIR=.gpu-<name> (several parts in one call,
+# e.g. `YOLOCU_GPU_DIR=.gpu-tests bash run_all.sh tests; YOLOCU_GPU_DIR=.gpu-det bash run_all.sh
+# detector`; each part's output then goes to $OUT/gpu-<name>/).
+g=${YOLOCU_GPU_DIR:-.gpu}
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
 final=${OUT:-$root/gpu-out}
+[ -n "${YOLOCU_GPU_DIR:-}" ] && final=$final/${g#.}
 out=$final/logs
 mkdir -p "$out"
 summary="$final/summary.txt"
@@ -26,20 +31,20 @@ row() { printf '%s\n' "$*" | tee -a "$summary"; }
 step() { echo "== $* ($(date +%T))"; }
 
 step "unpack"
-mkdir -p .gpu/run && tar -C .gpu/run -xJf .gpu/bundle.tar.xz || { echo "no bundle: run scripts/gpu/bundle.sh first"; exit 1; }
-find .gpu/data -name '*.xz' -exec xz -d -f {} +  # test material bundle.sh compressed to fit a call
-bin=$root/.gpu/run/bin
+mkdir -p $g/run && tar -C $g/run -xJf $g/bundle.tar.xz || { echo "no bundle: run scripts/gpu/bundle.sh first"; exit 1; }
+find $g/data -name '*.xz' -exec xz -d -f {} +  # test material bundle.sh compressed to fit a call
+bin=$root/$g/run/bin
 cudnn_dir=$(dirname "$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)")
 cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
 nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
 # The Python peers keep the machine's own library path: torch checks that it loads the cuDNN it
 # was built with, and the system's (found above for our binaries) may be another version.
 peer_ld=${LD_LIBRARY_PATH:-}
-export LD_LIBRARY_PATH=$root/.gpu/run/lib:$cudnn_dir:$cudart_dir:$nvrtc_dir:${LD_LIBRARY_PATH:-}
-export YOLOCU_DATA_DIR=$root/.gpu/data YOLOCU_SOURCE_DIR=$root YOLOCU_SCRATCH_DIR=$out/scratch YOLOCU_PYTHON=python3
+export LD_LIBRARY_PATH=$root/$g/run/lib:$cudnn_dir:$cudart_dir:$nvrtc_dir:${LD_LIBRARY_PATH:-}
+export YOLOCU_DATA_DIR=$root/$g/data YOLOCU_SOURCE_DIR=$root YOLOCU_SCRATCH_DIR=$out/scratch YOLOCU_PYTHON=python3
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
 echo "cudnn: $cudnn_dir"; ls "$bin"
-row "commit $(cat .gpu/COMMIT 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
+row "commit $(cat $g/COMMIT 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
 
 run_test() {  # run_test <binary> [gtest filter]
   local t=$1 filter=${2:-*}
@@ -65,11 +70,11 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
 case "$part" in
   tests) tests="test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
   engine) tests="test_cuda_engine" ;;
-  v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/.gpu/data/v8
+  v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/$g/data/v8
       TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*} ;;
   detector) tests="test_detector_cuda test_device_image_cuda test_decode_cuda test_detect_encoded_cuda" ;;
   fuzz) tests="test_fuzz_replay_cuda"
-        export YOLOCU_FUZZ_REPLAY_DIR=$root/.gpu/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
+        export YOLOCU_FUZZ_REPLAY_DIR=$root/$g/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
   *) tests="" ;;
 esac
 # SKIP_TESTS=1 / SKIP_BENCH=1 / SKIP_SANITIZE=1: leave out a part's tests / benchmark / compute-sanitizer runs
@@ -112,7 +117,7 @@ fi
 if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   # The engine against PyTorch in the same call: cold tune (fresh tactic cache) with the per-layer
   # profile, then a second process that loads every tactic from that cache (warm load).
-  export YOLOV5_DIR=$root/.gpu/yolov5
+  export YOLOV5_DIR=$root/$g/yolov5
   d=$YOLOCU_DATA_DIR
   # TACTICS=FILE: start from that tactic cache (e.g. one carried from an earlier call) instead of a
   # cold one; PROFILE=0: no per-layer profiles; WARM=0: no second (warm-load) process.
@@ -146,7 +151,7 @@ if [ "$part" = v8 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
     $([ "${PROFILE:-0}" = 1 ] && echo --profile) --tactic-cache "$out/tactics_v8.json" >"$out/bench_cuda_engine_v8.log" 2>&1 ||
     row "FAIL  bench_cuda_engine v8 (log bench_cuda_engine_v8.log)"
-  LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/.gpu/ultralytics" \
+  LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/$g/ultralytics" \
     --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
     row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
   cp "$out/tactics_v8.json" "$final/tactics_v8.json" 2>/dev/null
@@ -203,7 +208,7 @@ PY
 fi
 
 if [ "$part" = bench ]; then
-  export YOLOV5_DIR=$root/.gpu/yolov5
+  export YOLOV5_DIR=$root/$g/yolov5
   d=$YOLOCU_DATA_DIR
   step "benchmarks (ours and the peers, same machine, same call)"
   bench() {  # bench <log name> <command...>
