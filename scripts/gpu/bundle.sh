@@ -18,7 +18,7 @@
 # (one part per call: each call carries at most 64 MiB). Then call the device tool with carry
 # [".gpu"] (and ".data", ".whl" for train) and the command  bash scripts/gpu/run_all.sh <part>
 set -euo pipefail
-part=${1:?usage: bundle.sh tests|engine|detector|bench|train|fuzz}
+part=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
@@ -45,7 +45,10 @@ case "$part" in
         *) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
       esac ;;
   fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
-  detector) targets="test_detector_cuda test_decode_cuda test_detect_encoded_cuda yolocu_cli" ;;  # what run_all.sh detector runs
+  detector) targets="test_detector_cuda test_device_image_cuda yolocu_cli" ;;  # what run_all.sh detector runs
+  # nvJPEG: its two tests link OpenCV (JPEG variants, PNG), whose closure (GDAL, ICU, x265...) makes
+  # this part ~85 MB: over a call's 64 MiB until they encode with libjpeg / libpng instead
+  decode) targets="test_decode_cuda test_detect_encoded_cuda yolocu_cli" ;;
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
@@ -131,7 +134,7 @@ case "$part" in
       echo "[bundle] WARNING: no ultralytics package in the v8 venv: the v8 peer will not run"
     fi
     ;;
-  detector) # the GPU detector end to end: bus/zidane, coco128, threads, soak
+  detector | decode) # the GPU detector end to end: bus/zidane, coco128, threads, soak; nvJPEG
     copy models/yolov5n.onnx; copy models/yolov5n_raw_heads.onnx; copy images; copy coco.names; copy coco128
     slim_npz bus letterboxed_bgr input detect val; slim_npz zidane letterboxed_bgr input detect val
     ;;

@@ -6,14 +6,15 @@
 #   bash scripts/gpu/run_all.sh tests          (carry: .gpu)  kernel tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh engine         (carry: .gpu)  GPU engine tests + compute-sanitizer
 #   bash scripts/gpu/run_all.sh v8             (carry: .gpu)  YOLOv8n / YOLO11n through the GPU engine
-#   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests + compute-sanitizer; nvJPEG
-#                                              decode gpu vs cpu (eval mAP, detect, bench --from-jpeg)
+#   bash scripts/gpu/run_all.sh detector       (carry: .gpu)  GPU detector tests (+ device images) + compute-sanitizer
+#   bash scripts/gpu/run_all.sh decode         (carry: .gpu)  nvJPEG tests; decode gpu vs cpu (eval mAP, detect,
+#                                              bench --from-jpeg). Its bundle is over 64 MiB for now (bundle.sh)
 #   bash scripts/gpu/run_all.sh bench          (carry: .gpu)  benchmarks vs peers, coco128 on the GPU
 #   bash scripts/gpu/run_all.sh train          (carry: .gpu .data .whl; see docs/training.md)
 #   bash scripts/gpu/run_all.sh fuzz           (carry: .gpu)  the onnx fuzz corpus on the GPU engine + memcheck
 #                                              (SHARD=k/n: every n-th model from the k-th, for a large corpus)
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|engine|v8|detector|bench|train|fuzz}
+part=${1:?usage: run_all.sh tests|engine|v8|detector|decode|bench|train|fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 # The carry folder bundle.sh filled: .gpu, or YOLOCU_GPU_DIR=.gpu-<name> (several parts in one call,
@@ -72,7 +73,8 @@ case "$part" in
   engine) tests="test_cuda_engine" ;;
   v8) tests="test_cuda_engine test_postprocess_cuda test_detector_v8"; export YOLOCU_V8_DIR=$root/$g/data/v8
       TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*} ;;
-  detector) tests="test_detector_cuda test_device_image_cuda test_decode_cuda test_detect_encoded_cuda" ;;
+  detector) tests="test_detector_cuda test_device_image_cuda" ;;
+  decode) tests="test_decode_cuda test_detect_encoded_cuda" ;;
   fuzz) tests="test_fuzz_replay_cuda"
         export YOLOCU_FUZZ_REPLAY_DIR=$root/$g/fuzz-onnx YOLOCU_FUZZ_REPLAY_SHARD=${SHARD:-0/1} ;;
   *) tests="" ;;
@@ -162,7 +164,7 @@ if [ "$part" = v8 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   done
 fi
 
-if [ "$part" = detector ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
+if [ "$part" = decode ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   # GPU JPEG decode (nvJPEG) against CPU decode through the CLI, same model and batch: coco128
   # mAP50-95 (must stay within 0.001), detections on the sample images at conf 0.25, and files ->
   # boxes throughput (coco128 cycled to 4,096 images, page-cached) with each decoder.
