@@ -3,11 +3,26 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
+#include "yolocu/error.hpp"
 #include "yolocu/tensor.hpp"
 
 namespace yolocu::test {
+
+// The code of the yolocu::Error that f() throws (its message into *message); a test failure and
+// kInternal when it throws none.
+inline ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "no yolocu::Error thrown";
+  return ErrorCode::kInternal;
+}
 
 // The test material directory: $YOLOCU_DATA_DIR if set, else the configured YOLOCU_DATA_DIR.
 std::string data_dir();

@@ -36,16 +36,7 @@ void expect_equal(const Detections& a, const Detections& b, const std::string& w
   }
 }
 
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "no yolocu::Error thrown";
-  return ErrorCode::kInternal;
-}
+using test::code_of;
 
 TEST(DetectEncoded, CpuDecodeEqualsDecodeThenDetect) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");

@@ -189,15 +189,7 @@ TEST(Detector, RowPitchAsyncAndThreadsDoNotChangeResults) {
   EXPECT_TRUE(det->detect(std::vector<ImageView>{}).empty());
 }
 
-ErrorCode code_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no yolocu::Error thrown";
-  return ErrorCode::kInternal;
-}
+using test::code_of;
 
 TEST(Detector, RejectsInvalidImages) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");

@@ -99,16 +99,7 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "no yolocu::Error thrown";
-  return ErrorCode::kInternal;
-}
+using test::code_of;
 
 TEST(DecodeCuda, SampleImagesAndCoco128WithinTolerance) {
   YOLOCU_REQUIRE_GPU();
