@@ -21,6 +21,14 @@ class BgrConverter {
   // (out_w x out_h, reallocated only when the size changes). kUnsupported when swscale cannot
   // convert the pixel format, kOutOfMemory when the buffer cannot be allocated.
   void convert(const AVFrame& picture, int coded_w, int coded_h, int out_w, int out_h, Image& out);
+  // The same at the stream's size (stream_w x stream_h, as cv2.VideoCapture reports it), or at the
+  // picture's own size when it changed mid-stream (smaller than the stream's, or past the coded size).
+  void convert_at_stream_size(const AVFrame& picture, int coded_w, int coded_h, int stream_w, int stream_h,
+                              Image& out) {
+    const bool own = picture.width < stream_w || picture.height < stream_h || picture.width > coded_w ||
+                     picture.height > coded_h;
+    convert(picture, coded_w, coded_h, own ? picture.width : stream_w, own ? picture.height : stream_h, out);
+  }
 
  private:
   SwsPtr sws_;

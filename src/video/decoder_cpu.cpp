@@ -49,14 +49,7 @@ class CpuDecoder final : public Decoder {
   int receive(AVFrame* picture) override { return avcodec_receive_frame(ctx_.get(), picture); }
 
   void convert(const AVFrame& picture, VideoFrame& out) override {
-    // the stream's size, as cv2.VideoCapture reports it; the picture's own when it changed mid-stream
-    int w = width_, h = height_;
-    if (picture.width < w || picture.height < h || picture.width > ctx_->coded_width ||
-        picture.height > ctx_->coded_height) {
-      w = picture.width;
-      h = picture.height;
-    }
-    converter_.convert(picture, ctx_->coded_width, ctx_->coded_height, w, h, out.image);
+    converter_.convert_at_stream_size(picture, ctx_->coded_width, ctx_->coded_height, width_, height_, out.image);
     out.format = FrameFormat::kBgr24;
     out.location = MemoryLocation::kHost;
   }

@@ -136,13 +136,7 @@ class CudaDecoder final : public Decoder {
 
   void convert(const AVFrame& picture, VideoFrame& out) override {
     if (picture.format != AV_PIX_FMT_CUDA) {  // NVDEC refused the stream: software pictures
-      int w = width_, h = height_;
-      if (picture.width < w || picture.height < h || picture.width > ctx_->coded_width ||
-          picture.height > ctx_->coded_height) {
-        w = picture.width;
-        h = picture.height;
-      }
-      converter_.convert(picture, ctx_->coded_width, ctx_->coded_height, w, h, out.image);
+      converter_.convert_at_stream_size(picture, ctx_->coded_width, ctx_->coded_height, width_, height_, out.image);
       out.device = VideoFrame::DevicePlanes{};
       out.format = FrameFormat::kBgr24;
       out.location = MemoryLocation::kHost;
