@@ -224,6 +224,15 @@ TEST(DetectorCuda, Coco128Fp32EqualsCpuAndFp16Map) {
   EXPECT_NEAR(m16.map50_95, 0.3486, 0.002);
 }
 
+// Bit for bit: same count, boxes, confidences and classes in the same order.
+bool identical(const Detections& a, const Detections& b) {
+  bool same = a.size() == b.size();
+  for (size_t i = 0; same && i < a.size(); ++i)
+    same = a[i].x1 == b[i].x1 && a[i].y1 == b[i].y1 && a[i].x2 == b[i].x2 && a[i].y2 == b[i].y2 &&
+           a[i].confidence == b[i].confidence && a[i].class_id == b[i].class_id;
+  return same;
+}
+
 TEST(DetectorCuda, EightThreadsEqualSerial) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
@@ -256,22 +265,10 @@ TEST(DetectorCuda, EightThreadsEqualSerial) {
     for (int k = 0; k < kPerThread; ++k) {
       const Detections& a = results[static_cast<size_t>(t)][static_cast<size_t>(k)];
       const Detections& b = serial[static_cast<size_t>((k + t * 25) % kPerThread)];
-      bool same = a.size() == b.size();
-      for (size_t i = 0; same && i < a.size(); ++i)
-        same = a[i].x1 == b[i].x1 && a[i].y1 == b[i].y1 && a[i].x2 == b[i].x2 && a[i].y2 == b[i].y2 &&
-               a[i].confidence == b[i].confidence && a[i].class_id == b[i].class_id;
-      diffs += !same;
+      diffs += !identical(a, b);
     }
   std::printf("[ threads ] %d threads x %d images: %d results differ from the serial run\n", kThreads, kPerThread, diffs);
   EXPECT_EQ(diffs, 0);
-}
-
-bool identical(const Detections& a, const Detections& b) {
-  bool same = a.size() == b.size();
-  for (size_t i = 0; same && i < a.size(); ++i)
-    same = a[i].x1 == b[i].x1 && a[i].y1 == b[i].y1 && a[i].x2 == b[i].x2 && a[i].y2 == b[i].y2 &&
-           a[i].confidence == b[i].confidence && a[i].class_id == b[i].class_id;
-  return same;
 }
 
 // One call with many batches on 3 contexts: the batches overlap (max_in_flight 3) and the results
