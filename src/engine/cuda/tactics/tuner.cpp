@@ -367,6 +367,17 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
     if (cudaSetDevice(device) != cudaSuccess) return;
     cudnnHandle_t h = nullptr;
     if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return;
+    // A non-blocking stream of this thread's own for the handle: on the default (legacy) stream,
+    // cudnn-frontend's plan warm-up creates a blocking stream and captures it, and a second thread
+    // doing the same (cudnnSetStream records on the legacy stream) invalidates that capture, so the
+    // plan does not restore (compute-sanitizer on the H100 at 2fabd44: cudaErrorStreamCaptureImplicit
+    // in Graph::warmup on prebuild threads).
+    cudaStream_t s = nullptr;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess || cudnnSetStream(h, s) != CUDNN_STATUS_SUCCESS) {
+      if (s) cudaStreamDestroy(s);
+      cudnnDestroy(h);
+      return;
+    }
     for (size_t i = next++; i < todo.size(); i = next++) {
       try {
         if (!ids[i].empty()) {
@@ -378,7 +389,9 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
         built[i].clear();  // choose() builds them again (and reports what fails)
       }
     }
+    cudaStreamSynchronize(s);
     cudnnDestroy(h);
+    cudaStreamDestroy(s);
   };
   const int n = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
   std::vector<std::thread> pool;
