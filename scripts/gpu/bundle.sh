@@ -15,10 +15,12 @@
 #   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
 #                                   (fuzz/corpus, fuzz/regressions and the corpus scripts/fuzz.sh grew in
 #                                   build-fuzz/corpus/onnx, up to 48 MiB)
-# (one part per call: each call carries at most 64 MiB). Then call the device tool with carry
+# Each call carries at most 64 MiB. Several parts may share one carry folder (one copy of the
+# binaries and libraries, the union of their data): `bundle.sh tests,detector,fuzz`, then there
+# `bash scripts/gpu/run_all.sh tests,detector,fuzz` runs them in turn. Call the device tool with carry
 # [".gpu"] (and ".data", ".whl" for train) and the command  bash scripts/gpu/run_all.sh <part>
 set -euo pipefail
-part=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz}
+parts=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz, or several: tests,detector,fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
@@ -36,21 +38,27 @@ scripts/nvjpeg.sh >/dev/null || echo "[bundle] WARNING: scripts/nvjpeg.sh failed
 # (scripts/gpu/video_bundle.sh, scripts/gpu/video_run.sh; docs/video.md).
 cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
-# Every target whose name says it runs on the GPU, plus the CLI.
-case "$part" in
-  engine) targets="test_cuda_engine bench_cuda_engine yolocu_cli" ;;
-  v8) case "${V8_SET:-static}" in  # what a call of 64 MiB can hold (see the v8 data below)
-        dynamic) targets="test_cuda_engine" ;;
-        detector) targets="test_detector_v8" ;;
-        *) targets="test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine yolocu_cli" ;;
-      esac ;;
-  fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
-  detector) targets="test_detector_cuda test_device_image_cuda yolocu_cli" ;;  # what run_all.sh detector runs
-  # nvJPEG: its two tests link OpenCV (JPEG variants, PNG), whose closure (GDAL, ICU, x265...) makes
-  # this part ~85 MB: over a call's 64 MiB until they encode with libjpeg / libpng instead
-  decode) targets="test_decode_cuda test_detect_encoded_cuda yolocu_cli" ;;
-  *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
-esac
+# The binaries each part runs (run_all.sh <part>), plus the CLI.
+targets_of() {
+  case "$1" in
+    engine) echo "test_cuda_engine bench_cuda_engine" ;;
+    v8) case "${V8_SET:-static}" in  # what a call of 64 MiB can hold (see the v8 data below)
+          dynamic) echo "test_cuda_engine" ;;
+          detector) echo "test_detector_v8" ;;
+          *) echo "test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine" ;;
+        esac ;;
+    fuzz) echo "test_fuzz_replay_cuda" ;;
+    detector) echo "test_detector_cuda test_device_image_cuda" ;;
+    decode) echo "test_decode_cuda test_detect_encoded_cuda" ;;  # nvJPEG
+    tests) echo "test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
+    bench) echo "bench_letterbox bench_postprocess bench_nms bench_cuda_engine" ;;
+    train) ;;
+    *) echo "unknown part $1" >&2; return 2 ;;
+  esac
+}
+targets="yolocu_cli"
+for part in ${parts//,/ }; do targets="$targets $(targets_of "$part")" || exit 2; done
+targets=$(echo $targets | tr ' ' '\n' | sort -u | tr '\n' ' ')
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
 grep -q '^NVJPEG_LIBRARY:FILEPATH=/' "$bdir/CMakeCache.txt" ||
   echo "[bundle] WARNING: this build has no nvJPEG (NVJPEG_LIBRARY not found): GPU JPEG decode is off"
@@ -71,21 +79,28 @@ for b in $g/bin/*; do
 done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" $g/lib/; done
 
-copy() { mkdir -p "$g/data/$(dirname "$1")"; cp -r "$data/$1" "$g/data/$1"; }
+copy() { [ -e "$g/data/$1" ] && [ ! -f "$g/data/$1.slim" ] && return; mkdir -p "$g/data/$(dirname "$1")"; rm -rf "$g/data/$1" "$g/data/$1.slim"; cp -r "$data/$1" "$g/data/$1"; }
 # Test material per part (a call carries at most 64 MiB).
 slim_npz() {  # slim_npz <name> <keys...>: a copy of reference/<name>.npz holding only these arrays
+  # (plus those an earlier part of the same folder asked for; none if it copied the whole file)
   local name=$1; shift
+  local dst=$g/data/reference/$name.npz
+  [ -f "$dst" ] && [ ! -f "$dst.slim" ] && return
   mkdir -p $g/data/reference
-  "$root/.venv/bin/python" - "$data/reference/$name.npz" "$g/data/reference/$name.npz" "$@" <<'PY'
-import sys, numpy as np
+  "$root/.venv/bin/python" - "$data/reference/$name.npz" "$dst" "$@" <<'PY'
+import os, sys, numpy as np
 src, dst, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+if os.path.exists(dst):
+    keys = sorted(set(keys) | set(np.load(dst).files))
 d = np.load(src)
 np.savez_compressed(dst, **{k: d[k] for k in keys})
 PY
+  touch "$dst.slim"
 }
+for part in ${parts//,/ }; do
 case "$part" in
   tests)    # kernels: letterbox, decode/NMS, training
-    copy reference/bus.npz; copy reference/zidane.npz; copy images; copy coco.names
+    slim_npz bus output; slim_npz zidane output; copy images; copy coco.names
     ;;
   engine)   # the GPU engine against the CPU engine, all four models; its benchmark and PyTorch's
     copy models/yolov5n.onnx; copy models/yolov5n_dyn.onnx; copy models/yolov5n_raw_heads.onnx
@@ -145,7 +160,7 @@ case "$part" in
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
     mkdir -p $g/fuzz-onnx
-    { find fuzz/corpus/onnx fuzz/regressions/onnx -type f ! -name '.*'; [ -d build-fuzz/corpus/onnx ] && find build-fuzz/corpus/onnx -type f; [ -d build-fuzz/derived-seeds/onnx ] && find build-fuzz/derived-seeds/onnx -type f; } |
+    { find fuzz/corpus/onnx fuzz/regressions/onnx -type f ! -name '.*'; if [ -d build-fuzz/corpus/onnx ]; then find build-fuzz/corpus/onnx -type f; fi; if [ -d build-fuzz/derived-seeds/onnx ]; then find build-fuzz/derived-seeds/onnx -type f; fi; } |
       xargs -r ls -S -r | awk -v cap=$((48 << 20)) '{ cmd = "stat -c %s " $0; cmd | getline s; close(cmd); if (t + s <= cap) { t += s; print } }' |
       while read -r f; do cp "$f" "$g/fuzz-onnx/$(echo "$f" | tr / _)"; done
     echo "[bundle] fuzz corpus: $(ls $g/fuzz-onnx | wc -l) models, $(du -sh $g/fuzz-onnx | cut -f1)"
@@ -157,7 +172,9 @@ case "$part" in
     ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
-echo "$part" > $g/PART
+done
+find $g/data -name '*.slim' -delete
+echo "$parts" > $g/PART
 git rev-parse --short HEAD > $g/COMMIT
 git diff --quiet HEAD 2>/dev/null || echo "$(cat $g/COMMIT)+uncommitted" > $g/COMMIT
 tar -C $g -cJf $g/bundle.tar.xz bin lib

@@ -14,9 +14,14 @@
 #   bash scripts/gpu/run_all.sh fuzz           (carry: .gpu)  the onnx fuzz corpus on the GPU engine + memcheck
 #                                              (SHARD=k/n: every n-th model from the k-th, for a large corpus)
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|engine|v8|detector|decode|bench|train|fuzz}
+part=${1:?usage: run_all.sh tests|engine|v8|detector|decode|bench|train|fuzz, or several: tests,detector,fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+if [[ "$part" == *,* ]]; then  # several parts of one bundle (bundle.sh a,b,c): each in turn, logs in $OUT/<part>/
+  for p in ${part//,/ }; do YOLOCU_RUN_SUBDIR=$p bash "$0" "$p"; done
+  for p in ${part//,/ }; do echo "---- $p"; cat "${OUT:-$root/gpu-out}${YOLOCU_GPU_DIR:+/${YOLOCU_GPU_DIR#.}}/$p/summary.txt"; done
+  exit 0
+fi
 # The carry folder bundle.sh filled: .gpu, or YOLOCU_GPU_DIR=.gpu-<name> (several parts in one call,
 # e.g. `YOLOCU_GPU_DIR=.gpu-tests bash run_all.sh tests; YOLOCU_GPU_DIR=.gpu-det bash run_all.sh
 # detector`; each part's output then goes to $OUT/gpu-<name>/).
@@ -24,11 +29,22 @@ g=${YOLOCU_GPU_DIR:-.gpu}
 # $OUT takes at most 8 files back: full logs go to $out/logs and are packed into one archive.
 final=${OUT:-$root/gpu-out}
 [ -n "${YOLOCU_GPU_DIR:-}" ] && final=$final/${g#.}
+[ -n "${YOLOCU_RUN_SUBDIR:-}" ] && final=$final/$YOLOCU_RUN_SUBDIR
 out=$final/logs
 mkdir -p "$out"
 summary="$final/summary.txt"
 : >"$summary"
 row() { printf '%s\n' "$*" | tee -a "$summary"; }
+pack() {  # the logs into one archive (also when the call's time limit stops this script: TERM)
+  # (model checkpoints and training images stay behind: the archive must stay small)
+  tar -C "$final" --exclude='*.pt' --exclude='*.jpg' --exclude='*.png' --exclude='*.cache' --exclude='*.onnx' \
+    -czf "$final/logs.tar.gz" logs && rm -rf "$out"
+  echo
+  echo "================ summary ================"
+  cat "$summary"
+}
+trap 'row "STOPPED (time limit): logs so far in logs.tar.gz"; exit 124' TERM INT
+trap pack EXIT
 step() { echo "== $* ($(date +%T))"; }
 
 step "unpack"
@@ -52,7 +68,23 @@ run_test() {  # run_test <binary> [gtest filter]
   [ -x "$bin/$t" ] || { row "SKIP  $t (not built)"; return; }
   # TEST_QUICK=1: the engines these tests build tune with the quick candidate list (correctness is
   # the same: every tactic is checked; only the timing sweep is shorter). Benchmarks never do.
-  if env $([ "${TEST_QUICK:-0}" = 1 ] && echo YOLOCU_TUNE_QUICK=1) "$bin/$t" --gtest_filter="$filter" >"$out/$t.log" 2>&1; then
+  local quick=$([ "${TEST_QUICK:-0}" = 1 ] && echo YOLOCU_TUNE_QUICK=1)
+  if [ -n "${TEST_TIMEOUT:-}" ]; then
+    # TEST_TIMEOUT=<s>: each test case in a process of its own under that limit, so that one that
+    # hangs is named and the others still run.
+    local c rc ok=0 bad=0
+    for c in $("$bin/$t" --gtest_filter="$filter" --gtest_list_tests | awk '/^[^ ]/ {s = $1} /^  / {print s $1}'); do
+      timeout "$TEST_TIMEOUT" env $quick "$bin/$t" --gtest_filter="$c" >>"$out/$t.log" 2>&1
+      rc=$?
+      if [ $rc = 0 ]; then ok=$((ok + 1)); else
+        bad=$((bad + 1))
+        [ $rc = 124 ] && row "HANG  $t $c (over ${TEST_TIMEOUT} s)" || row "FAIL  $t $c (rc $rc)"
+      fi
+    done
+    [ $bad = 0 ] && row "PASS  $t: $ok ok (one process per test)" || { row "FAIL  $t: $bad failed, $ok ok (log $t.log)"; grep -E '^\[  FAILED  \]|Failure|error' "$out/$t.log" | head -15; }
+    return
+  fi
+  if env $quick "$bin/$t" --gtest_filter="$filter" >"$out/$t.log" 2>&1; then
     row "PASS  $t: $(grep -c '^\[       OK \]' "$out/$t.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$t.log") skipped"
   else
     row "FAIL  $t (log $t.log)"; grep -E '^\[  FAILED  \]|Failure|error' "$out/$t.log" | head -15
@@ -61,8 +93,12 @@ run_test() {  # run_test <binary> [gtest filter]
 sanitize() {  # sanitize <tool> <binary> <gtest filter>
   local tool=$1 t=$2 filter=$3
   [ -x "$bin/$t" ] || return
-  if YOLOCU_TUNE_QUICK=1 timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1; then
+  YOLOCU_TUNE_QUICK=1 timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/$t" --gtest_filter="$filter" >"$out/san_${tool}_$t.log" 2>&1
+  local rc=$?
+  if [ $rc = 0 ]; then
     row "CLEAN compute-sanitizer $tool $t ($filter): $(grep -E '(ERROR|RACECHECK) SUMMARY' "$out/san_${tool}_$t.log" | tail -1 | sed 's/=* *//')"
+  elif [ $rc = 124 ] && ! grep -qE 'Invalid|Race|Uninitialized|hazard|ERROR SUMMARY: [1-9]' "$out/san_${tool}_$t.log"; then
+    row "TIMEOUT compute-sanitizer $tool $t after ${SAN_TIMEOUT:-300} s, nothing reported; finished clean: $(grep '^\[       OK \]' "$out/san_${tool}_$t.log" | awk '{print $4}' | tr '\n' ' ')"
   else
     row "DIRTY compute-sanitizer $tool $t (log san_${tool}_$t.log)"; grep -E 'ERROR SUMMARY|Invalid|Race|Uninitialized' "$out/san_${tool}_$t.log" | head -8
   fi
@@ -254,9 +290,5 @@ if [ "$part" = train ]; then
   grep -E '^(PASS|FAIL|\|)' "$out/training.log" >>"$summary"
 fi
 
-# (model checkpoints and training images stay behind: the archive must stay small)
-tar -C "$final" --exclude='*.pt' --exclude='*.jpg' --exclude='*.png' --exclude='*.cache' --exclude='*.onnx' \
-  -czf "$final/logs.tar.gz" logs && rm -rf "$out"
-echo
-echo "================ summary ================"
-cat "$summary"
+trap - EXIT
+pack
