@@ -37,8 +37,80 @@ ldconfig -p | grep -E 'libpython3\.12' || {
 }
 ldd "$g/site/pytriton/tritonserver/python_backend_stubs/3.12/triton_python_backend_stub" | grep -E 'not found|python' || true
 
+if [ "${SERVE_DIAG:-0}" = 1 ]; then  # SERVE_DIAG=1: why a GPU Detector fails in Python, then stop
+  echo "== diagnosis: a GPU Detector from Python"
+  ldd "$g"/site/yolocu/_yolocu*.so | tee "$out/ext_ldd.txt" | grep -E 'not found|cudnn|cudart|nvjpeg|dnnl|gomp|protobuf'
+  snippet="import yolocu; d = yolocu.Detector('$g/data/models/yolov5n.onnx', device='cuda', precision='fp32'); print('created', d.device)"
+  $py -X faulthandler -c "import yolocu; d = yolocu.Detector('$g/data/models/yolov5n.onnx', device='cpu'); print('cpu created', d.device)" 2>&1 | tail -5
+  # no gdb there: a preloaded SIGSEGV handler prints the native stack (offsets resolved with addr2line)
+  cat >"$g/segv.c" <<'C'
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+static void on_segv(int sig, siginfo_t* si, void* ctx) {
+  ucontext_t* uc = (ucontext_t*)ctx;
+  unsigned long rip = uc->uc_mcontext.gregs[REG_RIP], rsp = uc->uc_mcontext.gregs[REG_RSP];
+  char b[512];
+  int n = snprintf(b, sizeof b, "SEGV native: tid %ld addr %p rip 0x%lx rsp 0x%lx\n", (long)syscall(SYS_gettid), si->si_addr, rip, rsp);
+  write(2, b, n);
+  for (int i = 0; i < 24; ++i) {  // words on the stack: return addresses among them
+    n = snprintf(b, sizeof b, "stack[%d] 0x%lx\n", i, ((unsigned long*)rsp)[i]);
+    write(2, b, n);
+  }
+  void* f[64];
+  backtrace_symbols_fd(f, backtrace(f, 64), 2);
+  int m = open("/proc/self/maps", O_RDONLY);
+  ssize_t r;
+  while ((r = read(m, b, sizeof b)) > 0) write(2, b, r);
+  (void)sig;
+  _exit(139);
+}
+__attribute__((constructor)) static void install(void) {
+  static char alt[1 << 16];
+  stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
+  sigaltstack(&ss, 0);
+  struct sigaction sa = {0};
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigaction(SIGSEGV, &sa, 0);
+}
+C
+  cc -shared -fPIC -o "$g/segv.so" "$g/segv.c" && echo "segv handler built"
+  LD_PRELOAD=$g/segv.so timeout 240 $py -c "import faulthandler; faulthandler.disable(); $snippet" >"$out/segv.log" 2>&1
+  echo "rc=$?"; grep -A30 'SEGV native' "$out/segv.log" | grep -v '^[0-9a-f]*-[0-9a-f]* ' | head -32
+  # each stack word and the rip that falls in a mapped file: file + offset, and addr2line for ours
+  $py - "$out/segv.log" <<'PY'
+import re, subprocess, sys
+t = open(sys.argv[1]).read()
+maps = [(int(a, 16), int(b, 16), int(off, 16), path) for a, b, off, path in
+        re.findall(r'^([0-9a-f]+)-([0-9a-f]+) r.x. ([0-9a-f]+) \S+ \d+\s+(/\S+)$', t, re.M)]
+words = [int(w, 16) for w in re.findall(r'(?:rip|stack\[\d+\]) (0x[0-9a-f]+)', t)]
+for w in words:
+    for a, b, off, path in maps:
+        if a <= w < b:
+            o = w - a + off
+            line = f"0x{w:x} {path}+0x{o:x}"
+            if "yolocu" in path or "cudnn" in path:
+                try:
+                    line += "  " + subprocess.run(["addr2line", "-f", "-C", "-e", path, hex(o)], capture_output=True, text=True, timeout=20).stdout.replace("\n", " ")
+                except Exception as e:
+                    line += f"  ({e})"
+            print(line)
+PY
+  $py -c "import yolocu, inspect; print(inspect.signature(yolocu.Detector.__init__))"
+  "$g/bin/yolocu" detect --model "$g/data/models/yolov5n.onnx" --device cuda --precision fp32 "$g/data/images/bus.jpg" 2>&1 | tail -3
+  timeout 200 compute-sanitizer --tool memcheck $py -c "$snippet" >"$out/san_py.log" 2>&1
+  grep -E 'Program hit|Invalid|ERROR SUMMARY|created|Host Frame' "$out/san_py.log" | head -30
+  exit 0
+fi
 echo "== GPU Python tests"
-$py -m pytest -q -rs -p no:cacheprovider tests/pytest/test_api.py -k "gpu or readme or paths_match or bad_inputs" 2>&1 | tee "$out/pytest_gpu.log" | tail -15
+timeout 180 $py -m pytest -q -rs -p no:cacheprovider tests/pytest/test_api.py -k "gpu or readme or paths_match or bad_inputs" 2>&1 | tee "$out/pytest_gpu.log" | tail -15
 
 echo "== serving throughput"
 gpus=$(nvidia-smi -L | wc -l)
