@@ -32,7 +32,6 @@
 
 #if defined(YOLOCU_WITH_CUDA)
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #endif
 
 namespace nb = nanobind;
@@ -465,24 +464,8 @@ bool cuda_available() {
 
 }  // namespace
 
-#if defined(YOLOCU_WITH_CUDA)
-// cuDNN 9 finds the CUDA runtime of the process by symbol name in the global scope (dlsym with
-// RTLD_DEFAULT); Python loads this module, and the libcudart it links, RTLD_LOCAL, so cudnnCreate()
-// called a null pointer (on the H100 at 73d83a4: SIGSEGV in cudnn::graph::LibraryConfig::init from
-// the first GPU Detector; the CLI, an executable, has libcudart global). Promote the libcudart
-// already loaded to the global scope (RTLD_NOLOAD: the same copy, never a second one).
-static void make_cuda_runtime_global() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&cudaRuntimeGetVersion), &info) && info.dli_fname)
-    if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) (void)h;  // kept open for the process
-}
-#endif
-
 NB_MODULE(_yolocu, m) {
   m.doc() = "yolocu's C++ core (nanobind). Use the `yolocu` package, not this module.";
-#if defined(YOLOCU_WITH_CUDA)
-  make_cuda_runtime_global();
-#endif
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -8,7 +8,18 @@
 
 Serving through NVIDIA Triton: `yolocu serve --model m.onnx` (pip install ".[serve]"; docs/serving.md).
 """
-from . import _yolocu
+import os as _os
+import sys as _sys
+
+# The extension is imported RTLD_GLOBAL: cuDNN 9 looks up CUDA runtime entry points by name in the
+# process's global scope, and with Python's default (RTLD_LOCAL) the first GPU Detector crashed
+# inside cudnnCreate (H100, 73d83a4; promoting libcudart alone after the import did not help).
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
+try:
+    from . import _yolocu
+finally:
+    _sys.setdlopenflags(_flags)
 from .detector import Detector, Results, decode, eval, list_images
 
 __version__ = "0.1.0"

@@ -25,6 +25,9 @@ cmake -S scripts/gpu/serve_ext -B "$g/build" -G Ninja -DYOLOCU_REPO="$root" -DPR
 cp -r python/yolocu "$g/site/"
 cp "$g"/build/_yolocu*.so "$g/site/yolocu/"
 mkdir -p "$g/site/yolocu/bin" && cp "$g/bin/yolocu" "$g/site/yolocu/bin/"
+# PyTriton finds tritonserver's libraries beside its package only in a site-packages folder (else it
+# takes the layout of a source checkout): give the carried folder that layout too.
+[ -d "$g/site/nvidia_pytriton.libs" ] && ln -sfn ../../nvidia_pytriton.libs "$g/site/pytriton/tritonserver/external_libs"
 export YOLOCU_DATA_DIR=$g/data PYTHONUNBUFFERED=1
 $py -c "import yolocu, numpy; print('yolocu', yolocu.__version__, 'cuda build', yolocu.with_cuda, 'gpu usable', yolocu.cuda_available(), 'numpy', numpy.__version__)"
 
@@ -108,6 +111,24 @@ PY
   timeout 200 compute-sanitizer --tool memcheck $py -c "$snippet" >"$out/san_py.log" 2>&1
   grep -E 'Program hit|Invalid|ERROR SUMMARY|created|Host Frame' "$out/san_py.log" | head -30
   exit 0
+fi
+# Preflight: one GPU Detector from Python in a child process (a crash here would take every test and
+# the server down). If it fails, variants name the cause: the module imported RTLD_GLOBAL; libcudart
+# preloaded (global scope).
+echo "== preflight: a GPU Detector from Python"
+snip="import yolocu; d = yolocu.Detector('$g/data/models/yolov5n.onnx', device='cuda', precision='fp16', batch=1); print('created', d.device)"
+cudart=$($py -c "import yolocu._yolocu as m; print(m.__file__)" 2>/dev/null | xargs -r ldd | awk '/libcudart\.so/ {print $3}')
+pre_ok() { timeout 120 env "$@" >"$out/preflight.log" 2>&1 && grep -q created "$out/preflight.log"; }
+if pre_ok $py -c "$snip"; then echo "preflight: plain import works"
+else
+  echo "preflight: plain import FAILS: $(tail -3 "$out/preflight.log" | tr '\n' ' ')"
+  LD_DEBUG=libs timeout 120 $py -c "$snip" 2>&1 | grep -iE 'cudart|cudnn|nvrtc|find library|cannot|error' | grep -v 'search path' | tail -25 >"$out/preflight_lddebug.log"
+  head -25 "$out/preflight_lddebug.log"
+  if pre_ok $py -c "import os, sys; sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL); $snip"; then
+    echo "preflight: WORKS with the module imported RTLD_GLOBAL (yolocu/__init__.py should do that)"
+  elif [ -n "$cudart" ] && pre_ok LD_PRELOAD="$cudart" $py -c "$snip"; then
+    echo "preflight: WORKS with LD_PRELOAD=$cudart (libcudart global), not with RTLD_GLOBAL"
+  else echo "preflight: no variant works"; fi
 fi
 echo "== GPU Python tests"
 timeout 180 $py -m pytest -q -rs -p no:cacheprovider tests/pytest/test_api.py -k "gpu or readme or paths_match or bad_inputs" 2>&1 | tee "$out/pytest_gpu.log" | tail -15
