@@ -46,8 +46,8 @@ case "$part" in
       esac ;;
   fuzz) targets="test_fuzz_replay_cuda yolocu_cli" ;;
   detector) targets="test_detector_cuda test_device_image_cuda yolocu_cli" ;;  # what run_all.sh detector runs
-  # nvJPEG: its two tests link OpenCV (JPEG variants, PNG), whose closure (GDAL, ICU, x265...) makes
-  # this part ~85 MB: over a call's 64 MiB until they encode with libjpeg / libpng instead
+  # nvJPEG: its two tests encode their JPEG variants and PNG with libjpeg / libpng and link no
+  # OpenCV (whose closure, GDAL, ICU, x265..., made this part 87 MB); now ~39 MB with its data
   decode) targets="test_decode_cuda test_detect_encoded_cuda yolocu_cli" ;;
   *) targets="$(ninja -C "$bdir" -t targets all | awk -F: '{print $1}' | grep -E '^(tests/[a-z_]+/|bench/)?(test_[a-z_]*cuda[a-z_]*|test_training[a-z_]*|bench_[a-z_]+)$' | sed 's#.*/##' | sort -u) yolocu_cli" ;;
 esac
