@@ -8,8 +8,9 @@
 #   scripts/gpu/bundle.sh engine    GPU engine tests against the CPU engine (all four models)
 #   scripts/gpu/bundle.sh v8        YOLOv8n / YOLO11n through the GPU engine (static exports; needs
 #                                   scripts/v8/make_refs.sh's references, YOLOCU_V8_DIR or .data/v8/refs)
-#   scripts/gpu/bundle.sh detector  GPU detector tests: bus/zidane, coco128, threads, soak; nvJPEG decode
-#                                   (test_decode_cuda, test_detect_encoded_cuda, decode gpu vs cpu)
+#   scripts/gpu/bundle.sh detector  GPU detector tests: bus/zidane, coco128, threads, overlap, memory cap,
+#                                   soak; device images
+#   scripts/gpu/bundle.sh decode    nvJPEG: test_decode_cuda, test_detect_encoded_cuda, decode gpu vs cpu
 #   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
 #   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
@@ -49,7 +50,7 @@ targets_of() {
         esac ;;
     fuzz) echo "test_fuzz_replay_cuda" ;;
     detector) echo "test_detector_cuda test_device_image_cuda" ;;
-    decode) echo "test_decode_cuda test_detect_encoded_cuda" ;;  # nvJPEG
+    decode) echo "test_decode_cuda test_detect_encoded_cuda" ;;  # nvJPEG (JPEG / PNG test inputs from libjpeg / libpng, no OpenCV)
     tests) echo "test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
     bench) echo "bench_letterbox bench_postprocess bench_nms bench_cuda_engine" ;;
     train) ;;

@@ -14,9 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-
 #include "preprocess/preprocess_test_util.hpp"
 #include "test_util.hpp"
 #include "yolocu/detector.hpp"
@@ -136,8 +133,7 @@ TEST(DetectEncodedCuda, FallbacksAreExactAndErrorsNamed) {
   auto det = Detector::create(model, gpu_decode_options(detect_settings(), 4));
   const std::string bus_bytes = read_file_bytes(bus);
   const Image bus_img = decode_image_file(bus);
-  std::vector<uint8_t> png;
-  ASSERT_TRUE(cv::imencode(".png", cv::Mat(bus_img.height(), bus_img.width(), CV_8UC3, const_cast<uint8_t*>(bus_img.data())), png));
+  const std::vector<uint8_t> png = test::encode_png_bgr(bus_img);
   const std::vector<uint8_t> zid = test::read_bytes(zidane);
   const std::vector<uint8_t> rotated = test::with_exif_orientation(zid, 6, false);
   const Image rotated_img = decode_image(rotated.data(), rotated.size());

@@ -2,39 +2,12 @@
 
 #include <png.h>
 
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-#include <opencv2/imgproc.hpp>
-
 namespace yolocu::test {
-
-CvLetterbox cv_letterbox(const cv::Mat& bgr, int dst_w, int dst_h) {
-  // letterbox(): shape = im.shape[:2]; r = min(new[0] / shape[0], new[1] / shape[1])
-  const int h = bgr.rows, w = bgr.cols;
-  const double r = std::min(static_cast<double>(dst_h) / h, static_cast<double>(dst_w) / w);
-  CvLetterbox out;
-  out.new_w = static_cast<int>(std::nearbyint(w * r));
-  out.new_h = static_cast<int>(std::nearbyint(h * r));
-  double dw = dst_w - out.new_w, dh = dst_h - out.new_h;
-  dw /= 2;
-  dh /= 2;
-  cv::Mat im = bgr;
-  if (w != out.new_w || h != out.new_h) {
-    cv::resize(bgr, im, cv::Size(out.new_w, out.new_h), 0, 0, cv::INTER_LINEAR);
-  }
-  out.top = static_cast<int>(std::nearbyint(dh - 0.1));
-  out.bottom = static_cast<int>(std::nearbyint(dh + 0.1));
-  out.left = static_cast<int>(std::nearbyint(dw - 0.1));
-  out.right = static_cast<int>(std::nearbyint(dw + 0.1));
-  cv::copyMakeBorder(im, out.image, out.top, out.bottom, out.left, out.right, cv::BORDER_CONSTANT,
-                     cv::Scalar(114, 114, 114));
-  return out;
-}
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -48,23 +21,29 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   if (!f) throw std::runtime_error("cannot write " + path);
 }
 
-void write_png(const std::string& path, int w, int h, int color_type, int bit_depth,
-               const std::vector<uint8_t>& pixels, const std::vector<uint8_t>& palette,
-               const std::vector<uint8_t>& trns, bool interlaced) {
-  FILE* fp = std::fopen(path.c_str(), "wb");
-  if (!fp) throw std::runtime_error("cannot write " + path);
+std::vector<uint8_t> encode_png(int w, int h, int color_type, int bit_depth,
+                                const std::vector<uint8_t>& pixels, const std::vector<uint8_t>& palette,
+                                const std::vector<uint8_t>& trns, bool interlaced) {
+  // (everything the error path sees is declared before setjmp)
+  std::vector<uint8_t> out;
+  std::vector<png_color> pal;
+  std::vector<png_bytep> rows(static_cast<size_t>(h));
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png_create_info_struct(png);
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    std::fclose(fp);
-    throw std::runtime_error("libpng failed writing " + path);
+    throw std::runtime_error("libpng failed encoding a PNG");
   }
-  png_init_io(png, fp);
+  png_set_write_fn(
+      png, &out,
+      [](png_structp p, png_bytep data, png_size_t n) {
+        auto* o = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(p));
+        o->insert(o->end(), data, data + n);
+      },
+      [](png_structp) {});
   png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), bit_depth,
                color_type, interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  std::vector<png_color> pal;
   if (!palette.empty()) {
     for (size_t i = 0; i + 2 < palette.size(); i += 3) {
       pal.push_back(png_color{palette[i], palette[i + 1], palette[i + 2]});
@@ -76,14 +55,29 @@ void write_png(const std::string& path, int w, int h, int color_type, int bit_de
   }
   png_write_info(png, info);
   const size_t row_bytes = pixels.size() / static_cast<size_t>(h);
-  std::vector<png_bytep> rows(static_cast<size_t>(h));
   for (int y = 0; y < h; ++y) {
     rows[static_cast<size_t>(y)] = const_cast<png_bytep>(pixels.data() + row_bytes * static_cast<size_t>(y));
   }
   png_write_image(png, rows.data());
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  std::fclose(fp);
+  return out;
+}
+
+void write_png(const std::string& path, int w, int h, int color_type, int bit_depth,
+               const std::vector<uint8_t>& pixels, const std::vector<uint8_t>& palette,
+               const std::vector<uint8_t>& trns, bool interlaced) {
+  write_bytes(path, encode_png(w, h, color_type, bit_depth, pixels, palette, trns, interlaced));
+}
+
+std::vector<uint8_t> encode_png_bgr(const Image& bgr) {
+  std::vector<uint8_t> rgb(bgr.size_bytes());
+  for (size_t i = 0; i + 2 < rgb.size(); i += 3) {
+    rgb[i] = bgr.data()[i + 2];
+    rgb[i + 1] = bgr.data()[i + 1];
+    rgb[i + 2] = bgr.data()[i];
+  }
+  return encode_png(bgr.width(), bgr.height(), PNG_COLOR_TYPE_RGB, 8, rgb);
 }
 
 std::vector<uint8_t> with_exif_orientation(const std::vector<uint8_t>& jpeg, int orientation,
@@ -143,19 +137,6 @@ std::string compare_bytes(const uint8_t* expected, const uint8_t* actual, size_t
      << first % static_cast<size_t>(row_bytes) / 3 << ", channel " << first % 3
      << "): expected " << int(expected[first]) << ", got " << int(actual[first]);
   return os.str();
-}
-
-std::string compare_mats(const cv::Mat& expected, const Image& actual) {
-  if (expected.empty()) return "OpenCV returned an empty image";
-  if (expected.type() != CV_8UC3) return "OpenCV image is not CV_8UC3";
-  if (expected.cols != actual.width() || expected.rows != actual.height()) {
-    std::ostringstream os;
-    os << "size differs: OpenCV " << expected.cols << "x" << expected.rows << ", yolocu "
-       << actual.width() << "x" << actual.height();
-    return os.str();
-  }
-  const cv::Mat e = expected.isContinuous() ? expected : expected.clone();
-  return compare_bytes(e.data, actual.data(), actual.size_bytes(), actual.width() * 3);
 }
 
 }  // namespace yolocu::test

@@ -10,12 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 
 #include "preprocess/jpeg_variants.hpp"
 #include "preprocess/preprocess_test_util.hpp"
@@ -150,11 +147,8 @@ TEST(DecodeCuda, SampleImagesAndCoco128WithinTolerance) {
 
 TEST(DecodeCuda, JpegVariantsOnTheGpuWithinToleranceFallbacksExact) {
   YOLOCU_REQUIRE_GPU();
-  const cv::Mat bgr = test::jpeg_test_pattern(203, 117);  // odd sizes: partial MCUs
-  cv::Mat grey;
-  cv::cvtColor(bgr, grey, cv::COLOR_BGR2GRAY);
-  std::vector<uint8_t> png;
-  ASSERT_TRUE(cv::imencode(".png", bgr, png));
+  const Image bgr = test::jpeg_test_pattern(203, 117);  // odd sizes: partial MCUs
+  const std::vector<uint8_t> png = test::encode_png_bgr(bgr);
   std::vector<uint8_t> trailing = test::encode_jpeg(bgr);
   trailing.insert(trailing.end(), {0x00, 0x00});
   struct Case {
@@ -169,7 +163,7 @@ TEST(DecodeCuda, JpegVariantsOnTheGpuWithinToleranceFallbacksExact) {
       {"4:4:0", test::encode_jpeg_sampling(bgr, 1, 2), true},
       {"restart markers", test::encode_jpeg(bgr, false, 3), true},
       {"progressive", test::encode_jpeg(bgr, true), true},
-      {"grey", test::encode_jpeg(grey), true},
+      {"grey", test::encode_jpeg_grey(bgr), true},
       {"png", png, false},
       {"exif 6", test::with_exif_orientation(test::encode_jpeg(bgr), 6, false), false},
       {"exif 3", test::with_exif_orientation(test::encode_jpeg(bgr), 3, true), false},
@@ -265,8 +259,8 @@ TEST(DecodeCuda, CorruptEntropyDataDecodesOrFailsCleanly) {
   Stream stream;
   for (int seed = 0; seed < 8; ++seed) {
     std::vector<uint8_t> b = good;
-    cv::RNG rng(static_cast<uint64_t>(seed) + 1);
-    for (int k = 0; k < 12; ++k) b[b.size() / 2 + static_cast<size_t>(rng.uniform(0, static_cast<int>(b.size() / 3)))] ^= 0x5A;
+    std::mt19937 rng(static_cast<uint32_t>(seed) + 1);
+    for (int k = 0; k < 12; ++k) b[b.size() / 2 + rng() % (b.size() / 3)] ^= 0x5A;
     b[b.size() - 2] = 0xFF;
     b[b.size() - 1] = 0xD9;
     try {

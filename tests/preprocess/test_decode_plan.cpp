@@ -9,7 +9,6 @@
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 
 #include "preprocess/image_decode_plan.hpp"
 #include "preprocess/jpeg_variants.hpp"
@@ -50,9 +49,7 @@ void expect_same_error(const std::vector<uint8_t>& b, ErrorCode code, const Deco
 }
 
 TEST(DecodePlan, BaselineProgressiveGreyAndSubsamplingsGoToTheGpu) {
-  const cv::Mat bgr = test::jpeg_test_pattern(67, 45);
-  cv::Mat grey;
-  cv::cvtColor(bgr, grey, cv::COLOR_BGR2GRAY);
+  const Image bgr = test::jpeg_test_pattern(67, 45);
   struct Case {
     const char* name;
     std::vector<uint8_t> bytes;
@@ -65,7 +62,7 @@ TEST(DecodePlan, BaselineProgressiveGreyAndSubsamplingsGoToTheGpu) {
       {"baseline 4:4:0", test::encode_jpeg_sampling(bgr, 1, 2), false},
       {"restart markers", test::encode_jpeg(bgr, false, 2), false},
       {"progressive", test::encode_jpeg(bgr, true), true},
-      {"grey", test::encode_jpeg(grey), false},
+      {"grey", test::encode_jpeg_grey(bgr), false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -95,9 +92,7 @@ TEST(DecodePlan, HeaderSizesMatchImreadOnCoco128) {
 }
 
 TEST(DecodePlan, PngAndUnknownBytesGoToTheCpu) {
-  cv::Mat m = test::jpeg_test_pattern(20, 10);
-  std::vector<uint8_t> png;
-  ASSERT_TRUE(cv::imencode(".png", m, png));
+  const std::vector<uint8_t> png = test::encode_png_bgr(test::jpeg_test_pattern(20, 10));
   EXPECT_EQ(plan(png).route, DecodeRoute::kCpuNotJpeg);
   const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o'};
   EXPECT_EQ(plan(text).route, DecodeRoute::kCpuNotJpeg);  // the CPU decoder then says kUnsupported

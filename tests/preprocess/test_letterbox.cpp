@@ -11,6 +11,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "preprocess/cv_oracle.hpp"
 #include "preprocess/preprocess_test_util.hpp"
 #include "test_util.hpp"
 #include "yolocu/error.hpp"
