@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
                     batch * 1e3 / med, tflops, 100.0 * tflops / kH100DenseFp16Tflops, st.activation_bytes / 1048576.0,
                     st.kernels_per_run, st.tactic_cache_hits, st.tactic_plans_restored, st.tactics_tuned, st.tactic_candidates,
                     st.tactic_rejected);
+        const char* kind = st.tactics_tuned == 0 ? "warm"
+                           : st.tactic_cache_hits + st.tactic_memo_hits > 0 ? "partly-cold" : "cold";
+        std::printf("  %s batch %d %s: %s\n", name.c_str(), batch, kind, st.tune_breakdown.c_str());
         for (const auto& w : st.warnings) std::printf("  warning: %s\n", w.c_str());
         if (profile) {
           auto layers = e.profile(batch, 10);

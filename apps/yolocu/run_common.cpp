@@ -267,7 +267,8 @@ std::string describe_build(const Detector& detector) {
                 "tuned) in %.0f ms, %s; cache %s",
                 b.build_ms, b.tactic_layers, b.tactic_cache_hits, b.tactic_plans_restored, b.tactic_memo_hits,
                 b.tactics_tuned, b.tune_ms, kind, b.tactic_cache.empty() ? "none" : b.tactic_cache.c_str());
-  return buf;
+  // Where the tuning time went, on a line of its own (greppable: "tune breakdown:").
+  return b.tune_breakdown.empty() ? std::string(buf) : std::string(buf) + "\n    " + b.tune_breakdown;
 }
 
 std::string build_json_fields(const Detector& detector) {

@@ -98,7 +98,8 @@ std::string describe_error(const std::exception& e);
 
 // One line on how the detector was built: wall time, and on the GPU the tactics' origin (tuned
 // now = cold, or from the tactic cache file = warm), e.g. "built in 1523 ms; tactics: 120 (120
-// from the cache file (96 plans restored), 0 tuned) in 1320 ms, warm; cache ~/.cache/...".
+// from the cache file (96 plans restored), 0 tuned) in 1320 ms, warm; cache ~/.cache/...", and on the
+// GPU a second line, indented, "tune breakdown: ..." (CudaEngineStats::tune_breakdown).
 std::string describe_build(const Detector& detector);
 // The same as JSON fields (no braces): "build_ms": ..., "tune_ms": ..., ...
 std::string build_json_fields(const Detector& detector);

@@ -90,6 +90,9 @@ struct CudaEngineStats {
   int tactic_memo_hits = 0;         // ... taken from this process's earlier choices
   int tactics_tuned = 0;            // ... timed now
   int tactic_candidates = 0, tactic_rejected = 0;  // tried / failed the correctness check
+  // Where tune_ms went, one line starting "tune breakdown:" (docs/gpu-engine.md: prebuild wall,
+  // thread-ms of heuristics queries and plan builds per family, restores, check, timing, serialise).
+  std::string tune_breakdown;
   std::string tactic_cache_path;    // "" = none
   std::vector<std::string> warnings;
 };

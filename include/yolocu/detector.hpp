@@ -129,6 +129,7 @@ struct BuildInfo {
   uint64_t device_bytes = 0;       // GPU: device memory of the first context (engine + buffers) after create()
   int tactics_tuned = 0;           // ... timed now
   std::string tactic_cache;        // GPU: the cache file ("" none)
+  std::string tune_breakdown;      // GPU: where tune_ms went ("tune breakdown: ...", CudaEngineStats)
 };
 
 class Detector {

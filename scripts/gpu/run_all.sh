@@ -175,7 +175,7 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   for f in bench_cuda_engine bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
-    grep -E '^(yolov5|device|model)|^\| yolov5' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
+    grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
   done
 fi
 
@@ -196,7 +196,7 @@ if [ "$part" = v8 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   for f in bench_cuda_engine_v8 peer_torch_forward_v8; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
-    grep -E '^(yolo|device|model)|^\| yolo' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
+    grep -E '^(yolo|device|model)|^\| yolo|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
   done
 fi
 

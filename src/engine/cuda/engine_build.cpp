@@ -72,10 +72,12 @@ void CudaEngine::Impl::choose_tactics() {
   std::unique_ptr<engine::TacticCache> cache;
   std::string path = options.tactic_cache.empty() ? engine::TacticCache::default_path() : options.tactic_cache;
   if (path == "none") path.clear();
+  double cache_io_ms = 0;
   if (!path.empty()) {
     cache = std::make_unique<engine::TacticCache>(engine::tactic_device_key(options.device));
     std::string warning;
     if (!cache->load(path, &warning)) stats.warnings.push_back(warning);
+    cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   stats.tactic_cache_path = path;
 
@@ -129,8 +131,10 @@ void CudaEngine::Impl::choose_tactics() {
   YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
 
   if (cache && cache->dirty()) {
+    const auto s0 = std::chrono::steady_clock::now();
     std::string warning;
     if (!cache->save(path, &warning)) stats.warnings.push_back(warning);
+    cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
   }
   const engine::TunerStats& ts = tuner->stats();
   for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
@@ -143,6 +147,10 @@ void CudaEngine::Impl::choose_tactics() {
   stats.tactic_candidates = ts.candidates;
   stats.tactic_rejected = ts.rejected;
   stats.tune_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  engine::TuneBreakdown bd = ts.breakdown;
+  bd.total_ms = stats.tune_ms;
+  bd.cache_io_ms = cache_io_ms;
+  stats.tune_breakdown = engine::describe(bd);
   if (options.print_warnings)
     for (const std::string& w : stats.warnings) std::fprintf(stderr, "yolocu: warning: %s\n", w.c_str());
 }

@@ -67,7 +67,13 @@ TacticPtr cudnn_legacy_reference(cudnnHandle_t cudnn, const ConvProblem& pb);
 // cuDNN Graph API through cudnn-frontend: conv_fprop -> add bias -> swish -> add residual as one
 // operation graph; each engine config of heuristics A and FALLBACK that builds is a candidate.
 // FP32 leaves out tensor-core, reduced-precision, Winograd, FFT and non-deterministic configs.
+// cudnn_graph_candidates = the first lim.max_graph_plans configs of cudnn_graph_configs that
+// make_cudnn_graph builds, in list order. cudnn_graph_configs: the ids of the heuristics' list
+// (one query, no plan built), in order, duplicates dropped; a listed config may still be refused
+// by its build (numeric notes, workspace). Each config builds on its own graph object, so several
+// threads may build configs of one problem at once (each with its own cuDNN handle).
 std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim);
+std::vector<std::string> cudnn_graph_configs(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim);
 
 // yolocu's own kernel (own_conv_kernel.hpp): fp16, groups 1, c % 8 == 0, k % 16 == 0, k <= 64,
 // r * s * c <= 320 (the space-to-depth stem and other small early layers).
@@ -81,6 +87,10 @@ TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::str
 TacticPtr make_cudnn_legacy(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
                            const std::vector<uint8_t>* plan = nullptr);
+// Only the restore of make_cudnn_graph: null if `plan` does not deserialise or does not fit
+// (never compiles the kernel).
+TacticPtr restore_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id,
+                              const TacticLimits& lim, const std::vector<uint8_t>& plan);
 TacticPtr make_own_conv(const ConvProblem& pb, const std::string& id);
 
 }  // namespace yolocu::engine

@@ -2,9 +2,10 @@
 // residual as one operation graph that cuDNN runs as one fused kernel. A candidate is one engine
 // config (engine id + knob choices) of the heuristics' list; its id "cudnn-graph:e<engine>;<knob
 // type>=<value>;..." re-creates exactly that config (Graph::create_execution_plan), so a cached
-// choice needs no heuristics query at load. A chosen plan also serialises itself
-// (Graph::serialize, runtime-compiled engines only), and a cached one deserialises without
-// compiling its kernel again.
+// choice needs no heuristics query at load, and the tuner lists the configs of a problem once
+// (cudnn_graph_configs) and builds each config as its own work item, on any thread. A chosen plan
+// also serialises itself (Graph::serialize, runtime-compiled engines only), and a cached one
+// deserialises without compiling its kernel again.
 #include <cudnn_frontend.h>
 
 #include <algorithm>
@@ -127,7 +128,7 @@ class GraphTactic final : public ConvTactic {
   }
 
  private:
-  std::shared_ptr<fe::graph::Graph> g_;  // shared by the candidates of one problem
+  std::shared_ptr<fe::graph::Graph> g_;  // this tactic's own graph
   int64_t index_;                         // plan of g_; -1: a deserialised graph's only plan
   ConvProblem pb_;
   std::string id_, name_;
@@ -151,23 +152,54 @@ TacticPtr tactic_at(const std::shared_ptr<fe::graph::Graph>& g, int64_t i, const
 
 }  // namespace
 
-std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim) {
-  std::vector<TacticPtr> out;
+std::vector<std::string> cudnn_graph_configs(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim) {
+  std::vector<std::string> out;
   auto g = make_graph(cudnn, pb);
   if (!g) return out;
   g->deselect_workspace_greater_than(static_cast<int64_t>(lim.workspace));
   if (!g->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}).is_good()) return out;
   filter_numerics(*g, pb.half);  // after the list exists: it bars entries of it
   if (!g->check_support(cudnn).is_good()) return out;
+  // Entries the filters barred stay in the list (the frontend does not tell which): the build of
+  // each config applies the same filters to its own one-entry list and refuses them before compiling.
   const int64_t count = g->get_execution_plan_count();
-  for (int64_t i = 0; i < count && static_cast<int>(out.size()) < lim.max_graph_plans; ++i) {
-    TacticPtr t = tactic_at(g, i, pb, lim.workspace);
-    if (!t) continue;
-    bool dup = false;  // A and FALLBACK can list the same config
-    for (const auto& o : out) dup = dup || o->id() == t->id();
-    if (!dup) out.push_back(std::move(t));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t engine = 0;
+    Knobs knobs;
+    if (!g->get_engine_and_knobs_at_index(i, engine, knobs).is_good()) continue;
+    std::string id = id_of(engine, knobs);
+    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(std::move(id));  // A and FALLBACK overlap
   }
   return out;
+}
+
+std::vector<TacticPtr> cudnn_graph_candidates(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim) {
+  std::vector<TacticPtr> out;
+  for (const std::string& id : cudnn_graph_configs(cudnn, pb, lim)) {
+    if (static_cast<int>(out.size()) >= lim.max_graph_plans) break;
+    if (TacticPtr t = make_cudnn_graph(cudnn, pb, id, lim)) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+TacticPtr restore_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id,
+                              const TacticLimits& lim, const std::vector<uint8_t>& plan) {
+  if (plan.empty() || id.rfind("cudnn-graph:", 0) != 0) return nullptr;
+  // The serialised plan of this id (the cache keys it by GPU, driver, cuDNN and cudnn-frontend
+  // versions); anything that does not load or does not fit gives null.
+  try {
+    auto g = std::make_shared<fe::graph::Graph>();
+    int64_t ws = 0;
+    std::string plan_name;
+    if (g->deserialize(cudnn, plan).is_good() && g->get_workspace_size(ws).is_good() && ws >= 0 &&
+        static_cast<size_t>(ws) <= lim.workspace) {
+      if (!g->get_plan_name(plan_name).is_good()) plan_name = id.substr(std::string("cudnn-graph:").size());
+      return std::make_unique<GraphTactic>(g, -1, pb, id, "cudnn-graph " + plan_name, static_cast<size_t>(ws));
+    }
+  } catch (const std::exception&) {
+    // malformed bytes
+  }
+  return nullptr;
 }
 
 TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
@@ -175,25 +207,16 @@ TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std
   int64_t engine = 0;
   Knobs knobs;
   if (!parse_id(id, &engine, &knobs)) return nullptr;
-  if (plan && !plan->empty()) {
-    // The serialised plan of this id (the cache keys it by GPU, driver, cuDNN and cudnn-frontend
-    // versions); anything that does not load or does not fit falls through to a fresh build.
-    try {
-      auto g = std::make_shared<fe::graph::Graph>();
-      int64_t ws = 0;
-      std::string plan_name;
-      if (g->deserialize(cudnn, *plan).is_good() && g->get_workspace_size(ws).is_good() && ws >= 0 &&
-          static_cast<size_t>(ws) <= lim.workspace) {
-        if (!g->get_plan_name(plan_name).is_good()) plan_name = id.substr(std::string("cudnn-graph:").size());
-        return std::make_unique<GraphTactic>(g, -1, pb, id, "cudnn-graph " + plan_name, static_cast<size_t>(ws));
-      }
-    } catch (const std::exception&) {
-      // malformed bytes: build from the id below
-    }
-  }
+  if (plan && !plan->empty())
+    if (TacticPtr t = restore_cudnn_graph(cudnn, pb, id, lim, *plan)) return t;
+  // One graph per config (its own list of one entry), so that configs of one problem build on
+  // several threads at once: a frontend Graph is not safe to build from two threads.
   auto g = make_graph(cudnn, pb);
   if (!g) return nullptr;
-  if (!g->create_execution_plan(engine, knobs).is_good() || !g->check_support(cudnn).is_good()) return nullptr;
+  g->deselect_workspace_greater_than(static_cast<int64_t>(lim.workspace));
+  if (!g->create_execution_plan(engine, knobs).is_good()) return nullptr;
+  filter_numerics(*g, pb.half);
+  if (!g->check_support(cudnn).is_good()) return nullptr;
   if (g->get_execution_plan_count() < 1) return nullptr;
   TacticPtr t = tactic_at(g, 0, pb, lim.workspace);
   return t && t->id() == id ? std::move(t) : nullptr;

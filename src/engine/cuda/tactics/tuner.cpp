@@ -4,9 +4,9 @@
 #include <cudnn_frontend_version.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -20,6 +20,9 @@ namespace yolocu::engine {
 namespace {
 
 namespace ck = cuda_kernels;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Choices made in this process: device key + signature + batch -> the record and the tactic object,
 // checked once and then shared by every engine of the process (tactics are immutable; run() takes
@@ -52,12 +55,14 @@ void memo_put(const std::string& key, const TacticRecord& rec, std::shared_ptr<c
 // or it does not restore: cuDNN serialises the plans of every engine but deserialises only those
 // of its runtime-compiled ones (measured on the H100: 47 of 61 stored plans restored), so each
 // plan is restored once here, when it is chosen, and kept only if that works. A warm build then
-// restores every plan the file carries.
+// restores every plan the file carries. Only restored: a plan that does not restore is not built
+// again from its id (that was a second compilation, on the engine's thread, of every chosen plan
+// of an engine that cuDNN does not deserialise).
 std::string plan_text(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLimits& lim, const ConvTactic& t) {
   std::vector<uint8_t> bytes;
   try {
     if (!t.serialize_plan(&bytes) || bytes.empty() || bytes.size() > TacticCache::kMaxPlanBytes) return "";
-    const TacticPtr back = make_tactic(cudnn, pb, t.id(), lim, &bytes);
+    const TacticPtr back = restore_cudnn_graph(cudnn, pb, t.id(), lim, bytes);
     if (!back || !back->restored_from_plan()) return "";
   } catch (const std::exception&) {
     return "";
@@ -108,7 +113,7 @@ Tuner::Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache
     : cudnn_(cudnn), limits_(limits), cache_(cache), device_key_(tactic_device_key(device)), stream_(stream) {
   if (const char* q = std::getenv("YOLOCU_TUNE_QUICK"); q && std::string(q) == "1") {
     quick_ = true;
-    reps_ = timings_ = 1;
+    reps_ = quick_timings_ = timings_ = 1;
   }
   set_limits(limits);
   YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking));
@@ -119,7 +124,7 @@ Tuner::Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache
 
 void Tuner::set_limits(const TacticLimits& limits) {
   limits_ = limits;
-  if (quick_) limits_.max_graph_plans = std::min(limits_.max_graph_plans, kQuickGraphPlans);
+  if (quick_) limits_.max_graph_plans = std::min(limits_.max_graph_plans, TuneTiming::kQuickGraphPlans);
 }
 
 Tuner::~Tuner() {
@@ -141,6 +146,15 @@ void Tuner::prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
 }
 
 Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref) {
+  const auto t0 = Clock::now();
+  struct Account {  // on every way out, exceptions included
+    TuneBreakdown& bd;
+    Clock::time_point t0;
+    ~Account() {
+      bd.check_ms += ms_since(t0);
+      ++bd.checks;
+    }
+  } account{stats_.breakdown, t0};
   Check c;
   try {
     YOLOCU_CUDA_CHECK(cudaMemsetAsync(b.y, 0xff, out_elems(pb) * (pb.half ? 2 : 4), stream_));  // NaNs
@@ -164,7 +178,12 @@ Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const Conv
   return c;
 }
 
-double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b) {
+double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b, int timings) {
+  struct Account {  // on every way out, exceptions included
+    TuneBreakdown& bd;
+    Clock::time_point t0;
+    ~Account() { bd.timing_ms += ms_since(t0); }
+  } account{stats_.breakdown, Clock::now()};
   cudaGraphExec_t exec = nullptr;
   try {
     cudaGraph_t g = nullptr;
@@ -192,7 +211,7 @@ double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b) {
   };
   try {
     launch();  // warm-up
-    for (int k = 0; k < timings_; ++k) {
+    for (int k = 0; k < timings; ++k) {
       YOLOCU_CUDA_CHECK(cudaEventRecord(ev_[0], stream_));
       launch();
       YOLOCU_CUDA_CHECK(cudaEventRecord(ev_[1], stream_));
@@ -213,23 +232,36 @@ double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b) {
 }
 
 TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
+  TuneBreakdown& bd = stats_.breakdown;
   ++stats_.layers;
   const std::string sig = pb.signature();
   const std::string memo_key = device_key_ + "|" + sig + "|b" + std::to_string(pb.n);
   TunedLayer out;
   bool prepared = false;
   auto ensure_prepared = [&] {
-    if (!prepared) prepare(pb, b, y_ref);
+    if (prepared) return;
+    const auto p0 = Clock::now();
+    prepare(pb, b, y_ref);
+    bd.prepare_ms += ms_since(p0);  // asynchronous: the first check's synchronisation pays most of it
     prepared = true;
   };
   auto finish = [&]() -> TunedLayer {
-    stats_.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stats_.ms += ms_since(t0);
+    bd.choose_ms = stats_.ms;
     return out;
+  };
+  auto serialise = [&](const ConvTactic& t) {
+    const auto s0 = Clock::now();
+    std::string text = plan_text(cudnn_, pb, limits_, t);
+    bd.serialise_ms += ms_since(s0);
+    ++bd.serialised;
+    return text;
   };
 
   // 1: the file's choice: the object this process already checked for it, else built (in
-  // parallel by prebuild(), or now) and checked.
+  // parallel by prebuild(), or now) and checked. Repeated layers (same signature and batch) find
+  // the memo: one check per distinct (signature, batch).
   if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
     int& hits = r->loaded ? stats_.cache_hits : stats_.memo_hits;  // not loaded: put() earlier in this build
     if (auto t = memo_find(memo_key, &r->tactic, nullptr)) {
@@ -247,12 +279,20 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     }
     // A plan that did not restore on prebuild()'s thread (its own cuDNN handle) is tried once more
     // here on the engine's handle before the one built from the id is taken: on the H100 at
-    // 27f3fa0 a warm build restored 14 of the 21 plans that had each restored when chosen.
+    // 27f3fa0 a warm build restored 14 of the 21 plans that had each restored when chosen. Only a
+    // restore: the tactic built from the id is there already.
     if (t && !plan.empty() && !t->restored_from_plan()) {
-      if (TacticPtr again = make_tactic(cudnn_, pb, r->tactic, limits_, &plan); again && again->restored_from_plan())
-        t = std::move(again);
+      const auto r0 = Clock::now();
+      if (TacticPtr again = restore_cudnn_graph(cudnn_, pb, r->tactic, limits_, plan)) t = std::move(again);
+      bd.restore_ms += ms_since(r0);
+      ++bd.restores;
     }
-    if (!t) t = make_tactic(cudnn_, pb, r->tactic, limits_, &plan);
+    if (!t) {
+      const auto r0 = Clock::now();
+      t = make_tactic(cudnn_, pb, r->tactic, limits_, &plan);
+      bd.restore_ms += ms_since(r0);
+      ++bd.restores;
+    }
     if (!t) {
       warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
                                       " no longer builds: tuning the layer"));
@@ -266,10 +306,10 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
         out.from_cache = true;
         ++hits;
         TacticRecord rec = *r;
-        if (!out.tactic->restored_from_plan()) {
+        if (!out.tactic->restored_from_plan() && family_of(r->tactic) == TacticFamily::kCudnnGraph) {
           // No plan in the entry (written before plans were kept), or one that no longer loads:
           // store the plan built now, so that the next build restores it.
-          std::string text = plan_text(cudnn_, pb, limits_, *out.tactic);
+          std::string text = serialise(*out.tactic);
           if (!text.empty() && text != rec.plan) {
             rec.plan = std::move(text);
             cache_->put(sig, pb.n, rec);
@@ -296,18 +336,44 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     }
   }
 
-  // 3: tune.
+  // 3: tune. Candidates in a fixed order: cuDNN graph configs in heuristic order, legacy cuDNN
+  // algorithms, own kernels (prebuilt ones first built on the pool, else here).
   ensure_prepared();
+  const std::string key = sig + "|b" + std::to_string(pb.n);
   std::vector<TacticPtr> cands;
-  if (auto it = prebuilt_.find(sig + "|b" + std::to_string(pb.n)); it != prebuilt_.end()) {
+  if (auto it = prebuilt_.find(key); it != prebuilt_.end()) {
     cands = std::move(it->second);
     prebuilt_.erase(it);
   } else {
-    cands = cudnn_graph_candidates(cudnn_, pb, limits_);
+    for (const std::string& id : cudnn_graph_configs(cudnn_, pb, limits_)) {
+      if (static_cast<int>(cands.size()) >= limits_.max_graph_plans) break;
+      const auto b0 = Clock::now();
+      TacticPtr t = make_cudnn_graph(cudnn_, pb, id, limits_);
+      bd.add_build(id, ms_since(b0), t != nullptr);
+      if (t) cands.push_back(std::move(t));
+    }
   }
-  for (TacticPtr& t : cudnn_legacy_candidates(cudnn_, pb, limits_)) cands.push_back(std::move(t));
-  for (TacticPtr& t : own_conv_candidates(pb)) cands.push_back(std::move(t));
-  double best = -1;
+  std::vector<TacticPtr> legacy;
+  if (auto it = prelegacy_.find(key); it != prelegacy_.end()) {
+    legacy = std::move(it->second);
+    prelegacy_.erase(it);
+  } else {
+    const auto b0 = Clock::now();
+    legacy = cudnn_legacy_candidates(cudnn_, pb, limits_);
+    bd.add_builds(TacticFamily::kCudnnLegacy, ms_since(b0), static_cast<int>(legacy.size()));
+  }
+  for (TacticPtr& t : legacy) cands.push_back(std::move(t));
+  {
+    const auto b0 = Clock::now();
+    std::vector<TacticPtr> own = own_conv_candidates(pb);
+    bd.add_builds(TacticFamily::kOwn, ms_since(b0), static_cast<int>(own.size()));
+    for (TacticPtr& t : own) cands.push_back(std::move(t));
+  }
+
+  // Check, then the brief sweep of every candidate that passed, then the full sweep of those
+  // within TuneTiming::kRetimeMargin of the best brief time (tune_select.hpp).
+  std::vector<TacticPtr> passed;
+  std::vector<double> brief;
   for (TacticPtr& t : cands) {
     ++out.candidates;
     const Check c = check(pb, *t, b, y_ref);
@@ -315,55 +381,129 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
       ++out.rejected;
       continue;
     }
-    const double us = time_us(*t, b);
+    const double us = time_us(*t, b, quick_timings_);
+    ++bd.quick_timings;
     if (us < 0) {
       ++out.rejected;
       continue;
     }
-    if (best < 0 || us < best) {
-      best = us;
-      out.tactic = std::move(t);
+    passed.push_back(std::move(t));
+    brief.push_back(us);
+  }
+  const std::vector<size_t> finalists = retime_set(brief, TuneTiming::kRetimeMargin);
+  int winner = -1;
+  double best = -1;
+  if (!finalists.empty()) {
+    std::vector<double> full(finalists.size(), -1.0);
+    if (finalists.size() > 1 && !quick_) {
+      for (size_t j = 0; j < finalists.size(); ++j) {
+        full[j] = time_us(*passed[finalists[j]], b, timings_);
+        ++bd.full_timings;
+      }
+    }
+    const int f = pick_fastest(full);
+    if (f >= 0) {
+      winner = static_cast<int>(finalists[static_cast<size_t>(f)]);
+      best = full[static_cast<size_t>(f)];
+    } else {  // one finalist, quick mode, or every full timing failed: the brief sweep decides
+      winner = pick_fastest(brief);
+      best = brief[static_cast<size_t>(winner)];
     }
   }
   stats_.candidates += out.candidates;
   stats_.rejected += out.rejected;
   ++stats_.tuned;
-  YOLOCU_CHECK(out.tactic, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
+  YOLOCU_CHECK(winner >= 0, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
                " candidate tactics passed the check");
+  out.tactic = std::move(passed[static_cast<size_t>(winner)]);
   out.us = best;
   TacticRecord chosen{out.tactic->id(), out.tactic->name(), best};
-  chosen.plan = plan_text(cudnn_, pb, limits_, *out.tactic);
+  if (family_of(chosen.tactic) == TacticFamily::kCudnnGraph) chosen.plan = serialise(*out.tactic);
   if (cache_) cache_->put(sig, pb.n, chosen);
   memo_put(memo_key, chosen, out.tactic);
   return finish();
 }
 
 void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int threads) {
-  // Per problem: either the cached tactic to re-create (ids[i] set) or the candidates to build.
-  std::vector<const ConvProblem*> todo;
-  std::vector<std::string> keys, ids;
-  std::vector<std::vector<uint8_t>> plans;  // the cached tactic's serialised plan, if any
+  const auto wall0 = Clock::now();
+  // One job per distinct problem: either the cached tactic to re-create (id set), or (cold) the
+  // list of cuDNN graph configs to query, each config to build, and the legacy candidates.
+  struct Job {
+    const ConvProblem* pb = nullptr;
+    std::string key, id;
+    std::vector<uint8_t> plan;  // the cached tactic's serialised plan, if any
+    // Progress (under the pool's mutex).
+    bool taken = false;          // the restore (warm) or the heuristics query (cold) is under way or done
+    bool listed = false;         // cold: configs is known
+    bool list_failed = false;    // the query threw: choose() queries again
+    bool legacy_taken = false;
+    std::vector<std::string> configs;
+    std::vector<TacticPtr> built;  // per config index; null: not tried or did not build
+    size_t next = 0;               // next config to build
+    int ok = 0, in_flight = 0;     // configs built, builds under way
+    // Results.
+    TacticPtr made;
+    std::vector<TacticPtr> legacy;
+    bool legacy_done = false;
+  };
+  std::vector<Job> jobs;
+  std::vector<std::string> seen;
   for (const ConvProblem& pb : problems) {
     const std::string sig = pb.signature(), key = sig + "|b" + std::to_string(pb.n);
-    if (std::find(keys.begin(), keys.end(), key) != keys.end() || prebuilt_.count(key) || premade_.count(key)) continue;
-    std::string id;
-    std::vector<uint8_t> plan;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end() || prebuilt_.count(key) || premade_.count(key)) continue;
+    seen.push_back(key);
+    Job j;
     if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
       if (memo_find(device_key_ + "|" + key, &r->tactic, nullptr)) continue;
-      id = r->tactic;
-      plan = plan_bytes(*r);
+      j.id = r->tactic;
+      j.plan = plan_bytes(*r);
     } else if (memo_find(device_key_ + "|" + key, nullptr, nullptr)) {
       continue;
     }
-    todo.push_back(&pb);
-    keys.push_back(key);
-    ids.push_back(id);
-    plans.push_back(std::move(plan));
+    j.pb = &pb;
+    j.key = key;
+    jobs.push_back(std::move(j));
   }
-  if (todo.empty()) return;
-  std::vector<std::vector<TacticPtr>> built(todo.size());
-  std::atomic<size_t> next{0};
+  if (jobs.empty()) return;
+
+  const int max_plans = limits_.max_graph_plans;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int busy = 0;  // items under way (their results may add work)
+  // The next item, under the mutex: restores, heuristics queries and legacy builds first (cheap,
+  // and a query opens its configs), then config builds in job order. A job's config i is handed
+  // out only while its built + under way < max_plans, so the configs tried are always a prefix of
+  // its list and the kept ones are the first max_plans that build, whatever the threads' timing.
+  enum class Kind { kNone, kRestore, kList, kLegacy, kBuild };
+  struct Item {
+    Kind kind = Kind::kNone;
+    size_t job = 0, config = 0;
+  };
+  auto next_item = [&]() -> Item {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Job& j = jobs[i];
+      if (!j.taken) {
+        j.taken = true;
+        return {j.id.empty() ? Kind::kList : Kind::kRestore, i, 0};
+      }
+      if (j.id.empty() && !j.legacy_taken) {
+        j.legacy_taken = true;
+        return {Kind::kLegacy, i, 0};
+      }
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Job& j = jobs[i];
+      if (j.listed && j.next < j.configs.size() && j.ok + j.in_flight < max_plans) {
+        ++j.in_flight;
+        return {Kind::kBuild, i, j.next++};
+      }
+    }
+    return {};
+  };
+  TuneBreakdown pool_bd;
   auto worker = [&] {
+    TuneBreakdown bd;
+    const auto h0 = Clock::now();
     if (cudaSetDevice(device) != cudaSuccess) return;
     cudnnHandle_t h = nullptr;
     if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return;
@@ -378,30 +518,100 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
       cudnnDestroy(h);
       return;
     }
-    for (size_t i = next++; i < todo.size(); i = next++) {
+    bd.handles_ms += ms_since(h0);
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      const Item it = next_item();
+      if (it.kind == Kind::kNone) {
+        if (busy == 0) break;
+        cv.wait(lock);
+        continue;
+      }
+      ++busy;
+      Job& j = jobs[it.job];
+      lock.unlock();
+      const auto t0 = Clock::now();
+      TacticPtr one;
+      std::vector<TacticPtr> many;
+      std::vector<std::string> configs;
+      bool threw = false;
       try {
-        if (!ids[i].empty()) {
-          if (TacticPtr t = make_tactic(h, *todo[i], ids[i], limits_, &plans[i])) built[i].push_back(std::move(t));
-        } else {
-          built[i] = cudnn_graph_candidates(h, *todo[i], limits_);
+        switch (it.kind) {
+          case Kind::kRestore: one = make_tactic(h, *j.pb, j.id, limits_, &j.plan); break;
+          case Kind::kList: configs = cudnn_graph_configs(h, *j.pb, limits_); break;
+          case Kind::kLegacy: many = cudnn_legacy_candidates(h, *j.pb, limits_); break;
+          case Kind::kBuild: one = make_cudnn_graph(h, *j.pb, j.configs[it.config], limits_); break;
+          case Kind::kNone: break;
         }
       } catch (const std::exception&) {
-        built[i].clear();  // choose() builds them again (and reports what fails)
+        // choose() builds what is missing again (and reports what fails)
+        threw = true;
+        one.reset();
+        many.clear();
+        configs.clear();
       }
+      const double ms = ms_since(t0);
+      lock.lock();
+      switch (it.kind) {
+        case Kind::kRestore:
+          bd.restore_ms += ms;
+          ++bd.restores;
+          j.made = std::move(one);
+          break;
+        case Kind::kList:
+          bd.list_ms += ms;
+          ++bd.lists;
+          j.configs = std::move(configs);
+          j.built.resize(j.configs.size());
+          j.listed = true;
+          j.list_failed = threw;
+          break;
+        case Kind::kLegacy:
+          bd.add_builds(TacticFamily::kCudnnLegacy, ms, static_cast<int>(many.size()));
+          j.legacy = std::move(many);
+          j.legacy_done = !threw;
+          break;
+        case Kind::kBuild:
+          bd.add_build(j.configs[it.config], ms, one != nullptr);
+          --j.in_flight;
+          if (one) ++j.ok;
+          j.built[it.config] = std::move(one);
+          break;
+        case Kind::kNone: break;
+      }
+      --busy;
+      cv.notify_all();
     }
+    pool_bd.merge(bd);  // under the mutex
+    lock.unlock();
     cudaStreamSynchronize(s);
     cudnnDestroy(h);
     cudaStreamDestroy(s);
   };
-  const int n = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
+  // No more threads (each creates a cuDNN handle) than items that can run at once.
+  size_t items = 0;
+  for (const Job& j : jobs) items += j.id.empty() ? static_cast<size_t>(std::max(1, max_plans)) + 1 : 1;
+  const int n = static_cast<int>(std::min(static_cast<size_t>(std::max(1, threads)), std::max<size_t>(1, items)));
   std::vector<std::thread> pool;
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  for (size_t i = 0; i < todo.size(); ++i) {
-    if (built[i].empty()) continue;
-    if (!ids[i].empty()) premade_[keys[i]] = std::move(built[i].front());
-    else prebuilt_[keys[i]] = std::move(built[i]);
+  for (Job& j : jobs) {
+    if (!j.id.empty()) {
+      if (j.made) premade_[j.key] = std::move(j.made);
+      continue;
+    }
+    // Every listed config tried (or max_plans built): complete, in list order. A job the pool
+    // never finished (no thread got a cuDNN handle) is left to choose().
+    if (j.listed && !j.list_failed && (j.next == j.configs.size() || j.ok >= max_plans)) {
+      std::vector<TacticPtr>& c = prebuilt_[j.key];
+      for (TacticPtr& t : j.built)
+        if (t) c.push_back(std::move(t));
+    }
+    if (j.legacy_done) prelegacy_[j.key] = std::move(j.legacy);
   }
+  pool_bd.prebuild_wall_ms = ms_since(wall0);
+  pool_bd.prebuild_threads = n;
+  stats_.breakdown.merge(pool_bd);
 }
 
 std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std::string& id) {

@@ -4,8 +4,8 @@
 //      every engine of a model runs the same kernels and computes bit-identical results);
 //   3. tuning: every candidate of every family (conv_tactic.hpp) is run on random data and checked
 //      against the reference convolution (cuDNN implicit GEMM + yolocu's epilogue), then the ones
-//      that pass are timed (kReps launches captured in a CUDA graph, median of kTimings replays);
-//      the fastest wins.
+//      that pass are timed in two stages (tune_select.hpp: a brief sweep, then a full one of those
+//      within 25% of the best); the fastest of the full sweep wins.
 // A choice from the file is checked before it is used (never trusted); if it fails the check or no
 // longer builds, a warning says so and the layer is tuned. A choice of this process was checked
 // when it was made: its tactic object is shared.
@@ -25,6 +25,7 @@
 
 #include "engine/cuda/tactics/conv_tactic.hpp"
 #include "engine/cuda/tactics/tactic_cache.hpp"
+#include "engine/cuda/tactics/tune_select.hpp"
 
 namespace yolocu::engine {
 
@@ -47,14 +48,15 @@ struct TunerStats {
   int layers = 0, memo_hits = 0, cache_hits = 0, tuned = 0, candidates = 0, rejected = 0;
   int plans_restored = 0;  // cache hits whose tactic was restored from its serialised plan
   double ms = 0;  // host time spent in choose()
+  TuneBreakdown breakdown;  // where the time of prebuild() and choose() went (breakdown.choose_ms == ms)
 };
 
 class Tuner {
  public:
-  // Launches per timed CUDA graph and timed replays per candidate (YOLOCU_TUNE_QUICK=1: 1 and 1, and
-  // at most kQuickGraphPlans cuDNN graph plans per layer, for runs under compute-sanitizer, where
-  // only the checks of every family matter).
-  static constexpr int kReps = 10, kTimings = 5, kQuickGraphPlans = 3;
+  // Launches per timed CUDA graph and timed replays per candidate: TuneTiming (tune_select.hpp).
+  // YOLOCU_TUNE_QUICK=1: 1 launch, 1 replay, no second sweep, and at most
+  // TuneTiming::kQuickGraphPlans cuDNN graph plans per layer, for runs under compute-sanitizer,
+  // where only the checks of every family matter.
 
   // cache may be null. stream: where checks and timings run (synchronised by choose()).
   Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache, int device, cudaStream_t stream);
@@ -68,9 +70,13 @@ class Tuner {
   TunedLayer choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
 
   // Builds, on `threads` host threads each with its own cuDNN handle, what choose() will need for
-  // `problems`: the tactic the cache file names (warm load), else the cuDNN graph candidates (cold
-  // tuning); nothing for what this process already chose. Building a plan (often a runtime
-  // compilation) is what both spend their time on, and it needs no GPU time.
+  // `problems`: the tactic the cache file names (warm load), else the cuDNN graph candidates and
+  // the legacy cuDNN ones (cold tuning); nothing for what this process already chose. Building a
+  // plan (often a runtime compilation) is what both spend their time on, and it needs no GPU time.
+  // Work items are small: one per cached tactic, one heuristics query per problem, one build per
+  // cuDNN graph engine config (at most limits.max_graph_plans that build, the first ones of the
+  // list: the same set whatever the threads' timing), so that the pool stays busy when problems
+  // are few or uneven.
   void prebuild(const std::vector<ConvProblem>& problems, int device, int threads);
 
   // For a batch size that was not tuned: the tactic `id` (chosen for the nearest tuned batch) if it
@@ -88,7 +94,7 @@ class Tuner {
     double rel_l2 = 0, max_diff = 0;
   };
   Check check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref);
-  double time_us(const ConvTactic& t, const ConvBuffers& b);
+  double time_us(const ConvTactic& t, const ConvBuffers& b, int timings);
   void prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
 
   cudnnHandle_t cudnn_;
@@ -101,9 +107,10 @@ class Tuner {
   void* d_acc_ = nullptr;
   TunerStats stats_;
   std::vector<std::string> warnings_;
-  int reps_ = kReps, timings_ = kTimings;
+  int reps_ = TuneTiming::kReps, quick_timings_ = TuneTiming::kQuickTimings, timings_ = TuneTiming::kTimings;
   bool quick_ = false;
   std::map<std::string, std::vector<TacticPtr>> prebuilt_;  // signature|b<batch> -> graph candidates
+  std::map<std::string, std::vector<TacticPtr>> prelegacy_; // signature|b<batch> -> legacy candidates
   std::map<std::string, TacticPtr> premade_;                // signature|b<batch> -> the cached tactic
 };
 

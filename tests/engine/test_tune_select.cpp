@@ -1,0 +1,98 @@
+// The tuner's pure parts (host-only, no GPU): the two-stage choice of the fastest candidate and the
+// tuning-time breakdown line.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/cuda/tactics/tune_select.hpp"
+
+namespace yolocu {
+namespace {
+
+using engine::pick_fastest;
+using engine::retime_set;
+using engine::TacticFamily;
+using engine::TuneBreakdown;
+using engine::TuneTiming;
+
+TEST(TuneSelect, PickFastestSkipsFailuresAndTakesTheFirstOfEqualTimes) {
+  EXPECT_EQ(pick_fastest({}), -1);
+  EXPECT_EQ(pick_fastest({-1, -1}), -1);
+  EXPECT_EQ(pick_fastest({5.0, 3.0, 4.0}), 1);
+  EXPECT_EQ(pick_fastest({-1, 3.0, 3.0, 7.0}), 1);
+  EXPECT_EQ(pick_fastest({0.0, -1, 2.0}), 0);
+}
+
+TEST(TuneSelect, RetimeSetKeepsThoseWithinTheMarginInIndexOrder) {
+  EXPECT_TRUE(retime_set({}, TuneTiming::kRetimeMargin).empty());
+  EXPECT_TRUE(retime_set({-1, -1}, TuneTiming::kRetimeMargin).empty());
+  // best 4.0: limit 5.0 (inclusive); failed entries never make it.
+  const std::vector<size_t> r = retime_set({6.0, 4.0, 5.0, -1, 5.01, 4.5}, 1.25);
+  EXPECT_EQ(r, (std::vector<size_t>{1, 2, 5}));
+  EXPECT_EQ(retime_set({3.0}, 1.25), (std::vector<size_t>{0}));
+}
+
+// The two stages as the tuner runs them: the full sweep picks among the brief sweep's finalists,
+// so a candidate far slower in the brief sweep never wins; within the margin, the full sweep decides.
+TEST(TuneSelect, TwoStagesAgreeWithTheFullSweepOutsideTheNoise) {
+  const std::vector<double> brief = {10.0, 8.1, 20.0, 8.0, -1, 9.9};
+  const std::vector<double> full_of_all = {10.2, 7.9, 19.0, 8.05, -1, 9.8};  // what a full sweep of all would give
+  const std::vector<size_t> fin = retime_set(brief, TuneTiming::kRetimeMargin);
+  ASSERT_EQ(fin, (std::vector<size_t>{0, 1, 3, 5}));
+  std::vector<double> full;
+  for (size_t i : fin) full.push_back(full_of_all[i]);
+  const int f = pick_fastest(full);
+  ASSERT_GE(f, 0);
+  EXPECT_EQ(static_cast<int>(fin[static_cast<size_t>(f)]), pick_fastest(full_of_all));
+}
+
+TEST(TuneSelect, TimingConstants) {
+  EXPECT_GE(TuneTiming::kReps, 1);
+  EXPECT_GE(TuneTiming::kQuickTimings, 1);
+  EXPECT_GE(TuneTiming::kTimings, TuneTiming::kQuickTimings);
+  EXPECT_GT(TuneTiming::kRetimeMargin, 1.0);
+}
+
+TEST(TuneSelect, FamilyOfId) {
+  EXPECT_EQ(engine::family_of("cudnn-graph:e4;24=26"), TacticFamily::kCudnnGraph);
+  EXPECT_EQ(engine::family_of("cudnn:IMPLICIT_PRECOMP_GEMM"), TacticFamily::kCudnnLegacy);
+  EXPECT_EQ(engine::family_of("own:igemm-bm64"), TacticFamily::kOwn);
+  EXPECT_STREQ(engine::family_name(TacticFamily::kCudnnGraph), "cudnn-graph");
+}
+
+TEST(TuneSelect, BreakdownMergesAndDescribesItself) {
+  TuneBreakdown a, b;
+  a.add_build("cudnn-graph:e1", 120.0, true);
+  a.add_build("cudnn-graph:e2", 30.0, false);
+  a.add_builds(TacticFamily::kCudnnLegacy, 2.0, 5);
+  b.add_build("cudnn-graph:e9;3=1", 400.0, true);
+  b.add_builds(TacticFamily::kOwn, 1.0, 2);
+  b.check_ms = 7;
+  b.checks = 3;
+  a.merge(b);
+  EXPECT_EQ(a.built[0], 2);
+  EXPECT_EQ(a.built[1], 5);
+  EXPECT_EQ(a.built[2], 2);
+  EXPECT_EQ(a.build_failed, 1);
+  EXPECT_DOUBLE_EQ(a.build_ms[0], 550.0);
+  EXPECT_DOUBLE_EQ(a.slowest_build_ms, 400.0);
+  EXPECT_EQ(a.slowest_build, "cudnn-graph:e9;3=1");
+  EXPECT_EQ(a.checks, 3);
+
+  a.prebuild_wall_ms = 600;
+  a.prebuild_threads = 16;
+  a.choose_ms = 300;
+  const std::string line = engine::describe(a);
+  EXPECT_EQ(line.rfind("tune breakdown: prebuild wall 600 ms on 16 threads", 0), 0u) << line;
+  EXPECT_NE(line.find("build 553 thread-ms over 9 plans + 1 failed"), std::string::npos) << line;
+  EXPECT_NE(line.find("slowest 400 ms cudnn-graph:e9;3=1"), std::string::npos) << line;
+  EXPECT_NE(line.find("check 7 ms over 3"), std::string::npos) << line;
+  EXPECT_EQ(line.find("total"), std::string::npos) << "no total before the engine sets it: " << line;
+  a.total_ms = 1000;
+  a.cache_io_ms = 20;
+  EXPECT_NE(engine::describe(a).find("cache file 20 ms, other 80 ms, total 1000 ms"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace yolocu
