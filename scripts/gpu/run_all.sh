@@ -239,7 +239,7 @@ except Exception as ex:
 PY
   for dec in gpu cpu; do
     timeout 300 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
-      --batches 32 --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_$dec.json" >"$out/from_jpeg_$dec.log" 2>&1 ||
+      --batches 32 --contexts 3 --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_$dec.json" >"$out/from_jpeg_$dec.log" 2>&1 ||
       row "FAIL  yolocu bench --from-jpeg --decode $dec (log from_jpeg_$dec.log)"
     grep -E '^cuda ' "$out/from_jpeg_$dec.log" | sed 's/^/from-jpeg  /' >>"$summary"
   done
