@@ -181,3 +181,11 @@ git diff --quiet HEAD 2>/dev/null || echo "$(cat $g/COMMIT)+uncommitted" > $g/CO
 tar -C $g -cJf $g/bundle.tar.xz bin lib
 rm -rf $g/bin $g/lib
 du -sh $g; du -sh $g/* | sort -h
+# What the device call will carry: this folder plus the working tree (tracked files and untracked
+# ones git does not ignore); over 64 MiB the call is refused before it starts.
+carry_kib=$(( $(du -sk "$g" | cut -f1) + $( { git ls-files -z; git ls-files -z --others --exclude-standard; } | du -ck --files0-from=- 2>/dev/null | tail -1 | cut -f1) ))
+if [ "$carry_kib" -gt $((64 * 1024)) ]; then
+  echo "[bundle] WARNING: $g with the working tree is $((carry_kib / 1024)) MiB, over a call's 64 MiB: carry fewer parts" >&2
+else
+  echo "[bundle] carry with the working tree: $((carry_kib / 1024)) MiB of 64"
+fi
