@@ -478,7 +478,7 @@ void infer_range(const Node& n, int64_t, const Metas& in, Metas& out) {
   const double count = std::ceil((b - a) / c);  // NaN / inf / beyond int64 from a hostile file: no cast
   YOLOCU_CHECK(std::isfinite(count) && count < 2147483648.0, kInvalidArgument, n.describe(), ": a range from ", a,
                " to ", b, " by ", c, " has ", count, " elements");
-  const int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(count));
+  const int64_t cnt = count > 0 ? static_cast<int64_t>(count) : 0;  // (-1e30 cast to int64: UB)
   out.resize(1);
   out[0].dtype = s.dtype();
   out[0].shape = {cnt};
