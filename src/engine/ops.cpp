@@ -173,7 +173,17 @@ void compute_unary(const Node& n, int64_t, const In& in, const Out& out) {
       using T = decltype(tag);
       const T* px = in[0]->data_as<T>();
       T* py = out[0]->data_as<T>();
-      parallel_for(in[0]->numel(), [&](int64_t i) { py[i] = neg ? T(-px[i]) : (px[i] < 0 ? T(-px[i]) : px[i]); });
+      // Signed integers negate with two's-complement wrap (-INT64_MIN == INT64_MIN, as the other
+      // folded integer arithmetic does), never signed-overflow UB.
+      auto negate = [](T v) -> T {
+        if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+          using U = std::make_unsigned_t<T>;
+          return static_cast<T>(static_cast<U>(U(0) - static_cast<U>(v)));
+        } else {
+          return T(-v);
+        }
+      };
+      parallel_for(in[0]->numel(), [&](int64_t i) { py[i] = neg || px[i] < 0 ? negate(px[i]) : px[i]; });
     });
   } else {
     fail(ErrorCode::kInternal, "unary op ", t);
