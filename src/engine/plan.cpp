@@ -158,12 +158,13 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
     YOLOCU_CHECK(outs.size() <= node.outputs.size() || node.op_type == "Split", kParse, node.describe(),
                  ": declares ", node.outputs.size(), " outputs, needs ", outs.size());
     for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
-      if (!node.outputs[k].empty()) check_value_size(node.describe(), node.outputs[k], outs[k].dtype, outs[k].shape, budget);
+      check_value_size(node.describe(), node.outputs[k].empty() ? "(unnamed output)" : node.outputs[k], outs[k].dtype,
+                       outs[k].shape, budget);
     // Shape is known from metadata alone; everything else folds when all its inputs are constant.
     const bool fold = all_const || node.op_type == "Shape";
     if (fold)
       for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
-        if (!node.outputs[k].empty()) add_constant_bytes(node.describe(), value_bytes(outs[k].dtype, outs[k].shape));
+        add_constant_bytes(node.describe(), value_bytes(outs[k].dtype, outs[k].shape));  // unnamed ones are computed too
     std::vector<int> out_ids;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty() || k >= outs.size()) {
@@ -194,9 +195,12 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
       }
       std::vector<Tensor> results;
       std::vector<Tensor*> out_ptrs;
-      results.reserve(out_ids.size());
+      // Every output the op computes gets a buffer, also one the file leaves unnamed (an op may write
+      // it: LeakyRelu with output "" dereferenced a null output, found by the onnx fuzzer); only the
+      // named ones are kept.
+      results.reserve(outs.size());
       for (size_t k = 0; k < out_ids.size(); ++k) {
-        if (out_ids[k] < 0) {
+        if (k >= outs.size()) {
           out_ptrs.push_back(nullptr);
           continue;
         }
@@ -204,11 +208,11 @@ Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, cons
         out_ptrs.push_back(&results.back());
       }
       op->compute(node, model.opset, in_ptrs, out_ptrs);
-      size_t r = 0;
-      for (int id : out_ids) {
+      for (size_t k = 0; k < out_ids.size() && k < results.size(); ++k) {
+        const int id = out_ids[k];
         if (id < 0) continue;
         PlanValue& v = plan.values[static_cast<size_t>(id)];
-        v.value = to_compute_dtype(results[r++], options.fp16_as_fp32);
+        v.value = to_compute_dtype(results[k], options.fp16_as_fp32);
         v.dtype = v.value.dtype();
         v.constant = true;
       }
