@@ -24,6 +24,13 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+// Adds the time from construction to destruction to `ms`: on every way out, exceptions included.
+struct AddElapsed {
+  double& ms;
+  Clock::time_point t0 = Clock::now();
+  ~AddElapsed() { ms += ms_since(t0); }
+};
+
 // Choices made in this process: device key + signature + batch -> the record and the tactic object,
 // checked once and then shared by every engine of the process (tactics are immutable; run() takes
 // the caller's cuDNN handle and stream).
@@ -146,15 +153,8 @@ void Tuner::prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
 }
 
 Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref) {
-  const auto t0 = Clock::now();
-  struct Account {  // on every way out, exceptions included
-    TuneBreakdown& bd;
-    Clock::time_point t0;
-    ~Account() {
-      bd.check_ms += ms_since(t0);
-      ++bd.checks;
-    }
-  } account{stats_.breakdown, t0};
+  const AddElapsed elapsed{stats_.breakdown.check_ms};
+  ++stats_.breakdown.checks;
   Check c;
   try {
     YOLOCU_CUDA_CHECK(cudaMemsetAsync(b.y, 0xff, out_elems(pb) * (pb.half ? 2 : 4), stream_));  // NaNs
@@ -179,11 +179,7 @@ Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const Conv
 }
 
 double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b, int timings) {
-  struct Account {  // on every way out, exceptions included
-    TuneBreakdown& bd;
-    Clock::time_point t0;
-    ~Account() { bd.timing_ms += ms_since(t0); }
-  } account{stats_.breakdown, Clock::now()};
+  const AddElapsed elapsed{stats_.breakdown.timing_ms};
   cudaGraphExec_t exec = nullptr;
   try {
     cudaGraph_t g = nullptr;
