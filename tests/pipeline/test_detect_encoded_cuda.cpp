@@ -86,6 +86,18 @@ bool identical(const Detections& a, const Detections& b) {
   return true;
 }
 
+// The same detections up to the rounding of a different tactic (another batch size, or another
+// position in a batch): same count, each matched (same class, IoU >= 0.9) with box corners within
+// `px` pixels and confidence within `conf`.
+::testing::AssertionResult close(const Detections& a, const Detections& b, float px, float conf) {
+  const Change c = compare(a, b);
+  if (a.size() == b.size() && c.changed == 0 && c.max_shift <= px && c.max_conf <= conf)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " detections, " << c.changed
+                                       << " changed, largest corner shift " << c.max_shift << " px (limit " << px
+                                       << "), confidence change " << c.max_conf << " (limit " << conf << ")";
+}
+
 std::vector<std::string> coco_images() {
   std::vector<std::string> files;
   const std::string dir = test::data_file("coco128/images/train2017");
@@ -142,9 +154,14 @@ TEST(DetectEncodedCuda, FallbacksAreExactAndErrorsNamed) {
                                         {png.data(), png.size(), "bus.png"},
                                         {rotated.data(), rotated.size(), "zidane_rot6.jpg"}},
                                        &sizes);
-  // the CPU-decoded images are decode_image()'s pixels: the device path gives detect()'s detections
-  EXPECT_TRUE(identical(got[1], det->detect(bus_img.view()))) << "PNG through the CPU fallback";
-  EXPECT_TRUE(identical(got[2], det->detect(rotated_img.view()))) << "EXIF-rotated JPEG through the CPU fallback";
+  // The CPU-decoded images are decode_image()'s pixels: the device path gives detect()'s detections
+  // for them. detect() of a batch of 3 like the one above (its first image is CPU-decoded here, but
+  // the FP32 tactics tuned for batch 4 are the same); not bit for bit: a different batch composition
+  // may round differently (a batch-1 reference differed on the H100 at 1f308b0), so within
+  // 0.01 px and 1e-4 in confidence, FP32 rounding on boxes of up to 1080 px.
+  const auto want = det->detect(std::vector<ImageView>{bus_img.view(), bus_img.view(), rotated_img.view()});
+  EXPECT_TRUE(close(got[1], want[1], 0.01f, 1e-4f)) << "PNG through the CPU fallback";
+  EXPECT_TRUE(close(got[2], want[2], 0.01f, 1e-4f)) << "EXIF-rotated JPEG through the CPU fallback";
   EXPECT_EQ(sizes[2].width, rotated_img.width());
   EXPECT_EQ(sizes[2].height, rotated_img.height());
   const DecodeStats s = det->decode_stats();
@@ -186,7 +203,9 @@ TEST(DetectEncodedCuda, ThreadsAndContextsEqualSerial) {
     });
   for (auto& t : threads) t.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[static_cast<size_t>(t)], 0) << "thread " << t;
-  EXPECT_TRUE(identical(serial[0], serial[2]));
+  // The same bytes twice in one batch: the same detections, up to FP16 rounding (not bit for bit:
+  // the two positions differed on the H100 at 1f308b0; the message gives by how much).
+  EXPECT_TRUE(close(serial[0], serial[2], 0.5f, 2e-3f));
 }
 
 TEST(DetectEncodedCuda, Coco128MapWithin0001OfCpuDecode) {

@@ -216,6 +216,8 @@ TEST(DecodeCuda, JpegVariantsOnTheGpuWithinToleranceFallbacksExact) {
 TEST(DecodeCuda, BadInputsGiveTheCpuDecodersErrors) {
   YOLOCU_REQUIRE_GPU();
   const std::vector<uint8_t> good = test::encode_jpeg(test::jpeg_test_pattern(96, 64));
+  // first in a batch before the bad one: small enough for every limit below (96x64 itself is not)
+  const std::vector<uint8_t> tiny = test::encode_jpeg(test::jpeg_test_pattern(16, 16));
   CudaJpegDecoder dec;
   Stream stream;
   auto expect_cpu_error = [&](const std::vector<uint8_t>& b, const DecodeLimits& limits, ErrorCode code) {
@@ -227,7 +229,7 @@ TEST(DecodeCuda, BadInputsGiveTheCpuDecodersErrors) {
     // alone, and second in a batch after a good image
     EXPECT_EQ(code_of([&] { limited.decode({{b.data(), b.size(), "bad.jpg"}}, stream.get()); }, &got), code);
     EXPECT_EQ(got, want);
-    EXPECT_EQ(code_of([&] { limited.decode({{good.data(), good.size(), "good.jpg"}, {b.data(), b.size(), "bad.jpg"}},
+    EXPECT_EQ(code_of([&] { limited.decode({{tiny.data(), tiny.size(), "tiny.jpg"}, {b.data(), b.size(), "bad.jpg"}},
                                            stream.get()); }, &got), code);
     EXPECT_EQ(got, want);
     stream.sync();
