@@ -19,6 +19,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "yolocu/detection.hpp"
@@ -183,7 +185,11 @@ class Detector {
   virtual int input_width() const = 0;
   virtual int input_height() const = 0;
   virtual const DetectorOptions& options() const = 0;
-  virtual StageTimes last_times() const = 0;
+  // The times of the last call (detect, detect_device, detect_encoded) made from the calling thread,
+  // so that concurrent callers each read their own; a thread that made none gets the last call of
+  // any thread (detect_async's calls run on threads of their own: their caller reads them so only if
+  // it made no call itself). Thread-safe.
+  StageTimes last_times() const;
   // While on, each GPU batch records CUDA events between its stages and last_times() reports the
   // gpu_* fields (a few microseconds of host time per batch: benchmarks time with it off). The CPU
   // detector has no device stages and ignores it. Thread-safe.
@@ -205,10 +211,16 @@ class Detector {
   virtual std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
                                                      std::vector<DecodedSize>& sizes);
   void count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend);
+  // Backends: the times of the call that ends, recorded for the calling thread (last_times()).
+  void record_times(const StageTimes& times);
 
  private:
   mutable std::mutex decode_stats_mutex_;
   DecodeStats decode_stats_;
+  // last_times(): per calling thread, the most recent first; at most kTimesThreads threads kept.
+  static constexpr size_t kTimesThreads = 64;
+  mutable std::mutex times_mutex_;
+  std::vector<std::pair<std::thread::id, StageTimes>> times_;
 };
 
 }  // namespace yolocu

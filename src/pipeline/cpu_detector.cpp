@@ -36,10 +36,6 @@ class CpuDetector final : public Detector {
   int input_width() const override { return width_; }
   int input_height() const override { return height_; }
   const DetectorOptions& options() const override { return options_; }
-  StageTimes last_times() const override {
-    std::lock_guard<std::mutex> lock(times_mutex_);
-    return times_;
-  }
 
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override;
@@ -69,8 +65,6 @@ class CpuDetector final : public Detector {
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;
 
-  mutable std::mutex times_mutex_;
-  StageTimes times_;
 };
 
 // RAII hold on a free context; waits while all are busy.
@@ -280,10 +274,7 @@ std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& im
     st.postprocess += ms_since(t0);
   }
   st.total = ms_since(t_start);
-  {
-    std::lock_guard<std::mutex> lock(times_mutex_);
-    times_ = st;
-  }
+  record_times(st);
   return results;
 }
 

@@ -253,10 +253,6 @@ class CudaDetector final : public Detector {
   int input_width() const override { return input_w_; }
   int input_height() const override { return input_h_; }
   const DetectorOptions& options() const override { return options_; }
-  StageTimes last_times() const override {
-    std::lock_guard<std::mutex> lock(times_mutex_);
-    return last_times_;
-  }
   void set_stage_profiling(bool on) override { profiling_.store(on); }
 
  protected:
@@ -364,10 +360,7 @@ class CudaDetector final : public Detector {
       throw;
     }
     times.total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    {
-      std::lock_guard<std::mutex> lock(times_mutex_);
-      last_times_ = times;
-    }
+    record_times(times);
     return out;
   }
 
@@ -551,8 +544,6 @@ class CudaDetector final : public Detector {
   std::vector<std::unique_ptr<Context>> contexts_;
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;
-  mutable std::mutex times_mutex_;
-  StageTimes last_times_;
   std::atomic<bool> profiling_{false};
 };
 

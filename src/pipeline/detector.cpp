@@ -2,6 +2,8 @@
 // choice, and the asynchronous form.
 #include "yolocu/detector.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 #include <future>
 #include <system_error>
@@ -245,6 +247,23 @@ std::future<std::vector<Detections>> Detector::detect_async(std::vector<ImageVie
   } catch (const std::system_error& e) {  // no thread could be started (a process or memory limit)
     detail::fail(ErrorCode::kOutOfMemory, "detect_async: cannot start a thread: ", e.what());
   }
+}
+
+StageTimes Detector::last_times() const {
+  std::lock_guard<std::mutex> lock(times_mutex_);
+  const std::thread::id me = std::this_thread::get_id();
+  for (const auto& [id, t] : times_)
+    if (id == me) return t;
+  return times_.empty() ? StageTimes{} : times_.front().second;
+}
+
+void Detector::record_times(const StageTimes& times) {
+  std::lock_guard<std::mutex> lock(times_mutex_);
+  const std::thread::id me = std::this_thread::get_id();
+  auto it = std::find_if(times_.begin(), times_.end(), [&](const auto& e) { return e.first == me; });
+  if (it != times_.end()) times_.erase(it);
+  else if (times_.size() >= kTimesThreads) times_.pop_back();  // the thread that called least recently
+  times_.insert(times_.begin(), {me, times});
 }
 
 }  // namespace yolocu
