@@ -51,9 +51,9 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
   size_t bytes = 0;
   for (const InputItem& f : files) bytes += read_file_bytes(f.path).size();  // into the page cache
   const bool gpu = base.decode == DecodeDevice::kGpu;
-  std::fprintf(stderr, "from %s: %zu files (%.1f MB), cycled to %ld images; decode %s, %ld reader%s\n", dir.c_str(),
-               files.size(), static_cast<double>(bytes) / 1e6, total, gpu ? "gpu (nvJPEG)" : "cpu", threads,
-               gpu ? " threads" : "/decoder threads");
+  std::fprintf(stderr, "from %s: %zu files (%.1f MB), cycled to %ld images; decode %s, %ld reader%s; %d context(s), "
+               "as many calls at once\n", dir.c_str(), files.size(), static_cast<double>(bytes) / 1e6, total,
+               gpu ? "gpu (nvJPEG)" : "cpu", threads, gpu ? " threads" : "/decoder threads", std::max(1, base.contexts));
   std::printf("%-6s %-6s %-7s %-6s | %8s %10s | %s\n", "device", "decode", "threads", "batch", "wall s", "images/s",
               "decoded");
   std::string json = "{\"model\": " + json_string(model) + ", \"from_jpeg\": " + json_string(dir) + ", \"files\": " +

@@ -9,10 +9,13 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "yolocu/error.hpp"
@@ -297,112 +300,166 @@ std::string describe_error(const std::exception& e) {
   return e.what();
 }
 
+namespace {
+
+// One detect() call's share of a run: inputs [start, next), of which `index` decoded (or were read,
+// encoded mode) and go into the call.
+struct Chunk {
+  size_t start = 0, next = 0;
+  std::vector<size_t> index;
+  std::vector<Image> images;
+  std::vector<std::string> encoded;  // encoded mode: the files' bytes
+  DetectionTrace trace;
+  bool traced = false;
+  std::vector<size_t> slot;  // per input of the chunk: its place in the call (for the trace)
+  StageTimes times;          // summed over the chunk's calls (a failed call is retried image by image)
+};
+
+void add_times(StageTimes& sum, const StageTimes& t) {
+  sum.preprocess += t.preprocess, sum.inference += t.inference;
+  sum.postprocess += t.postprocess, sum.total += t.total;
+}
+
+// Takes up to `size` inputs from the queue, from `next` on; a decode failure lands in its result.
+std::unique_ptr<Chunk> read_chunk(DecodeQueue& queue, size_t& next, size_t n, size_t size, bool encoded,
+                                  std::vector<ImageResult>& results) {
+  auto c = std::make_unique<Chunk>();
+  c->start = next;
+  while (c->index.size() < size && next < n) {
+    DecodeQueue::Item item = queue.take(next);
+    if (item.error.empty()) {
+      results[next].width = item.image.width();
+      results[next].height = item.image.height();
+      c->index.push_back(next);
+      if (encoded) {
+        c->encoded.push_back(std::move(item.bytes));
+      } else {
+        c->images.push_back(std::move(item.image));
+      }
+    } else {
+      results[next].error = item.error;
+    }
+    ++next;
+  }
+  c->next = next;
+  c->slot.assign(c->next - c->start, 0);
+  return c;
+}
+
+// Runs the chunk's call and fills its inputs' results (only theirs: chunks may run at once). A
+// failing call is retried image by image so that the error lands on the right file.
+void detect_chunk(Detector& det, Chunk& c, const RunOptions& o, std::vector<ImageResult>& results) {
+  if (o.encoded && !c.encoded.empty()) {
+    // detect_encoded: the detector decodes (nvJPEG with decode gpu) and reports each size
+    auto enc = [&](size_t k) { return EncodedImage{c.encoded[k].data(), c.encoded[k].size(), results[c.index[k]].path}; };
+    std::vector<EncodedImage> all;
+    for (size_t k = 0; k < c.index.size(); ++k) all.push_back(enc(k));
+    auto take = [&](size_t k, Detections&& d, const DecodedSize& size) {
+      results[c.index[k]].detections = std::move(d);
+      results[c.index[k]].width = size.width;
+      results[c.index[k]].height = size.height;
+    };
+    try {
+      std::vector<DecodedSize> sizes;
+      std::vector<Detections> dets = det.detect_encoded(all, &sizes);
+      add_times(c.times, det.last_times());
+      for (size_t k = 0; k < c.index.size(); ++k) take(k, std::move(dets[k]), sizes[k]);
+    } catch (const std::exception&) {
+      for (size_t k = 0; k < c.index.size(); ++k) {
+        try {
+          std::vector<DecodedSize> sizes;
+          std::vector<Detections> dets = det.detect_encoded({enc(k)}, &sizes);
+          add_times(c.times, det.last_times());
+          take(k, std::move(dets[0]), sizes[0]);
+        } catch (const std::exception& e) {
+          results[c.index[k]].error = describe_error(e);
+        }
+      }
+    }
+  } else if (!c.images.empty()) {
+    std::vector<ImageView> views;
+    for (const Image& im : c.images) views.push_back(im.view());
+    try {
+      std::vector<Detections> dets = det.detect(views, o.trace ? &c.trace : nullptr);
+      add_times(c.times, det.last_times());
+      for (size_t k = 0; k < c.index.size(); ++k) {
+        results[c.index[k]].detections = std::move(dets[k]);
+        c.slot[c.index[k] - c.start] = k;
+      }
+      c.traced = o.trace;
+    } catch (const std::exception&) {
+      for (size_t k = 0; k < c.index.size(); ++k) {
+        try {
+          results[c.index[k]].detections = det.detect(views[k]);
+          add_times(c.times, det.last_times());
+        } catch (const std::exception& e) {
+          results[c.index[k]].error = describe_error(e);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem>& items, const RunOptions& o,
                                       const ImageCallback& callback, RunSummary* summary) {
   const auto t0 = std::chrono::steady_clock::now();
-  // One detect() call takes a batch per execution context, so that with --contexts >= 2 the
-  // batches overlap on the GPU (results and errors are the same as one batch per call).
-  const size_t n = items.size(),
-               batch = static_cast<size_t>(std::max(o.batch, 1)) * static_cast<size_t>(std::max(det.options().contexts, 1));
+  // With --contexts N >= 2, N calls of one batch each run at once on worker threads (each takes a
+  // free execution context), so that one call's decode, upload and host work overlap the others'
+  // compute and no call waits for a whole group to drain; results still go out in input order, and
+  // are the same as serial calls'. The last_times() each worker adds are its own call's.
+  const size_t n = items.size(), batch = static_cast<size_t>(std::max(o.batch, 1));
+  const size_t contexts = static_cast<size_t>(std::max(det.options().contexts, 1));
   std::vector<ImageResult> results(n);
   for (size_t i = 0; i < n; ++i) results[i].path = items[i].path;
   RunSummary sum;
   Progress progress(n, o.quiet);
-  DecodeQueue queue(items, o.decode_threads, 2 * batch + static_cast<size_t>(o.decode_threads), o.encoded);
-  auto add_times = [&](const StageTimes& t) {
-    sum.times.preprocess += t.preprocess, sum.times.inference += t.inference;
-    sum.times.postprocess += t.postprocess, sum.times.total += t.total;
-  };
+  DecodeQueue queue(items, o.decode_threads, 2 * batch * contexts + static_cast<size_t>(o.decode_threads), o.encoded);
 
-  size_t next = 0;
-  while (next < n) {
-    const size_t start = next;
-    std::vector<size_t> index;
-    std::vector<Image> images;
-    std::vector<std::string> encoded;  // o.encoded: the files' bytes
-    while (index.size() < batch && next < n) {
-      DecodeQueue::Item item = queue.take(next);
-      if (item.error.empty()) {
-        results[next].width = item.image.width();
-        results[next].height = item.image.height();
-        index.push_back(next);
-        if (o.encoded) {
-          encoded.push_back(std::move(item.bytes));
-        } else {
-          images.push_back(std::move(item.image));
-        }
-      } else {
-        results[next].error = item.error;
-      }
-      ++next;
-    }
-    DetectionTrace trace;
-    std::vector<size_t> slot(next - start, 0);
-    bool traced = false;
-    if (o.encoded && !encoded.empty()) {
-      // detect_encoded: the detector decodes (nvJPEG with decode gpu) and reports each size
-      auto enc = [&](size_t k) { return EncodedImage{encoded[k].data(), encoded[k].size(), results[index[k]].path}; };
-      std::vector<EncodedImage> all;
-      for (size_t k = 0; k < index.size(); ++k) all.push_back(enc(k));
-      auto take = [&](size_t k, Detections&& d, const DecodedSize& size) {
-        results[index[k]].detections = std::move(d);
-        results[index[k]].width = size.width;
-        results[index[k]].height = size.height;
-      };
-      try {
-        std::vector<DecodedSize> sizes;
-        std::vector<Detections> dets = det.detect_encoded(all, &sizes);
-        add_times(det.last_times());
-        for (size_t k = 0; k < index.size(); ++k) take(k, std::move(dets[k]), sizes[k]);
-      } catch (const std::exception&) {
-        // retry one by one so that the error is reported for the image that caused it
-        for (size_t k = 0; k < index.size(); ++k) {
-          try {
-            std::vector<DecodedSize> sizes;
-            std::vector<Detections> dets = det.detect_encoded({enc(k)}, &sizes);
-            add_times(det.last_times());
-            take(k, std::move(dets[0]), sizes[0]);
-          } catch (const std::exception& e) {
-            results[index[k]].error = describe_error(e);
-          }
-        }
-      }
-    } else if (!images.empty()) {
-      std::vector<ImageView> views;
-      for (const Image& im : images) views.push_back(im.view());
-      try {
-        std::vector<Detections> dets = det.detect(views, o.trace ? &trace : nullptr);
-        add_times(det.last_times());
-        for (size_t k = 0; k < index.size(); ++k) {
-          results[index[k]].detections = std::move(dets[k]);
-          slot[index[k] - start] = k;
-        }
-        traced = o.trace;
-      } catch (const std::exception&) {
-        // retry one by one so that the error is reported for the image that caused it
-        for (size_t k = 0; k < index.size(); ++k) {
-          try {
-            results[index[k]].detections = det.detect(views[k]);
-            add_times(det.last_times());
-          } catch (const std::exception& e) {
-            results[index[k]].error = describe_error(e);
-          }
-        }
-      }
-    }
+  auto emit = [&](const Chunk& c) {  // the chunk's results, in input order, on this thread
+    add_times(sum.times, c.times);
     size_t image_slot = 0;
-    for (size_t i = start; i < next; ++i) {
+    for (size_t i = c.start; i < c.next; ++i) {
       const ImageResult& r = results[i];
       static const Image kNoImage;
       const bool ok = r.error.empty();
-      const Image& im = ok && !o.encoded ? images[image_slot] : kNoImage;
-      if (callback) callback(i, r, im, ok && traced ? &trace : nullptr, slot[i - start]);
+      const Image& im = ok && !o.encoded ? c.images[image_slot] : kNoImage;
+      if (callback) callback(i, r, im, ok && c.traced ? &c.trace : nullptr, c.slot[i - c.start]);
       if (ok) ++image_slot;
       sum.failed += ok ? 0 : 1;
       sum.detections += r.detections.size();
       progress.update(i + 1);
     }
+  };
+  // Calls in flight, oldest first (their futures wait in their destructors, also on an exception).
+  std::deque<std::pair<std::unique_ptr<Chunk>, std::future<void>>> flight;
+  auto emit_oldest = [&] {
+    flight.front().second.get();
+    emit(*flight.front().first);
+    flight.pop_front();
+  };
+  size_t next = 0;
+  while (next < n) {
+    std::unique_ptr<Chunk> c = read_chunk(queue, next, n, batch, o.encoded, results);
+    if (contexts > 1) {
+      while (flight.size() >= contexts) emit_oldest();
+      Chunk* p = c.get();
+      std::future<void> f;
+      try {
+        f = std::async(std::launch::async, [&det, p, &o, &results] { detect_chunk(det, *p, o, results); });
+      } catch (const std::system_error&) {  // no thread to be had: this call runs here, after the others
+      }
+      if (f.valid()) {
+        flight.emplace_back(std::move(c), std::move(f));
+        continue;
+      }
+      while (!flight.empty()) emit_oldest();
+    }
+    detect_chunk(det, *c, o, results);
+    emit(*c);
   }
+  while (!flight.empty()) emit_oldest();
   sum.images = n;
   sum.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (summary) *summary = sum;

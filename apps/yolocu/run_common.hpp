@@ -70,7 +70,8 @@ struct RunSummary {
 };
 
 // Decodes the items (worker threads, bounded look-ahead) and runs the detector over them in
-// batches, in order. A failed decode or a failed detect() is recorded in that image's result (a
+// batches; the callback sees them in input order. With several execution contexts
+// (options().contexts N >= 2), N calls run at once on worker threads, so that they overlap. A failed decode or a failed detect() is recorded in that image's result (a
 // failing batch is retried image by image so that the error lands on the right file).
 std::vector<ImageResult> run_detector(Detector& detector, const std::vector<InputItem>& items, const RunOptions& options,
                                       const ImageCallback& callback, RunSummary* summary);

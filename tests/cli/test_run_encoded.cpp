@@ -79,5 +79,65 @@ TEST(RunEncoded, SameResultsAsDecodingModeAndErrorsOnTheRightFile) {
   EXPECT_NE(enc[4].error.find("not a JPEG or PNG"), std::string::npos) << enc[4].error;
 }
 
+// With several execution contexts the loop runs that many calls at once on worker threads: the
+// results (errors included, on the right files), the callback order and the summary are those of
+// one context run serially, in both modes. CPU detector: bit for bit (each context is the same
+// engine).
+TEST(RunEncoded, ContextsRunCallsAtOnceWithTheSerialResultsInOrder) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  YOLOCU_REQUIRE_DATA(zidane, "images/zidane.jpg");
+  const std::string dir = test::scratch_dir("run_contexts");
+  const std::string text = dir + "/notes.jpg";
+  std::ofstream(text, std::ios::binary) << "not an image";
+  std::vector<InputItem> items;
+  for (int k = 0; k < 4; ++k)
+    for (const std::string& f : {bus, zidane, k == 1 ? text : bus}) items.push_back({f, ""});
+  auto run = [&](int contexts, bool encoded, std::vector<size_t>* order, RunSummary* sum) {
+    DetectorOptions o;
+    o.device = Device::kCpu;
+    o.max_batch = 2;
+    o.contexts = contexts;
+    o.cpu_threads = 1;
+    auto det = Detector::create(model, o);
+    RunOptions ro;
+    ro.batch = 2;
+    ro.decode_threads = 2;
+    ro.encoded = encoded;
+    ro.quiet = true;
+    return run_detector(*det, items, ro,
+                        [&](size_t i, const ImageResult&, const Image&, const DetectionTrace*, size_t) { order->push_back(i); },
+                        sum);
+  };
+  for (bool encoded : {false, true}) {
+    SCOPED_TRACE(encoded ? "encoded" : "decoding");
+    std::vector<size_t> order1, order3;
+    RunSummary sum1, sum3;
+    const auto serial = run(1, encoded, &order1, &sum1);
+    const auto overlapped = run(3, encoded, &order3, &sum3);
+    std::vector<size_t> in_order(items.size());
+    for (size_t i = 0; i < in_order.size(); ++i) in_order[i] = i;
+    EXPECT_EQ(order1, in_order);
+    EXPECT_EQ(order3, in_order);
+    EXPECT_EQ(sum3.images, items.size());
+    EXPECT_EQ(sum3.failed, 1u);
+    EXPECT_EQ(sum3.detections, sum1.detections);
+    EXPECT_GT(sum3.times.inference, 0.0);
+    ASSERT_EQ(overlapped.size(), serial.size());
+    for (size_t i = 0; i < serial.size(); ++i) {
+      SCOPED_TRACE(items[i].path + " #" + std::to_string(i));
+      EXPECT_EQ(overlapped[i].error, serial[i].error);
+      EXPECT_EQ(overlapped[i].width, serial[i].width);
+      ASSERT_EQ(overlapped[i].detections.size(), serial[i].detections.size());
+      for (size_t k = 0; k < serial[i].detections.size(); ++k) {
+        const Detection &a = overlapped[i].detections[k], &b = serial[i].detections[k];
+        EXPECT_TRUE(a.confidence == b.confidence && a.x1 == b.x1 && a.y1 == b.y1 && a.x2 == b.x2 && a.y2 == b.y2 &&
+                    a.class_id == b.class_id);
+      }
+    }
+    EXPECT_NE(overlapped[5].error.find("not a JPEG or PNG"), std::string::npos) << overlapped[5].error;
+  }
+}
+
 }  // namespace
 }  // namespace yolocu::cli
