@@ -237,11 +237,14 @@ try:
 except Exception as ex:
     print(f"FAIL  decode gpu vs cpu comparison: {ex}")
 PY
+  # (contexts: as many run_detector calls at once; FROM_JPEG_CONTEXTS="3 4" to compare)
   for dec in gpu cpu; do
-    timeout 300 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
-      --batches 32 --contexts 3 --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_$dec.json" >"$out/from_jpeg_$dec.log" 2>&1 ||
-      row "FAIL  yolocu bench --from-jpeg --decode $dec (log from_jpeg_$dec.log)"
-    grep -E '^cuda ' "$out/from_jpeg_$dec.log" | sed 's/^/from-jpeg  /' >>"$summary"
+    for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
+      timeout 200 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
+        --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
+        >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (log from_jpeg_${dec}_ctx$ctx.log)"
+      grep -E '^cuda ' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
+    done
   done
 fi
 
