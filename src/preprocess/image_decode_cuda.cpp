@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "core/check.hpp"
@@ -65,6 +66,21 @@ const char* nvjpeg_status_name(nvjpegStatus_t s) {
                              __FILE__, ":", __LINE__, ": ", #stmt, ": ", nvjpeg_status_name(s_));       \
   } while (0)
 
+// nvJPEG's device allocations come stream-ordered from a pool of the decoder's own, whose memory is
+// kept: with nvJPEG's default cudaMalloc / cudaFree, an internal buffer that grows for a larger
+// image frees the old one with cudaFree, which waits for the whole device (every execution
+// context's work, not only this decoder's), so decoders that should overlap the engine serialised
+// with it. Pinned host buffers are padded (nvjpegSetPinnedMemoryPadding): cudaFreeHost waits too.
+constexpr size_t kPinnedPadding = size_t{1} << 20;
+int pool_malloc(void* pool, void** ptr, size_t size, cudaStream_t stream) {
+  return cudaMallocFromPoolAsync(ptr, size, static_cast<cudaMemPool_t>(pool), stream) == cudaSuccess ? 0 : 1;
+}
+int pool_free(void*, void* ptr, size_t, cudaStream_t stream) { return cudaFreeAsync(ptr, stream) == cudaSuccess ? 0 : 1; }
+int pinned_malloc(void*, void** ptr, size_t size, cudaStream_t) {
+  return cudaHostAlloc(ptr, size, cudaHostAllocDefault) == cudaSuccess ? 0 : 1;
+}
+int pinned_free(void*, void* ptr, size_t, cudaStream_t) { return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1; }
+
 constexpr size_t kPitchAlign = 128;   // row pitch of the output images, bytes
 constexpr size_t kOffsetAlign = 256;  // start of each image in the output buffer
 
@@ -77,11 +93,14 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() { cudaFree(ptr_); }
+  // Grows to `bytes` and a quarter more, so that calls of slightly larger images do not each
+  // reallocate (cudaFree waits for the whole device).
   void reserve(size_t bytes) {
     if (bytes <= size_) return;
     cudaFree(ptr_);  // synchronises the device: no earlier call's work still writes the old buffer
     ptr_ = nullptr;
     size_ = 0;
+    bytes += bytes / 4;
     const cudaError_t e = cudaMalloc(&ptr_, bytes);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
@@ -106,6 +125,9 @@ struct CudaJpegDecoder::Impl {
   std::string backend;
   bool hardware = false;
   bool interpolated = false;  // NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION accepted
+  cudaMemPool_t pool = nullptr;  // nvJPEG's device allocations (pool_malloc)
+  nvjpegDevAllocatorV2_t dev_allocator{};
+  nvjpegPinnedAllocatorV2_t pinned_allocator{};
   nvjpegHandle_t handle = nullptr;
   nvjpegJpegState_t batched_state = nullptr;  // nvjpegDecodeBatched
   int batched_size = -1;                      // the size it was initialised for (-1: re-initialise)
@@ -136,10 +158,19 @@ struct CudaJpegDecoder::Impl {
     YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
     // The hardware backend when the GPU has one (else NVJPEG_STATUS_ARCH_MISMATCH), with
     // interpolated chroma upsampling when asked for and accepted, else nearest (nvJPEG's default).
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = o.device;
+    YOLOCU_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep = UINT64_MAX;  // never trimmed at synchronisations
+    YOLOCU_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    dev_allocator = {pool_malloc, pool_free, pool};
+    pinned_allocator = {pinned_malloc, pinned_free, nullptr};
     nvjpegStatus_t last = NVJPEG_STATUS_SUCCESS;
     auto create = [&](nvjpegBackend_t b, unsigned flags) {
       nvjpegHandle_t h = nullptr;  // kept only on success
-      last = nvjpegCreateEx(b, nullptr, nullptr, flags, &h);
+      last = nvjpegCreateExV2(b, &dev_allocator, &pinned_allocator, flags, &h);
       if (last == NVJPEG_STATUS_SUCCESS) handle = h;
       return last == NVJPEG_STATUS_SUCCESS;
     };
@@ -158,6 +189,7 @@ struct CudaJpegDecoder::Impl {
       backend = hardware ? "hardware" : "hybrid";
       break;
     }
+    YOLOCU_NVJPEG_CHECK(nvjpegSetPinnedMemoryPadding(kPinnedPadding, handle));
     YOLOCU_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_state));
     for (auto& s : streams) YOLOCU_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &s));
     if (hardware) {
@@ -183,6 +215,8 @@ struct CudaJpegDecoder::Impl {
     if (decoder) nvjpegDecoderDestroy(decoder);
     if (batched_state) nvjpegJpegStateDestroy(batched_state);
     if (handle) nvjpegDestroy(handle);
+    if (pool) cudaMemPoolDestroy(pool);  // after the handle: its buffers go back first
+    pool = nullptr;
     params = nullptr, decoupled_state = nullptr, device_buffer = nullptr, decoder = nullptr;
     batched_state = nullptr, handle = nullptr;
     streams[0] = streams[1] = nullptr;
