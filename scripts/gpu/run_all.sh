@@ -237,10 +237,17 @@ try:
 except Exception as ex:
     print(f"FAIL  decode gpu vs cpu comparison: {ex}")
 PY
-  # (contexts: as many run_detector calls at once; FROM_JPEG_CONTEXTS="3 4" to compare)
+  # nvJPEG alone, our decoder per backend and thread count, and torchvision's / OpenCV's in this run
+  timeout 150 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,2,3 \
+    >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
+  sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | tail -7 >>"$summary"
+  LD_LIBRARY_PATH=${peer_ld:-} timeout 150 python3 bench/peer_torch_decode.py "$d/coco128/images/train2017" --images 4096 \
+    --batch 32 --cpu-threads "$(nproc)" >"$out/peer_torch_decode.log" 2>&1 || row "FAIL  peer_torch_decode (log peer_torch_decode.log)"
+  sed 's/^/jpeg-decode peer  /' "$out/peer_torch_decode.log" | tail -2 >>"$summary"
+  # (contexts: as many run_detector calls at once; FROM_JPEG_CONTEXTS="3 4" to compare; FROM_JPEG_BACKEND=hybrid)
   for dec in gpu cpu; do
     for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
-      timeout 200 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
+      YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 200 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
         --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
         >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (log from_jpeg_${dec}_ctx$ctx.log)"
       grep -E '^cuda ' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"

@@ -7,9 +7,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -229,6 +230,9 @@ class CudaDetector final : public Detector {
         CudaJpegDecoderOptions jo;
         jo.device = options.cuda_device;
         jo.limits = options.decode_limits;
+        // Diagnostics (bench_jpeg_decode compares the backends): YOLOCU_NVJPEG_BACKEND=hybrid keeps
+        // nvJPEG off the hardware decoder.
+        if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;
         c->jpeg = std::make_unique<CudaJpegDecoder>(jo);
       }
       if (contexts_.empty()) {

@@ -1,0 +1,157 @@
+// nvJPEG decode alone (CudaJpegDecoder, the decoder `--decode gpu` uses): the JPEGs of a folder,
+// in memory, cycled to --images, decoded in lists of --batch by T threads at once (each with its
+// decoder and stream, like the detector's execution contexts), per backend. Prints images/s and the
+// host time of one decode() call (median): what the host spends before the GPU takes over.
+//
+//   bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] [--backends hardware,hybrid]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "yolocu/error.hpp"
+#include "yolocu/image.hpp"
+#include "yolocu/image_decode_cuda.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> int_list(const std::string& s) {
+  std::vector<int> out;
+  size_t p = 0;
+  while (p < s.size()) {
+    const size_t q = s.find(',', p);
+    out.push_back(std::atoi(s.substr(p, q == std::string::npos ? std::string::npos : q - p).c_str()));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace yolocu;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] "
+                         "[--backends hardware,hybrid]\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  int images = 4096, batch = 32;
+  std::vector<int> threads = {1, 2, 3, 4};
+  std::vector<std::string> backends = {"hardware", "hybrid"};
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--images") images = std::atoi(v.c_str());
+    else if (a == "--batch") batch = std::atoi(v.c_str());
+    else if (a == "--threads") threads = int_list(v);
+    else if (a == "--backends") {
+      backends.clear();
+      for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
+        if (v.find(b) != std::string::npos) backends.push_back(b);
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".jpg") files.push_back(read_file_bytes(e.path().string()));
+  if (files.empty() || images < 1 || batch < 1) {
+    std::fprintf(stderr, "no .jpg files in %s (or bad --images / --batch)\n", dir.c_str());
+    return 1;
+  }
+  std::sort(files.begin(), files.end());
+  size_t bytes = 0;
+  for (const auto& f : files) bytes += f.size();
+  std::vector<EncodedImage> all;
+  for (int i = 0; i < images; ++i) {
+    const std::string& f = files[static_cast<size_t>(i) % files.size()];
+    all.push_back({f.data(), f.size(), "img"});
+  }
+  const int batches = (images + batch - 1) / batch;
+  std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
+              batch);
+  std::printf("%-9s %7s | %8s %10s | %14s %s\n", "backend", "threads", "wall s", "images/s", "host ms/call", "decoded");
+  for (const std::string& backend : backends) {
+    for (int t : threads) {
+      if (t < 1) continue;
+      struct Worker {
+        std::unique_ptr<CudaJpegDecoder> dec;
+        cudaStream_t stream = nullptr;
+        std::vector<double> host_ms;
+        JpegDecodeCounts counts;
+      };
+      std::vector<Worker> w(static_cast<size_t>(t));
+      try {
+        for (Worker& x : w) {
+          CudaJpegDecoderOptions o;
+          o.use_hardware = backend == "hardware";
+          x.dec = std::make_unique<CudaJpegDecoder>(o);
+          if (cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking) != cudaSuccess) throw std::runtime_error("stream");
+        }
+      } catch (const std::exception& e) {
+        std::printf("%-9s %7d | not available: %s\n", backend.c_str(), t, e.what());
+        continue;
+      }
+      if (w[0].dec->backend() != backend) {
+        std::printf("%-9s %7d | not available (got %s)\n", backend.c_str(), t, w[0].dec->backend().c_str());
+        continue;
+      }
+      auto run = [&](int n_batches, bool record) {
+        std::atomic<int> next{0};
+        std::vector<std::thread> pool;
+        for (Worker& x : w)
+          pool.emplace_back([&, px = &x] {
+            for (int b = next++; b < n_batches; b = next++) {
+              const size_t first = static_cast<size_t>(b % batches) * static_cast<size_t>(batch);
+              const size_t last = std::min(all.size(), first + static_cast<size_t>(batch));
+              const std::vector<EncodedImage> list(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                                   all.begin() + static_cast<std::ptrdiff_t>(last));
+              const auto h0 = Clock::now();
+              JpegDecodeCounts c;
+              px->dec->decode(list, px->stream, &c);
+              if (record) px->host_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - h0).count());
+              cudaStreamSynchronize(px->stream);
+              if (record) {
+                px->counts.gpu_hardware += c.gpu_hardware, px->counts.gpu_hybrid += c.gpu_hybrid;
+                px->counts.cpu_other += c.cpu();
+              }
+            }
+          });
+        for (auto& p : pool) p.join();
+      };
+      run(std::max(4 * t, batches / 4), false);  // warm-up: buffers grown on every decoder
+      const auto t0 = Clock::now();
+      run(batches, true);
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::vector<double> host;
+      JpegDecodeCounts sum;
+      for (Worker& x : w) {
+        host.insert(host.end(), x.host_ms.begin(), x.host_ms.end());
+        sum.gpu_hardware += x.counts.gpu_hardware, sum.gpu_hybrid += x.counts.gpu_hybrid, sum.cpu_other += x.counts.cpu_other;
+        cudaStreamDestroy(x.stream);
+      }
+      std::printf("%-9s %7d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu\n", backend.c_str(), t, s,
+                  images / s, median(host), static_cast<long long>(sum.gpu_hardware),
+                  static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other));
+    }
+  }
+  return 0;
+}
