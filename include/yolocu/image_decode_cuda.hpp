@@ -69,6 +69,9 @@ class CudaJpegDecoder {
   const std::string& backend() const noexcept;
   // Whether nvJPEG accepted interpolated chroma upsampling (see CudaJpegDecoderOptions).
   bool interpolated_upsampling() const noexcept;
+  // Why nvJPEG last refused an image (which then went to the CPU decoder): "name: nvJPEG call:
+  // status"; empty if it never did.
+  const std::string& last_refusal() const noexcept;
 
   // Decodes `images` (host memory: they must stay valid until `stream` has run the call's work)
   // into device BGR images on `stream`; returns one device view per image, in order (pitch >=

@@ -140,6 +140,14 @@ struct CudaJpegDecoder::Impl {
   nvjpegDecodeParams_t params = nullptr;
   DeviceBuffer out;
   JpegDecodeCounts totals;
+  std::string last_refusal;  // the last nvJPEG call that refused an image, and its status
+
+  // True on success; else records the refusal (last_refusal) and returns false.
+  bool ok(nvjpegStatus_t s, const char* call, const EncodedImage& im) {
+    if (s == NVJPEG_STATUS_SUCCESS) return true;
+    last_refusal = im.name + ": " + call + ": " + nvjpeg_status_name(s);
+    return false;
+  }
 
   explicit Impl(const CudaJpegDecoderOptions& o) : options(o) {
     try {
@@ -228,16 +236,19 @@ struct CudaJpegDecoder::Impl {
   // frame size nvJPEG reads must be libjpeg's, or the output slot would not fit.
   int nvjpeg_path(const EncodedImage& im, const detail::DecodePlan& plan) {
     const auto* d = static_cast<const unsigned char*>(im.data);
-    if (nvjpegJpegStreamParseHeader(handle, d, im.size, streams[0]) != NVJPEG_STATUS_SUCCESS) return -1;
+    if (!ok(nvjpegJpegStreamParseHeader(handle, d, im.size, streams[0]), "nvjpegJpegStreamParseHeader", im)) return -1;
     unsigned int w = 0, h = 0, comps = 0;
-    if (nvjpegJpegStreamGetFrameDimensions(streams[0], &w, &h) != NVJPEG_STATUS_SUCCESS ||
-        nvjpegJpegStreamGetComponentsNum(streams[0], &comps) != NVJPEG_STATUS_SUCCESS)
+    if (!ok(nvjpegJpegStreamGetFrameDimensions(streams[0], &w, &h), "nvjpegJpegStreamGetFrameDimensions", im) ||
+        !ok(nvjpegJpegStreamGetComponentsNum(streams[0], &comps), "nvjpegJpegStreamGetComponentsNum", im))
       return -1;
-    if (w != static_cast<unsigned>(plan.width) || h != static_cast<unsigned>(plan.height) || (comps != 1 && comps != 3))
+    if (w != static_cast<unsigned>(plan.width) || h != static_cast<unsigned>(plan.height) || (comps != 1 && comps != 3)) {
+      last_refusal = im.name + ": nvJPEG reads " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                     std::to_string(comps) + ", libjpeg " + std::to_string(plan.width) + "x" + std::to_string(plan.height);
       return -1;
+    }
     if (!hardware) return 0;
     int unsupported = 1;  // nvjpegDecodeBatchedSupported: 0 = the hardware decodes it
-    if (nvjpegDecodeBatchedSupported(handle, streams[0], &unsupported) != NVJPEG_STATUS_SUCCESS) return 1;
+    if (!ok(nvjpegDecodeBatchedSupported(handle, streams[0], &unsupported), "nvjpegDecodeBatchedSupported", im)) return 1;
     return unsupported == 0 ? 0 : 1;
   }
 
@@ -246,14 +257,15 @@ struct CudaJpegDecoder::Impl {
   bool decode_decoupled(const EncodedImage& im, nvjpegImage_t* dst, int k, cudaStream_t stream) {
     const int b = k & 1;
     const auto* d = static_cast<const unsigned char*>(im.data);
-    if (nvjpegJpegStreamParse(handle, d, im.size, 0, 0, streams[b]) != NVJPEG_STATUS_SUCCESS) return false;
-    if (nvjpegStateAttachPinnedBuffer(decoupled_state, pinned[b]) != NVJPEG_STATUS_SUCCESS) return false;
-    if (nvjpegDecodeJpegHost(handle, decoder, decoupled_state, params, streams[b]) != NVJPEG_STATUS_SUCCESS)
+    if (!ok(nvjpegJpegStreamParse(handle, d, im.size, 0, 0, streams[b]), "nvjpegJpegStreamParse", im)) return false;
+    if (!ok(nvjpegStateAttachPinnedBuffer(decoupled_state, pinned[b]), "nvjpegStateAttachPinnedBuffer", im)) return false;
+    if (!ok(nvjpegDecodeJpegHost(handle, decoder, decoupled_state, params, streams[b]), "nvjpegDecodeJpegHost", im))
       return false;
     YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (nvjpegDecodeJpegTransferToDevice(handle, decoder, decoupled_state, streams[b], stream) != NVJPEG_STATUS_SUCCESS)
+    if (!ok(nvjpegDecodeJpegTransferToDevice(handle, decoder, decoupled_state, streams[b], stream),
+            "nvjpegDecodeJpegTransferToDevice", im))
       return false;
-    return nvjpegDecodeJpegDevice(handle, decoder, decoupled_state, dst, stream) == NVJPEG_STATUS_SUCCESS;
+    return ok(nvjpegDecodeJpegDevice(handle, decoder, decoupled_state, dst, stream), "nvjpegDecodeJpegDevice", im);
   }
 
   std::vector<ImageView> decode(const std::vector<EncodedImage>& images, cudaStream_t stream, JpegDecodeCounts* counts_out) {
@@ -334,14 +346,16 @@ struct CudaJpegDecoder::Impl {
         dst.push_back(destination(i));
       }
       const int m = static_cast<int>(batch.size());
-      bool ok = true;
+      bool decoded = true;
+      const EncodedImage& first = images[batch.front()];
       if (batched_size != m) {
-        ok = nvjpegDecodeBatchedInitialize(handle, batched_state, m, 1, NVJPEG_OUTPUT_BGRI) == NVJPEG_STATUS_SUCCESS;
-        batched_size = ok ? m : -1;
+        decoded = ok(nvjpegDecodeBatchedInitialize(handle, batched_state, m, 1, NVJPEG_OUTPUT_BGRI),
+                     "nvjpegDecodeBatchedInitialize", first);
+        batched_size = decoded ? m : -1;
       }
-      ok = ok && nvjpegDecodeBatched(handle, batched_state, data.data(), lengths.data(), dst.data(), stream) ==
-                     NVJPEG_STATUS_SUCCESS;
-      if (ok) {
+      decoded = decoded && ok(nvjpegDecodeBatched(handle, batched_state, data.data(), lengths.data(), dst.data(), stream),
+                              "nvjpegDecodeBatched (a list from)", first);
+      if (decoded) {
         (hardware ? counts.gpu_hardware : counts.gpu_hybrid) += m;
       } else {
         batched_size = -1;  // a failed batch is reset by the next initialisation
@@ -385,6 +399,8 @@ std::vector<ImageView> CudaJpegDecoder::decode(const std::vector<EncodedImage>& 
 
 JpegDecodeCounts CudaJpegDecoder::totals() const noexcept { return impl_->totals; }
 
+const std::string& CudaJpegDecoder::last_refusal() const noexcept { return impl_->last_refusal; }
+
 size_t CudaJpegDecoder::device_bytes() const noexcept { return impl_->out.size(); }
 
 #else  // no nvJPEG in this build
@@ -412,6 +428,8 @@ std::vector<ImageView> CudaJpegDecoder::decode(const std::vector<EncodedImage>& 
 }
 
 JpegDecodeCounts CudaJpegDecoder::totals() const noexcept { return impl_->totals; }
+
+const std::string& CudaJpegDecoder::last_refusal() const noexcept { return impl_->backend; }
 
 size_t CudaJpegDecoder::device_bytes() const noexcept { return 0; }
 
