@@ -253,6 +253,20 @@ PY
       grep -E '^cuda ' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
     done
   done
+  # NSYS=1: the gpu-decode run with 3 contexts under Nsight Systems; API and kernel summaries in the logs
+  if [ "${NSYS:-0}" = 1 ]; then
+    nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+    [ -n "$nsys" ] || nsys=$(find / -xdev -name nsys -type f -perm -u+x 2>/dev/null | head -1)
+    if [ -n "$nsys" ]; then
+      timeout 200 "$nsys" profile -t cuda,nvtx,osrt -o "$out/from_jpeg_gpu" --force-overwrite true "$bin/yolocu" bench --model "$m" \
+        --device cuda --from-jpeg "$d/coco128/images/train2017" --images 2048 --batches 32 --contexts 3 --decode gpu \
+        --decode-threads "$(nproc)" >"$out/nsys_from_jpeg.log" 2>&1
+      timeout 200 "$nsys" stats -r cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,osrt_sum "$out/from_jpeg_gpu.nsys-rep" \
+        >"$out/nsys_from_jpeg_stats.log" 2>&1 && row "info  nsys from-jpeg: $(grep -c . "$out/nsys_from_jpeg_stats.log") lines of stats (nsys_from_jpeg_stats.log)"
+    else
+      row "info  NSYS=1: no nsys on this machine"
+    fi
+  fi
 fi
 
 if [ "$part" = bench ]; then
