@@ -263,6 +263,7 @@ PY
         --decode-threads "$(nproc)" >"$out/nsys_from_jpeg.log" 2>&1
       timeout 200 "$nsys" stats -r cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,osrt_sum "$out/from_jpeg_gpu.nsys-rep" \
         >"$out/nsys_from_jpeg_stats.log" 2>&1 && row "info  nsys from-jpeg: $(grep -c . "$out/nsys_from_jpeg_stats.log") lines of stats (nsys_from_jpeg_stats.log)"
+      rm -f "$out"/from_jpeg_gpu.nsys-rep "$out"/from_jpeg_gpu.sqlite  # too large to come back
     else
       row "info  NSYS=1: no nsys on this machine"
     fi

@@ -112,6 +112,11 @@ struct Context {
   PinnedBuffer h_images, h_descs;
   std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use
   std::unique_ptr<CudaJpegDecoder> jpeg;  // DecodeDevice::kGpu: detect_encoded's nvJPEG decoder
+  // nvJPEG's stream: the device's highest priority, so that the decode's own kernels (colour
+  // conversion) are not queued behind other contexts' engine kernels while the JPEG engines and the
+  // host wait for them; `decoded` hands the images over to `stream`.
+  cudaStream_t decode_stream = nullptr;
+  cudaEvent_t decoded = nullptr;
   bool busy = false;
   bool profiled = false;  // the batch in flight recorded its events
   // Profiling only: the stream waits at a host function until the whole batch is enqueued, so that
@@ -120,6 +125,8 @@ struct Context {
   ~Context() {
     for (cudaEvent_t e : events)
       if (e) cudaEventDestroy(e);
+    if (decoded) cudaEventDestroy(decoded);
+    if (decode_stream) cudaStreamDestroy(decode_stream);
     if (stream) cudaStreamDestroy(stream);
   }
   void mark(int i) {
@@ -234,6 +241,10 @@ class CudaDetector final : public Detector {
         // nvJPEG off the hardware decoder.
         if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;
         c->jpeg = std::make_unique<CudaJpegDecoder>(jo);
+        int least = 0, greatest = 0;
+        YOLOCU_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        YOLOCU_CUDA_CHECK(cudaStreamCreateWithPriority(&c->decode_stream, cudaStreamNonBlocking, greatest));
+        YOLOCU_CUDA_CHECK(cudaEventCreateWithFlags(&c->decoded, cudaEventDisableTiming));
       }
       if (contexts_.empty()) {
         const CudaEngineStats st = c->engine->stats();
@@ -368,8 +379,9 @@ class CudaDetector final : public Detector {
     return out;
   }
 
-  // nvJPEG decodes each batch into the context's decoder buffer on its stream; the device path
-  // letterboxes it in place (same stream: no synchronisation between decode and detect). With
+  // nvJPEG decodes each batch into the context's decoder buffer on its decode stream; the device
+  // path letterboxes it in place on the context's stream, which waits for the decode on the device
+  // (no host synchronisation between decode and detect). With
   // several contexts the batches overlap like detect()'s. The decode is the batch's "upload" stage.
   std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes) {
     return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
@@ -379,7 +391,11 @@ class CudaDetector final : public Detector {
       // The decode may grow its buffers (a synchronising cudaFree): the stream is held only after
       // it, so with profiling on gpu_upload is the decode including its host phases.
       c.mark(0);
-      const std::vector<ImageView> views = c.jpeg->decode(batch, c.stream, &counts);
+      // On the decode stream; the images stay valid until this context's next decode, which comes
+      // after this batch is collected (its stream, which reads them, synchronised).
+      const std::vector<ImageView> views = c.jpeg->decode(batch, c.decode_stream, &counts);
+      YOLOCU_CUDA_CHECK(cudaEventRecord(c.decoded, c.decode_stream));
+      YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(c.stream, c.decoded, 0));
       auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
       for (int i = 0; i < n; ++i) {
         sizes[first + static_cast<size_t>(i)] = {views[static_cast<size_t>(i)].width, views[static_cast<size_t>(i)].height};
