@@ -38,6 +38,7 @@ row() { printf '%s\n' "$*" | tee -a "$summary"; }
 pack() {  # the logs into one archive (also when the call's time limit stops this script: TERM)
   # (model checkpoints and training images stay behind: the archive must stay small)
   tar -C "$final" --exclude='*.pt' --exclude='*.jpg' --exclude='*.png' --exclude='*.cache' --exclude='*.onnx' \
+    --exclude='*.nsys-rep' --exclude='*.qdstrm' --exclude='*.sqlite' \
     -czf "$final/logs.tar.gz" logs && rm -rf "$out"
   echo
   echo "================ summary ================"
@@ -258,12 +259,14 @@ PY
     nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
     [ -n "$nsys" ] || nsys=$(find / -xdev -name nsys -type f -perm -u+x 2>/dev/null | head -1)
     if [ -n "$nsys" ]; then
-      timeout 200 "$nsys" profile -t cuda,nvtx,osrt -o "$out/from_jpeg_gpu" --force-overwrite true "$bin/yolocu" bench --model "$m" \
+      rep=$(mktemp -d)  # the report stays there (too large to come back); its summaries go to the logs
+      timeout 200 "$nsys" profile -t cuda,nvtx -o "$rep/from_jpeg_gpu" --force-overwrite true "$bin/yolocu" bench --model "$m" \
         --device cuda --from-jpeg "$d/coco128/images/train2017" --images 2048 --batches 32 --contexts 3 --decode gpu \
         --decode-threads "$(nproc)" >"$out/nsys_from_jpeg.log" 2>&1
-      timeout 200 "$nsys" stats -r cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,osrt_sum "$out/from_jpeg_gpu.nsys-rep" \
-        >"$out/nsys_from_jpeg_stats.log" 2>&1 && row "info  nsys from-jpeg: $(grep -c . "$out/nsys_from_jpeg_stats.log") lines of stats (nsys_from_jpeg_stats.log)"
-      rm -f "$out"/from_jpeg_gpu.nsys-rep "$out"/from_jpeg_gpu.sqlite  # too large to come back
+      timeout 200 "$nsys" stats -r cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum "$rep/from_jpeg_gpu.nsys-rep" \
+        >"$out/nsys_from_jpeg_stats.log" 2>&1 || row "FAIL  nsys from-jpeg stats (log nsys_from_jpeg_stats.log)"
+      row "info  nsys from-jpeg: $(grep -c . "$out/nsys_from_jpeg_stats.log") lines of stats (nsys_from_jpeg_stats.log)"
+      rm -rf "$rep"
     else
       row "info  NSYS=1: no nsys on this machine"
     fi
@@ -281,8 +284,10 @@ if [ "$part" = bench ]; then
   bench bench_letterbox "$bin/bench_letterbox"
   bench bench_postprocess "$bin/bench_postprocess" "$d" 200
   bench bench_nms "$bin/bench_nms" 100
-  bench bench_cuda_engine "$bin/bench_cuda_engine" --batches 1,8,32 --profile
-  bench peer_torch_forward env LD_LIBRARY_PATH="$peer_ld" python3 bench/peer_torch_forward.py --batches 1 8 32
+  if [ "${BENCH_ENGINE:-1}" = 1 ]; then  # BENCH_ENGINE=0: measured by the engine part (cold tune included)
+    bench bench_cuda_engine "$bin/bench_cuda_engine" --batches 1,8,32 --profile
+    bench peer_torch_forward env LD_LIBRARY_PATH="$peer_ld" python3 bench/peer_torch_forward.py --batches 1 8 32
+  fi
   for m in yolov5n yolov5s_random_fp16; do
     bench "yolocu_bench_$m" "$bin/yolocu" bench --model "$d/models/$m.onnx" --image "$d/images/bus.jpg" \
       --device cuda --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 --json "$out/yolocu_bench_$m.json"
@@ -294,12 +299,15 @@ if [ "$part" = bench ]; then
   done
   # (nsys is not always on the PATH there: at 73d83a4 `command -v nsys` found nothing)
   nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+  [ -n "$nsys" ] || nsys=$(find / -xdev -name nsys -type f -perm -u+x 2>/dev/null | head -1)
   if [ -n "$nsys" ]; then
-    timeout 300 "$nsys" profile -t cuda,nvtx -o "$out/overlap_ctx2" --force-overwrite true "$bin/yolocu" bench \
+    rep=$(mktemp -d)  # the report stays there (too large to come back); its CSV summaries go to the logs
+    timeout 300 "$nsys" profile -t cuda,nvtx -o "$rep/overlap_ctx2" --force-overwrite true "$bin/yolocu" bench \
       --model "$d/models/yolov5n.onnx" --image "$d/images/bus.jpg" --device cuda --batches 32 --contexts 2 --iters 20 \
       --warmup 5 >"$out/nsys_overlap.log" 2>&1 &&
-      "$nsys" stats -r cuda_gpu_trace,cuda_gpu_kern_sum -f csv -o "$out/overlap_ctx2" "$out/overlap_ctx2.nsys-rep" >>"$out/nsys_overlap.log" 2>&1 ||
+      "$nsys" stats -r cuda_gpu_trace,cuda_gpu_kern_sum -f csv -o "$out/overlap_ctx2" "$rep/overlap_ctx2.nsys-rep" >>"$out/nsys_overlap.log" 2>&1 ||
       row "FAIL  nsys overlap timeline (log nsys_overlap.log)"
+    rm -rf "$rep"
   else
     row "SKIP  nsys overlap timeline: no nsys on this machine"
   fi
