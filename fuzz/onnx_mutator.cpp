@@ -187,7 +187,9 @@ bool mutate(pb::ModelProto* m, Rng& rng) {
       if (g->node_size() == 0) return false;
       auto* n = g->mutable_node(static_cast<int>(pick(rng, static_cast<size_t>(g->node_size()))));
       const auto names = value_names(*g);
-      const std::string name = rng() % 8 == 0 ? std::string(rng() % 2 ? "" : "dangling") : names[pick(rng, names.size())];
+      // (a graph may name no value at all: then a dangling name)
+      const std::string name = names.empty() || rng() % 8 == 0 ? std::string(rng() % 2 ? "" : "dangling")
+                                                               : names[pick(rng, names.size())];
       if (n->input_size() == 0 || rng() % 5 == 0) n->add_input(name);
       else n->set_input(static_cast<int>(pick(rng, static_cast<size_t>(n->input_size()))), name);
       return true;
