@@ -29,6 +29,12 @@ mkdir -p "$g/site/yolocu/bin" && cp "$g/bin/yolocu" "$g/site/yolocu/bin/"
 # takes the layout of a source checkout): give the carried folder that layout too.
 [ -d "$g/site/nvidia_pytriton.libs" ] && ln -sfn ../../nvidia_pytriton.libs "$g/site/pytriton/tritonserver/external_libs"
 export YOLOCU_DATA_DIR=$g/data PYTHONUNBUFFERED=1
+# Triton's Python-backend stub (an embedded interpreter) did not see PYTHONPATH's folder: the model
+# failed to load with "No module named 'zmq'" (H100, 47f9194). A .pth file in this interpreter's
+# user and system site folders names the carried one for every interpreter of this prefix.
+for site_dir in $($py -c "import site; print(site.getusersitepackages()); print(*site.getsitepackages())"); do
+  mkdir -p "$site_dir" 2>/dev/null && echo "$g/site" >"$site_dir/yolocu-gpu-run.pth" 2>/dev/null && echo "site folder: $site_dir"
+done
 $py -c "import yolocu, numpy; print('yolocu', yolocu.__version__, 'cuda build', yolocu.with_cuda, 'gpu usable', yolocu.cuda_available(), 'numpy', numpy.__version__)"
 
 echo "== PyTriton preflight (its Python-backend stub embeds libpython3.12)"
