@@ -148,9 +148,10 @@ int main(int argc, char** argv) {
         sum.gpu_hardware += x.counts.gpu_hardware, sum.gpu_hybrid += x.counts.gpu_hybrid, sum.cpu_other += x.counts.cpu_other;
         cudaStreamDestroy(x.stream);
       }
-      std::printf("%-9s %7d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu\n", backend.c_str(), t, s,
+      std::printf("%-9s %7d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s\n", backend.c_str(), t, s,
                   images / s, median(host), static_cast<long long>(sum.gpu_hardware),
-                  static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other));
+                  static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other),
+                  w[0].dec->last_refusal().empty() ? "" : "; nvJPEG refused: ", w[0].dec->last_refusal().c_str());
     }
   }
   return 0;
