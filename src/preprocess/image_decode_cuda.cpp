@@ -14,8 +14,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
@@ -70,16 +73,67 @@ const char* nvjpeg_status_name(nvjpegStatus_t s) {
 // kept: with nvJPEG's default cudaMalloc / cudaFree, an internal buffer that grows for a larger
 // image frees the old one with cudaFree, which waits for the whole device (every execution
 // context's work, not only this decoder's), so decoders that should overlap the engine serialised
-// with it. Pinned host buffers are padded (nvjpegSetPinnedMemoryPadding): cudaFreeHost waits too.
-constexpr size_t kPinnedPadding = size_t{1} << 20;
+// with it. Pinned host blocks are cached (PinnedCache) for the same reason: cudaFreeHost waits too.
 int pool_malloc(void* pool, void** ptr, size_t size, cudaStream_t stream) {
   return cudaMallocFromPoolAsync(ptr, size, static_cast<cudaMemPool_t>(pool), stream) == cudaSuccess ? 0 : 1;
 }
 int pool_free(void*, void* ptr, size_t, cudaStream_t stream) { return cudaFreeAsync(ptr, stream) == cudaSuccess ? 0 : 1; }
-int pinned_malloc(void*, void** ptr, size_t size, cudaStream_t) {
-  return cudaHostAlloc(ptr, size, cudaHostAllocDefault) == cudaSuccess ? 0 : 1;
+
+// Pinned host blocks nvJPEG frees are kept and handed out again (the smallest free block that is
+// large enough); they go back to CUDA when the decoder is released, or when more than kKeep bytes
+// wait unused.
+class PinnedCache {
+ public:
+  static constexpr size_t kKeep = size_t{256} << 20;
+  ~PinnedCache() { clear(); }
+  int alloc(void** ptr, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
+    if (best != free_.end()) {
+      *ptr = best->first;
+      used_.push_back(*best);
+      free_bytes_ -= best->second;
+      free_.erase(best);
+      return 0;
+    }
+    if (cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess) return 1;
+    used_.emplace_back(*ptr, size);
+    return 0;
+  }
+  int release(void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find_if(used_.begin(), used_.end(), [&](const auto& b) { return b.first == ptr; });
+    if (it == used_.end()) return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;  // not ours (never expected)
+    if (free_bytes_ + it->second > kKeep) {
+      const int r = cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;
+      used_.erase(it);
+      return r;
+    }
+    free_bytes_ += it->second;
+    free_.push_back(*it);
+    used_.erase(it);
+    return 0;
+  }
+  void clear() noexcept {  // after nvJPEG's handle is gone: every block
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& b : free_) cudaFreeHost(b.first);
+    for (const auto& b : used_) cudaFreeHost(b.first);
+    free_.clear();
+    used_.clear();
+    free_bytes_ = 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<void*, size_t>> free_, used_;
+  size_t free_bytes_ = 0;
+};
+int pinned_malloc(void* cache, void** ptr, size_t size, cudaStream_t) {
+  return static_cast<PinnedCache*>(cache)->alloc(ptr, size);
 }
-int pinned_free(void*, void* ptr, size_t, cudaStream_t) { return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1; }
+int pinned_free(void* cache, void* ptr, size_t, cudaStream_t) { return static_cast<PinnedCache*>(cache)->release(ptr); }
 
 constexpr size_t kPitchAlign = 128;   // row pitch of the output images, bytes
 constexpr size_t kOffsetAlign = 256;  // start of each image in the output buffer
@@ -126,6 +180,7 @@ struct CudaJpegDecoder::Impl {
   bool hardware = false;
   bool interpolated = false;  // NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION accepted
   cudaMemPool_t pool = nullptr;  // nvJPEG's device allocations (pool_malloc)
+  PinnedCache pinned_cache;      // nvJPEG's pinned host allocations (pinned_malloc)
   nvjpegDevAllocatorV2_t dev_allocator{};
   nvjpegPinnedAllocatorV2_t pinned_allocator{};
   nvjpegHandle_t handle = nullptr;
@@ -174,7 +229,7 @@ struct CudaJpegDecoder::Impl {
     uint64_t keep = UINT64_MAX;  // never trimmed at synchronisations
     YOLOCU_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     dev_allocator = {pool_malloc, pool_free, pool};
-    pinned_allocator = {pinned_malloc, pinned_free, nullptr};
+    pinned_allocator = {pinned_malloc, pinned_free, &pinned_cache};
     nvjpegStatus_t last = NVJPEG_STATUS_SUCCESS;
     auto create = [&](nvjpegBackend_t b, unsigned flags) {
       nvjpegHandle_t h = nullptr;  // kept only on success
@@ -197,7 +252,6 @@ struct CudaJpegDecoder::Impl {
       backend = hardware ? "hardware" : "hybrid";
       break;
     }
-    YOLOCU_NVJPEG_CHECK(nvjpegSetPinnedMemoryPadding(kPinnedPadding, handle));
     YOLOCU_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_state));
     for (auto& s : streams) YOLOCU_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &s));
     if (hardware) {
@@ -225,6 +279,7 @@ struct CudaJpegDecoder::Impl {
     if (handle) nvjpegDestroy(handle);
     if (pool) cudaMemPoolDestroy(pool);  // after the handle: its buffers go back first
     pool = nullptr;
+    pinned_cache.clear();
     params = nullptr, decoupled_state = nullptr, device_buffer = nullptr, decoder = nullptr;
     batched_state = nullptr, handle = nullptr;
     streams[0] = streams[1] = nullptr;
