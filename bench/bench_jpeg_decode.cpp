@@ -2,8 +2,12 @@
 // in memory, cycled to --images, decoded in lists of --batch by T threads at once (each with its
 // decoder and stream, like the detector's execution contexts), per backend. Prints images/s and the
 // host time of one decode() call (median): what the host spends before the GPU takes over.
+// --busy-ms X: the same again while another stream of the device is kept busy by host functions of
+// X ms each: if decode() waited for the whole device (a cudaFree, cudaFreeHost or device
+// synchronisation inside), its host time grows by up to X ms; if not, it stays.
 //
 //   bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] [--backends hardware,hybrid]
+//                     [--busy-ms 5]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -56,11 +60,13 @@ int main(int argc, char** argv) {
   int images = 4096, batch = 32;
   std::vector<int> threads = {1, 2, 3, 4};
   std::vector<std::string> backends = {"hardware", "hybrid"};
+  double busy_ms = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
     else if (a == "--batch") batch = std::atoi(v.c_str());
     else if (a == "--threads") threads = int_list(v);
+    else if (a == "--busy-ms") busy_ms = std::atof(v.c_str());
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
@@ -88,8 +94,11 @@ int main(int argc, char** argv) {
   const int batches = (images + batch - 1) / batch;
   std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
               batch);
-  std::printf("%-9s %7s | %8s %10s | %14s %s\n", "backend", "threads", "wall s", "images/s", "host ms/call", "decoded");
+  std::printf("%-13s %3s | %8s %10s | %14s %s\n", "backend", "thr", "wall s", "images/s", "host ms/call", "decoded");
+  std::vector<bool> busy_modes = {false};
+  if (busy_ms > 0) busy_modes.push_back(true);
   for (const std::string& backend : backends) {
+   for (const bool busy : busy_modes) {
     for (int t : threads) {
       if (t < 1) continue;
       struct Worker {
@@ -107,11 +116,11 @@ int main(int argc, char** argv) {
           if (cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking) != cudaSuccess) throw std::runtime_error("stream");
         }
       } catch (const std::exception& e) {
-        std::printf("%-9s %7d | not available: %s\n", backend.c_str(), t, e.what());
+        std::printf("%-13s %3d | not available: %s\n", backend.c_str(), t, e.what());
         continue;
       }
       if (w[0].dec->backend() != backend) {
-        std::printf("%-9s %7d | not available (got %s)\n", backend.c_str(), t, w[0].dec->backend().c_str());
+        std::printf("%-13s %3d | not available (got %s)\n", backend.c_str(), t, w[0].dec->backend().c_str());
         continue;
       }
       auto run = [&](int n_batches, bool record) {
@@ -138,9 +147,30 @@ int main(int argc, char** argv) {
         for (auto& p : pool) p.join();
       };
       run(std::max(4 * t, batches / 4), false);  // warm-up: buffers grown on every decoder
+      // --busy-ms: another stream kept busy by host functions that sleep busy_ms each
+      std::atomic<bool> stop{false};
+      std::thread busy_thread;
+      cudaStream_t busy_stream = nullptr;
+      if (busy) {
+        cudaStreamCreateWithFlags(&busy_stream, cudaStreamNonBlocking);
+        busy_thread = std::thread([&] {
+          while (!stop) {
+            cudaLaunchHostFunc(busy_stream, [](void* ms) {
+              std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*static_cast<double*>(ms)));
+            }, &busy_ms);
+            cudaStreamSynchronize(busy_stream);
+          }
+        });
+      }
       const auto t0 = Clock::now();
       run(batches, true);
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (busy) {
+        stop = true;
+        busy_thread.join();
+        cudaStreamDestroy(busy_stream);
+      }
+      const std::string label = busy ? backend + "+busy" : backend;
       std::vector<double> host;
       JpegDecodeCounts sum;
       for (Worker& x : w) {
@@ -148,11 +178,12 @@ int main(int argc, char** argv) {
         sum.gpu_hardware += x.counts.gpu_hardware, sum.gpu_hybrid += x.counts.gpu_hybrid, sum.cpu_other += x.counts.cpu_other;
         cudaStreamDestroy(x.stream);
       }
-      std::printf("%-9s %7d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s\n", backend.c_str(), t, s,
+      std::printf("%-13s %3d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s\n", label.c_str(), t, s,
                   images / s, median(host), static_cast<long long>(sum.gpu_hardware),
                   static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other),
                   w[0].dec->last_refusal().empty() ? "" : "; nvJPEG refused: ", w[0].dec->last_refusal().c_str());
     }
+   }
   }
   return 0;
 }

@@ -87,6 +87,12 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
                   gpu ? after.backend.c_str() : "cpu, reader threads", sum.failed ? " FAILED IMAGES" : "");
     std::printf("%-6s %-6s %-7ld %-6d | %8.3f %10.0f | %s\n", device_name(det->device()), decode_device_name(o.decode),
                 threads, b, sum.wall_ms / 1000.0, rate, decoded);
+    // Where the calls' host time went, per batch (summed over the concurrent calls: with N contexts
+    // up to N x the wall time): decode (GPU decode: its host phase) + input enqueue, forward enqueue,
+    // post-processing enqueue + the wait for the results.
+    const double nb = std::max(1.0, static_cast<double>(sum.images) / b);
+    std::printf("       host ms per batch: input %.3f, forward %.3f, post + wait %.3f; wall per batch %.3f\n",
+                sum.times.preprocess / nb, sum.times.inference / nb, sum.times.postprocess / nb, sum.wall_ms / nb);
     json += std::string(k ? ", " : "") + "{\"device\": " + json_string(device_name(det->device())) + ", \"batch\": " +
             std::to_string(b) + ", \"wall_ms\": " + json_number(sum.wall_ms) + ", \"images_per_s\": " +
             json_number(rate) + ", \"failed\": " + std::to_string(sum.failed) + ", \"decoded_gpu\": " +

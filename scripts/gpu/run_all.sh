@@ -239,9 +239,9 @@ except Exception as ex:
     print(f"FAIL  decode gpu vs cpu comparison: {ex}")
 PY
   # nvJPEG alone, our decoder per backend and thread count, and torchvision's / OpenCV's in this run
-  timeout 150 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,2,3 \
+  timeout 150 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
     >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
-  sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | tail -7 >>"$summary"
+  sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | tail -9 >>"$summary"
   LD_LIBRARY_PATH=${peer_ld:-} timeout 150 python3 bench/peer_torch_decode.py "$d/coco128/images/train2017" --images 4096 \
     --batch 32 --cpu-threads "$(nproc)" >"$out/peer_torch_decode.log" 2>&1 || row "FAIL  peer_torch_decode (log peer_torch_decode.log)"
   sed 's/^/jpeg-decode peer  /' "$out/peer_torch_decode.log" | tail -2 >>"$summary"
@@ -251,7 +251,7 @@ PY
       YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 200 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
         --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
         >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (log from_jpeg_${dec}_ctx$ctx.log)"
-      grep -E '^cuda ' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
+      grep -E '^cuda |host ms per batch' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
     done
   done
   # NSYS=1: the gpu-decode run with 3 contexts under Nsight Systems; API and kernel summaries in the logs
