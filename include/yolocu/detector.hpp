@@ -108,8 +108,8 @@ struct StageTimes {
   double preprocess = 0, inference = 0, postprocess = 0, total = 0;
   // GPU, only while Detector::set_stage_profiling(true) (else 0): device time of each stage from
   // CUDA events recorded on the batch's stream, which waits until the batch is enqueued so that
-  // host time is not counted: the upload of host images (0 for device images; detect_encoded: the
-  // nvJPEG decode, its host phases included), the letterbox (descriptor copy + one kernel), the
+  // host time is not counted: the upload of host images (0 for device images; detect_encoded with
+  // GPU decode: the wait for the nvJPEG decode, which runs before the batch takes a context), the letterbox (descriptor copy + one kernel), the
   // engine's forward (a CUDA graph replay), decode + NMS + back-projection including the results'
   // way back to the host.
   double gpu_upload = 0, gpu_letterbox = 0, gpu_engine = 0, gpu_postprocess = 0;

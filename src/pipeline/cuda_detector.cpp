@@ -22,6 +22,7 @@
 #include "core/device_budget.hpp"
 #include "pipeline/cuda_device_input.hpp"
 #include "pipeline/detector_backends.hpp"
+#include "pipeline/jpeg_decoder_pool.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/image_decode_cuda.hpp"
@@ -111,12 +112,6 @@ struct Context {
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
   std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use
-  std::unique_ptr<CudaJpegDecoder> jpeg;  // DecodeDevice::kGpu: detect_encoded's nvJPEG decoder
-  // nvJPEG's stream: the device's highest priority, so that the decode's own kernels (colour
-  // conversion) are not queued behind other contexts' engine kernels while the JPEG engines and the
-  // host wait for them; `decoded` hands the images over to `stream`.
-  cudaStream_t decode_stream = nullptr;
-  cudaEvent_t decoded = nullptr;
   bool busy = false;
   bool profiled = false;  // the batch in flight recorded its events
   // Profiling only: the stream waits at a host function until the whole batch is enqueued, so that
@@ -125,8 +120,6 @@ struct Context {
   ~Context() {
     for (cudaEvent_t e : events)
       if (e) cudaEventDestroy(e);
-    if (decoded) cudaEventDestroy(decoded);
-    if (decode_stream) cudaStreamDestroy(decode_stream);
     if (stream) cudaStreamDestroy(stream);
   }
   void mark(int i) {
@@ -233,19 +226,6 @@ class CudaDetector final : public Detector {
       c->d_input.reserve(in_bytes);
       c->d_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
       c->h_descs.reserve(sizeof(LetterboxCudaDesc) * static_cast<size_t>(options.max_batch));
-      if (options.decode == DecodeDevice::kGpu) {
-        CudaJpegDecoderOptions jo;
-        jo.device = options.cuda_device;
-        jo.limits = options.decode_limits;
-        // Diagnostics (bench_jpeg_decode compares the backends): YOLOCU_NVJPEG_BACKEND=hybrid keeps
-        // nvJPEG off the hardware decoder.
-        if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;
-        c->jpeg = std::make_unique<CudaJpegDecoder>(jo);
-        int least = 0, greatest = 0;
-        YOLOCU_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-        YOLOCU_CUDA_CHECK(cudaStreamCreateWithPriority(&c->decode_stream, cudaStreamNonBlocking, greatest));
-        YOLOCU_CUDA_CHECK(cudaEventCreateWithFlags(&c->decoded, cudaEventDisableTiming));
-      }
       if (contexts_.empty()) {
         const CudaEngineStats st = c->engine->stats();
         build_info_.tune_ms = st.tune_ms;
@@ -259,6 +239,16 @@ class CudaDetector final : public Detector {
         build_info_.device_bytes = st.device_bytes + c->budget.used();
       }
       contexts_.push_back(std::move(c));
+    }
+    if (options.decode == DecodeDevice::kGpu) {
+      CudaJpegDecoderOptions jo;
+      jo.device = options.cuda_device;
+      jo.limits = options.decode_limits;
+      // Diagnostics (bench_jpeg_decode compares the backends): YOLOCU_NVJPEG_BACKEND=hybrid keeps
+      // nvJPEG off the hardware decoder.
+      if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;
+      // Two per context: while every context computes, as many calls decode their next batches.
+      decoders_ = std::make_unique<detail::JpegDecoderPool>(2 * contexts, jo);
     }
     names_ = detail::padded_class_names(*model_, nc_);
   }
@@ -379,33 +369,49 @@ class CudaDetector final : public Detector {
     return out;
   }
 
-  // nvJPEG decodes each batch into the context's decoder buffer on its decode stream; the device
-  // path letterboxes it in place on the context's stream, which waits for the decode on the device
-  // (no host synchronisation between decode and detect). With
-  // several contexts the batches overlap like detect()'s. The decode is the batch's "upload" stage.
+  // Per batch of max_batch images: nvJPEG decodes it with a decoder of the pool, on the decoder's
+  // stream, before the batch takes an execution context (so that with several calls at once the
+  // decodes of the next batches run while the contexts compute); then the device path letterboxes
+  // the decoded images in place on the context's stream, which waits for the decode on the device
+  // (no host synchronisation between them). The decoder goes back to the pool when its batch is
+  // collected: the letterbox that read its images has run. With profiling on, the batch's upload
+  // stage is the context's wait for the decode.
   std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes) {
-    return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+    std::vector<Detections> out;
+    out.reserve(images.size());
+    const size_t step = static_cast<size_t>(options_.max_batch);
+    for (size_t first = 0; first < images.size(); first += step) {
+      const size_t n = std::min(step, images.size() - first);
       const std::vector<EncodedImage> batch(images.begin() + static_cast<std::ptrdiff_t>(first),
-                                            images.begin() + static_cast<std::ptrdiff_t>(first + static_cast<size_t>(n)));
+                                            images.begin() + static_cast<std::ptrdiff_t>(first + n));
+      detail::JpegDecoderPool::Lease d = decoders_->acquire();
       JpegDecodeCounts counts;
-      // The decode may grow its buffers (a synchronising cudaFree): the stream is held only after
-      // it, so with profiling on gpu_upload is the decode including its host phases.
-      c.mark(0);
-      // On the decode stream; the images stay valid until this context's next decode, which comes
-      // after this batch is collected (its stream, which reads them, synchronised).
-      const std::vector<ImageView> views = c.jpeg->decode(batch, c.decode_stream, &counts);
-      YOLOCU_CUDA_CHECK(cudaEventRecord(c.decoded, c.decode_stream));
-      YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(c.stream, c.decoded, 0));
-      auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
-      for (int i = 0; i < n; ++i) {
-        sizes[first + static_cast<size_t>(i)] = {views[static_cast<size_t>(i)].width, views[static_cast<size_t>(i)].height};
-        descs[i] = make_letterbox_cuda_desc(views[static_cast<size_t>(i)], input_w_, input_h_, &geoms[static_cast<size_t>(i)]);
+      std::vector<ImageView> views;
+      try {
+        YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
+        views = d->jpeg->decode(batch, d->stream, &counts);
+        YOLOCU_CUDA_CHECK(cudaEventRecord(d->done, d->stream));
+      } catch (...) {
+        // whatever the decode enqueued finishes before another call reuses this decoder's buffer
+        if (cudaStreamSynchronize(d->stream) != cudaSuccess) (void)cudaGetLastError();
+        throw;
       }
-      count_decoded(counts.gpu(), counts.cpu(), counts.cpu(), "nvjpeg " + c.jpeg->backend());
-      c.hold(/*start=*/false);
-      c.mark(1);
-      letterbox_descs(c, n);
-    });
+      count_decoded(counts.gpu(), counts.cpu(), counts.cpu(), "nvjpeg " + d->jpeg->backend());
+      for (size_t i = 0; i < n; ++i) sizes[first + i] = {views[i].width, views[i].height};
+      std::vector<Detections> r = run_batches(n, nullptr, [&](Context& c, size_t f, int m, std::vector<LetterboxGeometry>& geoms) {
+        c.mark(0);
+        YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(c.stream, d->done, 0));
+        auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+        for (int i = 0; i < m; ++i)
+          descs[i] = make_letterbox_cuda_desc(views[f + static_cast<size_t>(i)], input_w_, input_h_,
+                                              &geoms[static_cast<size_t>(i)]);
+        c.hold(/*start=*/false);
+        c.mark(1);
+        letterbox_descs(c, m);
+      });
+      for (Detections& x : r) out.push_back(std::move(x));
+    }
+    return out;
   }
 
   Context& acquire() {
@@ -562,6 +568,7 @@ class CudaDetector final : public Detector {
   bool raw_heads_ = false;
   OutputLayout layout_ = OutputLayout::kYolov5;  // of the merged output
   std::vector<std::unique_ptr<Context>> contexts_;
+  std::unique_ptr<detail::JpegDecoderPool> decoders_;  // DecodeDevice::kGpu: detect_encoded's nvJPEG decoders
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;
   std::atomic<bool> profiling_{false};
