@@ -472,6 +472,11 @@ void infer_range(const Node& n, int64_t, const Metas& in, Metas& out) {
   const Tensor& l = need_const(n, in, 1, "limit");
   const Tensor& d = need_const(n, in, 2, "delta");
   YOLOCU_CHECK(s.numel() == 1 && l.numel() == 1 && d.numel() == 1, kInvalidArgument, n.describe(), ": scalars expected");
+  // One type for all three (ONNX's T): compute_range reads delta as start's type (an int32 delta
+  // read as int64 overflowed its buffer: found by the onnx fuzzer).
+  YOLOCU_CHECK(l.dtype() == s.dtype() && d.dtype() == s.dtype(), kInvalidArgument, n.describe(),
+               ": start, limit and delta must have one type, got ", dtype_name(s.dtype()), ", ", dtype_name(l.dtype()),
+               ", ", dtype_name(d.dtype()));
   const Tensor sf = cast_tensor(s, DType::kFloat64), lf = cast_tensor(l, DType::kFloat64), df = cast_tensor(d, DType::kFloat64);
   const double a = sf.data_as<double>()[0], b = lf.data_as<double>()[0], c = df.data_as<double>()[0];
   YOLOCU_CHECK(c != 0, kInvalidArgument, n.describe(), ": delta 0");
