@@ -343,6 +343,18 @@ TEST(ModelAbuse, ReshapeSliceResizeParametersAtTheInt64Edges) {
     b.output("y");
     EXPECT_ERROR(load_and_run(b), kInvalidArgument, "Range", "elements");
   }
+  {  // Range whose inputs disagree on their type: an int64 start and limit, a float delta (the
+     // fold read delta as int64, past its 4-byte buffer: found by the onnx fuzzer)
+    Builder b(13);
+    b.input("x", {1});
+    b.init_i("start", {0}, /*scalar=*/true);
+    b.init_i("limit", {4}, /*scalar=*/true);
+    b.init_f("delta", {}, [](size_t) { return 1.f; });
+    b.node("Range", {"start", "limit", "delta"}, {"r"});
+    b.node("Shape", {"r"}, {"y"});
+    b.output("y", pb::TensorProto::INT64);
+    EXPECT_ERROR(load_and_run(b), kInvalidArgument, "Range", "one type", "int64", "float32");
+  }
 }
 
 TEST(ModelAbuse, UnsupportedOpsDomainsAndOpsetsAreNamed) {
