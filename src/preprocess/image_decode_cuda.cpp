@@ -14,11 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <mutex>
 #include <utility>
-#include <vector>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
@@ -26,6 +22,8 @@
 
 #ifdef YOLOCU_WITH_NVJPEG
 #include <nvjpeg.h>
+
+#include "preprocess/nvjpeg_allocators.hpp"
 #endif
 
 namespace yolocu {
@@ -68,72 +66,6 @@ const char* nvjpeg_status_name(nvjpegStatus_t s) {
                                                                    : ::yolocu::ErrorCode::kCuda,       \
                              __FILE__, ":", __LINE__, ": ", #stmt, ": ", nvjpeg_status_name(s_));       \
   } while (0)
-
-// nvJPEG's device allocations come stream-ordered from a pool of the decoder's own, whose memory is
-// kept: with nvJPEG's default cudaMalloc / cudaFree, an internal buffer that grows for a larger
-// image frees the old one with cudaFree, which waits for the whole device (every execution
-// context's work, not only this decoder's), so decoders that should overlap the engine serialised
-// with it. Pinned host blocks are cached (PinnedCache) for the same reason: cudaFreeHost waits too.
-int pool_malloc(void* pool, void** ptr, size_t size, cudaStream_t stream) {
-  return cudaMallocFromPoolAsync(ptr, size, static_cast<cudaMemPool_t>(pool), stream) == cudaSuccess ? 0 : 1;
-}
-int pool_free(void*, void* ptr, size_t, cudaStream_t stream) { return cudaFreeAsync(ptr, stream) == cudaSuccess ? 0 : 1; }
-
-// Pinned host blocks nvJPEG frees are kept and handed out again (the smallest free block that is
-// large enough); they go back to CUDA when the decoder is released, or when more than kKeep bytes
-// wait unused.
-class PinnedCache {
- public:
-  static constexpr size_t kKeep = size_t{256} << 20;
-  ~PinnedCache() { clear(); }
-  int alloc(void** ptr, size_t size) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto best = free_.end();
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
-    if (best != free_.end()) {
-      *ptr = best->first;
-      used_.push_back(*best);
-      free_bytes_ -= best->second;
-      free_.erase(best);
-      return 0;
-    }
-    if (cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess) return 1;
-    used_.emplace_back(*ptr, size);
-    return 0;
-  }
-  int release(void* ptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = std::find_if(used_.begin(), used_.end(), [&](const auto& b) { return b.first == ptr; });
-    if (it == used_.end()) return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;  // not ours (never expected)
-    if (free_bytes_ + it->second > kKeep) {
-      const int r = cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;
-      used_.erase(it);
-      return r;
-    }
-    free_bytes_ += it->second;
-    free_.push_back(*it);
-    used_.erase(it);
-    return 0;
-  }
-  void clear() noexcept {  // after nvJPEG's handle is gone: every block
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& b : free_) cudaFreeHost(b.first);
-    for (const auto& b : used_) cudaFreeHost(b.first);
-    free_.clear();
-    used_.clear();
-    free_bytes_ = 0;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::pair<void*, size_t>> free_, used_;
-  size_t free_bytes_ = 0;
-};
-int pinned_malloc(void* cache, void** ptr, size_t size, cudaStream_t) {
-  return static_cast<PinnedCache*>(cache)->alloc(ptr, size);
-}
-int pinned_free(void* cache, void* ptr, size_t, cudaStream_t) { return static_cast<PinnedCache*>(cache)->release(ptr); }
 
 constexpr size_t kPitchAlign = 128;   // row pitch of the output images, bytes
 constexpr size_t kOffsetAlign = 256;  // start of each image in the output buffer
@@ -179,8 +111,8 @@ struct CudaJpegDecoder::Impl {
   std::string backend;
   bool hardware = false;
   bool interpolated = false;  // NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION accepted
-  cudaMemPool_t pool = nullptr;  // nvJPEG's device allocations (pool_malloc)
-  PinnedCache pinned_cache;      // nvJPEG's pinned host allocations (pinned_malloc)
+  cudaMemPool_t pool = nullptr;      // nvJPEG's device allocations (nvjpeg_allocators.hpp)
+  detail::PinnedCache pinned_cache;  // nvJPEG's pinned host allocations
   nvjpegDevAllocatorV2_t dev_allocator{};
   nvjpegPinnedAllocatorV2_t pinned_allocator{};
   nvjpegHandle_t handle = nullptr;
@@ -219,17 +151,11 @@ struct CudaJpegDecoder::Impl {
   void init(const CudaJpegDecoderOptions& o) {
     YOLOCU_CHECK(o.device >= 0, kInvalidArgument, "CudaJpegDecoder: device must be >= 0, got ", o.device);
     YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
+    pool = detail::make_nvjpeg_device_pool(o.device);
+    dev_allocator = detail::nvjpeg_device_allocator(pool);
+    pinned_allocator = detail::nvjpeg_pinned_allocator(&pinned_cache);
     // The hardware backend when the GPU has one (else NVJPEG_STATUS_ARCH_MISMATCH), with
     // interpolated chroma upsampling when asked for and accepted, else nearest (nvJPEG's default).
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = o.device;
-    YOLOCU_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
-    uint64_t keep = UINT64_MAX;  // never trimmed at synchronisations
-    YOLOCU_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    dev_allocator = {pool_malloc, pool_free, pool};
-    pinned_allocator = {pinned_malloc, pinned_free, &pinned_cache};
     nvjpegStatus_t last = NVJPEG_STATUS_SUCCESS;
     auto create = [&](nvjpegBackend_t b, unsigned flags) {
       nvjpegHandle_t h = nullptr;  // kept only on success

@@ -1,0 +1,46 @@
+// The allocators CudaJpegDecoder gives nvJPEG (nvjpegCreateExV2). With nvJPEG's defaults
+// (cudaMalloc / cudaFree, cudaHostAlloc / cudaFreeHost), an internal buffer that grows for a larger
+// image frees the old one with a call that waits for the whole device: every execution context's
+// work, not only the decoder's, so decoders that should overlap the engine serialised with it.
+// Device memory comes stream-ordered from a pool of the decoder's own (never trimmed); pinned host
+// blocks are cached and handed out again. (Padding nvJPEG's pinned allocations instead made the
+// hybrid backend refuse every image on the H100 at 92373bd.) Only with nvJPEG in the build.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nvjpeg.h>
+
+#include <cstddef>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace yolocu::detail {
+
+// Pinned host blocks: a freed block is kept and handed out again (the smallest free block large
+// enough); blocks go back to CUDA in clear() (after nvJPEG's handle is gone), or at once when more
+// than kKeep bytes already wait unused. Thread-safe.
+class PinnedCache {
+ public:
+  static constexpr size_t kKeep = size_t{256} << 20;
+  PinnedCache() = default;
+  PinnedCache(const PinnedCache&) = delete;
+  PinnedCache& operator=(const PinnedCache&) = delete;
+  ~PinnedCache() { clear(); }
+  int alloc(void** ptr, size_t size);  // 0 on success, like cudaHostAlloc
+  int release(void* ptr);              // 0 on success
+  void clear() noexcept;
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<void*, size_t>> free_, used_;
+  size_t free_bytes_ = 0;
+};
+
+// A device memory pool on `device` whose memory is kept at synchronisations (kCuda on failure).
+cudaMemPool_t make_nvjpeg_device_pool(int device);
+// nvJPEG allocators over that pool (stream-ordered) and over a PinnedCache.
+nvjpegDevAllocatorV2_t nvjpeg_device_allocator(cudaMemPool_t pool);
+nvjpegPinnedAllocatorV2_t nvjpeg_pinned_allocator(PinnedCache* cache);
+
+}  // namespace yolocu::detail
