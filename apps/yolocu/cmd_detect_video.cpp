@@ -226,7 +226,14 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
             if (!w) {
               const StreamStatus st = streams.status().at(static_cast<size_t>(f.stream_id));
               const double fps = (st.info.fps > 0 ? st.info.fps : 30.0) / vo.vid_stride;
-              w = VideoWriter::open((fs::path(out_dir) / (stem + ".mp4")).string(), f.width(), f.height(), fps);
+              VideoWriterOptions wo;
+              wo.gpu = detector->device() == Device::kCuda;  // NVENC first, libx264 / MPEG-4 if it does not open
+              w = VideoWriter::open((fs::path(out_dir) / (stem + ".mp4")).string(), f.width(), f.height(), fps, wo);
+              if (wo.gpu && !w->fallback_reason().empty() && !quiet)
+                std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s (%s)\n", src.c_str(),
+                             w->encoder_name().c_str(), w->fallback_reason().c_str());
+              else if (verbose)
+                std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s\n", src.c_str(), w->encoder_name().c_str());
             }
             w->write(f.view());
           } catch (const Error& e) {  // e.g. the stream changed size: that stream's video stops, the rest goes on

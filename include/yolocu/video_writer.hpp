@@ -17,8 +17,11 @@
 namespace yolocu {
 
 struct VideoWriterOptions {
-  std::string encoder;  // "" = libx264 when present, else mpeg4; or an FFmpeg encoder name
-  int crf = 23;         // libx264 quality
+  // "" = the first that opens of: h264_nvenc (only with `gpu`), libx264, mpeg4; or an FFmpeg
+  // encoder name (that one or an error).
+  std::string encoder;
+  bool gpu = false;  // the frames come from the GPU detector: try NVIDIA's hardware encoder first
+  int crf = 23;      // quality: libx264's crf, NVENC's cq
 };
 
 class VideoWriter {
@@ -32,6 +35,9 @@ class VideoWriter {
   // Flushes the encoder and writes the trailer; idempotent.
   virtual void close() = 0;
   virtual const std::string& encoder_name() const noexcept = 0;
+  // Why a preferred encoder (NVENC) was passed over ("" if none was): e.g. "cannot open the
+  // h264_nvenc encoder: ... (Cannot load libnvidia-encode.so.1)".
+  virtual const std::string& fallback_reason() const noexcept = 0;
   virtual int64_t frames_written() const noexcept = 0;
 };
 

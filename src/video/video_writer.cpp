@@ -1,8 +1,10 @@
-// VideoWriter: BGR frames -> yuv420p (swscale) -> libx264 or MPEG-4 (libavcodec) -> a container
-// (libavformat, chosen from the file name).
+// VideoWriter: BGR frames -> yuv420p (swscale) -> NVENC, libx264 or MPEG-4 (libavcodec) -> a
+// container (libavformat, chosen from the file name).
 #include "yolocu/video_writer.hpp"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 extern "C" {
 #include <libavutil/opt.h>
@@ -39,41 +41,59 @@ class FfmpegWriter final : public VideoWriter {
     YOLOCU_CHECK(err >= 0 && oc, kInvalidArgument, path, ": no container for this file name: ", av_error_string(err));
     oc_.reset(oc);
 
-    const AVCodec* codec = nullptr;
+    // The encoders to try, in order: the one asked for; else NVENC when the frames come from the
+    // GPU detector (o.gpu), then libx264, then MPEG-4. NVENC that does not open (no NVIDIA encoder
+    // library, no GPU) gives way to the next, and the reason is kept (fallback_reason()).
+    std::vector<const AVCodec*> candidates;
     if (!o.encoder.empty()) {
-      codec = avcodec_find_encoder_by_name(o.encoder.c_str());
-      YOLOCU_CHECK(codec, kUnsupported, path, ": no encoder '", o.encoder, "' in this FFmpeg");
+      const AVCodec* c = avcodec_find_encoder_by_name(o.encoder.c_str());
+      YOLOCU_CHECK(c, kUnsupported, path, ": no encoder '", o.encoder, "' in this FFmpeg");
+      candidates.push_back(c);
     } else {
-      codec = avcodec_find_encoder_by_name("libx264");
-      if (!codec) codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
-      YOLOCU_CHECK(codec, kUnsupported, path, ": this FFmpeg has neither libx264 nor an MPEG-4 encoder");
+      if (o.gpu) {
+        if (const AVCodec* c = avcodec_find_encoder_by_name("h264_nvenc")) candidates.push_back(c);
+        else fallback_reason_ = "this FFmpeg has no h264_nvenc encoder";
+      }
+      if (const AVCodec* c = avcodec_find_encoder_by_name("libx264")) candidates.push_back(c);
+      if (const AVCodec* c = avcodec_find_encoder(AV_CODEC_ID_MPEG4)) candidates.push_back(c);
+      YOLOCU_CHECK(!candidates.empty(), kUnsupported, path, ": this FFmpeg has neither libx264 nor an MPEG-4 encoder");
     }
-    encoder_name_ = codec->name;
     stream_ = avformat_new_stream(oc, nullptr);
     YOLOCU_CHECK(stream_, kOutOfMemory, "avformat_new_stream failed");
-    ctx_.reset(avcodec_alloc_context3(codec));
-    YOLOCU_CHECK(ctx_, kOutOfMemory, "avcodec_alloc_context3 failed");
     const AVRational rate = av_d2q(fps, 100000);
-    ctx_->width = w;
-    ctx_->height = h;
-    ctx_->pix_fmt = AV_PIX_FMT_YUV420P;
-    ctx_->time_base = av_inv_q(rate);
-    ctx_->framerate = rate;
-    ctx_->gop_size = 250;
-    if (oc->oformat->flags & AVFMT_GLOBALHEADER) ctx_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-    AVDictionary* opts = nullptr;
-    if (encoder_name_ == "libx264") {
-      av_dict_set(&opts, "preset", "veryfast", 0);
-      av_dict_set_int(&opts, "crf", o.crf, 0);
-    } else if (codec->id == AV_CODEC_ID_MPEG4) {
-      ctx_->flags |= AV_CODEC_FLAG_QSCALE;
-      ctx_->global_quality = FF_QP2LAMBDA * 3;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const AVCodec* codec = candidates[k];
+      encoder_name_ = codec->name;
+      ctx_.reset(avcodec_alloc_context3(codec));
+      YOLOCU_CHECK(ctx_, kOutOfMemory, "avcodec_alloc_context3 failed");
+      ctx_->width = w;
+      ctx_->height = h;
+      ctx_->pix_fmt = AV_PIX_FMT_YUV420P;
+      ctx_->time_base = av_inv_q(rate);
+      ctx_->framerate = rate;
+      ctx_->gop_size = 250;
+      if (oc->oformat->flags & AVFMT_GLOBALHEADER) ctx_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+      AVDictionary* opts = nullptr;
+      if (encoder_name_ == "libx264") {
+        av_dict_set(&opts, "preset", "veryfast", 0);
+        av_dict_set_int(&opts, "crf", o.crf, 0);
+      } else if (encoder_name_ == "h264_nvenc") {
+        av_dict_set(&opts, "preset", "p4", 0);  // NVENC's middle preset
+        av_dict_set(&opts, "rc", "vbr", 0);
+        av_dict_set_int(&opts, "cq", o.crf, 0);  // constant quality on the same scale as crf
+      } else if (codec->id == AV_CODEC_ID_MPEG4) {
+        ctx_->flags |= AV_CODEC_FLAG_QSCALE;
+        ctx_->global_quality = FF_QP2LAMBDA * 3;
+      }
+      video::clear_last_ffmpeg_log();
+      err = avcodec_open2(ctx_.get(), codec, &opts);
+      av_dict_free(&opts);
+      if (err >= 0) break;
+      const std::string why = std::string("cannot open the ") + encoder_name_ + " encoder: " + av_error_string(err) +
+                              video::ffmpeg_log_suffix();
+      YOLOCU_CHECK(k + 1 < candidates.size() && encoder_name_ == "h264_nvenc", kInternal, path, ": ", why);
+      fallback_reason_ = why;
     }
-    video::clear_last_ffmpeg_log();
-    err = avcodec_open2(ctx_.get(), codec, &opts);
-    av_dict_free(&opts);
-    YOLOCU_CHECK(err >= 0, kInternal, path, ": cannot open the ", encoder_name_, " encoder: ", av_error_string(err),
-                 video::ffmpeg_log_suffix());
     YOLOCU_CHECK(avcodec_parameters_from_context(stream_->codecpar, ctx_.get()) >= 0, kInternal,
                  "avcodec_parameters_from_context failed");
     stream_->time_base = ctx_->time_base;
@@ -124,6 +144,7 @@ class FfmpegWriter final : public VideoWriter {
   }
 
   const std::string& encoder_name() const noexcept override { return encoder_name_; }
+  const std::string& fallback_reason() const noexcept override { return fallback_reason_; }
   int64_t frames_written() const noexcept override { return frames_; }
 
  private:
@@ -149,7 +170,7 @@ class FfmpegWriter final : public VideoWriter {
   video::SwsPtr sws_;
   video::FramePtr yuv_;
   video::PacketPtr packet_;
-  std::string encoder_name_;
+  std::string encoder_name_, fallback_reason_;
   int in_w_ = 0, in_h_ = 0;
   int64_t frames_ = 0;
   bool header_written_ = false, closed_ = false;

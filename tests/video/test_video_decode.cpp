@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +277,50 @@ TEST(VideoWriter, WritesAVideoThatReadsBack) {
     }
     const double psnr = 10 * std::log10(255.0 * 255.0 / (se / static_cast<double>(n) + 1e-12));
     EXPECT_GT(psnr, 30) << out << " (" << w->encoder_name() << ")";
+  }
+}
+
+// With frames from the GPU detector, NVENC (h264_nvenc) is tried first; where it does not open (no
+// NVIDIA encoder library or GPU, as on CI) the writer falls back to libx264 / MPEG-4 and says why,
+// and the video still reads back. Asking for h264_nvenc by name there is an error naming it.
+TEST(VideoWriter, GpuPrefersNvencAndFallsBackSayingWhy) {
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  VideoSourceOptions so;
+  so.max_frames = 6;
+  const std::vector<VideoFrame> frames = test::read_all(clip, so);
+  ASSERT_EQ(frames.size(), 6u);
+  const std::string out = test::scratch_dir("video_writer_gpu") + "/out.mp4";
+  fs::remove(out);
+  VideoWriterOptions o;
+  o.gpu = true;
+  auto w = VideoWriter::open(out, 640, 480, 25, o);
+  std::printf("[ writer ] gpu: encoder %s%s%s\n", w->encoder_name().c_str(), w->fallback_reason().empty() ? "" : "; ",
+              w->fallback_reason().c_str());
+  if (w->encoder_name() == "h264_nvenc") {
+    EXPECT_TRUE(w->fallback_reason().empty()) << w->fallback_reason();
+  } else {
+    EXPECT_NE(w->fallback_reason().find("h264_nvenc"), std::string::npos) << w->fallback_reason();
+    EXPECT_TRUE(w->encoder_name() == "libx264" || w->encoder_name() == "mpeg4") << w->encoder_name();
+  }
+  for (const VideoFrame& f : frames) w->write(f.view());
+  w->close();
+  EXPECT_EQ(test::read_all(out).size(), 6u);
+  // the CPU detector's writer never tries NVENC
+  const std::string out2 = test::scratch_dir("video_writer_gpu") + "/cpu.mp4";
+  auto cpu = VideoWriter::open(out2, 640, 480, 25);
+  EXPECT_NE(cpu->encoder_name(), "h264_nvenc");
+  EXPECT_TRUE(cpu->fallback_reason().empty()) << cpu->fallback_reason();
+  if (w->encoder_name() != "h264_nvenc") {
+    VideoWriterOptions named;
+    named.encoder = "h264_nvenc";
+    std::string msg;
+    try {
+      VideoWriter::open(test::scratch_dir("video_writer_gpu") + "/named.mp4", 640, 480, 25, named);
+      ADD_FAILURE() << "h264_nvenc opened here, though the gpu writer fell back";
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("h264_nvenc"), std::string::npos) << msg;
   }
 }
 
