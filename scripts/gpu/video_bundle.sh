@@ -4,8 +4,9 @@
 # source (the same 5.1 release as the system's libraries) and carries that:
 #   shared libavformat / libavcodec / libavutil / libswscale; decoders h264 + hevc and their parsers;
 #   demuxers mov (mp4), matroska, h264, hevc; the file protocol; the CUDA hw device and the NVDEC
-#   hwaccels (h264_nvdec, hevc_nvdec) through the ffnvcodec headers (Debian: libffmpeg-nvenc-dev;
-#   libcuda / libnvcuvid are loaded at run time, not linked); x86 assembly on (nasm), so swscale's
+#   hwaccels (h264_nvdec, hevc_nvdec), the NVENC encoder (h264_nvenc) and MPEG-4 and the mp4 muxer
+#   for --save, through the ffnvcodec headers (Debian: libffmpeg-nvenc-dev; libcuda / libnvcuvid /
+#   libnvidia-encode are loaded at run time, not linked); x86 assembly on (nasm), so swscale's
 #   conversion is the same code as the system library's; no programs, no external libraries.
 # Then it builds libyolocu, the CLI, the video GPU tests and the decode benchmark against it (sm_90,
 # -DYOLOCU_VIDEO=ON), makes a 1080p H.264 test clip (bench/make_video_clip.sh, system ffmpeg tool)
@@ -66,15 +67,18 @@ EOF
      --disable-autodetect --enable-pthreads --enable-ffnvcodec --enable-cuda --enable-nvdec \
      --disable-everything --disable-avdevice --disable-avfilter --disable-swresample --disable-postproc --disable-network \
      --enable-decoder=h264,hevc --enable-parser=h264,hevc --enable-demuxer=mov,matroska,h264,hevc \
-     --enable-protocol=file --enable-hwaccel=h264_nvdec,hevc_nvdec >"$work/configure.log" 2>&1) ||
+     --enable-protocol=file --enable-hwaccel=h264_nvdec,hevc_nvdec \
+     --enable-nvenc --enable-encoder=h264_nvenc,mpeg4 --enable-muxer=mp4 >"$work/configure.log" 2>&1) ||
     { tail -20 "$work/configure.log"; exit 1; }
   grep -q "^CONFIG_NVDEC=yes" "$work/src/ffbuild/config.mak" || { echo "[video-bundle] FFmpeg configured without NVDEC" >&2; exit 1; }
+  grep -q "^CONFIG_H264_NVENC_ENCODER=yes" "$work/src/ffbuild/config.mak" || { echo "[video-bundle] FFmpeg configured without NVENC" >&2; exit 1; }
   echo "[video-bundle] building FFmpeg with -j$jobs (log: $work/make.log)"
   make -C "$work/src" -j"$jobs" >"$work/make.log" 2>&1 || { tail -30 "$work/make.log"; exit 1; }
   make -C "$work/src" install >>"$work/make.log" 2>&1
-  echo "$ffver" > "$prefix/STAMP"
+  echo "$ffver+nvenc" > "$prefix/STAMP"
 }
-if [ ! -f "$prefix/STAMP" ] || [ "$(cat "$prefix/STAMP")" != "$ffver" ]; then
+# (the stamp names the configuration: an FFmpeg built before NVENC and the mp4 muxer were in is rebuilt)
+if [ ! -f "$prefix/STAMP" ] || [ "$(cat "$prefix/STAMP")" != "$ffver+nvenc" ]; then
   build_ffmpeg
 else
   echo "[video-bundle] FFmpeg $ffver already built in $prefix"

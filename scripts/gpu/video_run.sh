@@ -108,6 +108,16 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     row "FAIL  two streams: --decoder cuda differs from --decoder cpu (two_*.jsonl, frames_*)"
   fi
   rm -rf "$out/frames_cpu" "$out/frames_cuda"
+  # --save with the GPU detector: NVENC (h264_nvenc) when it opens; the video reads back
+  "$bin/yolocu" detect --model "$model" --source "$carry/video/clip_h264.mp4" --device cuda --decoder cuda --save \
+    --output-dir "$out/save" --progress 0 --verbose >"$out/save.log" 2>&1 || row "FAIL  yolocu detect --save (log save.log)"
+  saved=$(ls "$out"/save/*.mp4 2>/dev/null | head -1)
+  if [ -n "$saved" ] && [ -s "$saved" ]; then
+    row "PASS  --save with the GPU detector: $(grep -o 'encodes with [^;]*' "$out/save.log" | head -1), $(stat -c %s "$saved") bytes"
+  else
+    row "FAIL  --save wrote no video (save.log)"
+  fi
+  rm -rf "$out/save"
 fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
