@@ -89,6 +89,19 @@ TEST(TuneSelect, BreakdownMergesAndDescribesItself) {
   EXPECT_NE(line.find("slowest 400 ms cudnn-graph:e9;3=1"), std::string::npos) << line;
   EXPECT_NE(line.find("check 7 ms over 3"), std::string::npos) << line;
   EXPECT_EQ(line.find("total"), std::string::npos) << "no total before the engine sets it: " << line;
+  EXPECT_EQ(line.find("winners"), std::string::npos) << "no winners before a layer is tuned: " << line;
+  a.add_win("cudnn-graph:e4", 0);
+  a.add_win("cudnn-graph:e7", 2);
+  b = TuneBreakdown{};
+  b.add_win("cudnn-graph:e4", 40);  // past the last bin: counted in it
+  b.add_win("own:igemm-bm64", -1);
+  b.add_win("cudnn:IMPLICIT_PRECOMP_GEMM", -1);
+  a.merge(b);
+  EXPECT_EQ(a.wins[0], 3);
+  EXPECT_EQ(a.graph_win_rank[TuneBreakdown::kRankBins - 1], 1);
+  EXPECT_NE(engine::describe(a).find("winners: cudnn-graph 3, legacy 1, own 1 (cudnn-graph by place in cuDNN's list: 1 0 1 0"),
+            std::string::npos)
+      << engine::describe(a);
   a.total_ms = 1000;
   a.cache_io_ms = 20;
   EXPECT_NE(engine::describe(a).find("cache file 20 ms, other 80 ms, total 1000 ms"), std::string::npos);

@@ -66,6 +66,14 @@ void TuneBreakdown::merge(const TuneBreakdown& o) {
   full_timings += o.full_timings;
   serialise_ms += o.serialise_ms;
   serialised += o.serialised;
+  for (int f = 0; f < kTacticFamilies; ++f) wins[f] += o.wins[f];
+  for (int r = 0; r < kRankBins; ++r) graph_win_rank[r] += o.graph_win_rank[r];
+}
+
+void TuneBreakdown::add_win(const std::string& id, int graph_rank) {
+  const TacticFamily f = family_of(id);
+  ++wins[static_cast<int>(f)];
+  if (f == TacticFamily::kCudnnGraph && graph_rank >= 0) ++graph_win_rank[std::min(graph_rank, kRankBins - 1)];
 }
 
 void TuneBreakdown::add_build(const std::string& id, double ms, bool ok) {
@@ -104,6 +112,16 @@ std::string describe(const TuneBreakdown& b) {
       b.slowest_build.empty() ? "-" : b.slowest_build.c_str(), b.restore_ms, b.restores, b.choose_ms, b.prepare_ms,
       b.check_ms, b.checks, b.timing_ms, b.quick_timings, b.full_timings, b.serialise_ms, b.serialised);
   std::string s(buf, n < 0 ? 0 : std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
+  if (b.wins[0] + b.wins[1] + b.wins[2] > 0) {
+    s += "; winners: ";
+    for (int f = 0; f < kTacticFamilies; ++f) {
+      s += std::string(f ? ", " : "") + family_name(static_cast<TacticFamily>(f)) + " " + std::to_string(b.wins[f]);
+    }
+    s += " (cudnn-graph by place in cuDNN's list:";
+    for (int r = 0; r < TuneBreakdown::kRankBins; ++r)
+      s += " " + std::to_string(b.graph_win_rank[r]);
+    s += ")";
+  }
   if (b.total_ms > 0) {
     const double other = b.total_ms - b.prebuild_wall_ms - b.choose_ms - b.cache_io_ms;
     std::snprintf(buf, sizeof buf, ", cache file %.0f ms, other %.0f ms, total %.0f ms", b.cache_io_ms, other,

@@ -62,6 +62,12 @@ struct TuneBreakdown {
   int quick_timings = 0, full_timings = 0;
   double serialise_ms = 0;       // plan_text(): serialising a chosen plan and restoring it once
   int serialised = 0;
+  // Tuned layers won by each family, and the cudnn-graph winners by their place among the layer's
+  // graph plans (cuDNN's heuristic order; the last bin holds kRankBins - 1 and later): what a
+  // smaller max_graph_plans would lose.
+  static constexpr int kRankBins = 12;
+  int wins[kTacticFamilies] = {};
+  int graph_win_rank[kRankBins] = {};
 
   // Sums counts and times; the slowest build is the slower of the two.
   void merge(const TuneBreakdown& o);
@@ -70,6 +76,8 @@ struct TuneBreakdown {
   void add_build(const std::string& id, double ms, bool ok);
   // Records `n` candidates of family `f` built together in `ms` (legacy cuDNN, own: cheap, one call).
   void add_builds(TacticFamily f, double ms, int n);
+  // Records a tuned layer's winner: its id, and for a cudnn-graph one its place among the graph plans.
+  void add_win(const std::string& id, int graph_rank);
 };
 
 // One line, "tune breakdown: prebuild wall X ms on T threads (...), check A ms (n), timing B ms

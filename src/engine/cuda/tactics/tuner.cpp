@@ -370,6 +370,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   // within TuneTiming::kRetimeMargin of the best brief time (tune_select.hpp).
   std::vector<TacticPtr> passed;
   std::vector<double> brief;
+  std::vector<int> place;  // per passed candidate: its index in cands (graph plans first, in list order)
   for (TacticPtr& t : cands) {
     ++out.candidates;
     const Check c = check(pb, *t, b, y_ref);
@@ -383,6 +384,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
       ++out.rejected;
       continue;
     }
+    place.push_back(static_cast<int>(&t - cands.data()));
     passed.push_back(std::move(t));
     brief.push_back(us);
   }
@@ -412,6 +414,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   YOLOCU_CHECK(winner >= 0, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
                " candidate tactics passed the check");
   out.tactic = std::move(passed[static_cast<size_t>(winner)]);
+  bd.add_win(out.tactic->id(), place[static_cast<size_t>(winner)]);
   out.us = best;
   TacticRecord chosen{out.tactic->id(), out.tactic->name(), best};
   if (family_of(chosen.tactic) == TacticFamily::kCudnnGraph) chosen.plan = serialise(*out.tactic);
