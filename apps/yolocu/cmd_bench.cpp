@@ -93,6 +93,21 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
     const double nb = std::max(1.0, static_cast<double>(sum.images) / b);
     std::printf("       host ms per batch: input %.3f, forward %.3f, post + wait %.3f; wall per batch %.3f\n",
                 sum.times.preprocess / nb, sum.times.inference / nb, sum.times.postprocess / nb, sum.wall_ms / nb);
+    if (args.flag("stage-times") && det->device() == Device::kCuda) {
+      // A separate pass with stage profiling on (CUDA events per batch; each batch's stream is held
+      // until it is enqueued, so the times are device time): where a batch's device time goes while
+      // the others run beside it.
+      det->set_stage_profiling(true);
+      RunSummary ps;
+      const std::vector<InputItem> part(items.begin(), items.begin() + std::min<long>(total, 32L * b));
+      run_detector(*det, part, ro, nullptr, &ps);
+      det->set_stage_profiling(false);
+      const double pb = std::max(1, ps.times.batches);
+      std::printf("       gpu ms per batch (profiling pass, %d batches): %s %.3f, letterbox %.3f, engine %.3f, "
+                  "post %.3f; wall per batch %.3f\n", ps.times.batches, gpu ? "wait for the decode" : "upload",
+                  ps.times.gpu_upload / pb, ps.times.gpu_letterbox / pb, ps.times.gpu_engine / pb,
+                  ps.times.gpu_postprocess / pb, ps.wall_ms / pb);
+    }
     json += std::string(k ? ", " : "") + "{\"device\": " + json_string(device_name(det->device())) + ", \"batch\": " +
             std::to_string(b) + ", \"wall_ms\": " + json_number(sum.wall_ms) + ", \"images_per_s\": " +
             json_number(rate) + ", \"failed\": " + std::to_string(sum.failed) + ", \"decoded_gpu\": " +
@@ -114,7 +129,9 @@ int cmd_bench(int argc, char** argv) {
   auto valued = detector_valued_options();
   valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches", "depth", "from-jpeg", "images",
                                 "decode-threads"});
-  Args args(argc, argv, 2, detector_flag_options(), valued);
+  auto flags = detector_flag_options();
+  flags.push_back("stage-times");
+  Args args(argc, argv, 2, flags, valued);
   if (args.flag("help")) {
     std::printf(
         "usage: yolocu bench --model M [--batches 1 8 32] [--image bus.jpg] [--iters 100] [--warmup 10]\n"
@@ -123,7 +140,7 @@ int cmd_bench(int argc, char** argv) {
         "                    [--tactic-cache FILE|none]\n"
         "                    [--contexts N] [--depth K]\n"
         "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-threads N] [--images 4096]\n"
-        "                    [--batches 32 ...] [--device ...] [--contexts N] [--json OUT]\n"
+        "                    [--batches 32 ...] [--device ...] [--contexts N] [--stage-times] [--json OUT]\n"
         "Per batch size, after warm-up (trtexec's three views):\n"
         "  latency     one detect() of one batch at a time, decoded image in host memory -> boxes in\n"
         "              host memory: median, p90, p99, and the host's enqueue time (median);\n"
@@ -134,7 +151,8 @@ int cmd_bench(int argc, char** argv) {
         "Without --image a synthetic 810x1080 image is used.\n"
         "--from-jpeg DIR times files -> boxes as `yolocu detect DIR` runs it: the folder's images cycled to\n"
         "--images images (page-cached), N threads reading (--decode cpu: and decoding) them, the detector\n"
-        "in batches (--decode gpu: nvJPEG decode inside detect_encoded); prints images/s per batch size.\n");
+        "in batches (--decode gpu: nvJPEG decode inside detect_encoded); prints images/s per batch size;\n"
+        "--stage-times adds a pass with stage profiling: each batch's device time per stage.\n");
     return 0;
   }
   PostprocessOptions defaults;
@@ -154,6 +172,7 @@ int cmd_bench(int argc, char** argv) {
   }
   for (const char* o : {"decode", "decode-threads", "images"})
     if (args.has(o)) throw UsageError(std::string("--") + o + " needs --from-jpeg DIR");
+  if (args.flag("stage-times")) throw UsageError("--stage-times needs --from-jpeg DIR (the image benchmark always times the GPU stages)");
   if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");
   if (args.has("json")) check_output_file("--json", args.get("json"));
   Image image;

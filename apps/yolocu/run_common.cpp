@@ -318,6 +318,9 @@ struct Chunk {
 void add_times(StageTimes& sum, const StageTimes& t) {
   sum.preprocess += t.preprocess, sum.inference += t.inference;
   sum.postprocess += t.postprocess, sum.total += t.total;
+  sum.gpu_upload += t.gpu_upload, sum.gpu_letterbox += t.gpu_letterbox;
+  sum.gpu_engine += t.gpu_engine, sum.gpu_postprocess += t.gpu_postprocess;
+  sum.batches += t.batches;
 }
 
 // Takes up to `size` inputs from the queue, from `next` on; a decode failure lands in its result.

@@ -65,7 +65,7 @@ struct RunOptions {
 
 struct RunSummary {
   size_t images = 0, failed = 0, detections = 0;
-  StageTimes times;  // summed over the detect() calls
+  StageTimes times;  // summed over the detect() calls (their batches, host and, with stage profiling, GPU times)
   double wall_ms = 0;
 };
 

@@ -249,9 +249,9 @@ PY
   for dec in gpu cpu; do
     for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
       YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 200 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
-        --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
+        --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --stage-times --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
         >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (log from_jpeg_${dec}_ctx$ctx.log)"
-      grep -E '^cuda |host ms per batch' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
+      grep -E '^cuda |host ms per batch|gpu ms per batch' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
     done
   done
   # NSYS=1: the gpu-decode run with 3 contexts under Nsight Systems; API and kernel summaries in the logs

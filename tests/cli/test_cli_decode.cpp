@@ -32,6 +32,8 @@ TEST(CliDecode, BadCombinationsAreUsageErrors) {
   EXPECT_TRUE(has(err, "exclude each other")) << err;
   EXPECT_EQ(run_yolocu("bench" + m + "--from-jpeg . --decode-threads 0", &out, &err), 2);
   EXPECT_TRUE(has(err, "--decode-threads must be in 1..256")) << err;
+  EXPECT_EQ(run_yolocu("bench" + m + "--stage-times", &out, &err), 2);
+  EXPECT_TRUE(has(err, "--stage-times needs --from-jpeg")) << err;
 }
 
 TEST(CliDecode, GpuDecodeOnACpuDetectorIsRefusedClearly) {
