@@ -147,3 +147,8 @@ timeout 420 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" 
   --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 3000 --max-seconds 40 \
   "${extra[@]}" --json "$out/serve_throughput.json" "$@" 2>"$out/serve_throughput.log" | tee "$out/serve_throughput.md"
 tail -5 "$out/serve_throughput.log"
+
+echo "== Triton's own ceiling: a no-op model through PyTriton (bench/serve_noop_probe.py)"
+for args in "--per-request 1" "--per-request 8 --requests 200" "--height 240 --width 320"; do
+  timeout 120 $py bench/serve_noop_probe.py $args 2>>"$out/serve_noop_probe.log" | grep "no-op" | tee -a "$out/serve_throughput.md"
+done
