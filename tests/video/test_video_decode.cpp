@@ -253,11 +253,15 @@ TEST(SourceStrings, KindsAndLists) {
   EXPECT_FALSE(is_source_list("missing.txt"));
 }
 
+std::vector<VideoFrame> first_frames(const std::string& clip, int n) {
+  VideoSourceOptions o;
+  o.max_frames = n;
+  return test::read_all(clip, o);
+}
+
 TEST(VideoWriter, WritesAVideoThatReadsBack) {
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
-  VideoSourceOptions o;
-  o.max_frames = 10;
-  const std::vector<VideoFrame> frames = test::read_all(clip, o);
+  const std::vector<VideoFrame> frames = first_frames(clip, 10);
   ASSERT_EQ(frames.size(), 10u);
   for (const std::string ext : {".mp4", ".avi"}) {
     const std::string out = test::scratch_dir("video_writer") + "/out" + ext;
@@ -285,9 +289,7 @@ TEST(VideoWriter, WritesAVideoThatReadsBack) {
 // and the video still reads back. Asking for h264_nvenc by name there is an error naming it.
 TEST(VideoWriter, GpuPrefersNvencAndFallsBackSayingWhy) {
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
-  VideoSourceOptions so;
-  so.max_frames = 6;
-  const std::vector<VideoFrame> frames = test::read_all(clip, so);
+  const std::vector<VideoFrame> frames = first_frames(clip, 6);
   ASSERT_EQ(frames.size(), 6u);
   const std::string out = test::scratch_dir("video_writer_gpu") + "/out.mp4";
   fs::remove(out);
