@@ -9,6 +9,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "run_common.hpp"
+#include "timeline.hpp"
 #include "yolocu/detector.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/image.hpp"
@@ -128,7 +129,7 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
 int cmd_bench(int argc, char** argv) {
   auto valued = detector_valued_options();
   valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches", "depth", "from-jpeg", "images",
-                                "decode-threads"});
+                                "decode-threads", "timeline"});
   auto flags = detector_flag_options();
   flags.push_back("stage-times");
   Args args(argc, argv, 2, flags, valued);
@@ -138,7 +139,7 @@ int cmd_bench(int argc, char** argv) {
         "                    [--device auto|cpu|cuda] [--precision fp16|fp32] [--letterbox exact|fast]\n"
         "                    [--conf 0.25 --iou 0.45 --max-det 1000 ...] [--json OUT]\n"
         "                    [--tactic-cache FILE|none]\n"
-        "                    [--contexts N] [--depth K]\n"
+        "                    [--contexts N] [--depth K] [--timeline trace.json]\n"
         "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-threads N] [--images 4096]\n"
         "                    [--batches 32 ...] [--device ...] [--contexts N] [--stage-times] [--json OUT]\n"
         "Per batch size, after warm-up (trtexec's three views):\n"
@@ -147,7 +148,9 @@ int cmd_bench(int argc, char** argv) {
         "  throughput  one detect() of K batches (default 2 x contexts, at least 4): with --contexts >= 2\n"
         "              the batches overlap (upload, compute and copy back of different batches at once);\n"
         "  GPU stages  a separate pass with stage profiling on: the device time of the upload, letterbox,\n"
-        "              engine and decode + NMS (+ copy back) of one batch, medians (CUDA events).\n"
+        "              engine and decode + NMS (+ copy back) of one batch, medians (CUDA events);\n"
+        "  --timeline  (GPU) three throughput calls with stage profiling: every batch's stages per context as\n"
+        "              a Chrome trace (chrome://tracing, Perfetto) and a line on their overlap.\n"
         "Without --image a synthetic 810x1080 image is used.\n"
         "--from-jpeg DIR times files -> boxes as `yolocu detect DIR` runs it: the folder's images cycled to\n"
         "--images images (page-cached), N threads reading (--decode cpu: and decoding) them, the detector\n"
@@ -166,8 +169,10 @@ int cmd_bench(int argc, char** argv) {
   if (depth_arg < 0) throw UsageError("--depth: must be >= 1 (batches per throughput call)");
   const std::string model = args.require("model");
   check_model_file(model);
+  if (args.has("timeline")) check_output_file("--timeline", args.get("timeline"));
   if (args.has("from-jpeg")) {
     if (args.has("image")) throw UsageError("--from-jpeg and --image exclude each other");
+    if (args.has("timeline")) throw UsageError("--timeline applies to the image benchmark, not --from-jpeg (see --stage-times)");
     return bench_from_jpeg(args, base, batches, model);
   }
   for (const char* o : {"decode", "decode-threads", "images"})
@@ -186,6 +191,7 @@ int cmd_bench(int argc, char** argv) {
   std::string json = "{\"model\": " + json_string(model) + ", \"image\": [" + std::to_string(image.width()) + ", " +
                      std::to_string(image.height()) + "], \"results\": [";
   bool first_row = true;
+  std::string timeline;  // --timeline: Chrome trace events of every batch size
   std::printf("%-6s %-5s | %9s %8s %8s %9s | %9s | %10s %4s %10s | %8s %8s %8s %8s\n", "device", "batch",
               "e2e med ms", "p90", "p99", "enqueue", "images/s", "thr img/s", "ctx", "in flight", "gpu upl",
               "letterbox", "engine", "post");
@@ -222,6 +228,18 @@ int cmd_bench(int argc, char** argv) {
     }
     const double thr_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ta).count();
     const double thr = 1000.0 * static_cast<double>(b * depth * thr_iters) / thr_ms;
+    if (args.has("timeline") && det->device() != Device::kCuda)
+      std::fprintf(stderr, "timeline, batch %d: none (the CPU detector has no GPU stages)\n", b);
+    if (args.has("timeline") && det->device() == Device::kCuda) {
+      // Three throughput calls with stage profiling on: each batch's stages on the device, per context.
+      det->set_stage_profiling(true);
+      for (int i = 0; i < 3; ++i) det->detect(many);
+      const std::vector<BatchSpan> spans = det->take_timeline();
+      det->set_stage_profiling(false);
+      std::fprintf(stderr, "timeline, batch %d: %s\n", b, describe_overlap(spans).c_str());
+      const std::string ev = trace_events(spans, b);
+      if (!ev.empty()) timeline += (timeline.empty() ? "" : ", ") + ev;
+    }
     // GPU stages: a separate pass with profiling on (its events cost the host a few us per batch).
     std::vector<double> g_up, g_lb, g_eng, g_post;
     const bool gpu = det->device() == Device::kCuda;
@@ -260,6 +278,7 @@ int cmd_bench(int argc, char** argv) {
   }
   json += "]}\n";
   if (args.has("json")) write_text(args.get("json"), json);
+  if (args.has("timeline")) write_text(args.get("timeline"), "{\"traceEvents\": [" + timeline + "]}\n");
   std::printf("(enqueue: host time to stage and launch one batch; thr: images/s with several batches per call on\n"
               " 'ctx' contexts, 'in flight' of them at once; gpu: device ms per stage of one batch, CUDA events,\n"
               " 'post' = decode + NMS + the copy back)\n");

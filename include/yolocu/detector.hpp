@@ -117,6 +117,14 @@ struct StageTimes {
   int max_in_flight = 0;  // most of them enqueued at once (GPU: > 1 when batches overlap, contexts >= 2)
 };
 
+// One GPU batch on the device, from the CUDA events of stage profiling: milliseconds since stage
+// profiling was turned on, for a timeline of overlapped batches (`yolocu bench --timeline`).
+struct BatchSpan {
+  int context = 0;   // the execution context that ran it
+  int images = 0;
+  double t[5] = {};  // starts of the upload, letterbox, engine and decode + NMS stages, then the end
+};
+
 // How create() built the detector (`yolocu bench`, `yolocu inspect --device`): its wall time and,
 // on the GPU, where the convolution tactics came from: tuned now (a cold build) or loaded from the
 // tactic cache file (a warm build). Figures of the first execution context's engine (the others
@@ -194,6 +202,9 @@ class Detector {
   // gpu_* fields (a few microseconds of host time per batch: benchmarks time with it off). The CPU
   // detector has no device stages and ignores it. Thread-safe.
   virtual void set_stage_profiling(bool on) { (void)on; }
+  // GPU, with stage profiling on: the spans of the batches collected since it was turned on or
+  // since the last call (at most 100,000 kept); the CPU detector has none.
+  virtual std::vector<BatchSpan> take_timeline() { return {}; }
   const BuildInfo& build_info() const { return build_info_; }
 
  protected:

@@ -293,9 +293,13 @@ if [ "$part" = bench ]; then
       --device cuda --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 --json "$out/yolocu_bench_$m.json"
   done
   # Overlap (issue #13): the same detector with 2 contexts (throughput column), and its timeline.
+  # --timeline: every batch's stages per context from CUDA events (Chrome trace + an overlap line in the
+  # log), since nsys on that machine cannot import its reports
   for c in 2 3; do
     bench yolocu_bench_yolov5n_ctx$c "$bin/yolocu" bench --model "$d/models/yolov5n.onnx" --image "$d/images/bus.jpg" \
-      --device cuda --precision fp16 --batches 1 32 --contexts $c --iters 200 --warmup 20 --json "$out/yolocu_bench_yolov5n_ctx$c.json"
+      --device cuda --precision fp16 --batches 1 32 --contexts $c --iters 200 --warmup 20 --json "$out/yolocu_bench_yolov5n_ctx$c.json" \
+      --timeline "$out/timeline_ctx$c.json"
+    grep -h '^timeline' "$out/yolocu_bench_yolov5n_ctx$c.log" | sed "s/^/contexts $c: /" >>"$summary"
   done
   # (nsys is not always on the PATH there: at 73d83a4 `command -v nsys` found nothing)
   nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)

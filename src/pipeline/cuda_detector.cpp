@@ -16,6 +16,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
@@ -112,6 +113,7 @@ struct Context {
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
   std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use
+  int index = 0;  // in the detector's list (BatchSpan::context)
   bool busy = false;
   bool profiled = false;  // the batch in flight recorded its events
   // Profiling only: the stream waits at a host function until the whole batch is enqueued, so that
@@ -178,6 +180,7 @@ class CudaDetector final : public Detector {
     const int contexts = std::max(1, options.contexts);
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();
+      c->index = i;
       YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
       for (cudaEvent_t& e : c->events) YOLOCU_CUDA_CHECK(cudaEventCreate(&e));
       c->engine = std::make_unique<CudaEngine>(model_, eo);
@@ -253,12 +256,31 @@ class CudaDetector final : public Detector {
     names_ = detail::padded_class_names(*model_, nc_);
   }
 
+  ~CudaDetector() override {
+    if (timeline_zero_) cudaEventDestroy(timeline_zero_);
+  }
+
   Device device() const override { return Device::kCuda; }
   const std::vector<std::string>& class_names() const override { return names_; }
   int input_width() const override { return input_w_; }
   int input_height() const override { return input_h_; }
   const DetectorOptions& options() const override { return options_; }
-  void set_stage_profiling(bool on) override { profiling_.store(on); }
+  void set_stage_profiling(bool on) override {
+    if (on) {
+      // the timeline's zero: an event every later batch event is measured from
+      std::lock_guard<std::mutex> lock(timeline_mutex_);
+      YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
+      if (!timeline_zero_) YOLOCU_CUDA_CHECK(cudaEventCreate(&timeline_zero_));
+      YOLOCU_CUDA_CHECK(cudaEventRecord(timeline_zero_, 0));
+      YOLOCU_CUDA_CHECK(cudaEventSynchronize(timeline_zero_));
+      timeline_.clear();
+    }
+    profiling_.store(on);
+  }
+  std::vector<BatchSpan> take_timeline() override {
+    std::lock_guard<std::mutex> lock(timeline_mutex_);
+    return std::exchange(timeline_, {});
+  }
 
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
@@ -502,6 +524,18 @@ class CudaDetector final : public Detector {
         YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, c.events[i], c.events[i + 1]));
         *stage[i] += ms;
       }
+      std::lock_guard<std::mutex> lock(timeline_mutex_);
+      if (timeline_zero_ && timeline_.size() < 100000) {
+        BatchSpan span;
+        span.context = c.index;
+        span.images = n;
+        for (int i = 0; i < Context::kEvents; ++i) {
+          float ms = 0;
+          YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, timeline_zero_, c.events[i]));
+          span.t[i] = ms;
+        }
+        timeline_.push_back(span);
+      }
     }
   }
 
@@ -578,6 +612,9 @@ class CudaDetector final : public Detector {
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;
   std::atomic<bool> profiling_{false};
+  std::mutex timeline_mutex_;
+  cudaEvent_t timeline_zero_ = nullptr;  // stage profiling's zero (take_timeline)
+  std::vector<BatchSpan> timeline_;
 };
 
 }  // namespace

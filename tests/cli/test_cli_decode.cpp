@@ -34,6 +34,8 @@ TEST(CliDecode, BadCombinationsAreUsageErrors) {
   EXPECT_TRUE(has(err, "--decode-threads must be in 1..256")) << err;
   EXPECT_EQ(run_yolocu("bench" + m + "--stage-times", &out, &err), 2);
   EXPECT_TRUE(has(err, "--stage-times needs --from-jpeg")) << err;
+  EXPECT_EQ(run_yolocu("bench" + m + "--from-jpeg . --timeline " + quote(scratch_dir("cli_decode") + "/t.json"), &out, &err), 2);
+  EXPECT_TRUE(has(err, "--timeline applies to the image benchmark")) << err;
 }
 
 TEST(CliDecode, GpuDecodeOnACpuDetectorIsRefusedClearly) {
