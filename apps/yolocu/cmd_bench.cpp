@@ -228,9 +228,9 @@ int cmd_bench(int argc, char** argv) {
     }
     const double thr_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ta).count();
     const double thr = 1000.0 * static_cast<double>(b * depth * thr_iters) / thr_ms;
-    if (args.has("timeline") && det->device() != Device::kCuda)
+    if (args.has("timeline") && det->device() != Device::kCuda) {
       std::fprintf(stderr, "timeline, batch %d: none (the CPU detector has no GPU stages)\n", b);
-    if (args.has("timeline") && det->device() == Device::kCuda) {
+    } else if (args.has("timeline")) {
       // Three throughput calls with stage profiling on: each batch's stages on the device, per context.
       det->set_stage_profiling(true);
       for (int i = 0; i < 3; ++i) det->detect(many);
