@@ -94,6 +94,7 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
     const double nb = std::max(1.0, static_cast<double>(sum.images) / b);
     std::printf("       host ms per batch: input %.3f, forward %.3f, post + wait %.3f; wall per batch %.3f\n",
                 sum.times.preprocess / nb, sum.times.inference / nb, sum.times.postprocess / nb, sum.wall_ms / nb);
+    std::fflush(stdout);  // the rows so far stay in a log even if a later pass is killed
     if (args.flag("stage-times") && det->device() == Device::kCuda) {
       // A separate pass with stage profiling on (CUDA events per batch; each batch's stream is held
       // until it is enqueued, so the times are device time): where a batch's device time goes while
@@ -103,11 +104,12 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
       const std::vector<InputItem> part(items.begin(), items.begin() + std::min<long>(total, 32L * b));
       run_detector(*det, part, ro, nullptr, &ps);
       det->set_stage_profiling(false);
-      const double pb = std::max(1, ps.times.batches);
-      std::printf("       gpu ms per batch (profiling pass, %d batches): %s %.3f, letterbox %.3f, engine %.3f, "
-                  "post %.3f; wall per batch %.3f\n", ps.times.batches, gpu ? "wait for the decode" : "upload",
-                  ps.times.gpu_upload / pb, ps.times.gpu_letterbox / pb, ps.times.gpu_engine / pb,
-                  ps.times.gpu_postprocess / pb, ps.wall_ms / pb);
+      const double pb = std::max(1, ps.times.gpu_timed_batches);
+      std::printf("       gpu ms per batch (profiling pass, %d batches timed, %d left out): %s %.3f, letterbox %.3f, "
+                  "engine %.3f, post %.3f; wall per batch %.3f\n", ps.times.gpu_timed_batches,
+                  ps.times.gpu_untimed_batches, gpu ? "wait for the decode" : "upload", ps.times.gpu_upload / pb,
+                  ps.times.gpu_letterbox / pb, ps.times.gpu_engine / pb, ps.times.gpu_postprocess / pb,
+                  ps.wall_ms / std::max(1, ps.times.batches));
     }
     json += std::string(k ? ", " : "") + "{\"device\": " + json_string(device_name(det->device())) + ", \"batch\": " +
             std::to_string(b) + ", \"wall_ms\": " + json_number(sum.wall_ms) + ", \"images_per_s\": " +
@@ -243,17 +245,25 @@ int cmd_bench(int argc, char** argv) {
     // GPU stages: a separate pass with profiling on (its events cost the host a few us per batch).
     std::vector<double> g_up, g_lb, g_eng, g_post;
     const bool gpu = det->device() == Device::kCuda;
+    int untimed = 0;
     if (gpu) {
       det->set_stage_profiling(true);
       for (long i = 0; i < std::min(iters, 50L); ++i) {
         det->detect(batch);
         const StageTimes t = det->last_times();
+        if (t.gpu_timed_batches == 0) {  // its gate gave up waiting for the enqueue: not device time alone
+          ++untimed;
+          continue;
+        }
         g_up.push_back(t.gpu_upload);
         g_lb.push_back(t.gpu_letterbox);
         g_eng.push_back(t.gpu_engine);
         g_post.push_back(t.gpu_postprocess);
       }
       det->set_stage_profiling(false);
+      if (untimed > 0)
+        std::fprintf(stderr, "batch %d: %d of the profiled batches left out of the GPU stage times (their stream waited "
+                     "over 100 ms for the enqueue)\n", b, untimed);
     }
     const Stats s = stats_of(e2e), se = stats_of(enq), su = stats_of(g_up), sl = stats_of(g_lb),
                 sg = stats_of(g_eng), sp = stats_of(g_post);

@@ -320,6 +320,7 @@ void add_times(StageTimes& sum, const StageTimes& t) {
   sum.postprocess += t.postprocess, sum.total += t.total;
   sum.gpu_upload += t.gpu_upload, sum.gpu_letterbox += t.gpu_letterbox;
   sum.gpu_engine += t.gpu_engine, sum.gpu_postprocess += t.gpu_postprocess;
+  sum.gpu_timed_batches += t.gpu_timed_batches, sum.gpu_untimed_batches += t.gpu_untimed_batches;
   sum.batches += t.batches;
 }
 

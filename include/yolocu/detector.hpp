@@ -113,6 +113,10 @@ struct StageTimes {
   // engine's forward (a CUDA graph replay), decode + NMS + back-projection including the results'
   // way back to the host.
   double gpu_upload = 0, gpu_letterbox = 0, gpu_engine = 0, gpu_postprocess = 0;
+  // Profiled batches whose gpu_* times are summed above, and those left out: a batch's stream waits
+  // for its enqueue at most 100 ms (a device-wide synchronisation by another thread could otherwise
+  // wait for it forever), and a batch that waited that long has host time inside its stages.
+  int gpu_timed_batches = 0, gpu_untimed_batches = 0;
   int batches = 0;        // batches the call ran
   int max_in_flight = 0;  // most of them enqueued at once (GPU: > 1 when batches overlap, contexts >= 2)
 };

@@ -414,6 +414,8 @@ class PyDetector {
     d["gpu_letterbox"] = t.gpu_letterbox;
     d["gpu_engine"] = t.gpu_engine;
     d["gpu_postprocess"] = t.gpu_postprocess;
+    d["gpu_timed_batches"] = t.gpu_timed_batches;
+    d["gpu_untimed_batches"] = t.gpu_untimed_batches;
     d["batches"] = t.batches;
     d["max_in_flight"] = t.max_in_flight;
     return d;

@@ -195,7 +195,9 @@ class Detector:
         """Times of the last call in milliseconds: preprocess, inference, postprocess, total (host
         wall times; on the GPU, enqueue times except postprocess, which includes the wait), the GPU's
         own stage times gpu_upload, gpu_letterbox, gpu_engine, gpu_postprocess (while
-        set_stage_profiling(True), else 0), and the counts batches and max_in_flight."""
+        set_stage_profiling(True), else 0), and the counts batches, max_in_flight,
+        gpu_timed_batches and gpu_untimed_batches (profiled batches left out of the GPU stage
+        times: their stream waited over 100 ms for the enqueue)."""
         return dict(self._det.last_times())
 
     def set_stage_profiling(self, on: bool) -> None:

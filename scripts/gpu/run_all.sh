@@ -208,13 +208,14 @@ if [ "$part" = decode ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   step "decode gpu vs cpu (yolocu eval / detect / bench --from-jpeg)"
   d=$YOLOCU_DATA_DIR
   m=$d/models/yolov5n.onnx
-  for dec in cpu gpu; do
+  # FROM_JPEG_ONLY=1: only the files -> boxes rows (no mAP / detections comparison, no decode-alone rows)
+  for dec in $([ "${FROM_JPEG_ONLY:-0}" = 1 ] || echo cpu gpu); do
     timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
       --device cuda --batch 32 --decode "$dec" --json "$out/eval_$dec.json" >"$out/eval_$dec.log" 2>&1 || row "FAIL  yolocu eval --decode $dec (log eval_$dec.log)"
     timeout 120 "$bin/yolocu" detect --model "$m" --device cuda --batch 2 --conf 0.25 --decode "$dec" --json "$out/detect_$dec.json" \
       "$d/images/bus.jpg" "$d/images/zidane.jpg" >"$out/detect_$dec.log" 2>&1 || row "FAIL  yolocu detect --decode $dec (log detect_$dec.log)"
   done
-  python3 - "$out" 2>&1 <<'PY' | tee -a "$summary"
+  [ "${FROM_JPEG_ONLY:-0}" = 1 ] || python3 - "$out" 2>&1 <<'PY' | tee -a "$summary"
 import json, sys
 out = sys.argv[1]
 try:
@@ -239,18 +240,20 @@ except Exception as ex:
     print(f"FAIL  decode gpu vs cpu comparison: {ex}")
 PY
   # nvJPEG alone, our decoder per backend and thread count, and torchvision's / OpenCV's in this run
-  timeout 150 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
-    >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
-  sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | tail -9 >>"$summary"
-  LD_LIBRARY_PATH=${peer_ld:-} timeout 150 python3 bench/peer_torch_decode.py "$d/coco128/images/train2017" --images 4096 \
-    --batch 32 --cpu-threads "$(nproc)" >"$out/peer_torch_decode.log" 2>&1 || row "FAIL  peer_torch_decode (log peer_torch_decode.log)"
-  sed 's/^/jpeg-decode peer  /' "$out/peer_torch_decode.log" | tail -2 >>"$summary"
+  if [ "${FROM_JPEG_ONLY:-0}" != 1 ]; then
+    timeout 150 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
+      >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
+    sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | tail -9 >>"$summary"
+    LD_LIBRARY_PATH=${peer_ld:-} timeout 150 python3 bench/peer_torch_decode.py "$d/coco128/images/train2017" --images 4096 \
+      --batch 32 --cpu-threads "$(nproc)" >"$out/peer_torch_decode.log" 2>&1 || row "FAIL  peer_torch_decode (log peer_torch_decode.log)"
+    sed 's/^/jpeg-decode peer  /' "$out/peer_torch_decode.log" | tail -2 >>"$summary"
+  fi
   # (contexts: as many run_detector calls at once; FROM_JPEG_CONTEXTS="3 4" to compare; FROM_JPEG_BACKEND=hybrid)
-  for dec in gpu cpu; do
+  for dec in ${FROM_JPEG_DECODE:-gpu cpu}; do  # FROM_JPEG_DECODE=gpu: nvJPEG rows only
     for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
-      YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 200 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
+      YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
         --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --stage-times --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
-        >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (log from_jpeg_${dec}_ctx$ctx.log)"
+        >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (rc $?, log from_jpeg_${dec}_ctx$ctx.log)"
       grep -E '^cuda |host ms per batch|gpu ms per batch' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
     done
   done

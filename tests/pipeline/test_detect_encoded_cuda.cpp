@@ -6,8 +6,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -206,6 +209,63 @@ TEST(DetectEncodedCuda, ThreadsAndContextsEqualSerial) {
   // The same bytes twice in one batch: the same detections, up to FP16 rounding (not bit for bit:
   // the two positions differed on the H100 at 1f308b0; the message gives by how much).
   EXPECT_TRUE(close(serial[0], serial[2], 0.5f, 2e-3f));
+}
+
+// Stage profiling with several contexts and calls at once (`bench --from-jpeg --stage-times`):
+// at 8205107 a profiled batch held its stream in a host function, on the CUDA callback thread that
+// nvJPEG's hardware decoder needs too, and two calls hung for good (H100, 2 and 3 contexts). The
+// calls must finish (a watchdog fails the test instead of hanging it), time their batches' GPU
+// stages, and return what the unprofiled calls return.
+TEST(DetectEncodedCuda, StageProfilingWithCallsAtOnceFinishes) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  YOLOCU_REQUIRE_DATA(zidane, "images/zidane.jpg");
+  DetectorOptions o = gpu_decode_options(detect_settings(), 2, Precision::kFloat16);
+  o.contexts = 2;
+  auto det = Detector::create(model, o);
+  const std::string a = read_file_bytes(bus), b = read_file_bytes(zidane);
+  const std::vector<EncodedImage> in = {{a.data(), a.size(), "bus"}, {b.data(), b.size(), "zidane"}, {a.data(), a.size(), "bus"}};
+  const auto serial = det->detect_encoded(in);
+  det->set_stage_profiling(true);
+  constexpr int kThreads = 4, kCalls = 10;
+  std::atomic<int> finished{0};
+  std::vector<int> bad(kThreads, 0), timed(kThreads, 0), untimed(kThreads, 0);
+  std::vector<double> engine_ms(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const auto k = static_cast<size_t>(t);
+      for (int c = 0; c < kCalls; ++c) {
+        const auto r = det->detect_encoded(in);
+        for (size_t i = 0; i < r.size(); ++i) bad[k] += identical(r[i], serial[i]) ? 0 : 1;
+        const StageTimes st = det->last_times();  // this thread's last call
+        timed[k] += st.gpu_timed_batches, untimed[k] += st.gpu_untimed_batches, engine_ms[k] += st.gpu_engine;
+      }
+      finished.fetch_add(1);
+    });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (finished.load() < kThreads && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (finished.load() < kThreads) {
+    ADD_FAILURE() << finished.load() << " of " << kThreads << " threads finished " << kCalls
+                  << " profiled calls in 120 s: the calls hang";
+    std::fflush(nullptr);
+    std::_Exit(1);  // deadlocked threads cannot be joined
+  }
+  for (auto& t : threads) t.join();
+  det->set_stage_profiling(false);
+  int all_timed = 0, all_untimed = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    const auto k = static_cast<size_t>(t);
+    EXPECT_EQ(bad[k], 0) << "thread " << t;
+    EXPECT_GT(engine_ms[k], 0.0) << "thread " << t << ": no engine time recorded";
+    all_timed += timed[k], all_untimed += untimed[k];
+  }
+  // Each call's last batch is in its last_times(); a batch may be left out only if its stream
+  // waited over 100 ms for the enqueue (none should here).
+  EXPECT_GE(all_timed, kThreads * kCalls * 9 / 10) << all_untimed << " left out";
+  std::printf("      profiled calls at once: %d batches timed, %d left out\n", all_timed, all_untimed);
 }
 
 TEST(DetectEncodedCuda, Coco128MapWithin0001OfCpuDecode) {
