@@ -209,6 +209,14 @@ class Detector {
   // GPU, with stage profiling on: the spans of the batches collected since it was turned on or
   // since the last call (at most 100,000 kept); the CPU detector has none.
   virtual std::vector<BatchSpan> take_timeline() { return {}; }
+  // Makes every execution context ready for these batch sizes (each 1..max_batch; empty: all of
+  // them), so that no later call pays a size's first run. GPU: a batch size the build did not tune
+  // takes the nearest tuned size's tactics, and its first run builds their cuDNN plans and captures
+  // its CUDA graph: seconds for a whole model. A server whose batcher forms any size (Triton's
+  // dynamic batching) calls this before it takes requests. Waits for calls in flight to finish and
+  // holds new ones until it returns. CPU: nothing to do. Throws kInvalidArgument for a size
+  // outside 1..max_batch.
+  void warm_up(const std::vector<int>& batch_sizes = {});
   const BuildInfo& build_info() const { return build_info_; }
 
  protected:
@@ -225,6 +233,8 @@ class Detector {
   // count_decoded().
   virtual std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
                                                      std::vector<DecodedSize>& sizes);
+  // warm_up()'s backend (sizes validated, never empty); the default (CPU) does nothing.
+  virtual void run_warm_up(const std::vector<int>& batch_sizes) { (void)batch_sizes; }
   void count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend);
   // Backends: the times of the call that ends, recorded for the calling thread (last_times()).
   void record_times(const StageTimes& times);

@@ -421,6 +421,10 @@ class PyDetector {
     return d;
   }
   void set_stage_profiling(bool on) { det_->set_stage_profiling(on); }
+  void warm_up(const std::vector<int>& sizes) {
+    nb::gil_scoped_release release;
+    det_->warm_up(sizes);
+  }
 
  private:
   std::unique_ptr<yolocu::Detector> det_;
@@ -509,7 +513,9 @@ NB_MODULE(_yolocu, m) {
       .def_prop_ro("imgsz", &PyDetector::imgsz)
       .def_prop_ro("batch", &PyDetector::batch)
       .def("last_times", &PyDetector::last_times)
-      .def("set_stage_profiling", &PyDetector::set_stage_profiling, "on"_a);
+      .def("set_stage_profiling", &PyDetector::set_stage_profiling, "on"_a)
+      .def("warm_up", &PyDetector::warm_up, "sizes"_a = std::vector<int>{},
+           "Makes every context ready for these batch sizes (default: 1..batch); the GIL is released.");
   m.def("decode", &decode, "source"_a, "Decodes a JPEG/PNG (path or bytes) to an HxWx3 uint8 BGR array.");
   m.def("cuda_available", &cuda_available, "True when this build has CUDA and a GPU is usable.");
 #if defined(YOLOCU_WITH_CUDA)

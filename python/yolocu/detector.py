@@ -200,6 +200,14 @@ class Detector:
         times: their stream waited over 100 ms for the enqueue)."""
         return dict(self._det.last_times())
 
+    def warm_up(self, sizes: Optional[Sequence[int]] = None) -> None:
+        """Makes every execution context ready for these batch sizes (default: every size from 1 to
+        ``batch``), so that no later call pays a size's first run: on the GPU, a size the build did
+        not tune builds its plans and captures its CUDA graph on first use (seconds). Servers whose
+        batcher forms any size call it before taking requests (``yolocu serve`` does). Raises
+        ValueError for a size outside 1..batch."""
+        self._det.warm_up([int(s) for s in (sizes or [])])
+
     def set_stage_profiling(self, on: bool) -> None:
         """GPU: time every stage with CUDA events from now on (a few microseconds per batch)."""
         self._det.set_stage_profiling(bool(on))

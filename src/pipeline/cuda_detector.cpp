@@ -276,6 +276,32 @@ class CudaDetector final : public Detector {
     }
     profiling_.store(on);
   }
+  // Every context's engine runs each size once on a zeroed input (tactics derived, plans built,
+  // graph captured), with all the contexts taken so that no call runs meanwhile.
+  void run_warm_up(const std::vector<int>& sizes) override {
+    YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
+    std::vector<Context*> held;
+    struct Releaser {
+      CudaDetector* self;
+      std::vector<Context*>& held;
+      ~Releaser() {
+        for (Context* c : held) {
+          if (cudaStreamSynchronize(c->stream) != cudaSuccess) (void)cudaGetLastError();
+          self->release(*c);
+        }
+      }
+    } releaser{this, held};
+    for (size_t i = 0; i < contexts_.size(); ++i) held.push_back(&acquire());
+    const size_t image_bytes = static_cast<size_t>(3) * static_cast<size_t>(input_w_) *
+                               static_cast<size_t>(input_h_) * dtype_size(held.front()->engine->input_dtype());
+    for (Context* c : held) {
+      for (int n : sizes) {
+        YOLOCU_CUDA_CHECK(cudaMemsetAsync(c->d_input.get(), 0, image_bytes * static_cast<size_t>(n), c->stream));
+        c->engine->run(c->d_input.get(), n, c->stream);
+      }
+      YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    }
+  }
   std::vector<BatchSpan> take_timeline() override {
     std::lock_guard<std::mutex> lock(timeline_mutex_);
     return std::exchange(timeline_, {});

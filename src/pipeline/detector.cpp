@@ -191,6 +191,17 @@ std::vector<Detections> Detector::run_detect_device_images(const std::vector<Dev
                " images in device memory need a CUDA detector (this one runs on ", device_name(device()), ")");
 }
 
+void Detector::warm_up(const std::vector<int>& batch_sizes) {
+  const int max_batch = options().max_batch;
+  std::vector<int> sizes = batch_sizes;
+  if (sizes.empty())
+    for (int n = 1; n <= max_batch; ++n) sizes.push_back(n);
+  for (int n : sizes)
+    YOLOCU_CHECK(n >= 1 && n <= max_batch, kInvalidArgument, "warm_up: batch size ", n, " is outside 1..", max_batch,
+                 " (max_batch)");
+  run_warm_up(sizes);
+}
+
 std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>& /*images*/) {
   detail::fail(ErrorCode::kUnsupported, "detect_device: images in device memory need a CUDA detector (this one runs on ",
                device_name(device()), ")");

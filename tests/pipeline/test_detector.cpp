@@ -191,6 +191,28 @@ TEST(Detector, RowPitchAsyncAndThreadsDoNotChangeResults) {
 
 using test::code_of;
 
+// warm_up() takes sizes in 1..max_batch (empty: all of them); anything else is refused by name.
+// On the CPU there is nothing to prepare: the detector is unchanged afterwards.
+TEST(Detector, WarmUpChecksTheSizes) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  DetectorOptions o = cpu_options(detect_options());
+  o.max_batch = 4;
+  auto det = Detector::create(model, o);
+  EXPECT_NO_THROW(det->warm_up());
+  EXPECT_NO_THROW(det->warm_up({1, 3, 4}));
+  EXPECT_EQ(code_of([&] { det->warm_up({0}); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { det->warm_up({2, 5}); }), ErrorCode::kInvalidArgument);
+  try {
+    det->warm_up({-1});
+    FAIL() << "warm_up({-1}) did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch size -1 is outside 1..4"), std::string::npos) << e.what();
+  }
+  Image img(64, 48);
+  std::memset(img.data(), 90, img.size_bytes());
+  EXPECT_NO_THROW(det->detect(img.view()));
+}
+
 TEST(Detector, RejectsInvalidImages) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   auto det = Detector::create(model, cpu_options(detect_options()));

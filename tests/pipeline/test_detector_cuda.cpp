@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -273,6 +274,47 @@ TEST(DetectorCuda, EightThreadsEqualSerial) {
   }
   std::printf("[ threads ] %d threads x %d images: %d results differ from the serial run\n", kThreads, kPerThread, diffs);
   EXPECT_EQ(diffs, 0);
+}
+
+// warm_up(): every context of a detector tuned for {1, 8} runs sizes 3 and 5 before any call, so
+// that a later call of those sizes builds nothing (without it, a size's first call builds its
+// cuDNN plans: seconds, the 4-9 s stalls of Triton's first requests at 8205107); and the results
+// are those of a detector that was not warmed up (same tactics, bit for bit).
+TEST(DetectorCuda, WarmUpPreparesEveryContextAndChangesNoResult) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  const auto files = coco_images();
+  if (files.size() < 5) GTEST_SKIP() << "coco128 not found";
+  const std::vector<Image> images = decode_all(std::vector<std::string>(files.begin(), files.begin() + 5));
+  DetectorOptions o = gpu_options(Precision::kFloat16, detect_settings(), 8);
+  o.contexts = 2;
+  auto cold = Detector::create(model, o);
+  auto warm = Detector::create(model, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  warm->warm_up({3, 5});
+  const double warm_up_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (int n : {3, 5}) {
+    std::vector<ImageView> batch;
+    for (int j = 0; j < n; ++j) batch.push_back(images[static_cast<size_t>(j)].view());
+    const auto a = std::chrono::steady_clock::now();
+    const auto w = warm->detect(batch);  // context 0, then (two at once) context 1 as well
+    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+    std::vector<Detections> w2;
+    std::thread other([&] { w2 = warm->detect(batch); });
+    const auto w3 = warm->detect(batch);
+    other.join();
+    const auto c = cold->detect(batch);
+    std::printf("      batch %d: warm_up of sizes 3 and 5 took %.0f ms; the first call after it %.1f ms\n", n,
+                warm_up_ms, first_ms);
+    // A plan build takes ~1 s; a prepared size's call takes about a millisecond (limit far from both).
+    EXPECT_LT(first_ms, 300.0) << "batch " << n << ": the first call after warm_up still built something";
+    for (int j = 0; j < n; ++j) {
+      EXPECT_TRUE(identical(w[static_cast<size_t>(j)], c[static_cast<size_t>(j)])) << "batch " << n << " image " << j;
+      EXPECT_TRUE(identical(w2[static_cast<size_t>(j)], c[static_cast<size_t>(j)])) << "batch " << n << " image " << j;
+      EXPECT_TRUE(identical(w3[static_cast<size_t>(j)], c[static_cast<size_t>(j)])) << "batch " << n << " image " << j;
+    }
+  }
+  EXPECT_EQ(test::code_of([&] { warm->warm_up({9}); }), ErrorCode::kInvalidArgument);
 }
 
 // One call with many batches on 3 contexts: the batches overlap (max_in_flight 3) and the results

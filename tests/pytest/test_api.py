@@ -424,3 +424,12 @@ def test_console_script_runs_the_cli_and_serve_help(samples, tmp_path):
     assert p.returncode == 0 and "--http-port" in p.stdout and "--instances" in p.stdout
     p = subprocess.run([exe, "serve", "--model", "no/such.onnx"], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "no such file" in p.stderr
+
+
+def test_warm_up_checks_sizes(det):
+    det.warm_up()          # every size 1..batch (nothing to prepare on the CPU)
+    det.warm_up([1, 8])
+    for bad in ([0], [9], [2, -1]):
+        with pytest.raises(ValueError, match="outside 1..8"):
+            det.warm_up(bad)
+    assert len(det(data_path("images", "bus.jpg")).boxes) > 0  # still usable
