@@ -101,6 +101,12 @@ class Server:
         raise RuntimeError("server not ready after 300 s")
 
     def stop(self):
+        # the server's own log, last lines (an error response's cause is often only there)
+        try:
+            tail = open(self.log.name, errors="replace").read().splitlines()[-25:]
+            print("server log, last lines:\n  " + "\n  ".join(tail), file=sys.stderr, flush=True)
+        except OSError:
+            pass
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -127,10 +133,30 @@ def load(args, server, clients, total):
             i.set_data_from_numpy(img[None])
         return i
 
+    # The answers must be right before they are timed: one request, against yolocu.Detector on the
+    # same image in this process (same device and precision; boxes within 1 px: a batch size of the
+    # server's may take another tuned size's tactics, whose FP16 rounding differs).
+    check = "not checked"
+    try:
+        ref = yolocu.Detector(args.model, device=args.device, precision=args.precision, batch=1, max_det=300)(img)
+        c0 = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
+        r = c0.infer("yolov5", [make_input()], client_timeout=300)
+        c0.close()
+        n = int(r.as_numpy("count")[0, 0])
+        got = r.as_numpy("boxes")[0, :n]
+        if n != len(ref.boxes):
+            check = f"MISMATCH: {n} detections, yolocu.Detector {len(ref.boxes)}"
+        else:
+            d = float(np.abs(np.sort(got, axis=0) - np.sort(ref.boxes, axis=0)).max()) if n else 0.0
+            check = f"ok: {n} detections, boxes within {d:.3f} px" if d <= 1.0 else f"MISMATCH: boxes differ by {d:.2f} px"
+    except Exception as e:  # noqa: BLE001
+        check = f"FAILED: {str(e)[:200]}"
+    print(f"answer check ({args.mode}, {clients} clients): {check}", file=sys.stderr, flush=True)
+
     lat, errors = [], []
     lock = threading.Lock()
     per = max(1, total // clients)
-    deadline = time.time() + args.max_seconds
+    deadline = time.time() + 1e9  # the warm-up's requests are not timed: the limit starts after them
 
     def client(k, n, record):
         c = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
@@ -156,6 +182,7 @@ def load(args, server, clients, total):
     for t in warm:
         t.join()
     threads = [threading.Thread(target=client, args=(k, per, True)) for k in range(clients)]
+    deadline = time.time() + args.max_seconds
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -163,7 +190,10 @@ def load(args, server, clients, total):
         t.join()
     wall = time.perf_counter() - t0
     lat_ms = np.array(sorted(lat)) * 1e3 if lat else np.zeros(1)
-    return {"clients": clients, "requests": len(lat), "errors": len(errors), "images_per_s": len(lat) / wall,
+    if errors:
+        print(f"{len(errors)} errors, the first: {errors[0]}", file=sys.stderr)
+    return {"clients": clients, "requests": len(lat), "errors": len(errors), "answer_check": check,
+            "first_error": errors[0] if errors else None, "images_per_s": len(lat) / wall,
             "latency_ms_p50": float(np.percentile(lat_ms, 50)), "latency_ms_p99": float(np.percentile(lat_ms, 99)),
             "wall_s": wall}
 
@@ -208,14 +238,14 @@ def main():
     base = rows[0]["images_per_s"] if rows and not args.skip_api else None
     print(f"\nmodel {os.path.basename(args.model)}, image {os.path.basename(args.image)}, batch {args.batch}, "
           f"{args.precision}, device {args.device}, yolocu {yolocu.__version__}, {os.cpu_count()} CPU cores")
-    print("| path | clients | images/s | p50 ms | p99 ms | errors | vs C++ API |")
-    print("|---|---|---|---|---|---|---|")
+    print("| path | clients | images/s | p50 ms | p99 ms | errors | vs C++ API | answer |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         p50 = r.get("latency_ms_p50", r.get("batch_ms_p50"))
         p99 = r.get("latency_ms_p99", r.get("batch_ms_p99"))
         rel = f"{r['images_per_s'] / base:.2f}x" if base else "-"
         print(f"| {r['what']} | {r.get('clients', '-')} | {r['images_per_s']:.1f} | {p50:.2f} | {p99:.2f} | "
-              f"{r.get('errors', 0)} | {rel} |")
+              f"{r.get('errors', 0)} | {rel} | {r.get('answer_check', '-')} |")
     print("(API rows: latency of one detect() call of `batch` images; Triton rows: latency of one request)")
     if args.json:
         with open(args.json, "w") as f:

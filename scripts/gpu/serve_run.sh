@@ -4,6 +4,7 @@
 # extension against this machine's Python, runs the GPU Python tests, then bench/serve_throughput.py.
 # Logs and the table under $OUT (or ./gpu-out); the table is printed last.
 #   bash scripts/gpu/serve_run.sh [extra bench/serve_throughput.py options]
+# Environment: SERVE_MODES="raw bytes" (a table per request mode), SKIP_TESTS=1, SKIP_PROBE=1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -137,18 +138,28 @@ else
   else echo "preflight: no variant works"; fi
 fi
 echo "== GPU Python tests"
+[ "${SKIP_TESTS:-0}" = 1 ] && echo "skipped (SKIP_TESTS=1)" ||
 timeout 180 $py -m pytest -q -rs -p no:cacheprovider tests/pytest/test_api.py -k "gpu or readme or paths_match or bad_inputs" 2>&1 | tee "$out/pytest_gpu.log" | tail -15
 
 echo "== serving throughput"
 gpus=$(nvidia-smi -L | wc -l)
 extra=()
 [ "$gpus" -ge 2 ] && extra=(--gpus 0 1)
-timeout 420 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" --image "$g/data/images/bus.jpg" \
-  --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 3000 --max-seconds 40 \
-  "${extra[@]}" --json "$out/serve_throughput.json" "$@" 2>"$out/serve_throughput.log" | tee "$out/serve_throughput.md"
-tail -5 "$out/serve_throughput.log"
-
-echo "== Triton's own ceiling: a no-op model through PyTriton (bench/serve_noop_probe.py)"
-for args in "--per-request 1" "--per-request 8 --requests 200" "--height 240 --width 320"; do
-  timeout 120 $py bench/serve_noop_probe.py $args 2>>"$out/serve_noop_probe.log" | grep "no-op" | tee -a "$out/serve_throughput.md"
+# SERVE_MODES="raw bytes": one table per request mode (raw pixels, then JPEG bytes decoded in the server)
+for mode in ${SERVE_MODES:-raw}; do
+  sfx=$([ "$mode" = raw ] || echo "_$mode")
+  timeout 420 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" --image "$g/data/images/bus.jpg" \
+    --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 3000 --max-seconds 40 \
+    --mode "$mode" "${extra[@]}" --json "$out/serve_throughput$sfx.json" "$@" 2>"$out/serve_throughput$sfx.log" |
+    tee "$out/serve_throughput$sfx.md"
+  tail -5 "$out/serve_throughput$sfx.log"
 done
+
+if [ "${SKIP_PROBE:-0}" != 1 ]; then
+  echo "== Triton's own ceiling: a no-op model through PyTriton (bench/serve_noop_probe.py)"
+  for args in "--per-request 1" "--per-request 8 --requests 200" "--height 240 --width 320"; do
+    timeout 120 $py bench/serve_noop_probe.py $args 2>>"$out/serve_noop_probe.log" | grep "no-op" | tee -a "$out/serve_throughput.md"
+  done
+fi
+# Few files come back from a call: the logs in one archive, the tables beside it.
+(cd "$out" && tar czf logs.tar.gz --remove-files $(ls | grep -v -E '\.md$|^logs\.tar\.gz$'))
