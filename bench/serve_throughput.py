@@ -136,21 +136,43 @@ def load(args, server, clients, total):
     # The answers must be right before they are timed: one request, against yolocu.Detector on the
     # same image in this process (same device and precision; boxes within 1 px: a batch size of the
     # server's may take another tuned size's tactics, whose FP16 rounding differs).
+    ref = yolocu.Detector(args.model, device=args.device, precision=args.precision, batch=1, max_det=300)(img)
+
+    def check_answer(count, boxes):
+        n = int(np.asarray(count).reshape(-1)[0])
+        got = np.asarray(boxes).reshape(-1, 4)[:n]
+        if n != len(ref.boxes):
+            return f"MISMATCH: {n} detections, yolocu.Detector {len(ref.boxes)}"
+        d = float(np.abs(np.sort(got, axis=0) - np.sort(ref.boxes, axis=0)).max()) if n else 0.0
+        return f"ok: {n} detections, boxes within {d:.3f} px" if d <= 1.0 else f"MISMATCH: boxes differ by {d:.2f} px"
+
     check = "not checked"
     try:
-        ref = yolocu.Detector(args.model, device=args.device, precision=args.precision, batch=1, max_det=300)(img)
         c0 = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
         r = c0.infer("yolov5", [make_input()], client_timeout=300)
         c0.close()
-        n = int(r.as_numpy("count")[0, 0])
-        got = r.as_numpy("boxes")[0, :n]
-        if n != len(ref.boxes):
-            check = f"MISMATCH: {n} detections, yolocu.Detector {len(ref.boxes)}"
-        else:
-            d = float(np.abs(np.sort(got, axis=0) - np.sort(ref.boxes, axis=0)).max()) if n else 0.0
-            check = f"ok: {n} detections, boxes within {d:.3f} px" if d <= 1.0 else f"MISMATCH: boxes differ by {d:.2f} px"
+        resp = r.get_response()
+        sizes = {o.name: len(raw) for o, raw in zip(resp.outputs, resp.raw_output_contents)}
+        print(f"gRPC answer: outputs {[(o.name, o.datatype, list(o.shape)) for o in resp.outputs]}, raw bytes {sizes}",
+              file=sys.stderr, flush=True)
+        check = "gRPC " + check_answer(r.as_numpy("count"), r.as_numpy("boxes"))
     except Exception as e:  # noqa: BLE001
-        check = f"FAILED: {str(e)[:200]}"
+        check = f"gRPC FAILED: {str(e)[:160]}"
+    if not check.startswith("gRPC ok"):  # the same request over HTTP: is it the answer or the gRPC client?
+        try:
+            import tritonclient.http as httpclient
+            h = httpclient.InferenceServerClient(f"127.0.0.1:{server.http}")
+            if args.mode == "bytes":
+                i = httpclient.InferInput("image_bytes", [1, 1], "BYTES")
+                i.set_data_from_numpy(np.array([[blob]], dtype=object))
+            else:
+                i = httpclient.InferInput("image", [1, *img.shape], "UINT8")
+                i.set_data_from_numpy(img[None])
+            r = h.infer("yolov5", [i])
+            h.close()
+            check += "; HTTP " + check_answer(r.as_numpy("count"), r.as_numpy("boxes"))
+        except Exception as e:  # noqa: BLE001
+            check += f"; HTTP FAILED: {str(e)[:160]}"
     print(f"answer check ({args.mode}, {clients} clients): {check}", file=sys.stderr, flush=True)
 
     lat, errors = [], []
@@ -236,7 +258,16 @@ def main():
             srv.stop()
 
     base = rows[0]["images_per_s"] if rows and not args.skip_api else None
-    print(f"\nmodel {os.path.basename(args.model)}, image {os.path.basename(args.image)}, batch {args.batch}, "
+    try:
+        import google.protobuf
+        import grpc
+        import tritonclient
+        versions = (f"grpcio {grpc.__version__}, protobuf {google.protobuf.__version__}, "
+                    f"tritonclient {getattr(tritonclient, '__version__', '?')}, Python {sys.version.split()[0]}")
+    except Exception as e:  # noqa: BLE001
+        versions = f"versions unknown ({e})"
+    print(f"\n{versions}")
+    print(f"model {os.path.basename(args.model)}, image {os.path.basename(args.image)}, batch {args.batch}, "
           f"{args.precision}, device {args.device}, yolocu {yolocu.__version__}, {os.cpu_count()} CPU cores")
     print("| path | clients | images/s | p50 ms | p99 ms | errors | vs C++ API | answer |")
     print("|---|---|---|---|---|---|---|---|")

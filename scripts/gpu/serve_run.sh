@@ -12,6 +12,8 @@ out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 g=/tmp/yolocu-serve
 rm -rf "$g" && mkdir -p "$g" && tar -C "$g" -xJf .gpu-serve/bundle.tar.xz || { echo "no bundle: run scripts/gpu/serve_bundle.sh first"; exit 1; }
+# PyTriton and Triton's Python backend pass every tensor through /dev/shm: its size is part of the record
+echo "/dev/shm: $(df -h /dev/shm | tail -1 | awk '{print $2 " total, " $4 " free"}')"
 echo "bundle of commit $(cat "$g/COMMIT"); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(nvidia-smi -L | wc -l) GPU(s)"
 py=${PYTHON:-python3}
 cudnn=$(find / -name 'libcudnn.so.9*' -not -path '/proc/*' 2>/dev/null | head -1)
@@ -34,8 +36,13 @@ export YOLOCU_DATA_DIR=$g/data PYTHONUNBUFFERED=1
 # failed to load with "No module named 'zmq'" (H100, 47f9194). A .pth file in this interpreter's
 # user and system site folders names the carried one for every interpreter of this prefix.
 for site_dir in $($py -c "import site; print(site.getusersitepackages()); print(*site.getsitepackages())"); do
-  mkdir -p "$site_dir" 2>/dev/null && echo "$g/site" >"$site_dir/yolocu-gpu-run.pth" 2>/dev/null && echo "site folder: $site_dir"
+  mkdir -p "$site_dir" 2>/dev/null && echo "import sys; sys.path.insert(0, '$g/site')" >"$site_dir/yolocu-gpu-run.pth" 2>/dev/null && echo "site folder: $site_dir"
 done
+# The carried folder goes FIRST (a .pth "import" line): a plain .pth line appends it, so the stub took
+# this machine's own NumPy (2.x, the torch environment's) instead of the carried 1.26 its
+# triton_python_backend_utils expects, and every tensor between Triton and PyTriton's proxy arrived
+# empty or as garbage (H100, b95f78e: empty outputs, a BYTES length prefix of 0x0E0E0E0E).
+echo "NumPy as an interpreter without PYTHONPATH sees it (Triton's Python-backend stub): $(env -u PYTHONPATH $py -c 'import numpy; print(numpy.__version__, numpy.__file__)')"
 $py -c "import yolocu, numpy; print('yolocu', yolocu.__version__, 'cuda build', yolocu.with_cuda, 'gpu usable', yolocu.cuda_available(), 'numpy', numpy.__version__)"
 
 echo "== PyTriton preflight (its Python-backend stub embeds libpython3.12)"
