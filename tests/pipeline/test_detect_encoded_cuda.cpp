@@ -184,16 +184,32 @@ TEST(DetectEncodedCuda, FallbacksAreExactAndErrorsNamed) {
   EXPECT_EQ(det->detect_encoded({{bus_bytes.data(), bus_bytes.size(), "bus.jpg"}}).at(0).size(), got[0].size());
 }
 
+// The threaded tests' input: bus, zidane and bus again as encoded bytes (the views point into a, b).
+struct BusZidaneBus {
+  BusZidaneBus(const std::string& bus, const std::string& zidane)
+      : a(read_file_bytes(bus)), b(read_file_bytes(zidane)),
+        in{{a.data(), a.size(), "bus"}, {b.data(), b.size(), "zidane"}, {a.data(), a.size(), "bus"}} {}
+  BusZidaneBus(const BusZidaneBus&) = delete;
+  BusZidaneBus& operator=(const BusZidaneBus&) = delete;
+  const std::string a, b;
+  const std::vector<EncodedImage> in;
+};
+
+// FP16, batches of 2, two execution contexts, nvJPEG decode.
+DetectorOptions two_context_options() {
+  DetectorOptions o = gpu_decode_options(detect_settings(), 2, Precision::kFloat16);
+  o.contexts = 2;
+  return o;
+}
+
 TEST(DetectEncodedCuda, ThreadsAndContextsEqualSerial) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
   YOLOCU_REQUIRE_DATA(zidane, "images/zidane.jpg");
-  DetectorOptions o = gpu_decode_options(detect_settings(), 2, Precision::kFloat16);
-  o.contexts = 2;
-  auto det = Detector::create(model, o);
-  const std::string a = read_file_bytes(bus), b = read_file_bytes(zidane);
-  const std::vector<EncodedImage> in = {{a.data(), a.size(), "bus"}, {b.data(), b.size(), "zidane"}, {a.data(), a.size(), "bus"}};
+  auto det = Detector::create(model, two_context_options());
+  const BusZidaneBus images(bus, zidane);
+  const std::vector<EncodedImage>& in = images.in;
   const auto serial = det->detect_encoded(in);
   std::vector<std::thread> threads;
   std::vector<int> bad(4, 0);
@@ -221,11 +237,9 @@ TEST(DetectEncodedCuda, StageProfilingWithCallsAtOnceFinishes) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
   YOLOCU_REQUIRE_DATA(zidane, "images/zidane.jpg");
-  DetectorOptions o = gpu_decode_options(detect_settings(), 2, Precision::kFloat16);
-  o.contexts = 2;
-  auto det = Detector::create(model, o);
-  const std::string a = read_file_bytes(bus), b = read_file_bytes(zidane);
-  const std::vector<EncodedImage> in = {{a.data(), a.size(), "bus"}, {b.data(), b.size(), "zidane"}, {a.data(), a.size(), "bus"}};
+  auto det = Detector::create(model, two_context_options());
+  const BusZidaneBus images(bus, zidane);
+  const std::vector<EncodedImage>& in = images.in;
   const auto serial = det->detect_encoded(in);
   det->set_stage_profiling(true);
   constexpr int kThreads = 4, kCalls = 10;
