@@ -107,5 +107,29 @@ TEST(TuneSelect, BreakdownMergesAndDescribesItself) {
   EXPECT_NE(engine::describe(a).find("cache file 20 ms, other 80 ms, total 1000 ms"), std::string::npos);
 }
 
+// What a cap on the graph plans per layer would cost: the fastest brief time among the kept
+// candidates (graph plans before the cap, every other family) minus the fastest of all.
+TEST(TuneSelect, CapCostsPriceASmallerMaxGraphPlans) {
+  TuneBreakdown b;
+  EXPECT_EQ(engine::describe(b).find("capped at"), std::string::npos) << "nothing priced before a layer";
+  // layer 1: the best (10 us) is graph plan 8; plan 5 takes 12, plan 2 takes 15, a legacy one 14
+  b.add_cap_costs({15.0, 12.0, 10.0, 14.0, -1.0}, {2, 5, 8, -1, 0});
+  EXPECT_DOUBLE_EQ(b.brief_best_us, 10.0);
+  EXPECT_DOUBLE_EQ(b.cap_loss_us[0], 4.0);  // cap 4: plan 2 (15) or legacy (14) -> 14
+  EXPECT_DOUBLE_EQ(b.cap_loss_us[1], 2.0);  // cap 7: plan 5 -> 12
+  EXPECT_DOUBLE_EQ(b.cap_loss_us[2], 0.0);  // cap 10: plan 8 kept
+  // layer 2: only graph plans at places 6 and 9 passed: a cap of 4 keeps none (counted as the whole)
+  TuneBreakdown c;
+  c.add_cap_costs({20.0, 18.0}, {6, 9});
+  b.merge(c);
+  EXPECT_DOUBLE_EQ(b.brief_best_us, 28.0);
+  EXPECT_DOUBLE_EQ(b.cap_loss_us[0], 4.0 + 18.0);
+  EXPECT_DOUBLE_EQ(b.cap_loss_us[1], 2.0 + 2.0);
+  EXPECT_DOUBLE_EQ(b.cap_loss_us[2], 0.0 + 0.0);
+  EXPECT_NE(engine::describe(b).find("capped at 4 / 7 / 10 graph plans: +22.0 / +4.0 / +0.0 us over the tuned layers' 28.0 us"),
+            std::string::npos)
+      << engine::describe(b);
+}
+
 }  // namespace
 }  // namespace yolocu

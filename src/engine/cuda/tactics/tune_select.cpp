@@ -68,6 +68,28 @@ void TuneBreakdown::merge(const TuneBreakdown& o) {
   serialised += o.serialised;
   for (int f = 0; f < kTacticFamilies; ++f) wins[f] += o.wins[f];
   for (int r = 0; r < kRankBins; ++r) graph_win_rank[r] += o.graph_win_rank[r];
+  for (int k = 0; k < 3; ++k) cap_loss_us[k] += o.cap_loss_us[k];
+  brief_best_us += o.brief_best_us;
+}
+
+void TuneBreakdown::add_cap_costs(const std::vector<double>& brief_us, const std::vector<int>& graph_place) {
+  auto fastest = [&](int cap) {  // cap < 0: no cap
+    double best = -1;
+    for (size_t i = 0; i < brief_us.size() && i < graph_place.size(); ++i) {
+      if (brief_us[i] < 0 || (cap >= 0 && graph_place[i] >= cap)) continue;
+      if (best < 0 || brief_us[i] < best) best = brief_us[i];
+    }
+    return best;
+  };
+  const double all = fastest(-1);
+  if (all < 0) return;
+  brief_best_us += all;
+  for (int k = 0; k < 3; ++k) {
+    const double capped = fastest(kCaps[k]);
+    // nothing left under the cap (every kept candidate failed): the layer would have no tactic;
+    // count the whole best time as the loss, a lower bound of "unusable"
+    cap_loss_us[k] += capped < 0 ? all : capped - all;
+  }
 }
 
 void TuneBreakdown::add_win(const std::string& id, int graph_rank) {
@@ -121,6 +143,15 @@ std::string describe(const TuneBreakdown& b) {
     for (int r = 0; r < TuneBreakdown::kRankBins; ++r)
       s += " " + std::to_string(b.graph_win_rank[r]);
     s += ")";
+  }
+  if (b.brief_best_us > 0) {
+    char cap[256];
+    std::snprintf(cap, sizeof cap,
+                  "; capped at %d / %d / %d graph plans: +%.1f / +%.1f / +%.1f us over the tuned layers' %.1f us "
+                  "(brief timings)",
+                  TuneBreakdown::kCaps[0], TuneBreakdown::kCaps[1], TuneBreakdown::kCaps[2], b.cap_loss_us[0],
+                  b.cap_loss_us[1], b.cap_loss_us[2], b.brief_best_us);
+    s += cap;
   }
   if (b.total_ms > 0) {
     const double other = b.total_ms - b.prebuild_wall_ms - b.choose_ms - b.cache_io_ms;

@@ -68,6 +68,12 @@ struct TuneBreakdown {
   static constexpr int kRankBins = 12;
   int wins[kTacticFamilies] = {};
   int graph_win_rank[kRankBins] = {};
+  // The price of a smaller max_graph_plans, from the brief sweep's times: over the tuned layers, the
+  // sum of (the fastest brief time among the candidates a cap of kCaps[k] graph plans keeps, other
+  // families always kept) minus (the fastest of all), next to the sum of the fastest brief times.
+  static constexpr int kCaps[3] = {4, 7, 10};
+  double cap_loss_us[3] = {};
+  double brief_best_us = 0;
 
   // Sums counts and times; the slowest build is the slower of the two.
   void merge(const TuneBreakdown& o);
@@ -78,6 +84,9 @@ struct TuneBreakdown {
   void add_builds(TacticFamily f, double ms, int n);
   // Records a tuned layer's winner: its id, and for a cudnn-graph one its place among the graph plans.
   void add_win(const std::string& id, int graph_rank);
+  // Records what the caps would cost one tuned layer: per candidate that passed, its brief time
+  // (negative: failed, ignored), and its place among the graph plans (-1: another family).
+  void add_cap_costs(const std::vector<double>& brief_us, const std::vector<int>& graph_place);
 };
 
 // One line, "tune breakdown: prebuild wall X ms on T threads (...), check A ms (n), timing B ms

@@ -388,6 +388,12 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     passed.push_back(std::move(t));
     brief.push_back(us);
   }
+  {
+    std::vector<int> graph_place(passed.size(), -1);  // graph plans come first in cands, in list order
+    for (size_t i = 0; i < passed.size(); ++i)
+      if (family_of(passed[i]->id()) == TacticFamily::kCudnnGraph) graph_place[i] = place[i];
+    bd.add_cap_costs(brief, graph_place);
+  }
   const std::vector<size_t> finalists = retime_set(brief, TuneTiming::kRetimeMargin);
   int winner = -1;
   double best = -1;
