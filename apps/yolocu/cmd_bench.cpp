@@ -52,9 +52,12 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
   size_t bytes = 0;
   for (const InputItem& f : files) bytes += read_file_bytes(f.path).size();  // into the page cache
   const bool gpu = base.decode == DecodeDevice::kGpu;
-  std::fprintf(stderr, "from %s: %zu files (%.1f MB), cycled to %ld images; decode %s, %ld reader%s; %d context(s), "
+  char share[64] = "";
+  if (gpu && base.decode_cpu_share > 0)
+    std::snprintf(share, sizeof share, ", %.0f%% of each batch on CPU threads", 100.0 * base.decode_cpu_share);
+  std::fprintf(stderr, "from %s: %zu files (%.1f MB), cycled to %ld images; decode %s%s, %ld reader%s; %d context(s), "
                "as many calls at once\n", dir.c_str(), files.size(), static_cast<double>(bytes) / 1e6, total,
-               gpu ? "gpu (nvJPEG)" : "cpu", threads, gpu ? " threads" : "/decoder threads", std::max(1, base.contexts));
+               gpu ? "gpu (nvJPEG)" : "cpu", share, threads, gpu ? " threads" : "/decoder threads", std::max(1, base.contexts));
   std::printf("%-6s %-6s %-7s %-6s | %8s %10s | %s\n", "device", "decode", "threads", "batch", "wall s", "images/s",
               "decoded");
   std::string json = "{\"model\": " + json_string(model) + ", \"from_jpeg\": " + json_string(dir) + ", \"files\": " +
@@ -142,7 +145,8 @@ int cmd_bench(int argc, char** argv) {
         "                    [--conf 0.25 --iou 0.45 --max-det 1000 ...] [--json OUT]\n"
         "                    [--tactic-cache FILE|none]\n"
         "                    [--contexts N] [--depth K] [--timeline trace.json]\n"
-        "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-threads N] [--images 4096]\n"
+        "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-cpu-share X] [--decode-threads N]\n"
+        "                    [--images 4096]\n"
         "                    [--batches 32 ...] [--device ...] [--contexts N] [--stage-times] [--json OUT]\n"
         "Per batch size, after warm-up (trtexec's three views):\n"
         "  latency     one detect() of one batch at a time, decoded image in host memory -> boxes in\n"
@@ -177,7 +181,7 @@ int cmd_bench(int argc, char** argv) {
     if (args.has("timeline")) throw UsageError("--timeline applies to the image benchmark, not --from-jpeg (see --stage-times)");
     return bench_from_jpeg(args, base, batches, model);
   }
-  for (const char* o : {"decode", "decode-threads", "images"})
+  for (const char* o : {"decode", "decode-cpu-share", "decode-threads", "images"})
     if (args.has(o)) throw UsageError(std::string("--") + o + " needs --from-jpeg DIR");
   if (args.flag("stage-times")) throw UsageError("--stage-times needs --from-jpeg DIR (the image benchmark always times the GPU stages)");
   if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");

@@ -45,6 +45,8 @@ void print_help() {
       "                     the same detections as ultralytics) or gpu (nvJPEG on the CUDA device, batched\n"
       "                     by --batch; pixels differ slightly, docs/semantics.md; PNG and EXIF-rotated\n"
       "                     JPEGs still decode on the CPU; not with --save-img or --dump)\n"
+      "  --decode-cpu-share X  with --decode gpu: this share of each batch (0-0.9) is decoded on CPU\n"
+      "                     threads while nvJPEG decodes the rest (more images/s where nvJPEG is the limit)\n"
       "outputs:\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
       "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"

@@ -475,7 +475,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
           "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
-          "contexts", "decode", "max-device-memory"};
+          "contexts", "decode", "decode-cpu-share", "max-device-memory"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
@@ -555,6 +555,12 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   if (decode == "cpu") o.decode = DecodeDevice::kCpu;
   else if (decode == "gpu" || decode == "nvjpeg") o.decode = DecodeDevice::kGpu;
   else throw UsageError("--decode must be cpu or gpu, got '" + decode + "'");
+  if (args.has("decode-cpu-share")) {
+    const double share = args.get_double("decode-cpu-share", 0);
+    if (o.decode != DecodeDevice::kGpu) throw UsageError("--decode-cpu-share needs --decode gpu");
+    if (!(share >= 0 && share <= 0.9)) throw UsageError("--decode-cpu-share must be in [0, 0.9], got " + args.get("decode-cpu-share"));
+    o.decode_cpu_share = static_cast<float>(share);
+  }
   return o;
 }
 

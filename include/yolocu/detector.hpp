@@ -73,13 +73,17 @@ struct DetectorOptions {
   // Device::kAuto on a machine without a GPU - ask for kCpu there.
   DecodeDevice decode = DecodeDevice::kCpu;
   DecodeLimits decode_limits;
+  // decode kGpu: the share of each batch's JPEGs (0 to 0.9) decoded on CPU threads while nvJPEG
+  // decodes the rest (CudaJpegDecoderOptions::cpu_share): more images/s where the nvJPEG call is
+  // the limit and cores are idle; those images get the exact CPU pixels. 0: all on nvJPEG.
+  float decode_cpu_share = 0;
 };
 
 // How detect_encoded() decoded the images so far (all calls, all threads).
 struct DecodeStats {
   int64_t images = 0;        // decoded successfully
   int64_t gpu = 0;           // ... by nvJPEG
-  int64_t cpu = 0;           // ... by the CPU decoder: decode kCpu, or a fallback of kGpu
+  int64_t cpu = 0;           // ... by the CPU decoder: decode kCpu, a fallback of kGpu, or decode_cpu_share's part
   int64_t cpu_fallback = 0;  // ... of which fallbacks of kGpu (PNG, EXIF-rotated, CMYK, cut short)
   std::string backend;       // "cpu", or nvJPEG's backend: "nvjpeg hardware" / "nvjpeg hybrid"
 };

@@ -43,6 +43,12 @@ struct CudaJpegDecoderOptions {
   // Chroma upsampling of 4:2:0 / 4:2:2 JPEGs: interpolated (closer to libjpeg-turbo's "fancy"
   // upsampling, which decode_image() uses) where nvJPEG accepts the flag, else nearest.
   bool interpolated_upsampling = true;
+  // Share of a call's nvJPEG-batched images (0 to 0.9) decoded on the CPU (decode_image(), exact)
+  // at the same time as nvJPEG decodes the rest, on threads of their own: where the nvJPEG call is
+  // the limit of a files -> boxes pipeline, idle cores take part of each batch (docs/performance.md
+  // section 10). Which ones: evenly spaced in the list (the same list is split the same way every
+  // time). 0: none.
+  float cpu_share = 0;
 };
 
 // How the images of a decode() call (or all calls: totals()) were decoded.
@@ -52,8 +58,9 @@ struct JpegDecodeCounts {
   int64_t cpu_not_jpeg = 0;     // CPU fallback: PNG (or not an image: the error is the CPU's)
   int64_t cpu_orientation = 0;  // CPU fallback: EXIF orientation 2..8
   int64_t cpu_other = 0;        // CPU fallback: CMYK, no EOI marker at the end, refused by nvJPEG
+  int64_t cpu_shared = 0;       // on the CPU beside nvJPEG by choice (CudaJpegDecoderOptions::cpu_share)
   int64_t gpu() const { return gpu_hardware + gpu_hybrid; }
-  int64_t cpu() const { return cpu_not_jpeg + cpu_orientation + cpu_other; }
+  int64_t cpu() const { return cpu_not_jpeg + cpu_orientation + cpu_other + cpu_shared; }
 };
 
 class CudaJpegDecoder {

@@ -249,12 +249,16 @@ PY
     sed 's/^/jpeg-decode peer  /' "$out/peer_torch_decode.log" | tail -2 >>"$summary"
   fi
   # (contexts: as many run_detector calls at once; FROM_JPEG_CONTEXTS="3 4" to compare; FROM_JPEG_BACKEND=hybrid)
+  # FROM_JPEG_CPU_SHARE="0 0.25": nvJPEG rows with that share of each batch decoded on CPU threads beside it
   for dec in ${FROM_JPEG_DECODE:-gpu cpu}; do  # FROM_JPEG_DECODE=gpu: nvJPEG rows only
-    for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
-      YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
-        --batches 32 --contexts "$ctx" --decode "$dec" --decode-threads "$(nproc)" --stage-times --json "$out/from_jpeg_${dec}_ctx$ctx.json" \
-        >"$out/from_jpeg_${dec}_ctx$ctx.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx (rc $?, log from_jpeg_${dec}_ctx$ctx.log)"
-      grep -E '^cuda |host ms per batch|gpu ms per batch' "$out/from_jpeg_${dec}_ctx$ctx.log" | sed "s/^/from-jpeg  ctx $ctx  /" >>"$summary"
+    for share in $([ "$dec" = gpu ] && echo "${FROM_JPEG_CPU_SHARE:-0}" || echo 0); do
+      for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
+        name=from_jpeg_${dec}_ctx$ctx$([ "$share" = 0 ] || echo "_share$share")
+        YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
+          --batches 32 --contexts "$ctx" --decode "$dec" $([ "$share" = 0 ] || echo "--decode-cpu-share $share") --decode-threads "$(nproc)" \
+          --stage-times --json "$out/$name.json" >"$out/$name.log" 2>&1 || row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx share $share (rc $?, log $name.log)"
+        grep -E '^cuda |host ms per batch|gpu ms per batch' "$out/$name.log" | sed "s/^/from-jpeg  ctx $ctx  cpu share $share  /" >>"$summary"
+      done
     done
   done
   # NSYS=1: the gpu-decode run with 3 contexts under Nsight Systems; API and kernel summaries in the logs

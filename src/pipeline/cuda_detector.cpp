@@ -246,6 +246,7 @@ class CudaDetector final : public Detector {
       CudaJpegDecoderOptions jo;
       jo.device = options.cuda_device;
       jo.limits = options.decode_limits;
+      jo.cpu_share = options.decode_cpu_share;
       // Diagnostics (bench_jpeg_decode compares the backends): YOLOCU_NVJPEG_BACKEND=hybrid keeps
       // nvJPEG off the hardware decoder.
       if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;
@@ -449,7 +450,7 @@ class CudaDetector final : public Detector {
         if (cudaStreamSynchronize(d->stream) != cudaSuccess) (void)cudaGetLastError();
         throw;
       }
-      count_decoded(counts.gpu(), counts.cpu(), counts.cpu(), "nvjpeg " + d->jpeg->backend());
+      count_decoded(counts.gpu(), counts.cpu(), counts.cpu() - counts.cpu_shared, "nvjpeg " + d->jpeg->backend());
       for (size_t i = 0; i < n; ++i) sizes[first + i] = {views[i].width, views[i].height};
       std::vector<Detections> r = run_batches(n, nullptr, [&](Context& c, size_t f, int m, std::vector<LetterboxGeometry>& geoms) {
         c.mark(0);

@@ -103,6 +103,11 @@ void validate_detector_options(const DetectorOptions& o) {
   validate_options(o.postprocess);
   YOLOCU_CHECK(o.decode == DecodeDevice::kCpu || o.decode == DecodeDevice::kGpu, kInvalidArgument,
                "DetectorOptions: decode must be kCpu or kGpu");
+  YOLOCU_CHECK(o.decode_cpu_share >= 0.f && o.decode_cpu_share <= 0.9f, kInvalidArgument,
+               "DetectorOptions: decode_cpu_share must be in [0, 0.9], got ", o.decode_cpu_share);
+  YOLOCU_CHECK(o.decode_cpu_share == 0.f || o.decode == DecodeDevice::kGpu, kInvalidArgument,
+               "DetectorOptions: decode_cpu_share applies to decode kGpu (the share of each batch nvJPEG leaves to "
+               "the CPU); with decode kCpu every image is decoded on the CPU already");
   YOLOCU_CHECK(o.decode_limits.max_width > 0 && o.decode_limits.max_height > 0 && o.decode_limits.max_pixels > 0,
                kInvalidArgument, "DetectorOptions: decode_limits must be > 0, got max_width ",
                o.decode_limits.max_width, ", max_height ", o.decode_limits.max_height, ", max_pixels ",

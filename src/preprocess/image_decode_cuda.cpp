@@ -9,11 +9,15 @@
 // the default backend on GPUs without one); on a hardware handle, what the hardware cannot do
 // (progressive JPEGs) takes the decoupled default-backend decoder, one image at a time. An image
 // nvJPEG refuses at any step is decoded by the CPU decoder instead (which reports the error when it
-// has one), so the GPU path never rejects what the CPU path accepts.
+// has one), so the GPU path never rejects what the CPU path accepts. (4) With cpu_share, every k-th
+// image of the nvJPEG list is decoded on a CPU thread of its own during the nvJPEG call instead,
+// and uploaded on a side stream that the decode stream waits for.
 #include "yolocu/image_decode_cuda.hpp"
 
 #include <cuda_runtime.h>
 
+#include <cmath>
+#include <future>
 #include <utility>
 
 #include "core/check.hpp"
@@ -126,6 +130,10 @@ struct CudaJpegDecoder::Impl {
   nvjpegJpegStream_t streams[2] = {nullptr, nullptr};
   nvjpegDecodeParams_t params = nullptr;
   DeviceBuffer out;
+  // cpu_share: the CPU-decoded share goes up on a stream of its own (a copy from pageable memory on
+  // the decode stream would wait for nvJPEG's work), which the decode stream then waits for.
+  cudaStream_t side = nullptr;
+  cudaEvent_t side_done = nullptr;
   JpegDecodeCounts totals;
   std::string last_refusal;  // the last nvJPEG call that refused an image, and its status
 
@@ -150,6 +158,8 @@ struct CudaJpegDecoder::Impl {
 
   void init(const CudaJpegDecoderOptions& o) {
     YOLOCU_CHECK(o.device >= 0, kInvalidArgument, "CudaJpegDecoder: device must be >= 0, got ", o.device);
+    YOLOCU_CHECK(o.cpu_share >= 0.f && o.cpu_share <= 0.9f, kInvalidArgument,
+                 "CudaJpegDecoder: cpu_share must be in [0, 0.9], got ", o.cpu_share);
     YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
     pool = detail::make_nvjpeg_device_pool(o.device);
     dev_allocator = detail::nvjpeg_device_allocator(pool);
@@ -179,6 +189,10 @@ struct CudaJpegDecoder::Impl {
       break;
     }
     YOLOCU_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &batched_state));
+    if (o.cpu_share > 0) {
+      YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+      YOLOCU_CUDA_CHECK(cudaEventCreateWithFlags(&side_done, cudaEventDisableTiming));
+    }
     for (auto& s : streams) YOLOCU_NVJPEG_CHECK(nvjpegJpegStreamCreate(handle, &s));
     if (hardware) {
       YOLOCU_NVJPEG_CHECK(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_DEFAULT, &decoder));
@@ -203,6 +217,10 @@ struct CudaJpegDecoder::Impl {
     if (decoder) nvjpegDecoderDestroy(decoder);
     if (batched_state) nvjpegJpegStateDestroy(batched_state);
     if (handle) nvjpegDestroy(handle);
+    if (side) cudaStreamSynchronize(side);
+    if (side_done) cudaEventDestroy(side_done);
+    if (side) cudaStreamDestroy(side);
+    side = nullptr, side_done = nullptr;
     if (pool) cudaMemPoolDestroy(pool);  // after the handle: its buffers go back first
     pool = nullptr;
     pinned_cache.clear();
@@ -313,10 +331,25 @@ struct CudaJpegDecoder::Impl {
       upload(i);
       ++counts.cpu_other;
     };
-    // 3. One batched call.
-    std::vector<size_t> batch;
-    for (size_t i = 0; i < n; ++i)
-      if (path[i] == 0) batch.push_back(i);
+    // 3. One batched call; with cpu_share, every k-th of its images decoded on CPU threads meanwhile.
+    std::vector<size_t> batch, shared;
+    for (size_t i = 0; i < n; ++i) {
+      if (path[i] != 0) continue;
+      const double j = static_cast<double>(batch.size() + shared.size());
+      if (std::floor((j + 1) * options.cpu_share) > std::floor(j * options.cpu_share)) {
+        shared.push_back(i);
+      } else {
+        batch.push_back(i);
+      }
+    }
+    std::vector<std::future<Image>> shared_jobs;
+    for (size_t i : shared) {
+      const EncodedImage* im = &images[i];
+      const DecodeLimits limits = options.limits;
+      shared_jobs.push_back(std::async(std::launch::async, [im, limits] {
+        return decode_image(im->data, im->size, limits, im->name);
+      }));
+    }
     if (!batch.empty()) {
       std::vector<const unsigned char*> data;
       std::vector<size_t> lengths;
@@ -354,11 +387,39 @@ struct CudaJpegDecoder::Impl {
         fallback(i);
       }
     }
+    // 5. The CPU's share: waited for (an error is the CPU decoder's), uploaded on the side stream.
+    if (!shared.empty()) {
+      std::vector<Image> done(shared.size());
+      std::exception_ptr first_error;
+      for (size_t s_ = 0; s_ < shared.size(); ++s_) {  // every job finishes before anything throws
+        try {
+          done[s_] = shared_jobs[s_].get();
+        } catch (...) {
+          if (!first_error) first_error = std::current_exception();
+        }
+      }
+      if (first_error) std::rethrow_exception(first_error);
+      for (size_t s_ = 0; s_ < shared.size(); ++s_) {
+        const size_t i = shared[s_];
+        const Image& im = done[s_];
+        YOLOCU_CHECK(im.width() == views[i].width && im.height() == views[i].height, kInternal, images[i].name,
+                     ": the CPU decoder's size ", im.width(), "x", im.height(), " differs from the header's ",
+                     views[i].width, "x", views[i].height);
+        YOLOCU_CUDA_CHECK(cudaMemcpy2DAsync(const_cast<uint8_t*>(views[i].data), views[i].pitch_bytes, im.data(),
+                                            im.pitch_bytes(), im.pitch_bytes(), static_cast<size_t>(im.height()),
+                                            cudaMemcpyHostToDevice, side));
+      }
+      YOLOCU_CUDA_CHECK(cudaEventRecord(side_done, side));
+      YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done, 0));
+      // `done` may go now: a copy from pageable memory returns once its bytes are staged
+      counts.cpu_shared += static_cast<int64_t>(shared.size());
+    }
     totals.gpu_hardware += counts.gpu_hardware;
     totals.gpu_hybrid += counts.gpu_hybrid;
     totals.cpu_not_jpeg += counts.cpu_not_jpeg;
     totals.cpu_orientation += counts.cpu_orientation;
     totals.cpu_other += counts.cpu_other;
+    totals.cpu_shared += counts.cpu_shared;
     if (counts_out) *counts_out = counts;
     return views;
   }

@@ -36,6 +36,12 @@ TEST(CliDecode, BadCombinationsAreUsageErrors) {
   EXPECT_TRUE(has(err, "--stage-times needs --from-jpeg")) << err;
   EXPECT_EQ(run_yolocu("bench" + m + "--from-jpeg . --timeline " + quote(scratch_dir("cli_decode") + "/t.json"), &out, &err), 2);
   EXPECT_TRUE(has(err, "--timeline applies to the image benchmark")) << err;
+  EXPECT_EQ(run_yolocu("detect" + m + "--decode-cpu-share 0.25 " + quote(bus), &out, &err), 2);
+  EXPECT_TRUE(has(err, "--decode-cpu-share needs --decode gpu")) << err;
+  EXPECT_EQ(run_yolocu("detect" + m + "--decode gpu --decode-cpu-share 0.95 " + quote(bus), &out, &err), 2);
+  EXPECT_TRUE(has(err, "--decode-cpu-share must be in [0, 0.9], got 0.95")) << err;
+  EXPECT_EQ(run_yolocu("bench" + m + "--decode-cpu-share 0.25", &out, &err), 2);
+  EXPECT_TRUE(has(err, "--decode-cpu-share needs --decode gpu")) << err;
 }
 
 TEST(CliDecode, GpuDecodeOnACpuDetectorIsRefusedClearly) {

@@ -213,6 +213,18 @@ TEST(Detector, WarmUpChecksTheSizes) {
   EXPECT_NO_THROW(det->detect(img.view()));
 }
 
+// decode_cpu_share: in [0, 0.9], and only with decode kGpu (named in the error).
+TEST(Detector, DecodeCpuShareIsChecked) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  for (const float share : {-0.5f, 0.95f, 0.25f}) {
+    DetectorOptions o = cpu_options(detect_options());
+    o.decode_cpu_share = share;  // with decode kCpu: refused even where the value is in range
+    std::string msg;
+    EXPECT_EQ(code_of([&] { Detector::create(model, o); }, &msg), ErrorCode::kInvalidArgument) << share;
+    EXPECT_NE(msg.find("decode_cpu_share"), std::string::npos) << msg;
+  }
+}
+
 TEST(Detector, RejectsInvalidImages) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   auto det = Detector::create(model, cpu_options(detect_options()));

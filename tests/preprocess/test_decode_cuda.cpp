@@ -153,6 +153,72 @@ TEST(DecodeCuda, SampleImagesAndCoco128WithinTolerance) {
   }
 }
 
+// cpu_share: every 4th image of a call (0.25) is decoded on CPU threads while nvJPEG decodes the
+// rest. The shared ones are decode_image()'s pixels exactly, the others nvJPEG's exactly as a
+// decoder without a share gives them; the counts say which; a corrupt JPEG in the CPU's share gets
+// the CPU decoder's error and the decoder stays usable; out-of-range shares are refused.
+TEST(DecodeCuda, CpuShareDecodesEveryKthOnTheCpuExactly) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<std::string> files = jpeg_files();
+  if (files.size() < 34) GTEST_SKIP() << "sample images / coco128 not found";
+  std::vector<std::string> bytes;
+  for (size_t i = 0; i < 34; ++i) bytes.push_back(read_file_bytes(files[i]));
+  std::vector<EncodedImage> batch;
+  for (size_t i = 0; i < bytes.size(); ++i) batch.push_back({bytes[i].data(), bytes[i].size(), files[i]});
+  CudaJpegDecoder plain;
+  CudaJpegDecoderOptions o;
+  o.cpu_share = 0.25f;
+  CudaJpegDecoder shared(o);
+  Stream stream;
+  JpegDecodeCounts pc, sc;
+  const std::vector<ImageView> pv = plain.decode(batch, stream.get(), &pc);
+  stream.sync();
+  std::vector<Image> plain_out;
+  for (const ImageView& v : pv) plain_out.push_back(download(v));
+  const std::vector<ImageView> sv = shared.decode(batch, stream.get(), &sc);
+  stream.sync();
+  // The images nvJPEG batches (the hardware backend decodes progressive ones apart, one by one):
+  // every 4th of them is the CPU's.
+  const int64_t batched = shared.backend() == "hardware" ? pc.gpu_hardware : pc.gpu_hybrid;
+  EXPECT_EQ(pc.cpu_shared, 0);
+  EXPECT_EQ(sc.cpu_shared, batched / 4) << batched << " images batched by nvJPEG";
+  EXPECT_GE(sc.cpu_shared, 6);
+  EXPECT_EQ(sc.gpu() + sc.cpu_shared, pc.gpu());
+  int64_t cpu_only = 0;
+  std::vector<Image> shared_out;
+  for (size_t k = 0; k < batch.size(); ++k) {
+    shared_out.push_back(download(sv[k]));
+    const Image& got = shared_out.back();
+    const bool is_cpu = exact(got, decode_image(batch[k].data, batch[k].size)), is_plain = exact(got, plain_out[k]);
+    EXPECT_TRUE(is_cpu || is_plain) << "image " << k << ": neither the CPU's pixels nor nvJPEG's";
+    cpu_only += is_cpu && !is_plain;
+  }
+  EXPECT_EQ(cpu_only, sc.cpu_shared) << "the images counted as the CPU's share carry the CPU's pixels";
+  // the same list is split the same way every time
+  const std::vector<ImageView> sv2 = shared.decode(batch, stream.get());
+  stream.sync();
+  for (size_t k = 0; k < batch.size(); ++k) EXPECT_TRUE(exact(download(sv2[k]), shared_out[k])) << "image " << k;
+  // A corrupt JPEG (cut in its entropy data) at a shared position: the CPU decoder's error.
+  const std::vector<uint8_t> good = test::encode_jpeg(test::jpeg_test_pattern(96, 64));
+  const std::vector<uint8_t> bad = test::cut(good, good.size() / 2);
+  std::vector<EncodedImage> with_bad(batch.begin(), batch.begin() + 8);
+  with_bad[3] = {bad.data(), bad.size(), "bad.jpg"};
+  std::string want, got;
+  EXPECT_EQ(code_of([&] { decode_image(bad.data(), bad.size(), {}, "bad.jpg"); }, &want), ErrorCode::kParse);
+  EXPECT_EQ(code_of([&] { shared.decode(with_bad, stream.get()); }, &got), ErrorCode::kParse);
+  EXPECT_EQ(got, want);
+  stream.sync();
+  JpegDecodeCounts ac;
+  shared.decode(std::vector<EncodedImage>(batch.begin(), batch.begin() + 8), stream.get(), &ac);  // still usable
+  stream.sync();
+  EXPECT_EQ(ac.gpu() + ac.cpu(), 8);
+  for (const float bad_share : {-0.1f, 0.95f}) {
+    CudaJpegDecoderOptions b;
+    b.cpu_share = bad_share;
+    EXPECT_EQ(code_of([&] { CudaJpegDecoder d(b); }), ErrorCode::kInvalidArgument) << bad_share;
+  }
+}
+
 TEST(DecodeCuda, JpegVariantsOnTheGpuWithinToleranceFallbacksExact) {
   YOLOCU_REQUIRE_GPU();
   const Image bgr = test::jpeg_test_pattern(203, 117);  // odd sizes: partial MCUs
