@@ -79,6 +79,7 @@ def python_api(args):
 
 class Server:
     def __init__(self, args, instances, gpus=None):
+        self.ready_s = None
         self.http, self.grpc, self.metrics = free_ports(3)
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         cmd = [sys.executable, "-m", "yolocu.serve", "--model", args.model, "--precision", args.precision,
@@ -94,6 +95,10 @@ class Server:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/v2/models/yolov5/ready", timeout=2) as r:
                     if r.status == 200:
+                        self.ready_s = time.time() - t0  # the detectors' build and warm-up included
+                        warm = [ln.strip() for ln in open(self.log.name, errors="replace") if "warmed up" in ln]
+                        print(f"server ready in {self.ready_s:.1f} s; {warm[-1] if warm else 'no warm-up line'}",
+                              file=sys.stderr, flush=True)
                         return
             except Exception:  # noqa: BLE001
                 time.sleep(0.5)
@@ -252,7 +257,7 @@ def main():
         srv = Server(args, inst, gpus)
         try:
             for c in args.clients:
-                rows.append(dict(what=f"{name}, {args.mode}", **load(args, srv, c, args.requests)))
+                rows.append(dict(what=f"{name}, {args.mode}", server_ready_s=srv.ready_s, **load(args, srv, c, args.requests)))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         finally:
             srv.stop()
