@@ -264,7 +264,8 @@ class PyDetector {
  public:
   PyDetector(const std::string& model, const std::string& device, const std::string& precision, float conf, float iou,
              int max_det, const std::vector<int>& classes, bool agnostic, bool multi_label, int batch, int imgsz_h,
-             int imgsz_w, int threads, int contexts, uint64_t max_memory, uint64_t max_device_memory) {
+             int imgsz_w, int threads, int contexts, uint64_t max_memory, uint64_t max_device_memory,
+             const std::string& decode, float decode_cpu_share) {
     yolocu::DetectorOptions o;
     o.device = parse_device(device, &o.cuda_device);
     if (precision == "fp16" || precision == "half") o.precision = yolocu::Precision::kFloat16;
@@ -289,6 +290,10 @@ class PyDetector {
     o.contexts = contexts;
     o.max_memory = max_memory;
     o.max_device_memory = max_device_memory;
+    if (decode == "cpu") o.decode = yolocu::DecodeDevice::kCpu;
+    else if (decode == "gpu" || decode == "nvjpeg") o.decode = yolocu::DecodeDevice::kGpu;
+    else throw nb::value_error(("decode must be 'cpu' or 'gpu', got '" + decode + "'").c_str());
+    o.decode_cpu_share = decode_cpu_share;  // range and combination checked by create()
     nb::gil_scoped_release release;
     det_ = yolocu::Detector::create(model, o);
   }
@@ -325,6 +330,33 @@ class PyDetector {
       return out;
     }
 #endif
+    // decode "gpu" and every image encoded (bytes or a path): nvJPEG decodes them on the device
+    // (detect_encoded); a call with arrays among them decodes on the CPU as usual.
+    const bool all_encoded =
+        !inputs.empty() && det_->options().decode == yolocu::DecodeDevice::kGpu &&
+        std::all_of(inputs.begin(), inputs.end(),
+                    [](const Input& in) { return in.kind == Input::kBytes || in.kind == Input::kPath; });
+    if (all_encoded) {
+      std::vector<yolocu::DecodedSize> sizes;
+      {
+        nb::gil_scoped_release release;
+        std::vector<std::string> files(inputs.size());  // the bytes of the paths, kept for the call
+        std::vector<yolocu::EncodedImage> encoded;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          const Input& in = inputs[i];
+          if (in.kind == Input::kPath) {
+            files[i] = yolocu::read_file_bytes(in.path);
+            encoded.push_back({files[i].data(), files[i].size(), in.path});
+          } else {
+            encoded.push_back({in.bytes, in.size, "image " + std::to_string(i)});
+          }
+        }
+        dets = det_->detect_encoded(encoded, &sizes);
+      }
+      nb::list out;
+      for (size_t i = 0; i < inputs.size(); ++i) out.append(result_tuple(dets[i], sizes[i].width, sizes[i].height));
+      return out;
+    }
     {
       nb::gil_scoped_release release;
       materialise(inputs);  // CUDA tensors for a CPU detector (or mixed inputs): one copy to the host
@@ -501,10 +533,11 @@ NB_MODULE(_yolocu, m) {
 
   nb::class_<PyDetector>(m, "_Detector")
       .def(nb::init<const std::string&, const std::string&, const std::string&, float, float, int,
-                    const std::vector<int>&, bool, bool, int, int, int, int, int, uint64_t, uint64_t>(),
+                    const std::vector<int>&, bool, bool, int, int, int, int, int, uint64_t, uint64_t,
+                    const std::string&, float>(),
            "model"_a, "device"_a, "precision"_a, "conf"_a, "iou"_a, "max_det"_a, "classes"_a, "agnostic"_a,
            "multi_label"_a, "batch"_a, "imgsz_h"_a, "imgsz_w"_a, "threads"_a, "contexts"_a, "max_memory"_a,
-           "max_device_memory"_a)
+           "max_device_memory"_a, "decode"_a = "cpu", "decode_cpu_share"_a = 0.f)
       .def("detect", &PyDetector::detect, "items"_a,
            "Detects objects in a flat list of images (arrays, bytes, paths); the GIL is released.")
       .def("evaluate", &PyDetector::evaluate, "paths"_a, "labels_dir"_a)

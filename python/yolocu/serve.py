@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agnostic", action="store_true")
     p.add_argument("--imgsz", type=int, nargs="+", default=None, help="network input: size, or height width")
     p.add_argument("--threads", type=int, default=0, help="CPU engine threads (0: all cores)")
+    p.add_argument("--decode", default="cpu", choices=["cpu", "gpu"],
+                   help="where image_bytes requests are decoded: cpu (the same pixels as cv2.imread) or gpu (nvJPEG)")
+    p.add_argument("--decode-cpu-share", type=float, default=0.0,
+                   help="with --decode gpu: share of each batch (0-0.9) decoded on CPU threads beside nvJPEG")
     p.add_argument("--log-verbose", type=int, default=0, help="Triton's log verbosity")
     p.add_argument("--timeout-s", type=float, default=0,
                    help="stop by itself after this many seconds (0: run until SIGINT/SIGTERM; for tests)")
@@ -74,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> None:
     if not os.path.isfile(args.model):
         raise SystemExit(f"yolocu serve: --model {args.model}: no such file")
+    if not 0 <= args.decode_cpu_share <= 0.9:
+        raise SystemExit(f"yolocu serve: --decode-cpu-share must be in [0, 0.9], got {args.decode_cpu_share}")
+    if args.decode_cpu_share > 0 and args.decode != "gpu":
+        raise SystemExit("yolocu serve: --decode-cpu-share needs --decode gpu")
     for name in ("http_port", "grpc_port", "metrics_port"):
         v = getattr(args, name)
         if not 0 < v < 65536:
@@ -156,7 +164,8 @@ def create_detectors(args: argparse.Namespace) -> List[Any]:
     devices = [f"cuda:{g}" for g in args.gpus] if args.gpus else [args.device]
     return [Detector(args.model, device=d, precision=args.precision, conf=args.conf, iou=args.iou,
                      max_det=args.max_det, classes=args.classes, agnostic=args.agnostic, batch=args.max_batch,
-                     imgsz=imgsz, threads=args.threads, contexts=args.instances) for d in devices]
+                     imgsz=imgsz, threads=args.threads, contexts=args.instances, decode=args.decode,
+                     decode_cpu_share=args.decode_cpu_share) for d in devices]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -433,3 +433,30 @@ def test_warm_up_checks_sizes(det):
         with pytest.raises(ValueError, match="outside 1..8"):
             det.warm_up(bad)
     assert len(det(data_path("images", "bus.jpg")).boxes) > 0  # still usable
+
+
+def test_decode_option_checked_on_the_cpu():
+    """decode="gpu" needs the CUDA detector: refused by name on a CPU detector; bad values too."""
+    with pytest.raises(ValueError, match="decode must be 'cpu' or 'gpu'"):
+        yolocu.Detector(model_path(), device="cpu", decode="jpeg")
+    with pytest.raises(ValueError, match="decode"):
+        yolocu.Detector(model_path(), device="cpu", decode="gpu")
+    with pytest.raises(ValueError, match="decode_cpu_share"):
+        yolocu.Detector(model_path(), device="cpu", decode_cpu_share=0.5)  # needs decode="gpu"
+
+
+@needs_gpu
+def test_gpu_decode_of_bytes_and_paths_matches_cpu_decode_gpu(samples):
+    """decode="gpu" (nvJPEG, also with a CPU share): the same detections as CPU decode up to nvJPEG's
+    pixel differences (same classes, boxes within 2 px), the original image sizes."""
+    cpu = yolocu.Detector(model_path(), device="cuda", precision="fp32", batch=2)
+    for share in (0.0, 0.5):
+        gpu = yolocu.Detector(model_path(), device="cuda", precision="fp32", batch=2, decode="gpu",
+                              decode_cpu_share=share)
+        blobs = [open(p, "rb").read() for p in samples]
+        for src in (samples, blobs):
+            want, got = cpu(samples), gpu(src)
+            for w, g in zip(want, got):
+                assert g.orig_shape == w.orig_shape
+                assert sorted(g.classes.tolist()) == sorted(w.classes.tolist())
+                assert np.abs(np.sort(g.boxes, axis=0) - np.sort(w.boxes, axis=0)).max() <= 2.0
