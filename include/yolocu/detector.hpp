@@ -62,7 +62,10 @@ struct DetectorOptions {
   int contexts = 1;                           // concurrent execution contexts (GPU streams): one
                                               // detect() call with several batches keeps up to this
                                               // many in flight (batch k+1's upload and host staging
-                                              // overlap batch k's compute); concurrent calls share them
+                                              // overlap batch k's compute); concurrent calls share them.
+                                              // A call that waits for a context copies its next
+                                              // batch into a spare pinned buffer meanwhile (one such
+                                              // buffer per call waiting at once)
   // GPU: batch sizes whose convolution tactics are tuned when the engine is built (empty: {1,
   // max_batch}; others take the nearest tuned size's), and the tactic cache file ("": the default
   // path, see CudaEngineOptions::tactic_cache; "none": no file).

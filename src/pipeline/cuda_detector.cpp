@@ -3,7 +3,8 @@
 // (a replayed CUDA graph), decode + NMS + back-projection on the device, one small copy back.
 // Only the final result synchronises. A call with several batches keeps up to `contexts` of them
 // in flight, each on its own context (stream, engine, staging): the host stages and enqueues batch
-// k+1 while the GPU runs batch k, and results are collected in input order.
+// k+1 while the GPU runs batch k, and results are collected in input order. When every context is
+// busy, the host copies the next batch into a spare pinned buffer before it waits for one.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -78,7 +79,14 @@ class DeviceBuffer {
 
 class PinnedBuffer {
  public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  void swap(PinnedBuffer& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(size_, o.size_);
+  }
   void reserve(size_t bytes) {
     if (bytes <= size_) return;
     cudaFreeHost(ptr_);
@@ -311,12 +319,33 @@ class CudaDetector final : public Detector {
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
     // Host images: staged in pinned memory and uploaded (one copy per batch), then letterboxed.
-    return run_batches(images.size(), trace, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
-      auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
-      stage_host_images(c, &images[first], n, descs, geoms);
-      c.mark(1);
-      letterbox_descs(c, n);
-    });
+    // When every context is busy, the next batch is staged into a spare pinned buffer while the
+    // call waits for its oldest batch; the context it then takes swaps that buffer in.
+    std::unique_ptr<PinnedBuffer> staged;  // the pre-staged batch, if any
+    size_t staged_first = static_cast<size_t>(-1);
+    std::vector<size_t> staged_offset;
+    const auto prestage = [&](size_t first, int n) {
+      if (!staged) staged = take_spare();
+      staged_offset = copy_to_pinned(*staged, &images[first], n);
+      staged_first = first;
+    };
+    std::vector<Detections> out =
+        run_batches(images.size(), trace, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+          auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+          std::vector<size_t> offset;
+          if (staged && staged_first == first) {
+            c.h_images.swap(*staged);  // the context's old buffer is free: its batch was collected
+            offset = std::move(staged_offset);
+            staged_first = static_cast<size_t>(-1);
+          } else {
+            offset = copy_to_pinned(c.h_images, &images[first], n);
+          }
+          upload_staged(c, &images[first], n, offset, descs, geoms);
+          c.mark(1);
+          letterbox_descs(c, n);
+        }, 0, prestage);
+    if (staged) give_spare(std::move(staged));
+    return out;
   }
   std::vector<Detections> run_detect_device(const std::vector<ImageView>& images) override {
     // The caller's device BGR images, read in place by the letterbox (any pitch).
@@ -366,8 +395,11 @@ class CudaDetector final : public Detector {
   // output keeps the input order.
   // `before_ms`: host time the call spent on the batch before (detect_encoded: the nvJPEG decode),
   // counted in the recorded times' preprocess and total.
+  // `prestage(first, n)` (optional): the host's part of a batch's input, done while the call waits
+  // for a context (it is then given to `prepare` for that batch).
   std::vector<Detections> run_batches(size_t count, DetectionTrace* trace, const PrepareInput& prepare,
-                                      double before_ms = 0) {
+                                      double before_ms = 0,
+                                      const std::function<void(size_t first, int n)>& prestage = nullptr) {
     std::vector<Detections> out;
     out.reserve(count);
     if (trace) *trace = DetectionTrace{};
@@ -388,7 +420,13 @@ class CudaDetector final : public Detector {
     try {
       for (size_t b = 0; b < count; b += static_cast<size_t>(options_.max_batch)) {
         const int n = static_cast<int>(std::min(count - b, static_cast<size_t>(options_.max_batch)));
-        Context* c = pending.empty() ? &acquire() : try_acquire();
+        Context* c = try_acquire();
+        if (!c && prestage) {  // the host's work on this batch while the in-flight ones compute
+          const auto p0 = std::chrono::steady_clock::now();
+          prestage(b, n);
+          times.preprocess += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
+        }
+        if (!c && pending.empty()) c = &acquire();  // the contexts are other calls': wait for one
         while (!c) {  // every context busy, some with this call's batches: collect the oldest first
           collect_oldest();
           c = pending.empty() ? &acquire() : try_acquire();
@@ -466,6 +504,20 @@ class CudaDetector final : public Detector {
       for (Detections& x : r) out.push_back(std::move(x));
     }
     return out;
+  }
+
+  // Spare pinned staging buffers for pre-staged batches (run_detect), shared by the calls: one per
+  // call that pre-stages at a time, each as large as the largest batch it held.
+  std::unique_ptr<PinnedBuffer> take_spare() {
+    std::lock_guard<std::mutex> lock(spare_mutex_);
+    if (spares_.empty()) return std::make_unique<PinnedBuffer>();
+    std::unique_ptr<PinnedBuffer> p = std::move(spares_.back());
+    spares_.pop_back();
+    return p;
+  }
+  void give_spare(std::unique_ptr<PinnedBuffer> p) {
+    std::lock_guard<std::mutex> lock(spare_mutex_);
+    spares_.push_back(std::move(p));
   }
 
   Context& acquire() {
@@ -576,18 +628,15 @@ class CudaDetector final : public Detector {
                             c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
   }
 
-  // Host images: staged (tightly packed, BGR) in pinned memory, one upload; descriptors for the
-  // letterbox of the uploaded copies.
-  void stage_host_images(Context& c, const ImageView* images, int n, LetterboxCudaDesc* descs,
-                         std::vector<LetterboxGeometry>& geoms) {
-    // 1. Stage all images (tightly packed, BGR) in pinned memory, one upload.
+  // Host images copied (tightly packed, BGR) into `dst` (grown if needed); returns each image's
+  // offset there, and the total last.
+  static std::vector<size_t> copy_to_pinned(PinnedBuffer& dst, const ImageView* images, int n) {
     std::vector<size_t> offset(static_cast<size_t>(n) + 1, 0);
     for (int i = 0; i < n; ++i)
       offset[static_cast<size_t>(i) + 1] =
           offset[static_cast<size_t>(i)] + static_cast<size_t>(images[i].width) * images[i].height * 3;
-    c.h_images.reserve(offset.back());
-    c.d_images.reserve(offset.back());
-    auto* staging = static_cast<uint8_t*>(c.h_images.get());
+    dst.reserve(offset.back());
+    auto* staging = static_cast<uint8_t*>(dst.get());
     // Host-side copy into pinned memory, spread over the cores in 64-row bands (a batch of 32
     // full-HD frames is ~200 MB: one thread would take longer than the whole GPU pipeline).
     std::vector<std::pair<int, int>> bands;  // (image, first row)
@@ -598,16 +647,25 @@ class CudaDetector final : public Detector {
       const ImageView& im = images[bands[static_cast<size_t>(k)].first];
       const int y0 = bands[static_cast<size_t>(k)].second, y1 = std::min(im.height, y0 + 64);
       const size_t row = static_cast<size_t>(im.width) * 3;
-      uint8_t* dst = staging + offset[static_cast<size_t>(bands[static_cast<size_t>(k)].first)];
+      uint8_t* out = staging + offset[static_cast<size_t>(bands[static_cast<size_t>(k)].first)];
       if (im.pitch_bytes == row) {
-        std::memcpy(dst + row * y0, im.data + row * y0, row * static_cast<size_t>(y1 - y0));
+        std::memcpy(out + row * y0, im.data + row * y0, row * static_cast<size_t>(y1 - y0));
       } else {
-        for (int y = y0; y < y1; ++y) std::memcpy(dst + row * y, im.data + im.pitch_bytes * y, row);
+        for (int y = y0; y < y1; ++y) std::memcpy(out + row * y, im.data + im.pitch_bytes * y, row);
       }
     }
+    return offset;
+  }
+
+  // The images staged in c.h_images (copy_to_pinned's `offset`): one upload, and descriptors for the
+  // letterbox of the uploaded copies.
+  void upload_staged(Context& c, const ImageView* images, int n, const std::vector<size_t>& offset,
+                     LetterboxCudaDesc* descs, std::vector<LetterboxGeometry>& geoms) {
+    c.d_images.reserve(offset.back());
     c.hold();  // buffers grown and the host copy done: from here only enqueues
-    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), staging, offset.back(), cudaMemcpyHostToDevice, c.stream));
-    // 2. Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
+    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), c.h_images.get(), offset.back(), cudaMemcpyHostToDevice,
+                                      c.stream));
+    // Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
     for (int i = 0; i < n; ++i) {
       const ImageView dev{static_cast<const uint8_t*>(c.d_images.get()) + offset[static_cast<size_t>(i)],
                           images[i].width, images[i].height, static_cast<size_t>(images[i].width) * 3};
@@ -638,6 +696,8 @@ class CudaDetector final : public Detector {
   OutputLayout layout_ = OutputLayout::kYolov5;  // of the merged output
   std::vector<std::unique_ptr<Context>> contexts_;
   std::unique_ptr<detail::JpegDecoderPool> decoders_;  // DecodeDevice::kGpu: detect_encoded's nvJPEG decoders
+  std::mutex spare_mutex_;
+  std::vector<std::unique_ptr<PinnedBuffer>> spares_;  // take_spare() / give_spare()
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;
   std::atomic<bool> profiling_{false};
