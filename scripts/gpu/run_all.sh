@@ -308,10 +308,16 @@ if [ "$part" = bench ]; then
       --timeline "$out/timeline_ctx$c.json"
     grep -h '^timeline' "$out/yolocu_bench_yolov5n_ctx$c.log" | sed "s/^/contexts $c: /" >>"$summary"
   done
-  # (nsys is not always on the PATH there: at 73d83a4 `command -v nsys` found nothing)
-  nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
-  [ -n "$nsys" ] || nsys=$(find / -xdev -name nsys -type f -perm -u+x 2>/dev/null | head -1)
-  if [ -n "$nsys" ]; then
+  # (nsys is not always on the PATH there: at 73d83a4 `command -v nsys` found nothing). BENCH_NSYS=0: skip
+  # it (it records there but cannot import its reports; --timeline above is the overlap evidence)
+  nsys=
+  if [ "${BENCH_NSYS:-1}" != 0 ]; then
+    nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+    [ -n "$nsys" ] || nsys=$(find / -xdev -name nsys -type f -perm -u+x 2>/dev/null | head -1)
+  fi
+  if [ "${BENCH_NSYS:-1}" = 0 ]; then
+    row "SKIP  nsys overlap timeline (BENCH_NSYS=0)"
+  elif [ -n "$nsys" ]; then
     rep=$(mktemp -d)  # the report stays there (too large to come back); its CSV summaries go to the logs
     timeout 300 "$nsys" profile -t cuda,nvtx -o "$rep/overlap_ctx2" --force-overwrite true "$bin/yolocu" bench \
       --model "$d/models/yolov5n.onnx" --image "$d/images/bus.jpg" --device cuda --batches 32 --contexts 2 --iters 20 \
