@@ -130,12 +130,12 @@ def load(args, server, clients, total):
     img = yolocu.decode(args.image)
     blob = open(args.image, "rb").read()
 
-    def make_input():
+    def make_input(client=grpcclient):  # tritonclient.grpc or tritonclient.http: the same InferInput
         if args.mode == "bytes":
-            i = grpcclient.InferInput("image_bytes", [1, 1], "BYTES")
+            i = client.InferInput("image_bytes", [1, 1], "BYTES")
             i.set_data_from_numpy(np.array([[blob]], dtype=object))
         else:
-            i = grpcclient.InferInput("image", [1, *img.shape], "UINT8")
+            i = client.InferInput("image", [1, *img.shape], "UINT8")
             i.set_data_from_numpy(img[None])
         return i
 
@@ -168,13 +168,7 @@ def load(args, server, clients, total):
         try:
             import tritonclient.http as httpclient
             h = httpclient.InferenceServerClient(f"127.0.0.1:{server.http}")
-            if args.mode == "bytes":
-                i = httpclient.InferInput("image_bytes", [1, 1], "BYTES")
-                i.set_data_from_numpy(np.array([[blob]], dtype=object))
-            else:
-                i = httpclient.InferInput("image", [1, *img.shape], "UINT8")
-                i.set_data_from_numpy(img[None])
-            r = h.infer("yolov5", [i])
+            r = h.infer("yolov5", [make_input(httpclient)])
             h.close()
             check += "; HTTP " + check_answer(r.as_numpy("count"), r.as_numpy("boxes"))
         except Exception as e:  # noqa: BLE001
@@ -204,19 +198,18 @@ def load(args, server, clients, total):
                 lat.extend(mine)
         c.close()
 
-    warm = [threading.Thread(target=client, args=(k, 10, False)) for k in range(clients)]
-    for t in warm:
-        t.start()
-    for t in warm:
-        t.join()
-    threads = [threading.Thread(target=client, args=(k, per, True)) for k in range(clients)]
+    def run_clients(n, record):  # every client thread n requests; wall seconds
+        threads = [threading.Thread(target=client, args=(k, n, record)) for k in range(clients)]
+        t_start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.perf_counter() - t_start
+
+    run_clients(10, False)  # warm-up, untimed
     deadline = time.time() + args.max_seconds
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
+    wall = run_clients(per, True)
     lat_ms = np.array(sorted(lat)) * 1e3 if lat else np.zeros(1)
     if errors:
         print(f"{len(errors)} errors, the first: {errors[0]}", file=sys.stderr)
