@@ -6,11 +6,10 @@ ceiling any model served this way can reach on the machine (docs/performance.md 
 
     python bench/serve_noop_probe.py [--height 1080 --width 810] [--clients 8] [--requests 400] [--per-request 1]
 
-Needs the serving extras (pip install ".[serve]"). Ports 18000-18002 on 127.0.0.1.
+Needs the yolocu package with the serving extras (pip install ".[serve]"). Ports 18000-18002 on 127.0.0.1.
 """
 import argparse
 import os
-import sysconfig
 import threading
 import time
 
@@ -24,10 +23,11 @@ ap.add_argument("--requests", type=int, default=400)
 ap.add_argument("--per-request", type=int, default=1)
 a = ap.parse_args()
 
-# Triton's Python-backend stub embeds libpython: this interpreter's (as yolocu.serve does)
-libdir, ldlib = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("LDLIBRARY")
-if libdir and ldlib and os.path.exists(os.path.join(libdir, ldlib)):
-    os.environ["LD_LIBRARY_PATH"] = libdir + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+# Triton's Python-backend stub embeds libpython: this interpreter's, as `yolocu serve` sets it up
+# (the helper only; no detector is made)
+from yolocu.serve import _python_libdir_first  # noqa: E402
+
+_python_libdir_first()
 
 import tritonclient.grpc as grpcclient  # noqa: E402
 from pytriton.decorators import batch  # noqa: E402
