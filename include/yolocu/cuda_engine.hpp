@@ -59,6 +59,11 @@ struct CudaEngineOptions {
   // convolution on the 2x2 space-to-depth input (12 channels padded to 16), which the input
   // conversion writes directly: the same sums, on a shape tensor cores run well.
   bool space_to_depth_stem = true;
+  // Copy-free Concat: a channel Concat's input that only the Concat reads, made by a convolution or
+  // a nearest resize, is written by its producer straight into its channel slice of the Concat's
+  // output (the convolution's tactics are tuned for that pitched output); the Concat copies the
+  // others. Off when workspace_limit is 0 (the legacy cuDNN tactics need workspace for it).
+  bool copy_free_concat = true;
   bool print_warnings = true;                 // tactic-cache warnings to stderr (also in stats())
   // Device memory the engine may allocate itself (activations, weights, constants, workspaces,
   // tuning buffers), bytes; 0: no limit. Over it the build throws kOutOfMemory naming the buffer,
@@ -78,6 +83,8 @@ struct CudaEngineStats {
   int fused_convs = 0;          // convolutions with bias + SiLU fused into their epilogue
   int fused_residuals = 0;      // residual Adds fused into a conv epilogue
   int fused_tail_nodes = 0;     // Detect-tail nodes replaced by the fused tail kernels
+  int concat_inputs_in_place = 0;  // channel-Concat inputs their producers write in place (copy-free)
+  int concat_inputs_copied = 0;    // ... that the Concat copies
   int convs = 0;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image
   bool space_to_depth_stem = false; // the stem runs as space-to-depth + 3x3

@@ -14,11 +14,13 @@ namespace {
 using engine::GpuStepKind;
 using engine::Layout;
 
-engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2, bool fuse_tail = false) {
+engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2, bool fuse_tail = false,
+                             bool copy_free_concat = true) {
   const Model m = load_onnx(path);
   engine::GpuStepOptions o;
   o.act_elem_size = es;
   o.fuse_detect_tail = fuse_tail;
+  o.copy_free_concat = copy_free_concat;
   return engine::plan_gpu_steps(engine::build_plan(m, {{batch, 3, 640, 640}}), o);
 }
 
@@ -162,7 +164,7 @@ TEST(GpuSteps, FusedDetectTail) {
     EXPECT_LE(fused.arena_bytes, plain.arena_bytes);
     // Without the fused tail nothing is padded (the heads feed generic kernels and the outputs).
     for (size_t v = 0; v < plain.plan.values.size(); ++v)
-      if (plain.layout[v] == Layout::kNhwc) {
+      if (plain.layout[v] == Layout::kNhwc && plain.channel_offset[v] < 0) {
         EXPECT_EQ(plain.channel_pitch[v], plain.plan.values[v].shape[1]);
       }
   }
@@ -175,6 +177,70 @@ TEST(GpuSteps, RawHeadsOutputsArePlain) {
   const auto sp = plan_for(path, 1);
   ASSERT_EQ(sp.plan.outputs.size(), 3u);
   for (int id : sp.plan.outputs) EXPECT_EQ(sp.plan.values[static_cast<size_t>(id)].shape.size(), 4u);
+}
+
+}  // namespace
+}  // namespace yolocu
+
+namespace yolocu {
+namespace {
+
+// Copy-free Concat: YOLOv5's C3 blocks concatenate two convolutions that nothing else reads (both
+// written in place: 8 blocks x 2), the neck's four Concats one input each (the upsample, or the
+// stride-2 convolution) and copy the backbone / neck feature that other layers read too; SPPF's
+// Concat copies all four (max-pool outputs, read again). Each in-place input lives in the Concat's
+// buffer at its channel offset with the Concat's channel count as pitch, is written by a Conv or a
+// Resize and read by nothing but the Concat; the arena is the same or smaller.
+TEST(GpuSteps, CopyFreeConcat) {
+  for (const char* name : {"yolov5n.onnx", "yolov5n_dyn.onnx", "yolov5s_random_fp16.onnx"}) {
+    YOLOCU_REQUIRE_DATA(path, std::string("models/") + name);
+    for (size_t es : {size_t{2}, size_t{4}}) {
+      SCOPED_TRACE(std::string(name) + (es == 2 ? " fp16" : " fp32"));
+      const int64_t batch = std::string(name) == "yolov5n_dyn.onnx" ? 8 : 1;
+      const auto on = plan_for(path, batch, es, true);
+      const auto off = plan_for(path, batch, es, true, false);
+      check_consistent(on, es);
+      EXPECT_EQ(on.concat_inputs_in_place, 20);
+      EXPECT_EQ(on.concat_inputs_copied, 8);
+      EXPECT_EQ(off.concat_inputs_in_place, 0);
+      EXPECT_LE(on.arena_bytes, off.arena_bytes);
+      std::vector<int> readers(on.plan.values.size(), 0), writer(on.plan.values.size(), -1);
+      for (size_t i = 0; i < on.steps.size(); ++i) {
+        for (int id : on.steps[i].in)
+          if (id >= 0) ++readers[static_cast<size_t>(id)];
+        for (int id : on.steps[i].out)
+          if (id >= 0) writer[static_cast<size_t>(id)] = static_cast<int>(i);
+      }
+      int placed = 0;
+      for (const auto& s : on.steps) {
+        if (s.kind != GpuStepKind::kConcatNhwc) continue;
+        const size_t y = static_cast<size_t>(s.out[0]);
+        const int64_t cy = on.plan.values[y].shape[1];
+        int64_t c0 = 0;
+        for (int id : s.in) {
+          const size_t v = static_cast<size_t>(id);
+          const auto& pv = on.plan.values[v];
+          if (on.channel_offset[v] >= 0) {
+            ++placed;
+            EXPECT_EQ(on.root[v], static_cast<int>(y)) << pv.name;
+            EXPECT_EQ(on.channel_offset[v], c0) << pv.name;
+            EXPECT_EQ(on.channel_pitch[v], cy) << pv.name;
+            EXPECT_EQ(on.offset[v], on.offset[y] + c0 * static_cast<int64_t>(es)) << pv.name;
+            EXPECT_EQ(readers[v], 1) << pv.name;
+            ASSERT_GE(writer[v], 0);
+            const GpuStepKind wk = on.steps[static_cast<size_t>(writer[v])].kind;
+            EXPECT_TRUE(wk == GpuStepKind::kConv || wk == GpuStepKind::kResize) << pv.name;
+            EXPECT_EQ(c0 * static_cast<int64_t>(es) % 16, 0) << pv.name;
+          } else {
+            EXPECT_EQ(on.root[v], static_cast<int>(v)) << pv.name;
+          }
+          c0 += pv.shape[1];
+        }
+        EXPECT_EQ(c0, cy);
+      }
+      EXPECT_EQ(placed, 20);
+    }
+  }
 }
 
 }  // namespace

@@ -142,12 +142,13 @@ __global__ void nhwc_to_nchw_kernel(const Tin* __restrict__ src, float* __restri
 // Conv epilogue, in place on the NHWC output: each thread owns V consecutive channels of one
 // pixel (C % V == 0), one vector load of y (and of the residual), bias from the (cached) bias
 // array, SiLU in float, one vector store.
+// src == y in place; else y has a pixel pitch of pvec vectors (a channel slice).
 template <typename T, int V>
-__global__ void bias_act_kernel(T* __restrict__ y, const float* __restrict__ bias, const T* __restrict__ res,
-                                int nvec, int cvec, bool silu) {
+__global__ void bias_act_kernel(const T* src, T* y, const float* __restrict__ bias, const T* __restrict__ res,
+                                int nvec, int cvec, int64_t pvec, bool silu) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += gridDim.x * blockDim.x) {
-    const int c0 = (i % cvec) * V;
-    Vec<T, V> a = reinterpret_cast<const Vec<T, V>*>(y)[i];
+    const int cv = i % cvec, c0 = cv * V;
+    Vec<T, V> a = reinterpret_cast<const Vec<T, V>*>(src)[i];
     Vec<T, V> r;
     if (res) r = reinterpret_cast<const Vec<T, V>*>(res)[i];
 #pragma unroll
@@ -158,7 +159,7 @@ __global__ void bias_act_kernel(T* __restrict__ y, const float* __restrict__ bia
       if (res) v += to_f(r.v[k]);
       a.v[k] = from_f<T>(v);
     }
-    reinterpret_cast<Vec<T, V>*>(y)[i] = a;
+    reinterpret_cast<Vec<T, V>*>(y)[(i / cvec) * pvec + cv] = a;
   }
 }
 
@@ -221,17 +222,19 @@ __global__ void maxpool_kernel(const T* __restrict__ x, T* __restrict__ y, PoolP
 // reference's indices).
 template <typename T, int V>
 __global__ void resize_kernel(const T* __restrict__ x, T* __restrict__ y, int h, int w, int c, int oh, int ow,
-                              const int* __restrict__ sy, const int* __restrict__ sx, int total) {
+                              int y_pitch, const int* __restrict__ sy, const int* __restrict__ sx, int total) {
   using Vt = Vec<T, V>;
-  const int cv = c / V;
+  const int cv = c / V, pv = y_pitch / V;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int cvi = i % cv;
     int t = i / cv;
+    const int pix = t;
     const int ox = t % ow;
     t /= ow;
     const int oy = t % oh;
     const int n = t / oh;
-    reinterpret_cast<Vt*>(y)[i] = reinterpret_cast<const Vt*>(x)[((n * h + sy[oy]) * w + sx[ox]) * cv + cvi];
+    reinterpret_cast<Vt*>(y)[int64_t{pix} * pv + cvi] =
+        reinterpret_cast<const Vt*>(x)[((n * h + sy[oy]) * w + sx[ox]) * cv + cvi];
   }
 }
 
@@ -356,27 +359,40 @@ void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h
 
 namespace {
 template <typename T, int V>
-void launch_bias_act(void* y, const float* bias, const void* res, int64_t pixels, int channels, bool silu,
-                     cudaStream_t stream) {
+void launch_bias_act(const void* src, void* y, int64_t pitch, const float* bias, const void* res, int64_t pixels,
+                     int channels, bool silu, cudaStream_t stream) {
   const int64_t nvec = pixels * channels / V;
-  bias_act_kernel<T, V><<<grid_for(nvec), kThreads, 0, stream>>>(static_cast<T*>(y), bias, static_cast<const T*>(res),
-                                                                 static_cast<int>(nvec), channels / V, silu);
+  bias_act_kernel<T, V><<<grid_for(nvec), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(y), bias,
+                                                                 static_cast<const T*>(res), static_cast<int>(nvec),
+                                                                 channels / V, pitch / V, silu);
 }
 }  // namespace
 
-void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
-                   bool silu, cudaStream_t stream) {
+void bias_act_nhwc_to(const void* src, void* y, int64_t pitch, const float* bias, const void* residual, bool half,
+                      int64_t pixels, int channels, bool silu, cudaStream_t stream) {
   check_count(pixels * channels, "bias_act_nhwc");
-  // Vector width: 16-byte accesses when the channel count allows (buffers are 256-byte aligned).
+  check_count(pixels * pitch, "bias_act_nhwc output");
+  YOLOCU_CHECK(pitch >= channels, kInternal, "bias_act_nhwc: pitch ", pitch, " < channels ", channels);
+  // Vector width: 16-byte accesses when the channel count, the pitch and the pointers allow.
+  const auto fits = [&](int v) {
+    const uintptr_t bytes = static_cast<uintptr_t>(v) * (half ? 2 : 4);
+    return channels % v == 0 && pitch % v == 0 && reinterpret_cast<uintptr_t>(src) % bytes == 0 &&
+           reinterpret_cast<uintptr_t>(y) % bytes == 0 && reinterpret_cast<uintptr_t>(residual) % bytes == 0;
+  };
   if (half) {
-    if (channels % 8 == 0) launch_bias_act<__half, 8>(y, bias, residual, pixels, channels, silu, stream);
-    else if (channels % 2 == 0) launch_bias_act<__half, 2>(y, bias, residual, pixels, channels, silu, stream);
-    else launch_bias_act<__half, 1>(y, bias, residual, pixels, channels, silu, stream);
+    if (fits(8)) launch_bias_act<__half, 8>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
+    else if (fits(2)) launch_bias_act<__half, 2>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
+    else launch_bias_act<__half, 1>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
   } else {
-    if (channels % 4 == 0) launch_bias_act<float, 4>(y, bias, residual, pixels, channels, silu, stream);
-    else launch_bias_act<float, 1>(y, bias, residual, pixels, channels, silu, stream);
+    if (fits(4)) launch_bias_act<float, 4>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
+    else launch_bias_act<float, 1>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
   }
   YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
+                   bool silu, cudaStream_t stream) {
+  bias_act_nhwc_to(y, y, channels, bias, residual, half, pixels, channels, silu, stream);
 }
 
 void eltwise_flat(EltOp op, const void* a, const void* b, void* y, bool half, int64_t n, cudaStream_t stream) {
@@ -427,11 +443,11 @@ void launch_maxpool(const void* x, void* y, const PoolParams& p, cudaStream_t st
   maxpool_kernel<T, V><<<grid_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), p, total);
 }
 template <typename T, int V>
-void launch_resize(const void* x, void* y, int n, int h, int w, int c, int oh, int ow, const int* sy, const int* sx,
-                   cudaStream_t stream) {
+void launch_resize(const void* x, void* y, int n, int h, int w, int c, int oh, int ow, int y_pitch, const int* sy,
+                   const int* sx, cudaStream_t stream) {
   const int total = n * oh * ow * (c / V);
   resize_kernel<T, V><<<grid_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), h, w, c,
-                                                                oh, ow, sy, sx, total);
+                                                                oh, ow, y_pitch, sy, sx, total);
 }
 }  // namespace
 
@@ -452,20 +468,22 @@ void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaSt
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
-void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow,
+void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow, int y_pitch,
                          const int* src_y, const int* src_x, cudaStream_t stream) {
-  check_count(int64_t{n} * oh * ow * c, "resize");
+  YOLOCU_CHECK(y_pitch >= c, kInternal, "resize: output pitch ", y_pitch, " < channels ", c);
+  check_count(int64_t{n} * oh * ow * y_pitch, "resize");
   check_count(int64_t{n} * h * w * c, "resize input");
-  const int v = vector_width(c, half ? 2 : 4, x, y);
+  int v = vector_width(c, half ? 2 : 4, x, y);
+  while (y_pitch % v != 0) v /= 2;
   if (half) {
-    if (v == 8) launch_resize<__half, 8>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
-    else if (v == 4) launch_resize<__half, 4>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
-    else if (v == 2) launch_resize<__half, 2>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
-    else launch_resize<__half, 1>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    if (v == 8) launch_resize<__half, 8>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
+    else if (v == 4) launch_resize<__half, 4>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
+    else if (v == 2) launch_resize<__half, 2>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
+    else launch_resize<__half, 1>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
   } else {
-    if (v == 4) launch_resize<float, 4>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
-    else if (v == 2) launch_resize<float, 2>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
-    else launch_resize<float, 1>(x, y, n, h, w, c, oh, ow, src_y, src_x, stream);
+    if (v == 4) launch_resize<float, 4>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
+    else if (v == 2) launch_resize<float, 2>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
+    else launch_resize<float, 1>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
   }
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
@@ -608,8 +626,10 @@ __global__ void fill_uniform_kernel(T* __restrict__ x, int64_t n, uint32_t seed,
 }
 
 // One thread per element (grid-stride); a block reduces in shared memory and adds once.
+// a[(i / width) * a_pitch + i % width] against b[i].
 template <typename T>
-__global__ void compare_kernel(const T* __restrict__ a, const T* __restrict__ b, int64_t n, CompareAcc* acc) {
+__global__ void compare_kernel(const T* __restrict__ a, int64_t a_pitch, const T* __restrict__ b, int64_t width,
+                               int64_t n, CompareAcc* acc) {
   __shared__ double s_d[kThreads], s_r[kThreads];
   __shared__ float s_md[kThreads], s_mr[kThreads];
   __shared__ unsigned long long s_nf[kThreads];
@@ -617,7 +637,7 @@ __global__ void compare_kernel(const T* __restrict__ a, const T* __restrict__ b,
   float md = 0, mr = 0;
   unsigned long long nf = 0;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float va = to_f(a[i]), vb = to_f(b[i]);
+    const float va = to_f(a[a_pitch == width ? i : (i / width) * a_pitch + i % width]), vb = to_f(b[i]);
     if (!isfinite(va) || !isfinite(vb)) {
       ++nf;
       continue;
@@ -664,12 +684,23 @@ void fill_uniform(void* x, bool half, int64_t n, uint32_t seed, float lo, float 
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
-void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream) {
+void compare_rows(const void* a, int64_t a_pitch, const void* b, int64_t width, bool half, int64_t n,
+                  CompareAcc* d_acc, cudaStream_t stream) {
   if (n <= 0) return;
+  YOLOCU_CHECK(width > 0 && a_pitch >= width && n % width == 0, kInternal, "compare: rows of ", width, " pitch ",
+               a_pitch, " n ", n);
   const unsigned g = std::min<unsigned>(grid_for(n), 1024);
-  if (half) compare_kernel<<<g, kThreads, 0, stream>>>(static_cast<const __half*>(a), static_cast<const __half*>(b), n, d_acc);
-  else compare_kernel<<<g, kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b), n, d_acc);
+  if (half)
+    compare_kernel<<<g, kThreads, 0, stream>>>(static_cast<const __half*>(a), a_pitch, static_cast<const __half*>(b),
+                                               width, n, d_acc);
+  else
+    compare_kernel<<<g, kThreads, 0, stream>>>(static_cast<const float*>(a), a_pitch, static_cast<const float*>(b),
+                                               width, n, d_acc);
   YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream) {
+  compare_rows(a, n, b, n, half, n, d_acc, stream);
 }
 
 }  // namespace yolocu::cuda_kernels

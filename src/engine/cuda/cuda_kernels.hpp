@@ -38,6 +38,10 @@ void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h
 // null, residual may be null, act = SiLU if silu else identity.
 void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
                    bool silu, cudaStream_t stream);
+// The same from a packed src [pixels, channels] into dst with a pixel pitch of dst_pitch elements
+// (>= channels: a channel slice of a wider NHWC buffer); residual packed like src.
+void bias_act_nhwc_to(const void* src, void* dst, int64_t dst_pitch, const float* bias, const void* residual, bool half,
+                      int64_t pixels, int channels, bool silu, cudaStream_t stream);
 
 // Same-shape elementwise op over n elements of the activation dtype (b null for unary ops).
 void eltwise_flat(EltOp op, const void* a, const void* b, void* y, bool half, int64_t n, cudaStream_t stream);
@@ -53,7 +57,8 @@ struct PoolParams {
 void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaStream_t stream);
 
 // Nearest resize: output row oy reads input row src_y[oy], column ox reads src_x[ox] (device tables).
-void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow,
+// y_pitch: elements per output pixel (>= c; > c when y is a channel slice of a wider buffer).
+void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow, int y_pitch,
                          const int* src_y, const int* src_x, cudaStream_t stream);
 
 // Strided views for the plain (float32) generic kernels: out coordinate -> element offsets.
@@ -110,5 +115,8 @@ struct CompareAcc {
   unsigned long long non_finite;
 };
 void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream);
+// The same where a holds rows of `width` elements `a_pitch` apart (a channel slice) and b is packed.
+void compare_rows(const void* a, int64_t a_pitch, const void* b, int64_t width, bool half, int64_t n,
+                  CompareAcc* d_acc, cudaStream_t stream);
 
 }  // namespace yolocu::cuda_kernels

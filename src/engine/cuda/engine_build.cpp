@@ -202,6 +202,7 @@ void CudaEngine::Impl::build() {
   engine::GpuStepOptions so;
   so.act_elem_size = es;
   so.fuse_detect_tail = options.fuse_detect_tail;
+  so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   sp = engine::plan_gpu_steps(std::move(plan), so);
 
   cudnnHandle_t h = nullptr;
@@ -251,6 +252,8 @@ void CudaEngine::Impl::build() {
   stats.fused_convs = sp.fused_silu;
   stats.fused_residuals = sp.fused_residual;
   stats.fused_tail_nodes = sp.fused_tail_nodes;
+  stats.concat_inputs_in_place = sp.concat_inputs_in_place;
+  stats.concat_inputs_copied = sp.concat_inputs_copied;
   stats.convs = sp.convs;
   int kernels = 1;  // input conversion
   for (size_t i = 0; i < sp.steps.size(); ++i) {
@@ -260,8 +263,10 @@ void CudaEngine::Impl::build() {
       case GpuStepKind::kConv:  // as the largest tuned batch runs them
         kernels += batches[static_cast<size_t>(tuned.back())]->tactics[static_cast<size_t>(aux[i].conv)]->kernels();
         break;
-      case GpuStepKind::kConcat:
-      case GpuStepKind::kConcatNhwc: kernels += static_cast<int>(st.in.size()); break;
+      case GpuStepKind::kConcat: kernels += static_cast<int>(st.in.size()); break;
+      case GpuStepKind::kConcatNhwc:  // only the inputs not written in place
+        for (int id : st.in) kernels += sp.channel_offset[static_cast<size_t>(id)] < 0 ? 1 : 0;
+        break;
       default: kernels += 1;  // the Detect tail too: one launch for every level
     }
   }

@@ -38,6 +38,10 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
       int64_t off = 0;
       for (int id : st.in) {
         const int64_t c = val(id).shape[1];
+        if (sp.channel_offset[static_cast<size_t>(id)] >= 0) {  // its producer wrote it in place
+          off += c;
+          continue;
+        }
         ck::copy_rows(ptr(id), c * static_cast<int64_t>(es), static_cast<uint8_t*>(ptr(st.out[0])) + off * static_cast<int64_t>(es),
                       ys[1] * static_cast<int64_t>(es), rows, c * static_cast<int64_t>(es), s);
         off += c;
@@ -104,7 +108,8 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
       const Shape xs = shape_at(st.in[0], batch), ys = shape_at(st.out[0], batch);
       ck::resize_nearest_nhwc(ptr(st.in[0]), ptr(st.out[0]), half, static_cast<int>(xs[0]), static_cast<int>(xs[2]),
                               static_cast<int>(xs[3]), static_cast<int>(xs[1]), static_cast<int>(ys[2]),
-                              static_cast<int>(ys[3]), static_cast<const int*>(a.d_sy.get()),
+                              static_cast<int>(ys[3]), static_cast<int>(sp.channel_pitch[static_cast<size_t>(st.out[0])]),
+                              static_cast<const int*>(a.d_sy.get()),
                               static_cast<const int*>(a.d_sx.get()), s);
       return;
     }

@@ -51,7 +51,11 @@ void CudaEngine::Impl::setup_step(size_t i) {
       p.c = static_cast<int>(sp.channel_pitch[static_cast<size_t>(ci.x)]);
       p.h = static_cast<int>(xs[2]);
       p.w = static_cast<int>(xs[3]);
-      p.k = static_cast<int>(sp.channel_pitch[static_cast<size_t>(ci.y)]);
+      // Output channels as stored (the fused Detect tail's padding included); a copy-free Concat's
+      // input writes its k channels with the Concat's channel count as pixel pitch.
+      const bool in_place = sp.channel_offset[static_cast<size_t>(ci.y)] >= 0;
+      p.k = static_cast<int>(in_place ? ys[1] : sp.channel_pitch[static_cast<size_t>(ci.y)]);
+      if (in_place) p.yp = static_cast<int>(sp.channel_pitch[static_cast<size_t>(ci.y)]);
       p.r = r;
       p.s = sz;
       p.p = static_cast<int>(ys[2]);

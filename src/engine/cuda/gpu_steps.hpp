@@ -26,7 +26,7 @@ enum class GpuStepKind {
   kToNhwc,       // plain float32 NCHW -> NHWC activation dtype
   kToPlain,      // NHWC activation dtype -> plain float32 NCHW
   kEltwiseNhwc,  // same-shape unary / binary op on NHWC values (flat)
-  kConcatNhwc,   // channel concat on NHWC values (strided row copies)
+  kConcatNhwc,   // channel concat on NHWC values: strided row copies of the inputs not written in place
   kSplitNhwc,    // channel split of an NHWC value (YOLOv8's C2f): one step per output, a strided row copy
   kMaxPool,      // NHWC
   kResize,       // nearest, NHWC, per-axis source index tables
@@ -69,6 +69,11 @@ struct GpuStepPlan {
   // NHWC. Larger only for head convolutions that feed the fused Detect tail alone, padded to a
   // multiple of 8 (255 -> 256: tensor-core tiles fit, the tail reads the first 255).
   std::vector<int64_t> channel_pitch;
+  // Copy-free Concat: per value, >= 0 when the value lives inside its root's NHWC buffer, starting
+  // at this channel (its producer writes its channel slice of the Concat's output directly, with
+  // the Concat's channel count as its pixel pitch); -1: the value owns its buffer.
+  std::vector<int64_t> channel_offset;
+  int concat_inputs_in_place = 0, concat_inputs_copied = 0;
 };
 
 struct GpuStepOptions {
@@ -77,6 +82,10 @@ struct GpuStepOptions {
   bool fuse_residual = true;
   bool fuse_detect_tail = false;  // see CudaEngineOptions::fuse_detect_tail
   bool pad_tail_channels = true;  // pad the fused Detect tail's input channels to a multiple of 8
+  // Copy-free Concat: a channel Concat's input whose only reader is that Concat and whose producer
+  // is a Conv or a nearest Resize is written by its producer straight into its channel slice of the
+  // Concat's output (16-byte aligned slices only); the Concat copies only the other inputs.
+  bool copy_free_concat = true;
   size_t alignment = 256;
 };
 

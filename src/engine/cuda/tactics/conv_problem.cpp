@@ -1,6 +1,7 @@
 #include "engine/cuda/tactics/conv_problem.hpp"
 
 #include <cstdio>
+#include <string>
 
 namespace yolocu::engine {
 
@@ -9,7 +10,9 @@ std::string ConvProblem::signature() const {
   std::snprintf(b, sizeof b, "%s x%dx%dx%d w%dx%dx%d p%dx%d s%dx%d d%dx%d g%d%s%s%s", half ? "fp16" : "fp32", c, h, w,
                 k, r, s, pad_h, pad_w, str_h, str_w, dil_h, dil_w, group, bias ? "+bias" : "", silu ? "+silu" : "",
                 residual ? "+res" : "");
-  return b;
+  std::string sig = b;
+  if (!y_packed()) sig += " yp" + std::to_string(y_pitch());
+  return sig;
 }
 
 double ConvProblem::flops() const {

@@ -51,8 +51,9 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t cudnn, const ConvProb
                            .set_dim({pb.n, pb.k, pb.p, pb.q}).set_stride(nhwc_strides(pb.k, pb.p, pb.q)));
     y = g->pointwise(y, r, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
   }
+  // A pitched output (a copy-free Concat's channel slice): pixels pb.y_pitch() elements apart.
   y->set_output(true).set_uid(kY).set_data_type(io).set_dim({pb.n, pb.k, pb.p, pb.q})
-      .set_stride(nhwc_strides(pb.k, pb.p, pb.q));
+      .set_stride(nhwc_strides(pb.y_pitch(), pb.p, pb.q));
   if (!g->validate().is_good() || !g->build_operation_graph(cudnn).is_good()) return nullptr;
   return g;
 }

@@ -1,5 +1,8 @@
 // Legacy cuDNN tactics: cudnnConvolutionForward with one algorithm, then yolocu's epilogue kernel
-// y = act(y + bias) (+ residual) in place (two launches when the layer has an epilogue).
+// y = act(y + bias) (+ residual) in place (two launches when the layer has an epilogue). A pitched
+// output (a channel slice of a copy-free Concat) is written by the epilogue from a packed
+// convolution result at the end of the workspace.
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -73,9 +76,14 @@ class LegacyTactic final : public ConvTactic {
     YOLOCU_CHECK(on == pb.n && oc == pb.k && oh == pb.p && ow == pb.q, kInternal, "conv ", pb.signature(),
                  ": cuDNN output ", on, "x", oc, "x", oh, "x", ow, " differs from the plan's");
     size_t need = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(h, x, w, c, y, algo, &need) != CUDNN_STATUS_SUCCESS || need > ws_limit)
-      return nullptr;
+    if (cudnnGetConvolutionForwardWorkspaceSize(h, x, w, c, y, algo, &need) != CUDNN_STATUS_SUCCESS) return nullptr;
     t->algo_ = algo;
+    t->conv_ws_ = need;
+    if (!pb.y_packed()) {
+      t->tmp_at_ = (need + 255) / 256 * 256;
+      need = t->tmp_at_ + static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k * (pb.half ? 2 : 4);
+    }
+    if (need > ws_limit) return nullptr;
     t->ws_ = need;
     t->id_ = std::string("cudnn:") + algo_name;
     t->name_ = std::string("cudnn ") + algo_name + (t->epilogue() ? " + epilogue" : "");
@@ -90,22 +98,28 @@ class LegacyTactic final : public ConvTactic {
   void run(cudnnHandle_t h, const ConvBuffers& b, cudaStream_t s) const override {
     const float one = 1.f, zero = 0.f;
     YOLOCU_CUDNN_CHECK(cudnnSetStream(h, s));
-    YOLOCU_CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.get(), b.x, w_.get(), b.w, conv_.get(), algo_, b.ws, ws_,
-                                               &zero, y_.get(), b.y));
+    YOLOCU_CHECK(b.ws_bytes >= ws_ && (ws_ == 0 || b.ws), kInternal, "conv ", pb_.signature(), ": workspace of ",
+                 b.ws_bytes, " bytes, needs ", ws_);
+    void* conv_y = pb_.y_packed() ? b.y : static_cast<uint8_t*>(b.ws) + tmp_at_;
+    YOLOCU_CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.get(), b.x, w_.get(), b.w, conv_.get(), algo_, b.ws,
+                                               conv_ws_, &zero, y_.get(), conv_y));
     if (epilogue())
-      cuda_kernels::bias_act_nhwc(b.y, pb_.bias ? b.bias : nullptr, pb_.residual ? b.residual : nullptr, pb_.half,
-                                  int64_t{pb_.n} * pb_.p * pb_.q, pb_.k, pb_.silu, s);
+      cuda_kernels::bias_act_nhwc_to(conv_y, b.y, pb_.y_pitch(), pb_.bias ? b.bias : nullptr,
+                                     pb_.residual ? b.residual : nullptr, pb_.half, int64_t{pb_.n} * pb_.p * pb_.q,
+                                     pb_.k, pb_.silu, s);
   }
 
  private:
   explicit LegacyTactic(const ConvProblem& pb) : pb_(pb) {}
-  bool epilogue() const { return pb_.bias || pb_.silu || pb_.residual; }
+  bool epilogue() const { return pb_.bias || pb_.silu || pb_.residual || !pb_.y_packed(); }
   ConvProblem pb_;
   TensorDesc x_, y_;
   FilterDesc w_;
   ConvDesc conv_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  size_t ws_ = 0;
+  size_t ws_ = 0;       // all of it: the convolution's workspace, then the packed result if pitched
+  size_t conv_ws_ = 0;  // cuDNN's part
+  size_t tmp_at_ = 0;   // offset of the packed result (pitched outputs)
   std::string id_, name_;
 };
 

@@ -30,6 +30,7 @@ OwnConvArgs args_of(const ConvProblem& pb) {
   a.dil_h = pb.dil_h;
   a.dil_w = pb.dil_w;
   a.silu = pb.silu;
+  a.y_pitch = pb.y_pitch();
   return a;
 }
 

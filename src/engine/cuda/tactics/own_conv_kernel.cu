@@ -57,7 +57,7 @@ struct Params {
   const float* bias;
   const __half* res;
   __half* y;
-  int c, h, w_, k, s, p, q, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  int c, h, w_, k, yp, s, p, q, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
   int kd, kp, lda, ldb, m;
   unsigned a_off, b_off, c_off, rows_off;
   bool silu;
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(BM * 2) own_conv_kernel(Params P) {
         if (P.res) v += __half2float(rv[e]);
         out[e] = __float2half_rn(v);
       }
-      *reinterpret_cast<uint4*>(P.y + o) = *reinterpret_cast<const uint4*>(out);
+      *reinterpret_cast<uint4*>(P.y + static_cast<int64_t>(m) * P.yp + co) = *reinterpret_cast<const uint4*>(out);
     }
     __syncwarp();
   }
@@ -191,6 +191,7 @@ bool own_conv_supports(const OwnConvArgs& a) {
   const int64_t m = int64_t{a.n} * a.p * a.q;
   return a.c > 0 && a.c % 8 == 0 && a.k > 0 && a.k % 16 == 0 && a.k <= kOwnMaxChannelsOut && a.r > 0 && a.s > 0 &&
          a.r * a.s * a.c <= kOwnMaxReduction && m > 0 && m < (int64_t{1} << 31) &&
+         (a.y_pitch == 0 || (a.y_pitch >= a.k && a.y_pitch % 8 == 0)) &&
          int64_t{a.n} * a.h * a.w_ * a.c < (int64_t{1} << 40);
 }
 
@@ -230,6 +231,7 @@ void own_conv_run(const OwnConvArgs& a, int bm, cudaStream_t stream) {
   P.h = a.h;
   P.w_ = a.w_;
   P.k = a.k;
+  P.yp = a.y_pitch > 0 ? a.y_pitch : a.k;
   P.s = a.s;
   P.p = a.p;
   P.q = a.q;

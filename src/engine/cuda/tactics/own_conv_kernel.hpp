@@ -19,13 +19,15 @@ struct OwnConvArgs {
   const void* w = nullptr;       // KRSC fp16 [k, r, s, c]
   const float* bias = nullptr;   // [k] or null
   const void* residual = nullptr;  // NHWC fp16 like y, or null
-  void* y = nullptr;             // NHWC fp16 [n, p, q, k]
+  void* y = nullptr;             // NHWC fp16 [n, p, q, k], pixels y_pitch elements apart
   int n = 0, c = 0, h = 0, w_ = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  int y_pitch = 0;               // 0: k (packed); a multiple of 8 >= k otherwise
   int pad_h = 0, pad_w = 0, str_h = 1, str_w = 1, dil_h = 1, dil_w = 1;
   bool silu = false;
 };
 
-// True if the kernel runs this shape: c % 8 == 0, k % 16 == 0, k <= 64, r * s * c <= 320, n * p * q < 2^31.
+// True if the kernel runs this shape: c % 8 == 0, k % 16 == 0, k <= 64, r * s * c <= 320, n * p * q < 2^31,
+// y_pitch 0 or a multiple of 8 >= k.
 bool own_conv_supports(const OwnConvArgs& a);
 // Dynamic shared memory of one block (bytes) for a block of `bm` output pixels (64 or 128).
 size_t own_conv_smem(const OwnConvArgs& a, int bm);

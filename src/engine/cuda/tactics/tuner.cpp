@@ -148,8 +148,8 @@ void Tuner::prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
     ck::fill_uniform(const_cast<void*>(b.residual), pb.half, static_cast<int64_t>(out_elems(pb)), 0x5eed0002u, -1.f,
                      1.f, stream_);
   ConvBuffers r = b;
-  r.y = y_ref;
-  cudnn_legacy_reference(cudnn_, pb)->run(cudnn_, r, stream_);
+  r.y = y_ref;  // packed [n, p, q, k], whatever the problem's output pitch
+  cudnn_legacy_reference(cudnn_, pb.packed())->run(cudnn_, r, stream_);
 }
 
 Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref) {
@@ -157,11 +157,14 @@ Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const Conv
   ++stats_.breakdown.checks;
   Check c;
   try {
-    YOLOCU_CUDA_CHECK(cudaMemsetAsync(b.y, 0xff, out_elems(pb) * (pb.half ? 2 : 4), stream_));  // NaNs
+    // NaNs in the output's pixels (only its channel slice when pitched)
+    const size_t es = pb.half ? 2 : 4;
+    YOLOCU_CUDA_CHECK(cudaMemset2DAsync(b.y, static_cast<size_t>(pb.y_pitch()) * es, 0xff, static_cast<size_t>(pb.k) * es,
+                                        static_cast<size_t>(pb.n) * pb.p * pb.q, stream_));
     t.run(cudnn_, b, stream_);
     YOLOCU_CUDA_CHECK(cudaMemsetAsync(d_acc_, 0, sizeof(ck::CompareAcc), stream_));
-    ck::compare(b.y, y_ref, pb.half, static_cast<int64_t>(out_elems(pb)), static_cast<ck::CompareAcc*>(d_acc_),
-                stream_);
+    ck::compare_rows(b.y, pb.y_pitch(), y_ref, pb.k, pb.half, static_cast<int64_t>(out_elems(pb)),
+                     static_cast<ck::CompareAcc*>(d_acc_), stream_);
     ck::CompareAcc acc{};
     YOLOCU_CUDA_CHECK(cudaMemcpyAsync(&acc, d_acc_, sizeof acc, cudaMemcpyDeviceToHost, stream_));
     YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream_));
