@@ -50,7 +50,10 @@ struct CudaEngineOptions {
   // The tactic cache file: "" = TacticCache::default_path() ($YOLOCU_TACTIC_CACHE, else
   // $XDG_CACHE_HOME/yolocu/tactics.json, else ~/.cache/yolocu/tactics.json); "none" = no file.
   std::string tactic_cache;
-  int max_graph_plans = 12;                   // cuDNN Graph API candidates tried per layer
+  // cuDNN Graph API candidates tried per layer, the first ones of cuDNN's heuristic list. 7: the
+  // H100's measured winners at places 7-11 gain <= 0.5% of the convolution time, and each plan is
+  // ~1.4-2 s of compilation (docs/performance.md section 4); 12 or more for an exhaustive tune.
+  int max_graph_plans = 7;
   // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
   // multiple of 8), instead of ~12 generic passes per level.

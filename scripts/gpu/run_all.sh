@@ -170,10 +170,23 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
     timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \
       >"$out/bench_cuda_engine_warm.log" 2>&1 || row "FAIL  bench_cuda_engine warm (log bench_cuda_engine_warm.log)"
   fi
+  if [ "${COMPARE_COPY_FREE:-0}" = 1 ]; then
+    # The same engines with every Concat copying (--no-copy-free-concat), in the same call; their
+    # tactics from TACTICS_COPIES (a cache of an earlier call, e.g. .data/tactics-h100-*.json.xz) when
+    # given, else tuned here.
+    rm -f "$out/tactics_copies.json"
+    if [ -n "${TACTICS_COPIES:-}" ]; then
+      case "$TACTICS_COPIES" in *.xz) xz -dc "$TACTICS_COPIES" >"$out/tactics_copies.json" ;; *) cp "$TACTICS_COPIES" "$out/tactics_copies.json" ;; esac
+    fi
+    timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 --no-copy-free-concat \
+      --tactic-cache "$out/tactics_copies.json" >"$out/bench_cuda_engine_copies.log" 2>&1 ||
+      row "FAIL  bench_cuda_engine --no-copy-free-concat (log bench_cuda_engine_copies.log)"
+    rm -f "$out/tactics_copies.json"
+  fi
   LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
     >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
   cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
-  for f in bench_cuda_engine bench_cuda_engine_warm peer_torch_forward; do
+  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"

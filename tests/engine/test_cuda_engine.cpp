@@ -249,6 +249,40 @@ TEST(CudaEngine, FusedDetectTail) {
   }
 }
 
+// Copy-free Concat (CudaEngineOptions::copy_free_concat, on by default): 20 of yolov5n's 28 Concat
+// inputs are written in place by their producers, whose tactics are tuned for the pitched output
+// (every family: cudnn-graph strides, the legacy epilogue writing the slice, the own kernel's pitch).
+// Against the engine that copies: FP32 rel L2 <= 1e-5 (and the CPU executor within 1e-5, the FP32
+// parity bound), FP16 <= 5e-3 (the pitched layers may run other tactics, which round differently:
+// the FP16-vs-FP32 bound of this suite); fewer launches; graph replays bit-identical; batch 1 and 3
+// of max 8.
+TEST(CudaEngine, CopyFreeConcat) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  const Tensor x1 = load_npz(bus)["input"], x3 = random_input(3, 7);
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    const std::string tag = p == Precision::kFloat32 ? "fp32" : "fp16";
+    CudaEngineOptions on = opts(p, 8), off = opts(p, 8);
+    off.copy_free_concat = false;
+    CudaEngine in_place(m, on), copies(m, off);
+    print_stats("copy-free concat " + tag, in_place);
+    EXPECT_EQ(in_place.stats().concat_inputs_in_place, 20);
+    EXPECT_EQ(in_place.stats().concat_inputs_copied, 8);
+    EXPECT_EQ(copies.stats().concat_inputs_in_place, 0);
+    EXPECT_LT(in_place.stats().kernels_per_run, copies.stats().kernels_per_run);
+    EXPECT_LE(in_place.stats().activation_bytes, copies.stats().activation_bytes);
+    for (const Tensor* x : {&x1, &x3}) {
+      const auto a = in_place.run_host({*x});
+      expect_close(a, copies.run_host({*x}), p == Precision::kFloat32 ? 1e-5 : 5e-3, "copy-free vs copying " + tag);
+      if (p == Precision::kFloat32) expect_close(a, cpu_run(load(dyn), *x), 1e-5, "copy-free fp32 vs CPU");
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, in_place.run_host({*x}))) << "graph replay " << i;
+    }
+  }
+}
+
 TEST(CudaEngine, BadArguments) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");

@@ -1,6 +1,7 @@
 // yolocu's own convolution kernel (the "own" tactic family) against a direct convolution on the
 // host, on the shapes it claims (own_conv_supports): strides 1 and 2, 1x1 / 3x3 / 6x6 filters,
-// 16..64 output channels, odd image sizes (a partial last block), bias, SiLU, residual.
+// 16..64 output channels, odd image sizes (a partial last block), bias, SiLU, residual, and a
+// pitched output (a copy-free Concat's channel slice: the channels between slices stay untouched).
 // Tolerance: both sides see the same fp16 inputs; the kernel accumulates in fp32 (another order
 // than the host's double) and rounds once to fp16 (rel. 2^-11), so rel L2 <= 2e-3 and
 // |d| <= 1e-2 * max(1, |ref|) are loose for a correct kernel and far below a wrong tap or channel.
@@ -41,7 +42,7 @@ T* to_device(const std::vector<T>& v) {
   return static_cast<T*>(d);
 }
 
-void run_case(const Shape& sh, int bm) {
+void run_case(const Shape& sh, int bm, int y_pitch = 0) {
   const int p = (sh.h + 2 * sh.pad - sh.r) / sh.str + 1, q = (sh.w + 2 * sh.pad - sh.r) / sh.str + 1;
   const auto x = random_half(size_t(sh.n) * sh.h * sh.w * sh.c, 1, -1.f, 1.f);
   const auto w = random_half(size_t(sh.k) * sh.r * sh.r * sh.c, 2, -0.2f, 0.2f);
@@ -49,21 +50,27 @@ void run_case(const Shape& sh, int bm) {
   for (int i = 0; i < sh.k; ++i) bias[size_t(i)] = 0.05f * float(i % 7) - 0.15f;
   const size_t ny = size_t(sh.n) * p * q * sh.k;
   const auto res = random_half(ny, 3, -1.f, 1.f);
+  const int yp = y_pitch > 0 ? y_pitch : sh.k;
+  const size_t ny_stored = size_t(sh.n) * p * q * yp;
 
   OwnConvArgs a;
   a.n = sh.n; a.c = sh.c; a.h = sh.h; a.w_ = sh.w; a.k = sh.k; a.r = a.s = sh.r; a.p = p; a.q = q;
-  a.pad_h = a.pad_w = sh.pad; a.str_h = a.str_w = sh.str; a.silu = sh.silu;
+  a.pad_h = a.pad_w = sh.pad; a.str_h = a.str_w = sh.str; a.silu = sh.silu; a.y_pitch = y_pitch;
   ASSERT_TRUE(own_conv_supports(a));
   __half* dx = to_device(x);
   __half* dw = to_device(w);
   float* db = to_device(bias);
   __half* dr = to_device(res);
-  __half* dy = to_device(std::vector<__half>(ny, __float2half_rn(-7.f)));
+  __half* dy = to_device(std::vector<__half>(ny_stored, __float2half_rn(-7.f)));
   a.x = dx; a.w = dw; a.bias = sh.bias ? db : nullptr; a.residual = sh.residual ? dr : nullptr; a.y = dy;
   own_conv_prepare(a, bm);
   own_conv_run(a, bm, nullptr);
-  std::vector<__half> y(ny);
-  ASSERT_EQ(cudaMemcpy(y.data(), dy, ny * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<__half> y(ny_stored);
+  ASSERT_EQ(cudaMemcpy(y.data(), dy, ny_stored * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t touched = 0;  // stored channels beyond k (other producers' slices) written by the kernel
+  for (size_t i = 0; i < ny_stored; ++i)
+    if (int(i % size_t(yp)) >= sh.k && __half2float(y[i]) != -7.f) ++touched;
+  EXPECT_EQ(touched, 0u) << "pitch " << yp;
   for (void* d : {static_cast<void*>(dx), static_cast<void*>(dw), static_cast<void*>(db), static_cast<void*>(dr),
                   static_cast<void*>(dy)})
     cudaFree(d);
@@ -84,9 +91,9 @@ void run_case(const Shape& sh, int bm) {
             }
           if (sh.bias) acc += bias[size_t(k)];
           if (sh.silu) acc = acc / (1.0 + std::exp(-acc));
-          const size_t o = ((size_t(n) * p + oy) * q + ox) * sh.k + k;
+          const size_t pix = (size_t(n) * p + oy) * q + ox, o = pix * sh.k + k;
           if (sh.residual) acc += double(__half2float(res[o]));
-          const double d = std::fabs(double(__half2float(y[o])) - acc);
+          const double d = std::fabs(double(__half2float(y[pix * yp + k])) - acc);
           sq += d * d;
           sq_ref += acc * acc;
           max_d = std::max(max_d, d);
@@ -95,7 +102,7 @@ void run_case(const Shape& sh, int bm) {
   const double rel = std::sqrt(sq / std::max(sq_ref, 1e-30));
   const std::string what = "n" + std::to_string(sh.n) + " c" + std::to_string(sh.c) + " " + std::to_string(sh.h) + "x" +
                            std::to_string(sh.w) + " k" + std::to_string(sh.k) + " r" + std::to_string(sh.r) + " s" +
-                           std::to_string(sh.str) + " bm" + std::to_string(bm);
+                           std::to_string(sh.str) + " bm" + std::to_string(bm) + " pitch" + std::to_string(yp);
   EXPECT_LE(rel, 2e-3) << what;
   EXPECT_LE(max_d, 1e-2 * std::max(1.0, max_ref)) << what;
 }
@@ -112,6 +119,9 @@ TEST(OwnConv, MatchesDirectConvolution) {
   };
   for (const Shape& s : shapes)
     for (int bm : {64, 128}) run_case(s, bm);
+  // Pitched outputs: the slice of a 48- / 96-channel Concat (residual still packed).
+  run_case({2, 16, 37, 41, 32, 3, 1, 1, true, true, false}, 64, 48);
+  run_case({3, 32, 19, 23, 48, 1, 1, 0, true, false, true}, 128, 96);
 }
 
 TEST(OwnConv, RefusesWhatItCannotRun) {
@@ -130,6 +140,13 @@ TEST(OwnConv, RefusesWhatItCannotRun) {
   b = a;
   b.c = 64;  // reduction 576 > 320
   EXPECT_FALSE(own_conv_supports(b));
+  b = a;
+  b.y_pitch = 12;  // a pitch below k
+  EXPECT_FALSE(own_conv_supports(b));
+  b.y_pitch = 20;  // not a multiple of 8 (16-byte pixel rows)
+  EXPECT_FALSE(own_conv_supports(b));
+  b.y_pitch = 24;
+  EXPECT_TRUE(own_conv_supports(b));
   ConvProblem pb;
   pb.n = 1; pb.c = 16; pb.h = pb.w = 8; pb.k = 16; pb.r = pb.s = 3; pb.p = pb.q = 8; pb.pad_h = pb.pad_w = 1;
   pb.half = false;  // fp32 engines keep FMA-only tactics

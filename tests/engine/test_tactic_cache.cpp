@@ -193,6 +193,12 @@ TEST(TacticCache, ProblemSignature) {
   q = p;
   q.half = false;
   EXPECT_NE(q.signature(), p.signature());
+  q = p;
+  q.yp = 64;  // a pitch equal to k is a packed output: the same layer
+  EXPECT_EQ(q.signature(), p.signature());
+  q.yp = 128;  // a copy-free Concat's slice: its own tactics
+  EXPECT_EQ(q.signature(), p.signature() + " yp128");
+  EXPECT_EQ(q.packed().signature(), p.signature());
   EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 8 * 160 * 160 * 64 * 32 * 9);
 }
 

@@ -55,7 +55,7 @@ using TacticPtr = std::unique_ptr<ConvTactic>;
 
 struct TacticLimits {
   size_t workspace = size_t{256} << 20;  // candidates needing more are left out
-  int max_graph_plans = 12;             // cudnn-graph candidates per problem, in heuristic order
+  int max_graph_plans = 7;              // cudnn-graph candidates per problem, in heuristic order
 };
 
 // Legacy cuDNN: every algorithm cuDNN supports for the problem (FP16: tensor-op math, no FFT; FP32:
