@@ -3,6 +3,7 @@
 // videos or per-frame images.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -152,6 +154,20 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
   const std::vector<std::string>& names = detector->class_names();
   const size_t batch_size =
       args.has("batch") ? static_cast<size_t>(opts.max_batch) : std::min<size_t>(sources.size(), 16);
+
+  // Frames batched across streams come in every size up to the batch (streams start, stall and end
+  // at different times), and a size the GPU build did not tune builds its plans on first use:
+  // seconds each, which would stall live streams mid-run. Warm them all before any stream opens.
+  const int warm_sizes = static_cast<int>(std::min<size_t>(batch_size, static_cast<size_t>(detector->options().max_batch)));
+  if (detector->device() == Device::kCuda && warm_sizes > 1) {
+    const auto w0 = std::chrono::steady_clock::now();
+    std::vector<int> sizes;
+    for (int b = 1; b <= warm_sizes; ++b) sizes.push_back(b);
+    detector->warm_up(sizes);
+    if (!quiet)
+      std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s\n", warm_sizes,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count());
+  }
 
   JsonlOut jsonl(jsonl_path);
   std::map<int, std::unique_ptr<VideoWriter>> writers;
