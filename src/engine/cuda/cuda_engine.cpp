@@ -162,10 +162,23 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
       l.bytes = p.min_bytes();
       if (ci.s2d) l.tactic += " (space-to-depth stem)";
     } else {
-      for (int id : st.in)
-        if (id >= 0 && !im.val(id).constant) l.bytes += static_cast<double>(engine::value_bytes(im.sp, id, im.es)) * batch / im.options.max_batch;
-      for (int id : st.out)
-        if (id >= 0) l.bytes += static_cast<double>(engine::value_bytes(im.sp, id, im.es)) * batch / im.options.max_batch;
+      // Bytes of a value as this step moves it: a copy-free Concat's input (its own channel slice,
+      // not the whole pitched buffer); the Concat itself reads and writes only the inputs it copies.
+      const auto moved = [&](int id) {
+        const bool slice = im.sp.channel_offset[static_cast<size_t>(id)] >= 0;
+        const double b = slice ? static_cast<double>(numel(im.val(id).shape)) * static_cast<double>(im.es)
+                               : static_cast<double>(engine::value_bytes(im.sp, id, im.es));
+        return b * batch / im.options.max_batch;
+      };
+      if (st.kind == GpuStepKind::kConcatNhwc) {
+        for (int id : st.in)
+          if (im.sp.channel_offset[static_cast<size_t>(id)] < 0) l.bytes += 2 * moved(id);
+      } else {
+        for (int id : st.in)
+          if (id >= 0 && !im.val(id).constant) l.bytes += moved(id);
+        for (int id : st.out)
+          if (id >= 0) l.bytes += moved(id);
+      }
     }
     out.push_back(l);
   }
