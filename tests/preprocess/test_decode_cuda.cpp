@@ -184,7 +184,11 @@ TEST(DecodeCuda, CpuShareDecodesEveryKthOnTheCpuExactly) {
   EXPECT_EQ(sc.cpu_shared, batched / 4) << batched << " images batched by nvJPEG";
   EXPECT_GE(sc.cpu_shared, 6);
   EXPECT_EQ(sc.gpu() + sc.cpu_shared, pc.gpu());
-  int64_t cpu_only = 0;
+  // Which images were the CPU's shows only where the two decoders' pixels differ (on the H100 at
+  // 74c0389, 3 of the 8 shared coco128 images decode to the same bytes on both): every image is one
+  // of the two; at most cpu_shared carry pixels only the CPU gives, at least one does (the share
+  // ran), and at least cpu_shared equal the CPU's.
+  int64_t cpu_only = 0, cpu_equal = 0;
   std::vector<Image> shared_out;
   for (size_t k = 0; k < batch.size(); ++k) {
     shared_out.push_back(download(sv[k]));
@@ -192,8 +196,11 @@ TEST(DecodeCuda, CpuShareDecodesEveryKthOnTheCpuExactly) {
     const bool is_cpu = exact(got, decode_image(batch[k].data, batch[k].size)), is_plain = exact(got, plain_out[k]);
     EXPECT_TRUE(is_cpu || is_plain) << "image " << k << ": neither the CPU's pixels nor nvJPEG's";
     cpu_only += is_cpu && !is_plain;
+    cpu_equal += is_cpu;
   }
-  EXPECT_EQ(cpu_only, sc.cpu_shared) << "the images counted as the CPU's share carry the CPU's pixels";
+  EXPECT_LE(cpu_only, sc.cpu_shared) << "more images with the CPU's own pixels than the CPU decoded";
+  EXPECT_GE(cpu_only, 1) << "no image with the CPU's own pixels: the share did not run";
+  EXPECT_GE(cpu_equal, sc.cpu_shared) << "fewer images with the CPU's pixels than the CPU decoded";
   // the same list is split the same way every time
   const std::vector<ImageView> sv2 = shared.decode(batch, stream.get());
   stream.sync();
