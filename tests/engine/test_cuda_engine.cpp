@@ -219,68 +219,58 @@ TEST(CudaEngine, StaticBatch1ExportRunsBatched) {
   expect_close(g32.run_host({x3}), cpu_run(load(dyn), x3), 1e-5, "static yolov5n at batch 3 vs CPU (dyn export)");
 }
 
-// The fused Detect-tail kernels (CudaEngineOptions::fuse_detect_tail, on by default; the head
-// convolutions then store 256 channels): FP32 against the CPU executor like every other FP32 path, and
-// against the node-by-node GPU tail at both precisions: FP32 rel L2 <= 1e-6 (the kernels differ
-// only in (2s)^2 computed as a product instead of powf); FP16 rel L2 <= 1e-3, since the padded
-// head convolutions may run another tactic whose fp16 outputs round differently; batch 1, 3 of max 8
-// (static export re-batched), graph replays bit-identical; launches per run drop.
-TEST(CudaEngine, FusedDetectTail) {
+// An engine option against the same engine without it: yolov5n's static export re-batched to max
+// batch 8, run at batch 1 (bus.jpg's input) and 3 (random, `seed`), FP32 and FP16. `check` asserts
+// on both engines' stats; the outputs agree within `tol32` / `tol16`, FP32 is within 1e-5 of the CPU
+// executor, and graph replays are bit-identical.
+void option_on_vs_off(const std::string& what, const std::function<void(CudaEngineOptions&)>& turn_off, double tol32,
+                       double tol16, uint32_t seed, const std::function<void(const CudaEngine&, const CudaEngine&)>& check) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
   YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
   const auto m = load(path);
-  const Tensor x1 = load_npz(bus)["input"], x3 = random_input(3, 5);
+  const Tensor x1 = load_npz(bus)["input"], x3 = random_input(3, seed);
   for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
-    const std::string tag = p == Precision::kFloat32 ? "fp32" : "fp16";
+    const std::string tag = what + (p == Precision::kFloat32 ? " fp32" : " fp16");
     CudaEngineOptions on = opts(p, 8), off = opts(p, 8);
-    off.fuse_detect_tail = false;
-    CudaEngine fused(m, on), plain(m, off);
-    print_stats("fused tail " + tag, fused);
-    EXPECT_EQ(fused.stats().fused_tail_nodes, 37);
-    EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run);
+    turn_off(off);
+    CudaEngine with(m, on), without(m, off);
+    print_stats(tag, with);
+    check(with, without);
+    EXPECT_LT(with.stats().kernels_per_run, without.stats().kernels_per_run) << tag;
     for (const Tensor* x : {&x1, &x3}) {
-      const auto a = fused.run_host({*x});
-      expect_close(a, plain.run_host({*x}), p == Precision::kFloat32 ? 1e-6 : 1e-3, "fused vs node-by-node tail " + tag);
-      if (p == Precision::kFloat32) expect_close(a, cpu_run(load(dyn), *x), 1e-5, "fused tail fp32 vs CPU");
-      for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, fused.run_host({*x}))) << "graph replay " << i;
+      const auto a = with.run_host({*x});
+      expect_close(a, without.run_host({*x}), p == Precision::kFloat32 ? tol32 : tol16, tag + ": on vs off");
+      if (p == Precision::kFloat32) expect_close(a, cpu_run(load(dyn), *x), 1e-5, tag + " vs CPU");
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, with.run_host({*x}))) << tag << ": graph replay " << i;
     }
   }
+}
+
+// The fused Detect-tail kernels (CudaEngineOptions::fuse_detect_tail, on by default; the head
+// convolutions then store 256 channels) against the node-by-node GPU tail: FP32 rel L2 <= 1e-6 (the
+// kernels differ only in (2s)^2 computed as a product instead of powf); FP16 rel L2 <= 1e-3, since
+// the padded head convolutions may run another tactic whose fp16 outputs round differently.
+TEST(CudaEngine, FusedDetectTail) {
+  option_on_vs_off("fused tail", [](CudaEngineOptions& o) { o.fuse_detect_tail = false; }, 1e-6, 1e-3, 5,
+                   [](const CudaEngine& fused, const CudaEngine&) { EXPECT_EQ(fused.stats().fused_tail_nodes, 37); });
 }
 
 // Copy-free Concat (CudaEngineOptions::copy_free_concat, on by default): 20 of yolov5n's 28 Concat
 // inputs are written in place by their producers, whose tactics are tuned for the pitched output
 // (every family: cudnn-graph strides, the legacy epilogue writing the slice, the own kernel's pitch).
-// Against the engine that copies: FP32 rel L2 <= 1e-5 (and the CPU executor within 1e-5, the FP32
-// parity bound), FP16 <= 5e-3 (the pitched layers may run other tactics, which round differently:
-// the FP16-vs-FP32 bound of this suite); fewer launches; graph replays bit-identical; batch 1 and 3
-// of max 8.
+// Against the engine that copies: FP32 rel L2 <= 1e-5 (the FP32 parity bound), FP16 <= 5e-3 (the
+// pitched layers may run other tactics, which round differently: the FP16-vs-FP32 bound of this
+// suite); the arena is no larger.
 TEST(CudaEngine, CopyFreeConcat) {
-  YOLOCU_REQUIRE_GPU();
-  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
-  YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
-  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
-  const auto m = load(path);
-  const Tensor x1 = load_npz(bus)["input"], x3 = random_input(3, 7);
-  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
-    const std::string tag = p == Precision::kFloat32 ? "fp32" : "fp16";
-    CudaEngineOptions on = opts(p, 8), off = opts(p, 8);
-    off.copy_free_concat = false;
-    CudaEngine in_place(m, on), copies(m, off);
-    print_stats("copy-free concat " + tag, in_place);
-    EXPECT_EQ(in_place.stats().concat_inputs_in_place, 20);
-    EXPECT_EQ(in_place.stats().concat_inputs_copied, 8);
-    EXPECT_EQ(copies.stats().concat_inputs_in_place, 0);
-    EXPECT_LT(in_place.stats().kernels_per_run, copies.stats().kernels_per_run);
-    EXPECT_LE(in_place.stats().activation_bytes, copies.stats().activation_bytes);
-    for (const Tensor* x : {&x1, &x3}) {
-      const auto a = in_place.run_host({*x});
-      expect_close(a, copies.run_host({*x}), p == Precision::kFloat32 ? 1e-5 : 5e-3, "copy-free vs copying " + tag);
-      if (p == Precision::kFloat32) expect_close(a, cpu_run(load(dyn), *x), 1e-5, "copy-free fp32 vs CPU");
-      for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, in_place.run_host({*x}))) << "graph replay " << i;
-    }
-  }
+  option_on_vs_off("copy-free concat", [](CudaEngineOptions& o) { o.copy_free_concat = false; }, 1e-5, 5e-3, 7,
+                   [](const CudaEngine& in_place, const CudaEngine& copies) {
+                     EXPECT_EQ(in_place.stats().concat_inputs_in_place, 20);
+                     EXPECT_EQ(in_place.stats().concat_inputs_copied, 8);
+                     EXPECT_EQ(copies.stats().concat_inputs_in_place, 0);
+                     EXPECT_LE(in_place.stats().activation_bytes, copies.stats().activation_bytes);
+                   });
 }
 
 TEST(CudaEngine, BadArguments) {
