@@ -54,6 +54,10 @@ struct CudaEngineOptions {
   // H100's measured winners at places 7-11 gain <= 0.5% of the convolution time, and each plan is
   // ~1.4-2 s of compilation (docs/performance.md section 4); 12 or more for an exhaustive tune.
   int max_graph_plans = 7;
+  // CUTLASS implicit-GEMM convolutions (fp16, bias and SiLU fused) as a fourth tactic family, tuned
+  // beside the others. Off by default until its first run on a GPU (docs/gpu-engine.md); a build
+  // without CUTLASS's headers has no such candidates.
+  bool cutlass_tactics = false;
   // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
   // multiple of 8), instead of ~12 generic passes per level.

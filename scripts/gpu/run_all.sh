@@ -138,7 +138,7 @@ test_letterbox_image_cuda * *ForEveryFormatInOneBatch*
 test_device_image_cuda * -
 test_postprocess_cuda *-PostprocessCuda.BitmaskPathCrowdedSets:PostprocessCuda.BitmaskPathCountsAndStops PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowKeepsTheBestScored:PostprocessCuda.RawHeadsMatchCpu:PostprocessCuda.BitmaskPathSmall
 test_training_gpu * *Ciou*:*MultiTensor*
-test_cuda_engine OwnConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*
+test_cuda_engine OwnConv.*:CutlassConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*:CutlassConv.*
 test_detector_cuda *Bus* *Bus*
 test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows* -
 test_detect_encoded_cuda DetectEncodedCuda.FallbacksAreExactAndErrorsNamed -
@@ -164,7 +164,9 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   rm -f "$out/tactics.json"
   [ -n "${TACTICS:-}" ] && cp "$TACTICS" "$out/tactics.json"
   models="$d/models/yolov5n.onnx,$d/models/yolov5s_random_fp16.onnx"
+  # CUTLASS=1: the engines may also choose the cutlass family's kernels (--cutlass)
   timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 $([ "${PROFILE:-1}" = 1 ] && echo --profile) \
+    $([ "${CUTLASS:-0}" = 1 ] && echo --cutlass) \
     --tactic-cache "$out/tactics.json" >"$out/bench_cuda_engine.log" 2>&1 || row "FAIL  bench_cuda_engine (log bench_cuda_engine.log)"
   if [ "${WARM:-1}" = 1 ]; then
     timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \

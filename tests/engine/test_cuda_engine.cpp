@@ -273,6 +273,35 @@ TEST(CudaEngine, CopyFreeConcat) {
                    });
 }
 
+// The cutlass family (CudaEngineOptions::cutlass_tactics, off by default): an FP16 engine that may
+// choose CUTLASS kernels against the default one, yolov5n re-batched to max batch 8 (tuned 1 and 8):
+// within 5e-3 (other tactics round differently: the FP16-vs-FP32 bound of this suite), more
+// candidates tried, graph replays bit-identical; the layers CUTLASS won are printed.
+TEST(CudaEngine, CutlassTactics) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  if (!engine::cutlass_conv_available()) GTEST_SKIP() << "built without CUTLASS";
+  const auto m = load(path);
+  CudaEngineOptions on = opts(Precision::kFloat16, 8), off = opts(Precision::kFloat16, 8);
+  on.cutlass_tactics = true;
+  CudaEngine with(m, on), without(m, off);
+  print_stats("cutlass tactics fp16", with);
+  EXPECT_GT(with.stats().tactic_candidates, without.stats().tactic_candidates);
+  for (int batch : {1, 8}) {
+    int won = 0;
+    for (const auto& l : with.profile(batch, 1))
+      if (l.kind == "Conv" && l.tactic.rfind("cutlass", 0) == 0) {
+        ++won;
+        std::printf("  batch %d: %s -> %s (%.1f us)\n", batch, l.name.c_str(), l.tactic.c_str(), l.ms * 1e3);
+      }
+    std::printf("[ cutlass tactics ] batch %d: %d layers chose a CUTLASS kernel\n", batch, won);
+  }
+  const Tensor x = random_input(3, 11);
+  const auto a = with.run_host({x});
+  expect_close(a, without.run_host({x}), 5e-3, "cutlass tactics vs default fp16");
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, with.run_host({x}))) << "graph replay " << i;
+}
+
 TEST(CudaEngine, BadArguments) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");

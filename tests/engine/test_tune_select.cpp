@@ -58,6 +58,8 @@ TEST(TuneSelect, FamilyOfId) {
   EXPECT_EQ(engine::family_of("cudnn-graph:e4;24=26"), TacticFamily::kCudnnGraph);
   EXPECT_EQ(engine::family_of("cudnn:IMPLICIT_PRECOMP_GEMM"), TacticFamily::kCudnnLegacy);
   EXPECT_EQ(engine::family_of("own:igemm-bm64"), TacticFamily::kOwn);
+  EXPECT_EQ(engine::family_of("cutlass:tb128x64x32-s4"), TacticFamily::kCutlass);
+  EXPECT_STREQ(engine::family_name(TacticFamily::kCutlass), "cutlass");
   EXPECT_STREQ(engine::family_name(TacticFamily::kCudnnGraph), "cudnn-graph");
 }
 
@@ -96,10 +98,11 @@ TEST(TuneSelect, BreakdownMergesAndDescribesItself) {
   b.add_win("cudnn-graph:e4", 40);  // past the last bin: counted in it
   b.add_win("own:igemm-bm64", -1);
   b.add_win("cudnn:IMPLICIT_PRECOMP_GEMM", -1);
+  b.add_win("cutlass:tb64x64x32-s5", -1);
   a.merge(b);
   EXPECT_EQ(a.wins[0], 3);
   EXPECT_EQ(a.graph_win_rank[TuneBreakdown::kRankBins - 1], 1);
-  EXPECT_NE(engine::describe(a).find("winners: cudnn-graph 3, legacy 1, own 1 (cudnn-graph by place in cuDNN's list: 1 0 1 0"),
+  EXPECT_NE(engine::describe(a).find("winners: cudnn-graph 3, legacy 1, own 1, cutlass 1 (cudnn-graph by place in cuDNN's list: 1 0 1 0"),
             std::string::npos)
       << engine::describe(a);
   a.total_ms = 1000;

@@ -57,6 +57,7 @@ engine::ConvBuffers CudaEngine::Impl::conv_buffers(const ConvInfo& ci) const {
   b.x = ci.s2d ? stem_input.get() : ptr(ci.x);
   b.w = ci.d_w.get();
   b.bias = static_cast<const float*>(ci.d_bias.get());
+  b.bias_act = ci.d_bias_act.get();
   b.residual = ci.residual >= 0 ? ptr(ci.residual) : nullptr;
   b.y = ptr(ci.y);
   b.ws = workspace.get();
@@ -84,6 +85,7 @@ void CudaEngine::Impl::choose_tactics() {
   engine::TacticLimits lim;
   lim.workspace = options.workspace_limit;
   lim.max_graph_plans = options.max_graph_plans;
+  lim.cutlass = options.cutlass_tactics;
   DeviceMem tmp_ws, y_ref;
   if (lim.workspace > 0) {
     try {

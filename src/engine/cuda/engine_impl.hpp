@@ -121,6 +121,7 @@ struct ConvInfo {
   engine::ConvProblem pb;  // at max_batch; n is set per batch (problem())
   bool s2d = false;        // the space-to-depth stem: x is the engine's stem buffer
   DeviceMem d_w, d_bias;   // KRSC in the activation dtype (padded), float32 bias [pb.k]
+  DeviceMem d_bias_act;    // fp16 engines: the bias in fp16 too (the cutlass family's epilogue reads it)
   std::string name;
   engine::ConvProblem problem(int batch) const {
     engine::ConvProblem p = pb;

@@ -123,6 +123,13 @@ void CudaEngine::Impl::setup_step(size_t i) {
         ci.d_bias = alloc(bias.size() * 4, "bias");
         YOLOCU_CUDA_CHECK(cudaMemcpy(ci.d_bias.get(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
         stats.weight_bytes += bias.size() * 4;
+        if (half && options.cutlass_tactics) {
+          std::vector<uint16_t> hb(bias.size());
+          for (size_t j = 0; j < bias.size(); ++j) hb[j] = float_to_half(bias[j]);
+          ci.d_bias_act = alloc(hb.size() * 2, "bias");
+          YOLOCU_CUDA_CHECK(cudaMemcpy(ci.d_bias_act.get(), hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+          stats.weight_bytes += hb.size() * 2;
+        }
       }
       stats.conv_flops_per_image += 2.0 * k * cg * r * sz * static_cast<double>(ys[2] * ys[3]);
       a.conv = static_cast<int>(convs.size());

@@ -5,6 +5,8 @@
 //   cudnn_legacy.cpp  "cudnn:<ALGO>"            cudnnConvolutionForward + yolocu's epilogue kernel
 //   cudnn_graph.cpp   "cudnn-graph:e<id>;..."   one cuDNN Graph API (cudnn-frontend) fused kernel
 //   own_conv.cpp      "own:igemm-bm<rows>"      yolocu's tensor-core implicit GEMM for small layers
+//   cutlass_conv.cu   "cutlass:tb<M>x<N>x<K>-s<stages>"  CUTLASS implicit GEMM, epilogue fused
+//                     (TacticLimits::cutlass; off by default until its first GPU run)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +28,7 @@ struct ConvBuffers {
   const void* x = nullptr;
   const void* w = nullptr;
   const float* bias = nullptr;
+  const void* bias_act = nullptr;  // the same bias in the activation dtype (fp16 engines; the cutlass family reads it)
   const void* residual = nullptr;
   void* y = nullptr;
   void* ws = nullptr;
@@ -56,6 +59,7 @@ using TacticPtr = std::unique_ptr<ConvTactic>;
 struct TacticLimits {
   size_t workspace = size_t{256} << 20;  // candidates needing more are left out
   int max_graph_plans = 7;              // cudnn-graph candidates per problem, in heuristic order
+  bool cutlass = false;                 // offer the cutlass family's candidates (CudaEngineOptions::cutlass_tactics)
 };
 
 // Legacy cuDNN: every algorithm cuDNN supports for the problem (FP16: tensor-op math, no FFT; FP32:
@@ -79,6 +83,13 @@ std::vector<std::string> cudnn_graph_configs(cudnnHandle_t cudnn, const ConvProb
 // r * s * c <= 320 (the space-to-depth stem and other small early layers).
 std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
 
+// CUTLASS's implicit-GEMM fprop (cutlass_conv.cu): fp16, groups 1, a bias, no residual, c, k and the
+// output pitch multiples of 8; one candidate per instantiated tile shape that CUTLASS can run the
+// problem with. Nothing unless lim.cutlass, or in a build without CUTLASS (cutlass_conv_available).
+std::vector<TacticPtr> cutlass_conv_candidates(const ConvProblem& pb, const TacticLimits& lim);
+bool cutlass_conv_shape_ok(const ConvProblem& pb);
+bool cutlass_conv_available();
+
 // Re-creates a tactic from its id (any family); null if the id is unknown or no longer supported.
 // `plan` (optional): bytes of serialize_plan() for this id; restored if they still load, else the
 // tactic is built from its id.
@@ -92,5 +103,6 @@ TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std
 TacticPtr restore_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id,
                               const TacticLimits& lim, const std::vector<uint8_t>& plan);
 TacticPtr make_own_conv(const ConvProblem& pb, const std::string& id);
+TacticPtr make_cutlass_conv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 
 }  // namespace yolocu::engine

@@ -26,6 +26,7 @@ int pick_fastest(const std::vector<double>& us) {
 TacticFamily family_of(const std::string& tactic_id) {
   if (tactic_id.rfind("cudnn-graph:", 0) == 0) return TacticFamily::kCudnnGraph;
   if (tactic_id.rfind("own:", 0) == 0) return TacticFamily::kOwn;
+  if (tactic_id.rfind("cutlass:", 0) == 0) return TacticFamily::kCutlass;
   return TacticFamily::kCudnnLegacy;
 }
 
@@ -34,6 +35,7 @@ const char* family_name(TacticFamily f) {
     case TacticFamily::kCudnnGraph: return "cudnn-graph";
     case TacticFamily::kCudnnLegacy: return "legacy";
     case TacticFamily::kOwn: return "own";
+    case TacticFamily::kCutlass: return "cutlass";
   }
   return "?";
 }
@@ -125,16 +127,18 @@ std::string describe(const TuneBreakdown& b) {
   int n = std::snprintf(
       buf, sizeof buf,
       "tune breakdown: prebuild wall %.0f ms on %d threads (handles %.0f thread-ms, heuristics %.0f thread-ms over %d "
-      "lists; build %.0f thread-ms over %d plans + %d failed: %s %.0f ms / %d, %s %.0f ms / %d, %s %.0f ms / %d; "
+      "lists; build %.0f thread-ms over %d plans + %d failed: %s %.0f ms / %d, %s %.0f ms / %d, %s %.0f ms / %d, "
+      "%s %.0f ms / %d; "
       "slowest %.0f ms %s; restore %.0f thread-ms over %d), choose %.0f ms (prepare %.0f ms, check %.0f ms over %d, "
       "timing %.0f ms over %d brief + %d full, serialise %.0f ms over %d)",
       b.prebuild_wall_ms, b.prebuild_threads, b.handles_ms, b.list_ms, b.lists, build, plans, b.build_failed,
       family_name(TacticFamily::kCudnnGraph), b.build_ms[0], b.built[0], family_name(TacticFamily::kCudnnLegacy),
-      b.build_ms[1], b.built[1], family_name(TacticFamily::kOwn), b.build_ms[2], b.built[2], b.slowest_build_ms,
+      b.build_ms[1], b.built[1], family_name(TacticFamily::kOwn), b.build_ms[2], b.built[2],
+      family_name(TacticFamily::kCutlass), b.build_ms[3], b.built[3], b.slowest_build_ms,
       b.slowest_build.empty() ? "-" : b.slowest_build.c_str(), b.restore_ms, b.restores, b.choose_ms, b.prepare_ms,
       b.check_ms, b.checks, b.timing_ms, b.quick_timings, b.full_timings, b.serialise_ms, b.serialised);
   std::string s(buf, n < 0 ? 0 : std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
-  if (b.wins[0] + b.wins[1] + b.wins[2] > 0) {
+  if (b.wins[0] + b.wins[1] + b.wins[2] + b.wins[3] > 0) {
     s += "; winners: ";
     for (int f = 0; f < kTacticFamilies; ++f) {
       s += std::string(f ? ", " : "") + family_name(static_cast<TacticFamily>(f)) + " " + std::to_string(b.wins[f]);

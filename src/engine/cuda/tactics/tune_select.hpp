@@ -31,8 +31,8 @@ std::vector<size_t> retime_set(const std::vector<double>& quick_us, double margi
 int pick_fastest(const std::vector<double>& us);
 
 // Tactic families as the breakdown counts them, by id prefix ("cudnn-graph:", "cudnn:", "own:").
-enum class TacticFamily { kCudnnGraph = 0, kCudnnLegacy = 1, kOwn = 2 };
-constexpr int kTacticFamilies = 3;
+enum class TacticFamily { kCudnnGraph = 0, kCudnnLegacy = 1, kOwn = 2, kCutlass = 3 };
+constexpr int kTacticFamilies = 4;
 TacticFamily family_of(const std::string& tactic_id);
 const char* family_name(TacticFamily f);
 

@@ -113,6 +113,7 @@ TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::str
   if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim, plan);
   if (id.rfind("cudnn:", 0) == 0) return make_cudnn_legacy(cudnn, pb, id, lim);
   if (id.rfind("own:", 0) == 0) return make_own_conv(pb, id);
+  if (id.rfind("cutlass:", 0) == 0) return make_cutlass_conv(pb, id, lim);
   return nullptr;
 }
 
@@ -127,6 +128,17 @@ Tuner::Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache
   YOLOCU_CUDA_CHECK(cudaEventCreate(&ev_[0]));
   YOLOCU_CUDA_CHECK(cudaEventCreate(&ev_[1]));
   YOLOCU_CUDA_CHECK(cudaMalloc(&d_acc_, sizeof(ck::CompareAcc)));
+}
+
+std::string Tuner::memo_key_of(const std::string& key) const {
+  // with the cutlass family on, the candidates differ: entries of their own
+  return device_key_ + "|" + key + (limits_.cutlass ? "|cutlass" : "");
+}
+
+const TacticRecord* Tuner::usable_record(const std::string& sig, int batch) const {
+  const TacticRecord* r = cache_ ? cache_->find(sig, batch) : nullptr;
+  // A CUTLASS choice while that family is off: the layer is tuned again without it (no warning).
+  return r && !limits_.cutlass && family_of(r->tactic) == TacticFamily::kCutlass ? nullptr : r;
 }
 
 void Tuner::set_limits(const TacticLimits& limits) {
@@ -235,7 +247,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   TuneBreakdown& bd = stats_.breakdown;
   ++stats_.layers;
   const std::string sig = pb.signature();
-  const std::string memo_key = device_key_ + "|" + sig + "|b" + std::to_string(pb.n);
+  const std::string memo_key = memo_key_of(sig + "|b" + std::to_string(pb.n));
   TunedLayer out;
   bool prepared = false;
   auto ensure_prepared = [&] {
@@ -261,7 +273,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   // 1: the file's choice: the object this process already checked for it, else built (in
   // parallel by prebuild(), or now) and checked. Repeated layers (same signature and batch) find
   // the memo: one check per distinct (signature, batch).
-  if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
+  if (const TacticRecord* r = usable_record(sig, pb.n)) {
     int& hits = r->loaded ? stats_.cache_hits : stats_.memo_hits;  // not loaded: put() earlier in this build
     if (auto t = memo_find(memo_key, &r->tactic, nullptr)) {
       out.tactic = std::move(t);
@@ -336,7 +348,7 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
   }
 
   // 3: tune. Candidates in a fixed order: cuDNN graph configs in heuristic order, legacy cuDNN
-  // algorithms, own kernels (prebuilt ones first built on the pool, else here).
+  // algorithms, own kernels, CUTLASS (prebuilt ones first built on the pool, else here).
   ensure_prepared();
   const std::string key = sig + "|b" + std::to_string(pb.n);
   std::vector<TacticPtr> cands;
@@ -367,6 +379,12 @@ TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_re
     std::vector<TacticPtr> own = own_conv_candidates(pb);
     bd.add_builds(TacticFamily::kOwn, ms_since(b0), static_cast<int>(own.size()));
     for (TacticPtr& t : own) cands.push_back(std::move(t));
+  }
+  {
+    const auto b0 = Clock::now();
+    std::vector<TacticPtr> cutlass = cutlass_conv_candidates(pb, limits_);
+    bd.add_builds(TacticFamily::kCutlass, ms_since(b0), static_cast<int>(cutlass.size()));
+    for (TacticPtr& t : cutlass) cands.push_back(std::move(t));
   }
 
   // Check, then the brief sweep of every candidate that passed, then the full sweep of those
@@ -461,11 +479,11 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
     if (std::find(seen.begin(), seen.end(), key) != seen.end() || prebuilt_.count(key) || premade_.count(key)) continue;
     seen.push_back(key);
     Job j;
-    if (const TacticRecord* r = cache_ ? cache_->find(sig, pb.n) : nullptr) {
-      if (memo_find(device_key_ + "|" + key, &r->tactic, nullptr)) continue;
+    if (const TacticRecord* r = usable_record(sig, pb.n)) {
+      if (memo_find(memo_key_of(key), &r->tactic, nullptr)) continue;
       j.id = r->tactic;
       j.plan = plan_bytes(*r);
-    } else if (memo_find(device_key_ + "|" + key, nullptr, nullptr)) {
+    } else if (memo_find(memo_key_of(key), nullptr, nullptr)) {
       continue;
     }
     j.pb = &pb;

@@ -89,6 +89,10 @@ class Tuner {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  // The process memo's key of "<signature>|b<batch>" (device and candidate set included).
+  std::string memo_key_of(const std::string& key) const;
+  // The cache file's record of a layer, unless it names a family this tuner leaves out.
+  const TacticRecord* usable_record(const std::string& sig, int batch) const;
   struct Check {
     bool ok = false;
     double rel_l2 = 0, max_diff = 0;
