@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "core/cuda_check.hpp"
 #include "engine/cuda/tactics/conv_tactic.hpp"
 
 #if YOLOCU_WITH_CUTLASS
@@ -80,11 +81,21 @@ bool implementable(const ConvProblem& pb) {
          Conv::get_workspace_size(arguments<Conv>(pb, probe)) == 0;
 }
 
+// The kernel is launched here, not through the device class's initialize() + run(): initialize()
+// raises the kernel's shared-memory limit with cudaFuncSetAttribute on every call, which does not
+// belong inside a CUDA graph capture; the constructor raises it once instead (like the own family).
 template <typename Conv>
 class CutlassTactic final : public ConvTactic {
+  using Kernel = typename Conv::UnderlyingKernel;
+  static constexpr int kSmem = static_cast<int>(sizeof(typename Kernel::SharedStorage));
+
  public:
   CutlassTactic(const ConvProblem& pb, std::string id) : pb_(pb), id_(std::move(id)) {
     name_ = "cutlass " + id_.substr(std::string("cutlass:").size());
+    // (without a GPU, e.g. listing candidates in a CPU test, this fails harmlessly: nothing runs)
+    if (kSmem >= (48 << 10) &&
+        cudaFuncSetAttribute(cutlass::Kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess)
+      (void)cudaGetLastError();
   }
   const std::string& id() const override { return id_; }
   const std::string& name() const override { return name_; }
@@ -92,12 +103,11 @@ class CutlassTactic final : public ConvTactic {
   int kernels() const override { return 1; }
   void run(cudnnHandle_t, const ConvBuffers& b, cudaStream_t s) const override {
     YOLOCU_CHECK(b.bias_act, kInternal, "conv ", pb_.signature(), ": the cutlass family needs the fp16 bias");
-    Conv op;
-    const auto args = arguments<Conv>(pb_, b);
-    cutlass::Status st = op.initialize(args, nullptr, s);
-    if (st == cutlass::Status::kSuccess) st = op(s);
-    YOLOCU_CHECK(st == cutlass::Status::kSuccess, kCuda, "CUTLASS ", id_, " for conv ", pb_.signature(), ": ",
-                 cutlassGetStatusString(st));
+    const typename Kernel::Params params(arguments<Conv>(pb_, b), nullptr);
+    typename Conv::ThreadblockSwizzle swizzle;
+    const dim3 grid = swizzle.get_grid_shape(params.grid_tiled_shape);
+    cutlass::Kernel<Kernel><<<grid, dim3(32 * Conv::kWarpCount, 1, 1), kSmem, s>>>(params);
+    YOLOCU_CUDA_CHECK_LAUNCH();
   }
 
  private:
