@@ -77,8 +77,8 @@ bool implementable(const ConvProblem& pb) {
   alignas(16) static const Half dummy[kVector] = {};
   probe.x = probe.w = probe.bias_act = dummy;
   probe.y = const_cast<Half*>(dummy);
-  return Conv::can_implement(arguments<Conv>(pb, probe)) == cutlass::Status::kSuccess &&
-         Conv::get_workspace_size(arguments<Conv>(pb, probe)) == 0;
+  const typename Conv::Arguments args = arguments<Conv>(pb, probe);
+  return Conv::can_implement(args) == cutlass::Status::kSuccess && Conv::get_workspace_size(args) == 0;
 }
 
 // The kernel is launched here, not through the device class's initialize() + run(): initialize()
@@ -115,22 +115,24 @@ class CutlassTactic final : public ConvTactic {
   std::string id_, name_;
 };
 
-// One entry per instantiated tile shape: its id and its two epilogue variants.
+// One entry per instantiated tile shape: its id, and the tactic of that shape with the problem's
+// epilogue (SiLU or not), null where CUTLASS cannot run the problem with it.
 struct Entry {
   const char* id;
-  bool (*supports_silu)(const ConvProblem&);
-  bool (*supports_plain)(const ConvProblem&);
-  TacticPtr (*make_silu)(const ConvProblem&, const std::string&);
-  TacticPtr (*make_plain)(const ConvProblem&, const std::string&);
+  TacticPtr (*make)(const ConvProblem& pb, const char* id);
 };
+
+template <typename Conv>
+TacticPtr make_if_implementable(const ConvProblem& pb, const char* id) {
+  return implementable<Conv>(pb) ? std::make_unique<CutlassTactic<Conv>>(pb, id) : nullptr;
+}
 
 template <int M, int N, int K, int WM, int WN, int Stages>
 Entry entry(const char* id) {
-  using S = typename Config<M, N, K, WM, WN, Stages, true>::Conv;
-  using P = typename Config<M, N, K, WM, WN, Stages, false>::Conv;
-  return {id, implementable<S>, implementable<P>,
-          [](const ConvProblem& pb, const std::string& i) -> TacticPtr { return std::make_unique<CutlassTactic<S>>(pb, i); },
-          [](const ConvProblem& pb, const std::string& i) -> TacticPtr { return std::make_unique<CutlassTactic<P>>(pb, i); }};
+  return {id, [](const ConvProblem& pb, const char* i) {
+            return pb.silu ? make_if_implementable<typename Config<M, N, K, WM, WN, Stages, true>::Conv>(pb, i)
+                           : make_if_implementable<typename Config<M, N, K, WM, WN, Stages, false>::Conv>(pb, i);
+          }};
 }
 
 const std::vector<Entry>& entries() {
@@ -154,16 +156,14 @@ std::vector<TacticPtr> cutlass_conv_candidates(const ConvProblem& pb, const Tact
   std::vector<TacticPtr> out;
   if (!lim.cutlass || !cutlass_conv_shape_ok(pb)) return out;
   for (const Entry& e : entries())
-    if ((pb.silu ? e.supports_silu : e.supports_plain)(pb)) out.push_back((pb.silu ? e.make_silu : e.make_plain)(pb, e.id));
+    if (TacticPtr t = e.make(pb, e.id)) out.push_back(std::move(t));
   return out;
 }
 
 TacticPtr make_cutlass_conv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim) {
   if (!lim.cutlass || !cutlass_conv_shape_ok(pb)) return nullptr;
   for (const Entry& e : entries())
-    if (id == e.id)
-      return (pb.silu ? e.supports_silu : e.supports_plain)(pb) ? (pb.silu ? e.make_silu : e.make_plain)(pb, e.id)
-                                                                 : nullptr;
+    if (id == e.id) return e.make(pb, e.id);
   return nullptr;
 }
 
