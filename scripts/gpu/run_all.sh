@@ -185,10 +185,23 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
       row "FAIL  bench_cuda_engine --no-copy-free-concat (log bench_cuda_engine_copies.log)"
     rm -f "$out/tactics_copies.json"
   fi
+  if [ "${CUTLASS:-0}" = 1 ] && [ "${COMPARE_PLAIN:-1}" = 1 ]; then
+    # The same engines without the cutlass family, in the same call: the rows the family must beat.
+    # Their tactics from TACTICS_PLAIN (a cache of an earlier call, e.g. .data/tactics-h100-*.json.xz)
+    # when given, else tuned here.
+    rm -f "$out/tactics_plain.json"
+    if [ -n "${TACTICS_PLAIN:-}" ]; then
+      case "$TACTICS_PLAIN" in *.xz) xz -dc "$TACTICS_PLAIN" >"$out/tactics_plain.json" ;; *) cp "$TACTICS_PLAIN" "$out/tactics_plain.json" ;; esac
+    fi
+    timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 \
+      --tactic-cache "$out/tactics_plain.json" >"$out/bench_cuda_engine_plain.log" 2>&1 ||
+      row "FAIL  bench_cuda_engine without --cutlass (log bench_cuda_engine_plain.log)"
+    rm -f "$out/tactics_plain.json"
+  fi
   LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
     >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
   cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
-  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_warm peer_torch_forward; do
+  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
