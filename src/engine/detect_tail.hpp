@@ -85,33 +85,57 @@ struct Coord {
 
 YOLOCU_HD int64_t source_pitch(const Level& L) { return L.pitch > 0 ? L.pitch : L.na * L.no; }
 
-// The element a thread handles: i enumerates the head convolution's NHWC output of the batch,
-// i = ((n * ny + y) * nx + x) * pitch + a * no + k (coalesced reads). A padding channel
-// (a * no + k >= na * no) gives a >= na: is_padding() is true and it has no output element.
-YOLOCU_HD Coord coord_of(const Level& L, int64_t i) {
-  const int64_t pitch = source_pitch(L);
-  const int64_t c = i % pitch;
-  int64_t pix = i / pitch;
-  const int64_t x = pix % L.nx;
-  pix /= L.nx;
-  const int64_t a = c / L.no;
-  return Coord{pix / L.ny, a, pix % L.ny, x, c - a * L.no};
+// The kernel's tiles: a block takes `tile_pixels` consecutive pixels (pixel = y * nx + x) of one
+// image of one level, the level's tiles of an image one after the other. It reads their NHWC
+// channels as one contiguous run (count * pitch values, vector loads) into shared memory, and for
+// each anchor a writes their merged rows, which are also contiguous: count * no floats from
+// run_output_index(), element j = pixel p0 + j / no, channel k = j % no (coalesced stores).
+// 32-bit arithmetic (the kernel's; the launcher checks every index fits).
+struct Tile {
+  int n = 0, p0 = 0, count = 0;  // image, first pixel, pixels in the tile
+};
+
+YOLOCU_HD int tiles_per_image(const Level& L, int tile_pixels) {
+  const int pixels = static_cast<int>(L.ny * L.nx);
+  return (pixels + tile_pixels - 1) / tile_pixels;
 }
 
-// coord_of for i < 2^32 in 32-bit arithmetic (the kernel's path: 64-bit division is many times
-// slower on the GPU); equal to coord_of for every such i (tests/engine/test_detect_tail.cpp).
-YOLOCU_HD Coord coord_of_u32(const Level& L, uint32_t i) {
-  const uint32_t pitch = static_cast<uint32_t>(source_pitch(L)), no = static_cast<uint32_t>(L.no);
-  const uint32_t nx = static_cast<uint32_t>(L.nx), ny = static_cast<uint32_t>(L.ny);
-  const uint32_t c = i % pitch;
-  uint32_t pix = i / pitch;
-  const uint32_t x = pix % nx;
-  pix /= nx;
-  const uint32_t a = c / no;
-  return Coord{pix / ny, a, pix % ny, x, c - a * no};
+// Block `b` of the level (0 <= b < batch * tiles_per_image).
+YOLOCU_HD Tile tile_of(const Level& L, int b, int tile_pixels) {
+  const int per_image = tiles_per_image(L, tile_pixels), pixels = static_cast<int>(L.ny * L.nx);
+  Tile t;
+  t.n = b / per_image;
+  t.p0 = (b - t.n * per_image) * tile_pixels;
+  t.count = pixels - t.p0 < tile_pixels ? pixels - t.p0 : tile_pixels;
+  return t;
 }
 
-YOLOCU_HD bool is_padding(const Level& L, const Coord& c) { return c.a >= L.na; }
+// The tile's first source value: pixel p0 of image n, channel 0.
+YOLOCU_HD int64_t tile_source_offset(const Level& L, const Tile& t) {
+  return (static_cast<int64_t>(t.n) * L.ny * L.nx + t.p0) * source_pitch(L);
+}
+
+// Where anchor a's run of the tile starts in the merged output [N, rows, no].
+YOLOCU_HD int64_t run_output_index(const Level& L, int64_t rows, const Tile& t, int a) {
+  return (static_cast<int64_t>(t.n) * rows + L.row_begin + static_cast<int64_t>(a) * L.ny * L.nx + t.p0) * L.no;
+}
+
+// Element j of anchor a's run: its coordinates, and (through *local) its value's index among the
+// tile's values in shared memory.
+YOLOCU_HD Coord run_coord(const Level& L, const Tile& t, int a, int j, int* local) {
+  const int no = static_cast<int>(L.no), nx = static_cast<int>(L.nx);
+  const int q = j / no, k = j - q * no, p = t.p0 + q;
+  const int y = p / nx;
+  *local = q * static_cast<int>(source_pitch(L)) + a * no + k;
+  return Coord{t.n, a, y, p - y * nx, k};
+}
+
+// Pixels per tile for a source of `pitch` channels of `elem_bytes` each: up to 32, within 32 KB of
+// shared memory (at least one).
+YOLOCU_HD int tile_pixels_for(int64_t pitch, int elem_bytes) {
+  const int64_t fit = (int64_t{32} << 10) / (pitch * elem_bytes);
+  return fit >= 32 ? 32 : (fit < 1 ? 1 : static_cast<int>(fit));
+}
 
 // Its index in the merged output [N, rows, no].
 YOLOCU_HD int64_t output_index(const Level& L, int64_t rows, const Coord& c) {

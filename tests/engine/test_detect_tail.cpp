@@ -1,6 +1,7 @@
 // The GPU engine's fused Detect tail (src/engine/detect_tail.hpp) compiled for the host: every
-// element of the head convolutions' NHWC output, taken in the kernel's thread order, through the
-// kernel's own index and value functions, must rebuild the merged output that the graph computes
+// element of the merged output, taken in the kernel's order (its tiles of pixels, and in each tile
+// anchor by anchor its contiguous run of merged rows), through the kernel's own index and value
+// functions, must rebuild the merged output that the graph computes
 // node by node (CPU engine), exactly once per element. What this cannot cover (the launch and the
 // device's expf) test_cuda_engine checks on a GPU.
 #include <gtest/gtest.h>
@@ -36,7 +37,8 @@ Tensor nchw_to_nhwc(const Tensor& t, int64_t pitch) {
 
 // Runs the host instantiation of the tail on `x` and returns it with the node-by-node output.
 // pad > 0: the convolutions' outputs are stored with their channels padded to a multiple of pad.
-std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x, int64_t pad = 0) {
+// tile > 0: pixels per tile (else the launcher's choice for FP16 sources).
+std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x, int64_t pad = 0, int tile = 0) {
   const Model m = load_onnx(path);
   const engine::Plan plan = engine::build_plan(m, {x.shape()});
   const int out_node = plan.values[static_cast<size_t>(plan.outputs[0])].producer;
@@ -61,7 +63,7 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
   Tensor got(DType::kFloat32, graph.shape());
   float* g = got.data_as<float>();
   for (int64_t i = 0; i < got.numel(); ++i) g[i] = std::numeric_limits<float>::quiet_NaN();
-  int64_t writes = 0, out_of_range = 0, mismatch32 = 0;
+  int64_t writes = 0, out_of_range = 0, not_contiguous = 0, bad_local = 0;
   for (size_t l = 0; l < head.levels.size(); ++l) {
     const engine::DetectLevel& D = head.levels[l];
     std::vector<float> tables;
@@ -69,27 +71,38 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
     engine::tail::Level L = engine::tail::level_from(D, tables.data());
     const int64_t channels = conv_out[l].dim(1);
     if (pad > 0) L.pitch = (channels + pad - 1) / pad * pad;
-    const Tensor src = nchw_to_nhwc(conv_out[l], engine::tail::source_pitch(L));
+    const int64_t pitch = engine::tail::source_pitch(L);
+    const Tensor src = nchw_to_nhwc(conv_out[l], pitch);
     const float* s = src.data_as<float>();
-    for (int64_t i = 0; i < src.numel(); ++i) {  // the kernel's thread order
-      const engine::tail::Coord c = engine::tail::coord_of(L, i);
-      const engine::tail::Coord c32 = engine::tail::coord_of_u32(L, static_cast<uint32_t>(i));
-      if (c32.n != c.n || c32.a != c.a || c32.y != c.y || c32.x != c.x || c32.k != c.k) ++mismatch32;
-      if (engine::tail::is_padding(L, c)) {
-        EXPECT_GE(i % src.dim(3), channels) << "a real channel taken for padding";
-        continue;
+    const int tp = tile > 0 ? tile : engine::tail::tile_pixels_for(pitch, 2);
+    const int blocks = static_cast<int>(src.dim(0)) * engine::tail::tiles_per_image(L, tp);
+    for (int b = 0; b < blocks; ++b) {  // the kernel's blocks, and in each its threads' order
+      const engine::tail::Tile t = engine::tail::tile_of(L, b, tp);
+      const float* tile_src = s + engine::tail::tile_source_offset(L, t);  // the block's shared memory
+      const int run = t.count * static_cast<int>(L.no);
+      for (int a = 0; a < L.na; ++a) {
+        for (int j = 0; j < run; ++j) {
+          int local = -1;
+          const engine::tail::Coord c = engine::tail::run_coord(L, t, a, j, &local);
+          if (local < 0 || local >= t.count * pitch || local % pitch >= channels) {
+            ++bad_local;
+            continue;
+          }
+          const int64_t o = engine::tail::run_output_index(L, head.rows, t, a) + j;
+          if (o != engine::tail::output_index(L, head.rows, c)) ++not_contiguous;
+          if (o < 0 || o >= got.numel()) {
+            ++out_of_range;
+            continue;
+          }
+          g[o] = engine::tail::element(L, c, tile_src[local]);
+          ++writes;
+        }
       }
-      const int64_t o = engine::tail::output_index(L, head.rows, c);
-      if (o < 0 || o >= got.numel()) {
-        ++out_of_range;
-        continue;
-      }
-      g[o] = engine::tail::element(L, c, s[i]);
-      ++writes;
     }
   }
   EXPECT_EQ(out_of_range, 0);
-  EXPECT_EQ(mismatch32, 0) << "the kernel's 32-bit coordinates differ from coord_of";
+  EXPECT_EQ(bad_local, 0) << "a value outside the tile's run, or a padding channel";
+  EXPECT_EQ(not_contiguous, 0) << "an anchor's run of a tile is not one contiguous stretch of the output";
   EXPECT_EQ(writes, got.numel()) << "every merged element written once";
   int64_t unwritten = 0;
   for (int64_t i = 0; i < got.numel(); ++i) unwritten += std::isnan(g[i]) ? 1 : 0;
@@ -128,4 +141,25 @@ TEST(DetectTail, HostInstantiationBatch2NonSquare) {
   const auto [got, graph] = tail_and_graph(path, test::uniform_input({2, 3, 320, 256}, 11));
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6));
+}
+
+// Tiles that do not divide a level's pixel count (7: the last tile of every image is short), and
+// tiles of one pixel, with padded channels: still every merged element once, from its own value.
+TEST(DetectTail, HostInstantiationOddTiles) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
+  const Tensor x = test::uniform_input({2, 3, 256, 320}, 5);
+  for (int tile : {7, 1}) {
+    const auto [got, graph] = tail_and_graph(path, x, 8, tile);
+    ASSERT_FALSE(got.empty());
+    EXPECT_TRUE(test::close_to(got, graph, 1e-5, 1e-6, 1e-6)) << "tile " << tile;
+  }
+}
+
+// The launcher's tile: 32 pixels while they fit 32 KB of shared memory, fewer for wide heads, never
+// none.
+TEST(DetectTail, TilePixels) {
+  EXPECT_EQ(engine::tail::tile_pixels_for(256, 2), 32);   // yolov5's padded 255 channels, FP16: 16 KB
+  EXPECT_EQ(engine::tail::tile_pixels_for(256, 4), 32);   // FP32: 32 KB
+  EXPECT_EQ(engine::tail::tile_pixels_for(1000, 4), 8);
+  EXPECT_EQ(engine::tail::tile_pixels_for(20000, 4), 1);  // over 32 KB for one pixel: still one
 }
