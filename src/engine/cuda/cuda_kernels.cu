@@ -10,6 +10,7 @@
 
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
+#include "engine/cuda/kernel_util.cuh"
 #include "engine/detect_tail.hpp"
 
 namespace yolocu::cuda_kernels {
@@ -23,18 +24,9 @@ unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > (int64_t{1} << 20) ? (int64_t{1} << 20) : b));
 }
 
-void check_count(int64_t n, const char* what) {
-  YOLOCU_CHECK(n >= 0 && n < (int64_t{1} << 31), kUnsupported, what, ": ", n, " elements (limit 2^31)");
-}
-
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f(float v);
-template <>
-__device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+using kutil::check_count;
+using kutil::from_f;
+using kutil::to_f;
 
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Vec {
@@ -507,98 +499,69 @@ void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t
 }
 
 namespace {
-// Fused Detect tail, all levels in one launch: block = `chunk` consecutive pixels of one pixel row
-// (image n, row y) of one level (blocks of level l follow those of level l - 1); thread = one
-// source channel c = a * no + k (a, k decoded once); it reads its channel of each pixel (coalesced
-// across the block) and writes, per anchor, runs of no floats of the merged output.
-// Two shapes, each the faster one measured on an H100 (docs/performance.md section 4):
-//   kChunked, chunk == kTailChunk (small batches, few rows): the chunk's 8 loads are issued before any
-//     store, and many small blocks fill the GPU (yolov5n batch 1: 24.7 us, whole rows 50.8 us);
-//   !kChunked, chunk >= nx (otherwise): a whole row per block, one pixel after the other (batch 32: 379 us,
-//     8-pixel blocks 579 us: the block count, not the bytes, limits those).
-constexpr int kTailChunk = 8;
-// The shape is a template argument: one kernel holding both paths kept the 8 loads' registers in
-// the whole-row path too, and batch 32 ran at 482 us instead of 379 (H100, 2ca3ba9).
-template <typename T, bool kChunked>
-__global__ void detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows, int chunk) {
+// Fused Detect tail, all levels in one launch (engine/detect_tail.hpp, "the kernel's tiles"): block =
+// one tile of `tile` consecutive pixels of one image of one level (blocks of level l follow those of
+// level l - 1). The tile's source channels are one contiguous run: 16-byte loads into shared memory
+// (all loads in flight before any store); then, anchor by anchor, its merged rows, which are also
+// contiguous, with consecutive threads on consecutive floats. It replaced a block per pixel row with
+// a thread per channel (one 2-byte load in flight per thread, stores strided by `no`): 379.6 us at
+// yolov5s batch 32 on an H100, 32% of the memory roofline (docs/performance.md section 4).
+template <typename T>
+__global__ void __launch_bounds__(256) detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows, int tile) {
+  extern __shared__ uint4 tail_smem[];
+  T* sm = reinterpret_cast<T*>(tail_smem);
   int l = 0;
   while (l + 1 < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[l + 1]) ++l;
   const engine::tail::Level& L = t.level[l];
-  const T* __restrict__ src = static_cast<const T*>(t.src[l]);
-  const int ny = static_cast<int>(L.ny), nx = static_cast<int>(L.nx), no = static_cast<int>(L.no);
+  const engine::tail::Tile tl = engine::tail::tile_of(L, static_cast<int>(blockIdx.x) - t.block_begin[l], tile);
   const int pitch = static_cast<int>(engine::tail::source_pitch(L));
-  const int chunks = (nx + chunk - 1) / chunk;
-  const int local = static_cast<int>(blockIdx.x) - t.block_begin[l];
-  const int row = local / chunks, x0 = (local - row * chunks) * chunk;
-  const int n = row / ny, y = row - n * ny;
-  const int count = min(chunk, nx - x0);
-  const T* row_src = src + (static_cast<int64_t>(row) * nx + x0) * pitch;
-  for (int c = threadIdx.x; c < pitch; c += blockDim.x) {
-    const int a = c / no, k = c - a * no;
-    if (a >= L.na) continue;
-    engine::tail::Coord co{n, a, y, x0, k};
-    float* o = out + engine::tail::output_index(L, rows, co);
-    if constexpr (kChunked) {
-      float v[kTailChunk];
-#pragma unroll
-      for (int u = 0; u < kTailChunk; ++u) v[u] = u < count ? to_f(row_src[static_cast<int64_t>(u) * pitch + c]) : 0.f;
-#pragma unroll
-      for (int u = 0; u < kTailChunk; ++u) {
-        if (u >= count) break;
-        co.x = x0 + u;
-        o[static_cast<int64_t>(u) * no] = engine::tail::element(L, co, v[u]);
-      }
-    } else {
-      for (int u = 0; u < count; ++u) {
-        co.x = x0 + u;
-        o[static_cast<int64_t>(u) * no] = engine::tail::element(L, co, to_f(row_src[static_cast<int64_t>(u) * pitch + c]));
-      }
-    }
+  const T* __restrict__ src = static_cast<const T*>(t.src[l]) + engine::tail::tile_source_offset(L, tl);
+  const int values = tl.count * pitch;
+  if ((reinterpret_cast<uintptr_t>(src) & 15) == 0 && (values * sizeof(T)) % 16 == 0) {
+    const uint4* __restrict__ s4 = reinterpret_cast<const uint4*>(src);
+    const int n4 = static_cast<int>(values * sizeof(T) / 16);
+    for (int i = threadIdx.x; i < n4; i += blockDim.x) tail_smem[i] = __ldg(s4 + i);
+  } else {
+    for (int i = threadIdx.x; i < values; i += blockDim.x) sm[i] = src[i];
+  }
+  __syncthreads();
+  const int run = tl.count * static_cast<int>(L.no), na = static_cast<int>(L.na);
+  for (int i = threadIdx.x; i < na * run; i += blockDim.x) {
+    const int a = i / run, j = i - a * run;
+    int local = 0;
+    const engine::tail::Coord co = engine::tail::run_coord(L, tl, a, j, &local);
+    out[engine::tail::run_output_index(L, rows, tl, a) + j] = engine::tail::element(L, co, to_f(sm[local]));
   }
 }
 }  // namespace
 
 void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, int batch, cudaStream_t stream) {
   YOLOCU_CHECK(levels.count >= 1 && levels.count <= kMaxTailLevels, kInternal, "detect_tail: ", levels.count, " levels");
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      n = 132;
-    return n;
-  }();
+  const int elem = half ? 2 : 4;
   TailLevels t = levels;
-  int64_t row_blocks = 0, max_nx = 0;
-  for (int l = 0; l < t.count; ++l) {
-    row_blocks += int64_t{batch} * t.level[l].ny;
-    max_nx = std::max(max_nx, t.level[l].nx);
-  }
-  // Whole rows when they give at least 4 blocks per SM, else 8-pixel chunks.
-  const bool small = row_blocks < 4 * int64_t{sms};
+  // One tile size for the launch: the one the widest source allows (every level fits it).
+  int64_t max_pitch = 1;
+  for (int l = 0; l < t.count; ++l) max_pitch = std::max(max_pitch, engine::tail::source_pitch(t.level[l]));
+  const int tile = engine::tail::tile_pixels_for(max_pitch, elem);
+  const size_t smem = static_cast<size_t>(tile) * static_cast<size_t>(max_pitch) * static_cast<size_t>(elem);
+  YOLOCU_CHECK(smem <= (48u << 10), kUnsupported, "Detect head with ", max_pitch,
+               " channels per pixel: the fused tail holds at most ", (48 << 10) / elem, " (fuse_detect_tail = false)");
   int64_t blocks = 0;
-  int threads = 32;
   for (int l = 0; l < t.count; ++l) {
     const engine::tail::Level& L = t.level[l];
-    const int64_t chunk = small ? kTailChunk : L.nx;
     t.block_begin[l] = static_cast<int>(blocks);
-    blocks += int64_t{batch} * L.ny * ((L.nx + chunk - 1) / chunk);
+    blocks += int64_t{batch} * engine::tail::tiles_per_image(L, tile);
     check_count(int64_t{batch} * L.ny * L.nx * engine::tail::source_pitch(L), "detect_tail");
     check_count(int64_t{batch} * rows * L.no, "detect_tail output");
-    threads = std::max<int>(threads, static_cast<int>(std::min<int64_t>(256, (engine::tail::source_pitch(L) + 31) / 32 * 32)));
+    check_count(L.na * tile * L.no, "detect_tail tile");
   }
   t.block_begin[t.count] = static_cast<int>(blocks);
   check_count(blocks, "detect_tail blocks");
-  // One chunk length for the kernel: whole rows of the widest level are whole rows of every level
-  // too (one block per row; a block stops at its row's end).
-  const int chunk = small ? kTailChunk : static_cast<int>(max_nx);
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (half && small)
-    detect_tail_kernel<__half, true><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
-  else if (half)
-    detect_tail_kernel<__half, false><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
-  else if (small)
-    detect_tail_kernel<float, true><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
+  if (half)
+    detect_tail_kernel<__half><<<grid, kThreads, smem, stream>>>(t, out, rows, tile);
   else
-    detect_tail_kernel<float, false><<<grid, threads, 0, stream>>>(t, out, rows, chunk);
+    detect_tail_kernel<float><<<grid, kThreads, smem, stream>>>(t, out, rows, tile);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
