@@ -1,7 +1,7 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail]
-//                     [--no-s2d] [--no-copy-free-concat] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]
+//                     [--no-s2d] [--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
 // and verifies that every value then scales with the batch.
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8, 32};
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
-  bool profile = false, graphs = true, fuse_tail = true, s2d = true, copy_free = true, cutlass = false;
+  bool profile = false, graphs = true, fuse_tail = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
   for (int i = 1; i < argc; ++i) {
@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
     else if (k == "--no-fuse-detect-tail") fuse_tail = false;
     else if (k == "--no-s2d") s2d = false;
     else if (k == "--no-copy-free-concat") copy_free = false;
+    else if (k == "--no-fuse-sppf") fuse_sppf = false;
     else if (k == "--cutlass") cutlass = true;  // CudaEngineOptions::cutlass_tactics
     else if (k == "--tactic-cache") cache = next();
     else if (k == "--max-plans") max_plans = std::max(1, std::atoi(next().c_str()));
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-s2d] "
-                   "[--no-copy-free-concat] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]\n");
+                   "[--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
   }
@@ -110,11 +111,11 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
   BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
   const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
-  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
+  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
               prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
               graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "",
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
-              cutlass ? ", cutlass tactics" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
+              fuse_sppf ? ", SPPF kernel" : "", cutlass ? ", cutlass tactics" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
   std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
               "median_ms", "p90_ms", "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels", "tactics");
   try {
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
         o.fuse_detect_tail = fuse_tail;
         o.space_to_depth_stem = s2d;
         o.copy_free_concat = copy_free;
+        o.fuse_sppf = fuse_sppf;
         o.cutlass_tactics = cutlass;
         o.tactic_cache = cache;
         o.max_graph_plans = max_plans;

@@ -62,6 +62,9 @@ struct CudaEngineOptions {
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
   // multiple of 8), instead of ~12 generic passes per level.
   bool fuse_detect_tail = true;
+  // SPPF (YOLOv5's / YOLOv8's three chained stride-1 max pools and the Concat of their outputs with
+  // their input) as one kernel that writes the Concat's output; bit-identical to the four steps.
+  bool fuse_sppf = true;
   // The 6x6 stride-2 first convolution on 3 channels (YOLOv5's stem) runs as a 3x3 stride-1
   // convolution on the 2x2 space-to-depth input (12 channels padded to 16), which the input
   // conversion writes directly: the same sums, on a shape tensor cores run well.
@@ -90,6 +93,7 @@ struct CudaEngineStats {
   int fused_convs = 0;          // convolutions with bias + SiLU fused into their epilogue
   int fused_residuals = 0;      // residual Adds fused into a conv epilogue
   int fused_tail_nodes = 0;     // Detect-tail nodes replaced by the fused tail kernels
+  int fused_sppf = 0;           // SPPF blocks run as one kernel (three MaxPools and a Concat each)
   int concat_inputs_in_place = 0;  // channel-Concat inputs their producers write in place (copy-free)
   int concat_inputs_copied = 0;    // ... that the Concat copies
   int convs = 0;

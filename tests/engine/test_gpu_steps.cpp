@@ -15,13 +15,14 @@ using engine::GpuStepKind;
 using engine::Layout;
 
 engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2, bool fuse_tail = false,
-                             bool copy_free_concat = true) {
+                             bool copy_free_concat = true, bool fuse_sppf = true, int64_t size = 640) {
   const Model m = load_onnx(path);
   engine::GpuStepOptions o;
   o.act_elem_size = es;
   o.fuse_detect_tail = fuse_tail;
   o.copy_free_concat = copy_free_concat;
-  return engine::plan_gpu_steps(engine::build_plan(m, {{batch, 3, 640, 640}}), o);
+  o.fuse_sppf = fuse_sppf;
+  return engine::plan_gpu_steps(engine::build_plan(m, {{batch, 3, size, size}}), o);
 }
 
 // Every step reads the layouts its kernel expects, and every buffer pair with overlapping
@@ -39,6 +40,7 @@ void check_consistent(const engine::GpuStepPlan& sp, size_t es) {
         case GpuStepKind::kEltwiseNhwc:
         case GpuStepKind::kConcatNhwc:
         case GpuStepKind::kMaxPool:
+        case GpuStepKind::kSppf:
         case GpuStepKind::kResize:
         case GpuStepKind::kSplitNhwc:
         case GpuStepKind::kDetectTail: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
@@ -117,6 +119,7 @@ TEST(GpuSteps, V8Exports) {
       EXPECT_EQ(gathers_of_nhwc, v8 ? 0 : 3) << "only the attention's q / k / v split (3 outputs) is plain";
       EXPECT_EQ(softmax, v8 ? 1 : 2) << "the DFL (and the C2PSA attention)";
       EXPECT_EQ(matmul, v8 ? 0 : 2) << "C2PSA: q^T k and v attn^T";
+      EXPECT_EQ(sp.fused_sppf, 1) << "SPPF: one kernel";
       check_consistent(sp, es);
       std::printf("%s (%zu-byte activations): %zu steps, %d convs, arena %.1f MiB\n", name.c_str(), es, sp.steps.size(),
                   sp.convs, sp.arena_bytes / 1048576.0);
@@ -187,8 +190,8 @@ namespace {
 
 // Copy-free Concat: YOLOv5's C3 blocks concatenate two convolutions that nothing else reads (both
 // written in place: 8 blocks x 2), the neck's four Concats one input each (the upsample, or the
-// stride-2 convolution) and copy the backbone / neck feature that other layers read too; SPPF's
-// Concat copies all four (max-pool outputs, read again). Each in-place input lives in the Concat's
+// stride-2 convolution) and copy the backbone / neck feature that other layers read too (SPPF's
+// Concat is its kernel's output: no Concat step). Each in-place input lives in the Concat's
 // buffer at its channel offset with the Concat's channel count as pitch, is written by a Conv or a
 // Resize and read by nothing but the Concat; the arena is the same or smaller.
 TEST(GpuSteps, CopyFreeConcat) {
@@ -201,7 +204,7 @@ TEST(GpuSteps, CopyFreeConcat) {
       const auto off = plan_for(path, batch, es, true, false);
       check_consistent(on, es);
       EXPECT_EQ(on.concat_inputs_in_place, 20);
-      EXPECT_EQ(on.concat_inputs_copied, 8);
+      EXPECT_EQ(on.concat_inputs_copied, 4);
       EXPECT_EQ(off.concat_inputs_in_place, 0);
       EXPECT_LE(on.arena_bytes, off.arena_bytes);
       std::vector<int> readers(on.plan.values.size(), 0), writer(on.plan.values.size(), -1);
@@ -241,6 +244,45 @@ TEST(GpuSteps, CopyFreeConcat) {
       EXPECT_EQ(placed, 20);
     }
   }
+}
+
+// SPPF as one step: yolov5's three chained 5x5 max pools and their Concat with the pools' input
+// become one kSppf step (pool 5) reading the NHWC input and writing the 4c-channel output; with the
+// option off, or a map too large for the kernel (2560 px input: 80x80 at FP32), the steps stay.
+TEST(GpuSteps, FusedSppf) {
+  for (const char* name : {"yolov5n.onnx", "yolov5s_random_fp16.onnx"}) {
+    YOLOCU_REQUIRE_DATA(path, std::string("models/") + name);
+    for (size_t es : {size_t{2}, size_t{4}}) {
+      SCOPED_TRACE(std::string(name) + (es == 2 ? " fp16" : " fp32"));
+      const auto on = plan_for(path, 1, es, true);
+      const auto off = plan_for(path, 1, es, true, true, false);
+      check_consistent(on, es);
+      auto count = [](const engine::GpuStepPlan& sp, GpuStepKind k) {
+        int n = 0;
+        for (const auto& s : sp.steps) n += s.kind == k;
+        return n;
+      };
+      EXPECT_EQ(on.fused_sppf, 1);
+      EXPECT_EQ(count(on, GpuStepKind::kSppf), 1);
+      EXPECT_EQ(count(on, GpuStepKind::kMaxPool), 0);
+      EXPECT_EQ(count(off, GpuStepKind::kMaxPool), 3);
+      EXPECT_EQ(off.fused_sppf, 0);
+      EXPECT_EQ(count(on, GpuStepKind::kConcatNhwc) + 1, count(off, GpuStepKind::kConcatNhwc));
+      for (const auto& s : on.steps) {
+        if (s.kind != GpuStepKind::kSppf) continue;
+        EXPECT_EQ(s.pool, 5);
+        ASSERT_EQ(s.in.size(), 1u);
+        const auto& x = on.plan.values[static_cast<size_t>(s.in[0])];
+        const auto& y = on.plan.values[static_cast<size_t>(s.out[0])];
+        EXPECT_EQ(on.layout[static_cast<size_t>(s.in[0])], Layout::kNhwc);
+        EXPECT_EQ(y.shape[1], 4 * x.shape[1]);
+        EXPECT_EQ(y.shape[2], 20);
+      }
+    }
+  }
+  YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
+  EXPECT_EQ(plan_for(dyn, 1, 4, true, true, true, 2560).fused_sppf, 0) << "80x80 at FP32 does not fit the kernel";
+  EXPECT_EQ(plan_for(dyn, 1, 2, true, true, true, 2560).fused_sppf, 1) << "80x80 at FP16 does";
 }
 
 }  // namespace

@@ -55,6 +55,11 @@ struct PoolParams {
   int n, h, w, c, oh, ow, kh, kw, sh, sw, ph, pw;
 };
 void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaStream_t stream);
+// SPPF in one launch (sppf_kernel.cu): x NHWC [n, h, w, c] with pixel pitch x_pitch (>= c) -> y NHWC
+// with pixel pitch y_pitch (>= 4c): channels [0, c) = x, then the chained k x k max pools (stride 1, padding k / 2) of x, of
+// that, and of that. The map must fit engine::sppf_channel_group.
+void sppf_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int x_pitch, int y_pitch, int k,
+               cudaStream_t stream);
 
 // Nearest resize: output row oy reads input row src_y[oy], column ox reads src_x[ox] (device tables).
 // y_pitch: elements per output pixel (>= c; > c when y is a channel slice of a wider buffer).

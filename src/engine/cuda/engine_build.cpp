@@ -204,6 +204,7 @@ void CudaEngine::Impl::build() {
   engine::GpuStepOptions so;
   so.act_elem_size = es;
   so.fuse_detect_tail = options.fuse_detect_tail;
+  so.fuse_sppf = options.fuse_sppf;
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   sp = engine::plan_gpu_steps(std::move(plan), so);
 
@@ -254,6 +255,7 @@ void CudaEngine::Impl::build() {
   stats.fused_convs = sp.fused_silu;
   stats.fused_residuals = sp.fused_residual;
   stats.fused_tail_nodes = sp.fused_tail_nodes;
+  stats.fused_sppf = sp.fused_sppf;
   stats.concat_inputs_in_place = sp.concat_inputs_in_place;
   stats.concat_inputs_copied = sp.concat_inputs_copied;
   stats.convs = sp.convs;

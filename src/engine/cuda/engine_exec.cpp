@@ -104,6 +104,14 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
       ck::maxpool_nhwc(ptr(st.in[0]), ptr(st.out[0]), half, p, s);
       return;
     }
+    case GpuStepKind::kSppf: {
+      const Shape xs = shape_at(st.in[0], batch);
+      ck::sppf_nhwc(ptr(st.in[0]), ptr(st.out[0]), half, static_cast<int>(xs[0]), static_cast<int>(xs[2]),
+                    static_cast<int>(xs[3]), static_cast<int>(xs[1]),
+                    static_cast<int>(sp.channel_pitch[static_cast<size_t>(st.in[0])]),
+                    static_cast<int>(sp.channel_pitch[static_cast<size_t>(st.out[0])]), st.pool, s);
+      return;
+    }
     case GpuStepKind::kResize: {
       const Shape xs = shape_at(st.in[0], batch), ys = shape_at(st.out[0], batch);
       ck::resize_nearest_nhwc(ptr(st.in[0]), ptr(st.out[0]), half, static_cast<int>(xs[0]), static_cast<int>(xs[2]),

@@ -29,6 +29,7 @@ enum class GpuStepKind {
   kConcatNhwc,   // channel concat on NHWC values: strided row copies of the inputs not written in place
   kSplitNhwc,    // channel split of an NHWC value (YOLOv8's C2f): one step per output, a strided row copy
   kMaxPool,      // NHWC
+  kSppf,         // NHWC: Concat(x, MaxPool(x), MaxPool^2(x), MaxPool^3(x)), stride-1 "same" pools, one kernel
   kResize,       // nearest, NHWC, per-axis source index tables
   kUnary,        // plain
   kBinary,       // plain, numpy broadcasting (constants allowed)
@@ -52,6 +53,7 @@ struct GpuStep {
   int residual = -1;      // kConv: value added after the activation (fused Add), -1 none
   int out_index = 0;      // kGather for Split: which output of the node
   int head = -1;          // kDetectTail: index into GpuStepPlan::heads (in = the levels' conv outputs)
+  int pool = 0;           // kSppf: the max pools' kernel size (odd; padding pool / 2)
   std::string label;      // node name (or "reorder") for profiles
 };
 
@@ -65,6 +67,7 @@ struct GpuStepPlan {
   int fused_silu = 0, fused_residual = 0, convs = 0;
   std::vector<DetectHead> heads;  // fused Detect tails
   int fused_tail_nodes = 0;       // nodes they replace
+  int fused_sppf = 0;             // kSppf steps (each replaces three MaxPools and a Concat)
   // Per value: channels as stored in its NHWC buffer (the pixel pitch), >= its shape[1]; 0 = not
   // NHWC. Larger only for head convolutions that feed the fused Detect tail alone, padded to a
   // multiple of 8 (255 -> 256: tensor-core tiles fit, the tail reads the first 255).
@@ -82,12 +85,22 @@ struct GpuStepOptions {
   bool fuse_residual = true;
   bool fuse_detect_tail = false;  // see CudaEngineOptions::fuse_detect_tail
   bool pad_tail_channels = true;  // pad the fused Detect tail's input channels to a multiple of 8
+  bool fuse_sppf = true;          // see CudaEngineOptions::fuse_sppf
   // Copy-free Concat: a channel Concat's input whose only reader is that Concat and whose producer
   // is a Conv or a nearest Resize is written by its producer straight into its channel slice of the
   // Concat's output (16-byte aligned slices only); the Concat copies only the other inputs.
   bool copy_free_concat = true;
   size_t alignment = 256;
 };
+
+// SPPF as one kernel (GpuStepKind::kSppf): channels per block such that two h x w planes of them
+// fit kSppfSharedBytes of shared memory; 0: the map is too large (the pools and Concat stay apart).
+constexpr size_t kSppfSharedBytes = size_t{48} << 10;
+inline int sppf_channel_group(int64_t h, int64_t w, size_t elem) {
+  for (int g : {16, 8, 4, 2, 1})
+    if (2 * static_cast<size_t>(h) * static_cast<size_t>(w) * static_cast<size_t>(g) * elem <= kSppfSharedBytes) return g;
+  return 0;
+}
 
 // Throws kUnsupported naming the node for ops / attributes the GPU engine does not run.
 GpuStepPlan plan_gpu_steps(Plan plan, const GpuStepOptions& options);
