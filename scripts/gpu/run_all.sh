@@ -138,7 +138,7 @@ test_letterbox_image_cuda * *ForEveryFormatInOneBatch*
 test_device_image_cuda * -
 test_postprocess_cuda *-PostprocessCuda.BitmaskPathCrowdedSets:PostprocessCuda.BitmaskPathCountsAndStops PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowKeepsTheBestScored:PostprocessCuda.RawHeadsMatchCpu:PostprocessCuda.BitmaskPathSmall
 test_training_gpu * *Ciou*:*MultiTensor*
-test_cuda_engine OwnConv.*:CutlassConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*:CutlassConv.*
+test_cuda_engine OwnConv.*:CutlassConv.*:SppfKernel.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*:CutlassConv.*:SppfKernel.*
 test_detector_cuda *Bus* *Bus*
 test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows* -
 test_detect_encoded_cuda DetectEncodedCuda.FallbacksAreExactAndErrorsNamed -
@@ -185,6 +185,13 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
       row "FAIL  bench_cuda_engine --no-copy-free-concat (log bench_cuda_engine_copies.log)"
     rm -f "$out/tactics_copies.json"
   fi
+  if [ -n "${COMPARE_FLAGS:-}" ]; then
+    # The same engines with other bench_cuda_engine flags (e.g. COMPARE_FLAGS=--no-fuse-sppf), in the
+    # same call, from the same tactic cache (a layer the flags change is tuned then).
+    timeout 300 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 $COMPARE_FLAGS \
+      --tactic-cache "$out/tactics.json" >"$out/bench_cuda_engine_compare.log" 2>&1 ||
+      row "FAIL  bench_cuda_engine $COMPARE_FLAGS (log bench_cuda_engine_compare.log)"
+  fi
   if [ "${CUTLASS:-0}" = 1 ] && [ "${COMPARE_PLAIN:-1}" = 1 ]; then
     # The same engines without the cutlass family, in the same call: the rows the family must beat.
     # Their tactics from TACTICS_PLAIN (a cache of an earlier call, e.g. .data/tactics-h100-*.json.xz)
@@ -201,7 +208,7 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
     >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
   cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
-  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_warm peer_torch_forward; do
+  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_compare bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
