@@ -120,15 +120,28 @@ YOLOCU_HD int64_t run_output_index(const Level& L, int64_t rows, const Tile& t, 
   return (static_cast<int64_t>(t.n) * rows + L.row_begin + static_cast<int64_t>(a) * L.ny * L.nx + t.p0) * L.no;
 }
 
-// Element j of anchor a's run: its coordinates, and (through *local) its value's index among the
-// tile's values in shared memory.
-YOLOCU_HD Coord run_coord(const Level& L, const Tile& t, int a, int j, int* local) {
-  const int no = static_cast<int>(L.no), nx = static_cast<int>(L.nx);
-  const int q = j / no, k = j - q * no, p = t.p0 + q;
-  const int y = p / nx;
-  *local = q * static_cast<int>(source_pitch(L)) + a * no + k;
-  return Coord{t.n, a, y, p - y * nx, k};
-}
+// A thread's walk along anchor a's run of a tile: elements first, first + stride, ... (stride =
+// the block's threads), each as (q, k): pixel p0 + q of the tile, channel k. One division at the
+// start, none per step (k grows by stride % no, and wraps once at most).
+struct RunWalk {
+  int q, k, dq, dk, no;
+  YOLOCU_HD RunWalk(int first, int stride, int no_) : no(no_) {
+    q = first / no;
+    k = first - q * no;
+    dq = stride / no;
+    dk = stride - dq * no;
+  }
+  YOLOCU_HD void next() {
+    q += dq;
+    k += dk;
+    if (k >= no) {
+      k -= no;
+      ++q;
+    }
+  }
+  // The value's index among the tile's values in shared memory.
+  YOLOCU_HD int local(int pitch, int a) const { return q * pitch + a * no + k; }
+};
 
 // Pixels per tile for a source of `pitch` channels of `elem_bytes` each: up to 32, within 32 KB of
 // shared memory (at least one).
@@ -142,14 +155,15 @@ YOLOCU_HD int64_t output_index(const Level& L, int64_t rows, const Coord& c) {
   return (c.n * rows + L.row_begin + (c.a * L.ny + c.y) * L.nx + c.x) * L.no + c.k;
 }
 
-// Its value, from the convolution's output `v` (bias added, before the sigmoid).
-YOLOCU_HD float element(const Level& L, const Coord& c, float v) {
+// Element k of anchor a's row for pixel p (the level's cell a * ny * nx + p), from the
+// convolution's output `v` (bias added, before the sigmoid). 32-bit indices (the launcher checks).
+YOLOCU_HD float element(const Level& L, int cell, int k, float v) {
   const float s = sigmoid(v);
-  if (c.k >= 4) return s;
-  const int64_t cells = L.na * L.ny * L.nx * 2;
-  const int64_t ci = ((c.a * L.ny + c.y) * L.nx + c.x) * 2 + (c.k & 1);
+  if (k >= 4) return s;
+  const int cells = static_cast<int>(L.na * L.ny * L.nx) * 2;
+  const int ci = cell * 2 + (k & 1);
   const float* t = L.tables;
-  if (c.k < 2) return decode_xy(s, t[ci], t[cells + ci], t[2 * cells + ci]);
+  if (k < 2) return decode_xy(s, t[ci], t[cells + ci], t[2 * cells + ci]);
   return decode_wh(s, t[3 * cells + ci], L.wh_pow, t[4 * cells + ci]);
 }
 

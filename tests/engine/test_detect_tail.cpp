@@ -38,6 +38,8 @@ Tensor nchw_to_nhwc(const Tensor& t, int64_t pitch) {
 // Runs the host instantiation of the tail on `x` and returns it with the node-by-node output.
 // pad > 0: the convolutions' outputs are stored with their channels padded to a multiple of pad.
 // tile > 0: pixels per tile (else the launcher's choice for FP16 sources).
+constexpr int kThreads = 256;  // the kernel's block
+
 std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& x, int64_t pad = 0, int tile = 0) {
   const Model m = load_onnx(path);
   const engine::Plan plan = engine::build_plan(m, {x.shape()});
@@ -79,29 +81,34 @@ std::pair<Tensor, Tensor> tail_and_graph(const std::string& path, const Tensor& 
     for (int b = 0; b < blocks; ++b) {  // the kernel's blocks, and in each its threads' order
       const engine::tail::Tile t = engine::tail::tile_of(L, b, tp);
       const float* tile_src = s + engine::tail::tile_source_offset(L, t);  // the block's shared memory
-      const int run = t.count * static_cast<int>(L.no);
+      const int run = t.count * static_cast<int>(L.no), no = static_cast<int>(L.no);
+      const int cells = static_cast<int>(L.ny * L.nx);
       for (int a = 0; a < L.na; ++a) {
-        for (int j = 0; j < run; ++j) {
-          int local = -1;
-          const engine::tail::Coord c = engine::tail::run_coord(L, t, a, j, &local);
-          if (local < 0 || local >= t.count * pitch || local % pitch >= channels) {
-            ++bad_local;
-            continue;
+        for (int th = 0; th < kThreads; ++th) {  // each thread's walk, as the kernel's
+          engine::tail::RunWalk wk(th, kThreads, no);
+          for (int j = th; j < run; j += kThreads, wk.next()) {
+            const int local = wk.local(static_cast<int>(pitch), a);
+            if (wk.k != j % no || wk.q != j / no || local < 0 || local >= t.count * pitch || local % pitch >= channels) {
+              ++bad_local;
+              continue;
+            }
+            const int p = t.p0 + wk.q;
+            const engine::tail::Coord c{t.n, a, p / L.nx, p % L.nx, wk.k};
+            const int64_t o = engine::tail::run_output_index(L, head.rows, t, a) + j;
+            if (o != engine::tail::output_index(L, head.rows, c)) ++not_contiguous;
+            if (o < 0 || o >= got.numel()) {
+              ++out_of_range;
+              continue;
+            }
+            g[o] = engine::tail::element(L, a * cells + p, wk.k, tile_src[local]);
+            ++writes;
           }
-          const int64_t o = engine::tail::run_output_index(L, head.rows, t, a) + j;
-          if (o != engine::tail::output_index(L, head.rows, c)) ++not_contiguous;
-          if (o < 0 || o >= got.numel()) {
-            ++out_of_range;
-            continue;
-          }
-          g[o] = engine::tail::element(L, c, tile_src[local]);
-          ++writes;
         }
       }
     }
   }
   EXPECT_EQ(out_of_range, 0);
-  EXPECT_EQ(bad_local, 0) << "a value outside the tile's run, or a padding channel";
+  EXPECT_EQ(bad_local, 0) << "a walk off its element, a value outside the tile's run, or a padding channel";
   EXPECT_EQ(not_contiguous, 0) << "an anchor's run of a tile is not one contiguous stretch of the output";
   EXPECT_EQ(writes, got.numel()) << "every merged element written once";
   int64_t unwritten = 0;
@@ -162,4 +169,17 @@ TEST(DetectTail, TilePixels) {
   EXPECT_EQ(engine::tail::tile_pixels_for(256, 4), 32);   // FP32: 32 KB
   EXPECT_EQ(engine::tail::tile_pixels_for(1000, 4), 8);
   EXPECT_EQ(engine::tail::tile_pixels_for(20000, 4), 1);  // over 32 KB for one pixel: still one
+}
+
+// A thread's walk (no division per step) visits (j / no, j % no) for every j of its stride, also
+// for rows wider than the block (no > stride) and one-channel rows.
+TEST(DetectTail, RunWalkMatchesDivision) {
+  for (int no : {1, 7, 85, 255, 256, 300, 1000})
+    for (int first : {0, 1, 100, 255}) {
+      engine::tail::RunWalk wk(first, 256, no);
+      for (int j = first; j < 20000; j += 256, wk.next()) {
+        ASSERT_EQ(wk.q, j / no) << "no " << no << " j " << j;
+        ASSERT_EQ(wk.k, j % no) << "no " << no << " j " << j;
+      }
+    }
 }

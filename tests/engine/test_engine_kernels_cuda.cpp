@@ -2,8 +2,9 @@
 // definition computed on the host:
 // - SPPF (sppf_kernel.cu) against three literal ONNX MaxPools (stride 1, padding k / 2, padding taps
 //   skipped, NaN propagating) chained, and their Concat with the input. Max is exact, so the
-//   comparison is bitwise, in FP16 and FP32, with NaN and infinities among the inputs, channel
-//   counts that are not a multiple of the kernel's channel group, and pitched input and output.
+//   comparison is bitwise, in FP16 and FP32, with NaN and infinities among the inputs, on the
+//   vector path and the one-channel path (channel counts or pitches that break 16-byte vectors),
+//   with pitched input and output.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -119,19 +120,23 @@ TEST(SppfKernel, MatchesThreeChainedMaxPools) {
       {1, 7, 13, 5, 3, 8, 24},       // channels not a multiple of the group, pitched in and out
       {3, 1, 9, 19, 5, 19, 80},      // one row: every column window clipped
       {1, 12, 12, 40, 7, 40, 160},   // another kernel size
+      {2, 20, 20, 24, 5, 32, 96},    // vectors with a pitched input
+      {1, 26, 26, 16, 5, 16, 64},    // the largest square map that fits (676 pixels)
   };
   uint32_t seed = 1;
   for (bool half : {true, false})
     for (const SppfCase& t : cases) check_sppf(t, half, seed++);
 }
 
-// The channel group keeps two planes within the kernel's shared memory; maps beyond one channel's
-// worth are not fused (the plan keeps the pools).
-TEST(SppfKernel, ChannelGroup) {
-  EXPECT_EQ(engine::sppf_channel_group(20, 20, 2), 16);
-  EXPECT_EQ(engine::sppf_channel_group(40, 40, 4), 2);
-  EXPECT_EQ(engine::sppf_channel_group(80, 80, 4), 0);
-  EXPECT_EQ(engine::sppf_channel_group(80, 80, 2), 1);
+// The kernel's shared memory (four planes of 16 bytes a pixel, 48 KB) holds maps of up to 768
+// pixels; the plan keeps the pools for larger ones.
+TEST(SppfKernel, MapsThatFit) {
+  EXPECT_TRUE(engine::sppf_fits(20, 20));
+  EXPECT_TRUE(engine::sppf_fits(26, 26));
+  EXPECT_TRUE(engine::sppf_fits(1, 768));
+  EXPECT_FALSE(engine::sppf_fits(28, 28));
+  EXPECT_FALSE(engine::sppf_fits(40, 40));
+  EXPECT_FALSE(engine::sppf_fits(0, 20));
 }
 
 }  // namespace

@@ -248,7 +248,7 @@ TEST(GpuSteps, CopyFreeConcat) {
 
 // SPPF as one step: yolov5's three chained 5x5 max pools and their Concat with the pools' input
 // become one kSppf step (pool 5) reading the NHWC input and writing the 4c-channel output; with the
-// option off, or a map too large for the kernel (2560 px input: 80x80 at FP32), the steps stay.
+// option off, or a map too large for the kernel (896 px input: 28x28), the steps stay.
 TEST(GpuSteps, FusedSppf) {
   for (const char* name : {"yolov5n.onnx", "yolov5s_random_fp16.onnx"}) {
     YOLOCU_REQUIRE_DATA(path, std::string("models/") + name);
@@ -281,8 +281,8 @@ TEST(GpuSteps, FusedSppf) {
     }
   }
   YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
-  EXPECT_EQ(plan_for(dyn, 1, 4, true, true, true, 2560).fused_sppf, 0) << "80x80 at FP32 does not fit the kernel";
-  EXPECT_EQ(plan_for(dyn, 1, 2, true, true, true, 2560).fused_sppf, 1) << "80x80 at FP16 does";
+  EXPECT_EQ(plan_for(dyn, 1, 2, true, true, true, 832).fused_sppf, 1) << "26x26 fits the kernel";
+  EXPECT_EQ(plan_for(dyn, 1, 4, true, true, true, 896).fused_sppf, 0) << "28x28 does not";
 }
 
 }  // namespace

@@ -504,18 +504,27 @@ namespace {
 // level l - 1). The tile's source channels are one contiguous run: 16-byte loads into shared memory
 // (all loads in flight before any store); then, anchor by anchor, its merged rows, which are also
 // contiguous, with consecutive threads on consecutive floats. It replaced a block per pixel row with
-// a thread per channel (one 2-byte load in flight per thread, stores strided by `no`): 379.6 us at
-// yolov5s batch 32 on an H100, 32% of the memory roofline (docs/performance.md section 4).
+// a thread per channel (stores strided by `no`): 379.6 us at yolov5s batch 32 on an H100
+// (docs/performance.md section 4).
 template <typename T>
 __global__ void __launch_bounds__(256) detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows, int tile) {
   extern __shared__ uint4 tail_smem[];
   T* sm = reinterpret_cast<T*>(tail_smem);
-  int l = 0;
-  while (l + 1 < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[l + 1]) ++l;
-  const engine::tail::Level& L = t.level[l];
-  const engine::tail::Tile tl = engine::tail::tile_of(L, static_cast<int>(blockIdx.x) - t.block_begin[l], tile);
+  // The block's level, copied with constant indices (a runtime index into the kernel's parameters
+  // would put them in local memory, read again by every element).
+  engine::tail::Level L;
+  const void* level_src = nullptr;
+  int begin = 0;
+#pragma unroll
+  for (int i = 0; i < kMaxTailLevels; ++i)
+    if (i < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[i]) {
+      L = t.level[i];
+      level_src = t.src[i];
+      begin = t.block_begin[i];
+    }
+  const engine::tail::Tile tl = engine::tail::tile_of(L, static_cast<int>(blockIdx.x) - begin, tile);
   const int pitch = static_cast<int>(engine::tail::source_pitch(L));
-  const T* __restrict__ src = static_cast<const T*>(t.src[l]) + engine::tail::tile_source_offset(L, tl);
+  const T* __restrict__ src = static_cast<const T*>(level_src) + engine::tail::tile_source_offset(L, tl);
   const int values = tl.count * pitch;
   if ((reinterpret_cast<uintptr_t>(src) & 15) == 0 && (values * sizeof(T)) % 16 == 0) {
     const uint4* __restrict__ s4 = reinterpret_cast<const uint4*>(src);
@@ -525,12 +534,16 @@ __global__ void __launch_bounds__(256) detect_tail_kernel(TailLevels t, float* _
     for (int i = threadIdx.x; i < values; i += blockDim.x) sm[i] = src[i];
   }
   __syncthreads();
-  const int run = tl.count * static_cast<int>(L.no), na = static_cast<int>(L.na);
-  for (int i = threadIdx.x; i < na * run; i += blockDim.x) {
-    const int a = i / run, j = i - a * run;
-    int local = 0;
-    const engine::tail::Coord co = engine::tail::run_coord(L, tl, a, j, &local);
-    out[engine::tail::run_output_index(L, rows, tl, a) + j] = engine::tail::element(L, co, to_f(sm[local]));
+  // Each anchor's run: a thread walks it block-stride without dividing per element (the element's
+  // arithmetic, not the bytes, bounds this kernel: a division per element ran it at 473 us at
+  // yolov5s batch 32, slower than the kernel it replaced).
+  const int no = static_cast<int>(L.no), run = tl.count * no, cells = static_cast<int>(L.ny * L.nx);
+  for (int a = 0; a < static_cast<int>(L.na); ++a) {
+    float* __restrict__ o = out + engine::tail::run_output_index(L, rows, tl, a);
+    const int cell0 = a * cells + tl.p0;
+    engine::tail::RunWalk wk(threadIdx.x, blockDim.x, no);
+    for (int j = threadIdx.x; j < run; j += blockDim.x, wk.next())
+      o[j] = engine::tail::element(L, cell0 + wk.q, wk.k, to_f(sm[wk.local(pitch, a)]));
   }
 }
 }  // namespace
@@ -554,6 +567,7 @@ void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, 
     check_count(int64_t{batch} * L.ny * L.nx * engine::tail::source_pitch(L), "detect_tail");
     check_count(int64_t{batch} * rows * L.no, "detect_tail output");
     check_count(L.na * tile * L.no, "detect_tail tile");
+    check_count(L.na * L.ny * L.nx * 2 * engine::tail::kTables, "detect_tail tables");
   }
   t.block_begin[t.count] = static_cast<int>(blocks);
   check_count(blocks, "detect_tail blocks");

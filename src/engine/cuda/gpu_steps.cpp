@@ -44,9 +44,9 @@ bool is_binary(const std::string& op) {
 // SPPF (GpuStepOptions::fuse_sppf): Concat(x, p1, p2, p3) on channels, p1 = MaxPool(x), p2 =
 // MaxPool(p1), p3 = MaxPool(p2), the same odd k x k pool with stride 1 and padding k / 2 each time,
 // p1 and p2 read only by the next pool and the Concat, p3 only by the Concat, none a graph output,
-// and the map small enough for the kernel (sppf_channel_group). Returns k and the pools' nodes in
-// order, else 0.
-int match_sppf(const Plan& plan, int concat, size_t es, int pools[3]) {
+// and the map small enough for the kernel (sppf_fits). Returns k and the pools' nodes in order,
+// else 0.
+int match_sppf(const Plan& plan, int concat, int pools[3]) {
   const PlanNode& cn = plan.nodes[static_cast<size_t>(concat)];
   if (cn.node.op_type != "Concat" || cn.in.size() != 4 || cn.out.size() != 1) return 0;
   const int64_t axis = cn.node.attr_int("axis", 0);
@@ -77,7 +77,7 @@ int match_sppf(const Plan& plan, int concat, size_t es, int pools[3]) {
     pools[i - 1] = v.producer;
   }
   const Shape& xs = val(cn.in[0]).shape;
-  return sppf_channel_group(xs[2], xs[3], es) > 0 ? k : 0;
+  return sppf_fits(xs[2], xs[3]) ? k : 0;
 }
 
 // Copy-free Concat (GpuStepOptions::copy_free_concat): moves each eligible input of a channel
@@ -205,7 +205,7 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   std::vector<int> sppf_at(plan.nodes.size(), 0);  // a fused SPPF's Concat: the pools' kernel size
   for (size_t i = 0; options.fuse_sppf && i < plan.nodes.size(); ++i) {
     int pools[3] = {-1, -1, -1};
-    const int k = absorbed[i] ? 0 : match_sppf(plan, static_cast<int>(i), options.act_elem_size, pools);
+    const int k = absorbed[i] ? 0 : match_sppf(plan, static_cast<int>(i), pools);
     if (k == 0 || absorbed[static_cast<size_t>(pools[0])] || absorbed[static_cast<size_t>(pools[1])] ||
         absorbed[static_cast<size_t>(pools[2])])
       continue;

@@ -93,14 +93,11 @@ struct GpuStepOptions {
   size_t alignment = 256;
 };
 
-// SPPF as one kernel (GpuStepKind::kSppf): channels per block such that two h x w planes of them
-// fit kSppfSharedBytes of shared memory; 0: the map is too large (the pools and Concat stay apart).
-constexpr size_t kSppfSharedBytes = size_t{48} << 10;
-inline int sppf_channel_group(int64_t h, int64_t w, size_t elem) {
-  for (int g : {16, 8, 4, 2, 1})
-    if (2 * static_cast<size_t>(h) * static_cast<size_t>(w) * static_cast<size_t>(g) * elem <= kSppfSharedBytes) return g;
-  return 0;
-}
+// SPPF as one kernel (GpuStepKind::kSppf) holds kSppfPlanes h x w planes of 16 bytes per pixel in
+// shared memory (the input and three row maxima), at most 48 KB: maps up to 768 pixels (20x20 at a
+// 640 input; 26x26 at 832). Larger maps keep their pools and Concat.
+constexpr size_t kSppfPlanes = 4;
+inline bool sppf_fits(int64_t h, int64_t w) { return h > 0 && w > 0 && kSppfPlanes * 16 * h * w <= (size_t{48} << 10); }
 
 // Throws kUnsupported naming the node for ops / attributes the GPU engine does not run.
 GpuStepPlan plan_gpu_steps(Plan plan, const GpuStepOptions& options);
