@@ -5,9 +5,12 @@
 // --busy-ms X: the same again while another stream of the device is kept busy by host functions of
 // X ms each: if decode() waited for the whole device (a cudaFree, cudaFreeHost or device
 // synchronisation inside), its host time grows by up to X ms; if not, it stays.
+// --busy-model M: the same again while another stream runs M's forward at batch 32 (FP16 CUDA
+// engine, back to back): the GPU as busy as in `bench --from-jpeg`, which tells whether decode()'s
+// host time waits for nvJPEG's own kernels behind the engine's.
 //
 //   bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] [--backends hardware,hybrid]
-//                     [--busy-ms 5]
+//                     [--busy-ms 5] [--busy-model yolov5n.onnx]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -21,9 +24,11 @@
 #include <thread>
 #include <vector>
 
+#include "yolocu/cuda_engine.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/image.hpp"
 #include "yolocu/image_decode_cuda.hpp"
+#include "yolocu/model.hpp"
 
 namespace {
 
@@ -53,7 +58,7 @@ int main(int argc, char** argv) {
   using namespace yolocu;
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] "
-                         "[--backends hardware,hybrid]\n");
+                         "[--backends hardware,hybrid] [--busy-ms X] [--busy-model M]\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -61,12 +66,14 @@ int main(int argc, char** argv) {
   std::vector<int> threads = {1, 2, 3, 4};
   std::vector<std::string> backends = {"hardware", "hybrid"};
   double busy_ms = 0;
+  std::string busy_model;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
     else if (a == "--batch") batch = std::atoi(v.c_str());
     else if (a == "--threads") threads = int_list(v);
     else if (a == "--busy-ms") busy_ms = std::atof(v.c_str());
+    else if (a == "--busy-model") busy_model = v;
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
@@ -95,10 +102,25 @@ int main(int argc, char** argv) {
   std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
               batch);
   std::printf("%-13s %3s | %8s %10s | %14s %s\n", "backend", "thr", "wall s", "images/s", "host ms/call", "decoded");
-  std::vector<bool> busy_modes = {false};
-  if (busy_ms > 0) busy_modes.push_back(true);
+  enum class Busy { kNone, kHost, kEngine };
+  std::vector<Busy> busy_modes = {Busy::kNone};
+  if (busy_ms > 0) busy_modes.push_back(Busy::kHost);
+  std::unique_ptr<CudaEngine> engine;  // --busy-model: yolov5n-like forward at batch 32, FP16
+  void* d_in = nullptr;
+  if (!busy_model.empty()) {
+    CudaEngineOptions eo;
+    eo.max_batch = 32;
+    engine = std::make_unique<CudaEngine>(std::make_shared<const Model>(load_onnx(busy_model)), eo);
+    const Shape is = engine->input_shape(32);
+    const size_t n = static_cast<size_t>(is[0] * is[1] * is[2] * is[3]) * 4;
+    if (cudaMalloc(&d_in, n) != cudaSuccess || cudaMemset(d_in, 0, n) != cudaSuccess) {
+      std::fprintf(stderr, "cannot allocate the busy engine's input\n");
+      return 1;
+    }
+    busy_modes.push_back(Busy::kEngine);
+  }
   for (const std::string& backend : backends) {
-   for (const bool busy : busy_modes) {
+   for (const Busy busy : busy_modes) {
     for (int t : threads) {
       if (t < 1) continue;
       struct Worker {
@@ -147,17 +169,24 @@ int main(int argc, char** argv) {
         for (auto& p : pool) p.join();
       };
       run(std::max(4 * t, batches / 4), false);  // warm-up: buffers grown on every decoder
-      // --busy-ms: another stream kept busy by host functions that sleep busy_ms each
+      // --busy-ms: another stream kept busy by host functions that sleep busy_ms each;
+      // --busy-model: by the engine's forward, back to back
       std::atomic<bool> stop{false};
+      std::atomic<long> forwards{0};
       std::thread busy_thread;
       cudaStream_t busy_stream = nullptr;
-      if (busy) {
+      if (busy != Busy::kNone) {
         cudaStreamCreateWithFlags(&busy_stream, cudaStreamNonBlocking);
         busy_thread = std::thread([&] {
           while (!stop) {
-            cudaLaunchHostFunc(busy_stream, [](void* ms) {
-              std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*static_cast<double*>(ms)));
-            }, &busy_ms);
+            if (busy == Busy::kHost) {
+              cudaLaunchHostFunc(busy_stream, [](void* ms) {
+                std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*static_cast<double*>(ms)));
+              }, &busy_ms);
+            } else {
+              engine->run(d_in, 32, busy_stream);
+              ++forwards;
+            }
             cudaStreamSynchronize(busy_stream);
           }
         });
@@ -165,12 +194,12 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       run(batches, true);
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (busy) {
+      if (busy != Busy::kNone) {
         stop = true;
         busy_thread.join();
         cudaStreamDestroy(busy_stream);
       }
-      const std::string label = busy ? backend + "+busy" : backend;
+      const std::string label = backend + (busy == Busy::kHost ? "+busy" : busy == Busy::kEngine ? "+engine" : "");
       std::vector<double> host;
       JpegDecodeCounts sum;
       for (Worker& x : w) {
@@ -178,12 +207,16 @@ int main(int argc, char** argv) {
         sum.gpu_hardware += x.counts.gpu_hardware, sum.gpu_hybrid += x.counts.gpu_hybrid, sum.cpu_other += x.counts.cpu_other;
         cudaStreamDestroy(x.stream);
       }
-      std::printf("%-13s %3d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s\n", label.c_str(), t, s,
+      std::printf("%-13s %3d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s", label.c_str(), t, s,
                   images / s, median(host), static_cast<long long>(sum.gpu_hardware),
                   static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other),
                   w[0].dec->last_refusal().empty() ? "" : "; nvJPEG refused: ", w[0].dec->last_refusal().c_str());
+      if (busy == Busy::kEngine)
+        std::printf("; beside it %ld forwards at batch 32 (%.0f images/s)", forwards.load(), 32.0 * forwards.load() / s);
+      std::printf("\n");
     }
    }
   }
+  if (d_in) cudaFree(d_in);
   return 0;
 }

@@ -274,11 +274,14 @@ try:
 except Exception as ex:
     print(f"FAIL  decode gpu vs cpu comparison: {ex}")
 PY
-  # nvJPEG alone, our decoder per backend and thread count, and torchvision's / OpenCV's in this run
+  # nvJPEG alone, our decoder per backend and thread count (alone, beside host functions, beside the
+  # engine's forward), and torchvision's / OpenCV's in this run. DECODE_ALONE=1: also with FROM_JPEG_ONLY=1.
+  if [ "${FROM_JPEG_ONLY:-0}" != 1 ] || [ "${DECODE_ALONE:-0}" = 1 ]; then
+    timeout 200 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
+      --busy-model "$m" >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
+    sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | grep -E '\| ' >>"$summary"
+  fi
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ]; then
-    timeout 150 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
-      >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
-    sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | tail -9 >>"$summary"
     LD_LIBRARY_PATH=${peer_ld:-} timeout 150 python3 bench/peer_torch_decode.py "$d/coco128/images/train2017" --images 4096 \
       --batch 32 --cpu-threads "$(nproc)" >"$out/peer_torch_decode.log" 2>&1 || row "FAIL  peer_torch_decode (log peer_torch_decode.log)"
     sed 's/^/jpeg-decode peer  /' "$out/peer_torch_decode.log" | tail -2 >>"$summary"
