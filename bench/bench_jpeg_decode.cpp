@@ -9,8 +9,13 @@
 // engine, back to back): the GPU as busy as in `bench --from-jpeg`, which tells whether decode()'s
 // host time waits for nvJPEG's own kernels behind the engine's.
 //
+// --green-sms K (with --busy-model): the decode and the engine again, each on SMs of its own (CUDA
+// green contexts: K SMs for nvJPEG's streams, the rest for the engine's), and the decode alone on
+// its K SMs: whether the engine's kernels delay nvJPEG's for want of SMs.
+//
 //   bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] [--backends hardware,hybrid]
-//                     [--busy-ms 5] [--busy-model yolov5n.onnx]
+//                     [--busy-ms 5] [--busy-model yolov5n.onnx] [--green-sms 16]
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -46,6 +51,37 @@ std::vector<int> int_list(const std::string& s) {
   return out;
 }
 
+// Two green contexts on device 0: about `sms` SMs (rounded to the device's granularity) and the
+// rest. Streams are made in them with green_stream().
+struct GreenSplit {
+  CUgreenCtx part[2] = {nullptr, nullptr};
+  unsigned sms[2] = {0, 0};
+  bool make(unsigned sms_wanted) {
+    CUdevice dev = 0;
+    CUdevResource all{}, mine{}, rest{};
+    unsigned groups = 1;
+    CUdevResourceDesc d[2];
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
+        cuDevSmResourceSplitByCount(&mine, &groups, &all, &rest, 0, sms_wanted) != CUDA_SUCCESS || groups != 1 ||
+        cuDevResourceGenerateDesc(&d[0], &mine, 1) != CUDA_SUCCESS || cuDevResourceGenerateDesc(&d[1], &rest, 1) != CUDA_SUCCESS)
+      return false;
+    sms[0] = mine.sm.smCount;
+    sms[1] = rest.sm.smCount;
+    for (int i = 0; i < 2; ++i)
+      if (cuGreenCtxCreate(&part[i], d[i], dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) return false;
+    return true;
+  }
+  cudaStream_t stream(int i, int priority) const {
+    CUstream s = nullptr;
+    return cuGreenCtxStreamCreate(&s, part[i], CU_STREAM_NON_BLOCKING, priority) == CUDA_SUCCESS ? s : nullptr;
+  }
+  ~GreenSplit() {
+    for (CUgreenCtx g : part)
+      if (g) cuGreenCtxDestroy(g);
+  }
+};
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -67,6 +103,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> backends = {"hardware", "hybrid"};
   double busy_ms = 0;
   std::string busy_model;
+  int green_sms = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
@@ -74,6 +111,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = int_list(v);
     else if (a == "--busy-ms") busy_ms = std::atof(v.c_str());
     else if (a == "--busy-model") busy_model = v;
+    else if (a == "--green-sms") green_sms = std::atoi(v.c_str());
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
@@ -101,11 +139,11 @@ int main(int argc, char** argv) {
   const int batches = (images + batch - 1) / batch;
   std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
               batch);
-  std::printf("%-13s %3s | %8s %10s | %14s %s\n", "backend", "thr", "wall s", "images/s", "host ms/call", "decoded");
-  enum class Busy { kNone, kHost, kEngine };
+  std::printf("%-20s %3s | %8s %10s | %14s %s\n", "backend", "thr", "wall s", "images/s", "host ms/call", "decoded");
+  enum class Busy { kNone, kHost, kEngine, kGreenAlone, kGreenEngine, kEagerEngine, kGreenEagerEngine };
   std::vector<Busy> busy_modes = {Busy::kNone};
   if (busy_ms > 0) busy_modes.push_back(Busy::kHost);
-  std::unique_ptr<CudaEngine> engine;  // --busy-model: yolov5n-like forward at batch 32, FP16
+  std::unique_ptr<CudaEngine> engine, eager;  // --busy-model: its forward at batch 32, FP16 (graphs / eager)
   void* d_in = nullptr;
   if (!busy_model.empty()) {
     CudaEngineOptions eo;
@@ -118,6 +156,21 @@ int main(int argc, char** argv) {
       return 1;
     }
     busy_modes.push_back(Busy::kEngine);
+  }
+  GreenSplit green;
+  if (green_sms > 0 && engine) {
+    if (green.make(static_cast<unsigned>(green_sms))) {
+      std::printf("green contexts: %u SMs for the decode, %u for the engine\n", green.sms[0], green.sms[1]);
+      // (the eager engine too, in case a graph cannot be launched into a green context's stream)
+      CudaEngineOptions eo;
+      eo.max_batch = 32;
+      eo.cuda_graphs = false;
+      eager = std::make_unique<CudaEngine>(std::make_shared<const Model>(load_onnx(busy_model)), eo);
+      for (Busy b : {Busy::kGreenAlone, Busy::kGreenEngine, Busy::kEagerEngine, Busy::kGreenEagerEngine})
+        busy_modes.push_back(b);
+    } else {
+      std::printf("green contexts: not available on this device / driver\n");
+    }
   }
   for (const std::string& backend : backends) {
    for (const Busy busy : busy_modes) {
@@ -135,14 +188,22 @@ int main(int argc, char** argv) {
           CudaJpegDecoderOptions o;
           o.use_hardware = backend == "hardware";
           x.dec = std::make_unique<CudaJpegDecoder>(o);
-          if (cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking) != cudaSuccess) throw std::runtime_error("stream");
+          // the device's highest priority, as the detector's decoders
+          int lo = 0, hi = 0;
+          cudaDeviceGetStreamPriorityRange(&lo, &hi);
+          if (busy == Busy::kGreenAlone || busy == Busy::kGreenEngine || busy == Busy::kGreenEagerEngine) {
+            x.stream = green.stream(0, hi);
+            if (!x.stream) throw std::runtime_error("green-context stream");
+          } else if (cudaStreamCreateWithPriority(&x.stream, cudaStreamNonBlocking, hi) != cudaSuccess) {
+            throw std::runtime_error("stream");
+          }
         }
       } catch (const std::exception& e) {
-        std::printf("%-13s %3d | not available: %s\n", backend.c_str(), t, e.what());
+        std::printf("%-20s %3d | not available: %s\n", backend.c_str(), t, e.what());
         continue;
       }
       if (w[0].dec->backend() != backend) {
-        std::printf("%-13s %3d | not available (got %s)\n", backend.c_str(), t, w[0].dec->backend().c_str());
+        std::printf("%-20s %3d | not available (got %s)\n", backend.c_str(), t, w[0].dec->backend().c_str());
         continue;
       }
       auto run = [&](int n_batches, bool record) {
@@ -173,10 +234,15 @@ int main(int argc, char** argv) {
       // --busy-model: by the engine's forward, back to back
       std::atomic<bool> stop{false};
       std::atomic<long> forwards{0};
+      std::string busy_error;  // an engine run that threw (e.g. on a green-context stream)
       std::thread busy_thread;
       cudaStream_t busy_stream = nullptr;
-      if (busy != Busy::kNone) {
-        cudaStreamCreateWithFlags(&busy_stream, cudaStreamNonBlocking);
+      const bool busy_engine = busy == Busy::kEngine || busy == Busy::kGreenEngine || busy == Busy::kEagerEngine ||
+                               busy == Busy::kGreenEagerEngine;
+      CudaEngine* beside = busy == Busy::kEagerEngine || busy == Busy::kGreenEagerEngine ? eager.get() : engine.get();
+      if (busy == Busy::kHost || busy_engine) {
+        if (busy == Busy::kGreenEngine || busy == Busy::kGreenEagerEngine) busy_stream = green.stream(1, 0);
+        else cudaStreamCreateWithFlags(&busy_stream, cudaStreamNonBlocking);
         busy_thread = std::thread([&] {
           while (!stop) {
             if (busy == Busy::kHost) {
@@ -184,7 +250,12 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*static_cast<double*>(ms)));
               }, &busy_ms);
             } else {
-              engine->run(d_in, 32, busy_stream);
+              try {
+                beside->run(d_in, 32, busy_stream);
+              } catch (const std::exception& e) {
+                busy_error = e.what();
+                return;
+              }
               ++forwards;
             }
             cudaStreamSynchronize(busy_stream);
@@ -194,12 +265,13 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       run(batches, true);
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (busy != Busy::kNone) {
+      if (busy_thread.joinable()) {
         stop = true;
         busy_thread.join();
         cudaStreamDestroy(busy_stream);
       }
-      const std::string label = backend + (busy == Busy::kHost ? "+busy" : busy == Busy::kEngine ? "+engine" : "");
+      const char* suffix[] = {"", "+busy", "+engine", "+green", "+green+engine", "+eager", "+green+eager"};
+      const std::string label = backend + suffix[static_cast<int>(busy)];
       std::vector<double> host;
       JpegDecodeCounts sum;
       for (Worker& x : w) {
@@ -207,11 +279,12 @@ int main(int argc, char** argv) {
         sum.gpu_hardware += x.counts.gpu_hardware, sum.gpu_hybrid += x.counts.gpu_hybrid, sum.cpu_other += x.counts.cpu_other;
         cudaStreamDestroy(x.stream);
       }
-      std::printf("%-13s %3d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s", label.c_str(), t, s,
+      std::printf("%-20s %3d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s", label.c_str(), t, s,
                   images / s, median(host), static_cast<long long>(sum.gpu_hardware),
                   static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other),
                   w[0].dec->last_refusal().empty() ? "" : "; nvJPEG refused: ", w[0].dec->last_refusal().c_str());
-      if (busy == Busy::kEngine)
+      if (!busy_error.empty()) std::printf("; the engine beside it failed: %s", busy_error.c_str());
+      if (busy_engine)
         std::printf("; beside it %ld forwards at batch 32 (%.0f images/s)", forwards.load(), 32.0 * forwards.load() / s);
       std::printf("\n");
     }

@@ -277,9 +277,13 @@ PY
   # nvJPEG alone, our decoder per backend and thread count (alone, beside host functions, beside the
   # engine's forward), and torchvision's / OpenCV's in this run. DECODE_ALONE=1: also with FROM_JPEG_ONLY=1.
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ] || [ "${DECODE_ALONE:-0}" = 1 ]; then
-    timeout 200 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
-      --busy-model "$m" >"$out/bench_jpeg_decode.log" 2>&1 || row "FAIL  bench_jpeg_decode (log bench_jpeg_decode.log)"
-    sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode.log" | grep -E '\| ' >>"$summary"
+    # GREEN_SMS="16 32": the decode on that many SMs of its own (green contexts), the engine on the rest
+    for k in ${GREEN_SMS:-16}; do
+      timeout 200 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
+        --backends hardware --busy-model "$m" --green-sms "$k" >"$out/bench_jpeg_decode_green$k.log" 2>&1 ||
+        row "FAIL  bench_jpeg_decode (log bench_jpeg_decode_green$k.log)"
+      sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode_green$k.log" | grep -E '\| |green' >>"$summary"
+    done
   fi
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ]; then
     LD_LIBRARY_PATH=${peer_ld:-} timeout 150 python3 bench/peer_torch_decode.py "$d/coco128/images/train2017" --images 4096 \
