@@ -47,6 +47,8 @@ void print_help() {
       "                     JPEGs still decode on the CPU; not with --save-img or --dump)\n"
       "  --decode-cpu-share X  with --decode gpu: this share of each batch (0-0.9) is decoded on CPU\n"
       "                     threads while nvJPEG decodes the rest (more images/s where nvJPEG is the limit)\n"
+      "  --no-engine-graphs launch the GPU engine's kernels one by one instead of replaying a CUDA graph\n"
+      "                     (beside --decode gpu, nvJPEG is slowed less: docs/performance.md section 10)\n"
       "outputs:\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
       "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"

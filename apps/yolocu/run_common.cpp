@@ -478,7 +478,7 @@ std::vector<std::string> detector_valued_options() {
           "contexts", "decode", "decode-cpu-share", "max-device-memory"};
 }
 std::vector<std::string> detector_flag_options() {
-  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half"};
+  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs"};
 }
 
 OutputLayout model_layout(const std::string& onnx_path) {
@@ -551,6 +551,7 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
     if (b < 1 || b > o.max_batch)
       throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
   o.tactic_cache = args.get("tactic-cache", "");
+  o.engine_graphs = !args.flag("no-engine-graphs");
   const std::string decode = args.get("decode", "cpu");
   if (decode == "cpu") o.decode = DecodeDevice::kCpu;
   else if (decode == "gpu" || decode == "nvjpeg") o.decode = DecodeDevice::kGpu;

@@ -80,6 +80,11 @@ struct DetectorOptions {
   // decodes the rest (CudaJpegDecoderOptions::cpu_share): more images/s where the nvJPEG call is
   // the limit and cores are idle; those images get the exact CPU pixels. 0: all on nvJPEG.
   float decode_cpu_share = 0;
+  // GPU: replay the engine's forward as one CUDA graph per batch size (default). false: launch its
+  // kernels one by one. Beside nvJPEG (decode kGpu) the graphs' back-to-back kernels slow the
+  // decoder's own work by half, eager launches far less (docs/performance.md section 10). The CPU
+  // path ignores it.
+  bool engine_graphs = true;
 };
 
 // How detect_encoded() decoded the images so far (all calls, all threads).

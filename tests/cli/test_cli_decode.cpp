@@ -92,5 +92,18 @@ TEST(CliDecode, HelpNamesTheOptions) {
   EXPECT_TRUE(has(out, "--from-jpeg")) << out;
 }
 
+// --no-engine-graphs is a known flag of the detector commands; the CPU path ignores it (same JSON).
+// Its GPU effect (eager engine launches beside nvJPEG) is measured by run_all.sh decode.
+TEST(CliDecode, NoEngineGraphsIsAcceptedAndTheCpuPathIgnoresIt) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  const std::string cmd = "detect --model " + quote(model) + " --device cpu --quiet --json - ";
+  std::string with, without, err;
+  ASSERT_EQ(run_yolocu(cmd + "--no-engine-graphs " + quote(bus), &with, &err), 0) << err;
+  ASSERT_EQ(run_yolocu(cmd + quote(bus), &without, &err), 0) << err;
+  EXPECT_TRUE(has(with, "\"detections\"")) << with;
+  EXPECT_EQ(with, without);
+}
+
 }  // namespace
 }  // namespace yolocu::test
