@@ -4,14 +4,15 @@
 
 #include <cuda_fp16.h>
 
+#include "core/cuda_half.cuh"
+
 namespace yolocu::letterbox_device {
 
+// float32 -> the output's type (round to nearest even for fp16)
 template <typename T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ float to_out<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ T to_out(float v) {
+  return cuda_half::from_f<T>(v);
+}
 
 // value / 255 in float32, correctly rounded like the CPU (and PyTorch's `im /= 255`).
 __device__ __forceinline__ float unit(int v) { return __fdiv_rn(static_cast<float>(v), 255.f); }

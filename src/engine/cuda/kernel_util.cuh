@@ -1,23 +1,17 @@
 // Small helpers shared by the GPU engine's kernel files: the element-type conversions (arithmetic is
-// float32 inside every kernel; fp16 is only a storage format) and the 32-bit index limit check.
+// float32 inside every kernel; fp16 is only a storage format: core/cuda_half.cuh) and the 32-bit
+// index limit check.
 #pragma once
-
-#include <cuda_fp16.h>
 
 #include <cstdint>
 
 #include "core/check.hpp"
+#include "core/cuda_half.cuh"
 
 namespace yolocu::cuda_kernels::kutil {
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f(float v);
-template <>
-__device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+using cuda_half::from_f;
+using cuda_half::to_f;
 
 // Kernels index with 32-bit ints: a launcher checks its counts with this first.
 inline void check_count(int64_t n, const char* what) {
