@@ -14,7 +14,9 @@
 // its K SMs: whether the engine's kernels delay nvJPEG's for want of SMs.
 //
 //   bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] [--backends hardware,hybrid]
-//                     [--busy-ms 5] [--busy-model yolov5n.onnx] [--green-sms 16]
+//                     [--busy-ms 5] [--busy-model yolov5n.onnx] [--green-sms 16] [--busy-segments 4,8]
+// --busy-segments K,...: the engine beside the decode again with its forward as K graphs
+// (CudaEngineOptions::graph_segments) instead of one.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
   double busy_ms = 0;
   std::string busy_model;
   int green_sms = 0;
+  std::vector<int> segment_counts;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
     else if (a == "--busy-ms") busy_ms = std::atof(v.c_str());
     else if (a == "--busy-model") busy_model = v;
     else if (a == "--green-sms") green_sms = std::atoi(v.c_str());
+    else if (a == "--busy-segments") segment_counts = int_list(v);
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
@@ -140,7 +144,7 @@ int main(int argc, char** argv) {
   std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
               batch);
   std::printf("%-20s %3s | %8s %10s | %14s %s\n", "backend", "thr", "wall s", "images/s", "host ms/call", "decoded");
-  enum class Busy { kNone, kHost, kEngine, kGreenAlone, kGreenEngine, kEagerEngine, kGreenEagerEngine };
+  enum class Busy { kNone, kHost, kEngine, kGreenAlone, kGreenEngine, kEagerEngine, kGreenEagerEngine, kSegmented };
   std::vector<Busy> busy_modes = {Busy::kNone};
   if (busy_ms > 0) busy_modes.push_back(Busy::kHost);
   std::unique_ptr<CudaEngine> engine, eager;  // --busy-model: its forward at batch 32, FP16 (graphs / eager)
@@ -156,6 +160,19 @@ int main(int argc, char** argv) {
       return 1;
     }
     busy_modes.push_back(Busy::kEngine);
+  }
+  // --busy-segments: one engine per segment count (each a mode of its own, in order)
+  std::vector<std::unique_ptr<CudaEngine>> segmented;
+  std::vector<int> segments_of;  // per segmented engine, its segment count
+  const size_t first_segmented = busy_modes.size();
+  for (int k : segment_counts) {
+    if (!engine || k < 1) continue;
+    CudaEngineOptions eo;
+    eo.max_batch = 32;
+    eo.graph_segments = k;
+    segmented.push_back(std::make_unique<CudaEngine>(std::make_shared<const Model>(load_onnx(busy_model)), eo));
+    segments_of.push_back(k);
+    busy_modes.push_back(Busy::kSegmented);
   }
   GreenSplit green;
   if (green_sms > 0 && engine) {
@@ -173,7 +190,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& backend : backends) {
-   for (const Busy busy : busy_modes) {
+   for (size_t bi = 0; bi < busy_modes.size(); ++bi) {
+    const Busy busy = busy_modes[bi];
     for (int t : threads) {
       if (t < 1) continue;
       struct Worker {
@@ -238,8 +256,13 @@ int main(int argc, char** argv) {
       std::thread busy_thread;
       cudaStream_t busy_stream = nullptr;
       const bool busy_engine = busy == Busy::kEngine || busy == Busy::kGreenEngine || busy == Busy::kEagerEngine ||
-                               busy == Busy::kGreenEagerEngine;
+                               busy == Busy::kGreenEagerEngine || busy == Busy::kSegmented;
       CudaEngine* beside = busy == Busy::kEagerEngine || busy == Busy::kGreenEagerEngine ? eager.get() : engine.get();
+      std::string segments_label;
+      if (busy == Busy::kSegmented) {
+        beside = segmented[bi - first_segmented].get();
+        segments_label = "+engine/" + std::to_string(segments_of[bi - first_segmented]);
+      }
       if (busy == Busy::kHost || busy_engine) {
         if (busy == Busy::kGreenEngine || busy == Busy::kGreenEagerEngine) busy_stream = green.stream(1, 0);
         else cudaStreamCreateWithFlags(&busy_stream, cudaStreamNonBlocking);
@@ -270,8 +293,8 @@ int main(int argc, char** argv) {
         busy_thread.join();
         cudaStreamDestroy(busy_stream);
       }
-      const char* suffix[] = {"", "+busy", "+engine", "+green", "+green+engine", "+eager", "+green+eager"};
-      const std::string label = backend + suffix[static_cast<int>(busy)];
+      const char* suffix[] = {"", "+busy", "+engine", "+green", "+green+engine", "+eager", "+green+eager", ""};
+      const std::string label = backend + suffix[static_cast<int>(busy)] + segments_label;
       std::vector<double> host;
       JpegDecodeCounts sum;
       for (Worker& x : w) {

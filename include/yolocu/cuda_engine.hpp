@@ -44,6 +44,11 @@ struct CudaEngineOptions {
   int height = 0, width = 0;                  // 0 = the model's static size, else 640
   size_t workspace_limit = size_t{256} << 20; // workspace a tactic may use
   bool cuda_graphs = true;                    // replay one captured graph per batch size
+  // With cuda_graphs: the forward as this many graphs (1..64) of consecutive steps, launched one
+  // after the other (same kernels, same order). More than one: an experiment on how a graph's
+  // back-to-back kernels share the GPU with other streams' work (nvJPEG; docs/performance.md
+  // section 10).
+  int graph_segments = 1;
   // Batch sizes whose tactics are chosen at build (like TensorRT's optimisation profiles); empty:
   // {1, max_batch}. Values outside [1, max_batch] are an error.
   std::vector<int> tune_batches;

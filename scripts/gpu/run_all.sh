@@ -278,9 +278,11 @@ PY
   # engine's forward), and torchvision's / OpenCV's in this run. DECODE_ALONE=1: also with FROM_JPEG_ONLY=1.
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ] || [ "${DECODE_ALONE:-0}" = 1 ]; then
     # GREEN_SMS="16 32": the decode on that many SMs of its own (green contexts), the engine on the rest
+    # (0: none); BUSY_SEGMENTS="4,16": also beside the engine's forward as that many graphs
     for k in ${GREEN_SMS:-16}; do
       timeout 200 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,3 --busy-ms 5 \
-        --backends hardware --busy-model "$m" --green-sms "$k" >"$out/bench_jpeg_decode_green$k.log" 2>&1 ||
+        --backends hardware --busy-model "$m" --green-sms "$k" ${BUSY_SEGMENTS:+--busy-segments "$BUSY_SEGMENTS"} \
+        >"$out/bench_jpeg_decode_green$k.log" 2>&1 ||
         row "FAIL  bench_jpeg_decode (log bench_jpeg_decode_green$k.log)"
       sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode_green$k.log" | grep -E '\| |green' >>"$summary"
     done

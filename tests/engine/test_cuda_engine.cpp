@@ -177,6 +177,12 @@ TEST(CudaEngine, RepeatedRunsBitIdenticalAndGraphEqualsEager) {
     const auto e = eager.run_host({x});
     EXPECT_TRUE(bit_identical(e, eager.run_host({x})));
     expect_close(a, e, p == Precision::kFloat32 ? 1e-6 : 1e-3, "graph vs eager engine");
+    // The forward as 4 graphs (graph_segments): the same kernels in the same order, with the
+    // tactics this process chose for the first engine: bit-identical to the one graph.
+    CudaEngineOptions o4 = opts(p, 1, true);
+    o4.graph_segments = 4;
+    CudaEngine segmented(m, o4);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(bit_identical(a, segmented.run_host({x}))) << "4 segments, run " << i;
   }
 }
 
@@ -337,6 +343,11 @@ TEST(CudaEngine, BadArguments) {
     o.device = 999;
     CudaEngine(m, o);
   }, "device 999");
+  expect_code(ErrorCode::kInvalidArgument, [&] {
+    CudaEngineOptions o;
+    o.graph_segments = 0;
+    CudaEngine(m, o);
+  }, "graph_segments 0");
   CudaEngine e(load(dyn), opts(Precision::kFloat16, 2));
   void* d_in = nullptr;
   ASSERT_EQ(cudaMalloc(&d_in, 3 * 3 * 640 * 640 * 2), cudaSuccess);

@@ -16,6 +16,8 @@ CudaEngine::CudaEngine(std::shared_ptr<const Model> model, const CudaEngineOptio
                options.width);
   YOLOCU_CHECK(options.precision == Precision::kFloat32 || options.precision == Precision::kFloat16,
                kInvalidArgument, "CudaEngine: invalid precision");
+  YOLOCU_CHECK(options.graph_segments >= 1 && options.graph_segments <= 64, kInvalidArgument,
+               "CudaEngine: graph_segments must be in [1, 64], got ", options.graph_segments);
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) (void)cudaGetLastError();

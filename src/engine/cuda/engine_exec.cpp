@@ -204,29 +204,37 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
   }
 }
 
-void CudaEngine::Impl::enqueue_steps(BatchExec& be, int batch, cudaStream_t s) {
+void CudaEngine::Impl::enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first, size_t last) {
   YOLOCU_CUDNN_CHECK(cudnnSetStream(cudnn.get(), s));
-  for (size_t i = 0; i < sp.steps.size(); ++i) exec_step(be, i, batch, s);
+  for (size_t i = first; i < std::min(last, sp.steps.size()); ++i) exec_step(be, i, batch, s);
 }
 
 void CudaEngine::Impl::capture(BatchExec& be, int batch) {
   cudaStream_t cs = capture_stream.get();
-  YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
-  try {
-    enqueue_steps(be, batch, cs);
-  } catch (...) {
+  // graph_segments graphs of consecutive steps (as equal in step count as they divide)
+  const size_t n = sp.steps.size();
+  const size_t k = std::max<size_t>(1, std::min(n, static_cast<size_t>(options.graph_segments)));
+  std::vector<GraphExec> graphs;
+  for (size_t seg = 0; seg < k; ++seg) {
+    const size_t first = n * seg / k, last = n * (seg + 1) / k;
+    YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_steps(be, batch, cs, first, last);
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(cs, &g);
+      if (g) cudaGraphDestroy(g);
+      (void)cudaGetLastError();
+      throw;
+    }
     cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(cs, &g);
-    if (g) cudaGraphDestroy(g);
-    (void)cudaGetLastError();
-    throw;
+    YOLOCU_CUDA_CHECK(cudaStreamEndCapture(cs, &g));
+    CudaGraph graph(g);
+    cudaGraphExec_t exec = nullptr;
+    YOLOCU_CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
+    graphs.emplace_back(exec);
   }
-  cudaGraph_t g = nullptr;
-  YOLOCU_CUDA_CHECK(cudaStreamEndCapture(cs, &g));
-  CudaGraph graph(g);
-  cudaGraphExec_t exec = nullptr;
-  YOLOCU_CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
-  be.graph.reset(exec);
+  be.graphs = std::move(graphs);
 }
 
 void CudaEngine::Impl::convert_input(const void* d_input, int batch, cudaStream_t s) {
@@ -243,7 +251,7 @@ void CudaEngine::Impl::run(const void* d_input, int batch, cudaStream_t s) {
   // The first run of a batch size is eager (it loads every kernel module outside any capture);
   // the second captures the graph, later ones replay it.
   if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {
-    if (!be.graph) {
+    if (be.graphs.empty()) {
       try {
         capture(be, batch);
       } catch (const Error&) {
@@ -251,8 +259,8 @@ void CudaEngine::Impl::run(const void* d_input, int batch, cudaStream_t s) {
         (void)cudaGetLastError();
       }
     }
-    if (be.graph) {
-      YOLOCU_CUDA_CHECK(cudaGraphLaunch(be.graph.get(), s));
+    if (!be.graphs.empty()) {
+      for (const GraphExec& g : be.graphs) YOLOCU_CUDA_CHECK(cudaGraphLaunch(g.get(), s));
       return;
     }
   }

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -132,7 +133,7 @@ struct ConvInfo {
 
 struct BatchExec {
   std::vector<std::shared_ptr<const engine::ConvTactic>> tactics;  // per ConvInfo
-  GraphExec graph;
+  std::vector<GraphExec> graphs;  // the forward's graphs (CudaEngineOptions::graph_segments), in order
   bool graph_failed = false;
   int runs = 0;
 };
@@ -222,7 +223,8 @@ struct CudaEngine::Impl {
   engine::ConvBuffers conv_buffers(const ConvInfo& ci) const;
   void convert_input(const void* d_input, int batch, cudaStream_t s);
   BatchExec& batch_exec(int batch);
-  void enqueue_steps(BatchExec& be, int batch, cudaStream_t s);
+  // Steps [first, last) of the forward (all by default) on stream s.
+  void enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first = 0, size_t last = SIZE_MAX);
   void exec_step(BatchExec& be, size_t i, int batch, cudaStream_t s);
   void capture(BatchExec& be, int batch);
   void run(const void* d_input, int batch, cudaStream_t s);
