@@ -49,6 +49,8 @@ void print_help() {
       "                     threads while nvJPEG decodes the rest (more images/s where nvJPEG is the limit)\n"
       "  --no-engine-graphs launch the GPU engine's kernels one by one instead of replaying a CUDA graph\n"
       "                     (beside --decode gpu, nvJPEG is slowed less: docs/performance.md section 10)\n"
+      "  --engine-graph-segments K  the GPU engine's forward as K CUDA graphs (1-64, default 1): beside\n"
+      "                     --decode gpu, shorter graphs let nvJPEG's work in between\n"
       "outputs:\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
       "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"

@@ -475,7 +475,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
           "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
-          "contexts", "decode", "decode-cpu-share", "max-device-memory"};
+          "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs"};
@@ -552,6 +552,10 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
       throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
   o.tactic_cache = args.get("tactic-cache", "");
   o.engine_graphs = !args.flag("no-engine-graphs");
+  const long segments = args.get_int("engine-graph-segments", 1);
+  if (segments < 1 || segments > 64) throw UsageError("--engine-graph-segments must be in 1..64");
+  if (segments > 1 && !o.engine_graphs) throw UsageError("--engine-graph-segments needs the engine's graphs (not --no-engine-graphs)");
+  o.engine_graph_segments = static_cast<int>(segments);
   const std::string decode = args.get("decode", "cpu");
   if (decode == "cpu") o.decode = DecodeDevice::kCpu;
   else if (decode == "gpu" || decode == "nvjpeg") o.decode = DecodeDevice::kGpu;

@@ -297,11 +297,13 @@ PY
   for dec in ${FROM_JPEG_DECODE:-gpu cpu}; do  # FROM_JPEG_DECODE=gpu: nvJPEG rows only
     for share in $([ "$dec" = gpu ] && echo "${FROM_JPEG_CPU_SHARE:-0}" || echo 0); do
       for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
-       for graphs in ${FROM_JPEG_GRAPHS:-on}; do  # FROM_JPEG_GRAPHS="on off": also with --no-engine-graphs
-        name=from_jpeg_${dec}_ctx$ctx$([ "$share" = 0 ] || echo "_share$share")$([ "$graphs" = on ] || echo "_eager")
+       # FROM_JPEG_GRAPHS="on off 16": also with --no-engine-graphs (off) and --engine-graph-segments 16 (a number)
+       for graphs in ${FROM_JPEG_GRAPHS:-on}; do
+        case "$graphs" in on) gflag="" ;; off) gflag="--no-engine-graphs" ;; *) gflag="--engine-graph-segments $graphs" ;; esac
+        name=from_jpeg_${dec}_ctx$ctx$([ "$share" = 0 ] || echo "_share$share")$([ "$graphs" = on ] || echo "_graphs$graphs")
         YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
           --batches 32 --contexts "$ctx" --decode "$dec" $([ "$share" = 0 ] || echo "--decode-cpu-share $share") --decode-threads "$(nproc)" \
-          $([ "$graphs" = on ] || echo --no-engine-graphs) --stage-times --json "$out/$name.json" >"$out/$name.log" 2>&1 ||
+          $gflag --stage-times --json "$out/$name.json" >"$out/$name.log" 2>&1 ||
           row "FAIL  yolocu bench --from-jpeg --decode $dec --contexts $ctx share $share graphs $graphs (rc $?, log $name.log)"
         grep -E '^cuda |host ms per batch|gpu ms per batch' "$out/$name.log" | sed "s/^/from-jpeg  ctx $ctx  cpu share $share  graphs $graphs  /" >>"$summary"
        done

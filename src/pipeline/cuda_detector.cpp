@@ -185,6 +185,7 @@ class CudaDetector final : public Detector {
     eo.tactic_cache = options.tactic_cache;
     eo.max_device_memory = options.max_device_memory;
     eo.cuda_graphs = options.engine_graphs;
+    eo.graph_segments = options.engine_graph_segments;
     const int contexts = std::max(1, options.contexts);
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();

@@ -42,6 +42,10 @@ TEST(CliDecode, BadCombinationsAreUsageErrors) {
   EXPECT_TRUE(has(err, "--decode-cpu-share must be in [0, 0.9], got 0.95")) << err;
   EXPECT_EQ(run_yolocu("bench" + m + "--decode-cpu-share 0.25", &out, &err), 2);
   EXPECT_TRUE(has(err, "--decode-cpu-share needs --decode gpu")) << err;
+  EXPECT_EQ(run_yolocu("detect" + m + "--engine-graph-segments 0 " + quote(bus), &out, &err), 2);
+  EXPECT_TRUE(has(err, "--engine-graph-segments must be in 1..64")) << err;
+  EXPECT_EQ(run_yolocu("detect" + m + "--engine-graph-segments 4 --no-engine-graphs " + quote(bus), &out, &err), 2);
+  EXPECT_TRUE(has(err, "--engine-graph-segments needs the engine's graphs")) << err;
 }
 
 TEST(CliDecode, GpuDecodeOnACpuDetectorIsRefusedClearly) {
