@@ -82,12 +82,12 @@ struct DetectorOptions {
   float decode_cpu_share = 0;
   // GPU: replay the engine's forward as one CUDA graph per batch size (default). false: launch its
   // kernels one by one. Beside nvJPEG (decode kGpu) the graphs' back-to-back kernels slow the
-  // decoder's own work by half, eager launches far less (docs/performance.md section 10). The CPU
-  // path ignores it.
+  // decoder's own work by half, eager launches far less; the files -> boxes pipeline did not gain
+  // beyond the spread between runs (docs/performance.md section 10). The CPU path ignores it.
   bool engine_graphs = true;
   // With engine_graphs: the forward as this many graphs (1..64, CudaEngineOptions::graph_segments).
-  // Beside nvJPEG, more and shorter graphs let the decoder's work in between (16: nvJPEG 12,490
-  // images/s on 3 threads beside the engine, 10,391 with one graph; section 10).
+  // Beside nvJPEG, shorter graphs let the decoder's work in between (16: nvJPEG 12,490 images/s on 3
+  // threads beside the engine, 10,391 beside one graph; the pipeline, again, within the spread).
   int engine_graph_segments = 1;
 };
 
