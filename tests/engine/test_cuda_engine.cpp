@@ -277,6 +277,30 @@ TEST(CudaEngine, FusedSppf) {
                    });
 }
 
+// The SPPF matcher's small graphs (tests/python/make_op_cases.py, sppf_cases; GpuSteps.SppfPatterns
+// checks the plans on the CPU): on the GPU, FP32, each against the CPU engine within 1e-5 (their
+// 1x1 convolutions; the pools are exact), fused where the pattern is exact, at opset 13.
+TEST(CudaEngine, SppfPatternsMatchCpu) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string py = test::python();
+  if (py.empty()) GTEST_SKIP() << "no python with onnx/onnxruntime";
+  const std::string dir = test::scratch_dir("sppfcases_gpu");
+  std::string log;
+  ASSERT_EQ(test::run_command(py + " " + test::source_dir() + "/tests/python/make_op_cases.py " + dir + " Sppf", &log), 0)
+      << log;
+  const std::map<std::string, int> fused = {{"SppfExact", 1},       {"SppfKernel3", 1}, {"SppfMixedKernels", 0},
+                                            {"SppfExtraReader", 0}, {"SppfOrder", 0},   {"SppfPoolIsOutput", 0}};
+  for (const auto& [name, want] : fused) {
+    SCOPED_TRACE(name);
+    const std::string d = dir + "/" + name + "_op13";
+    const auto m = load(d + "/model.onnx");
+    const Tensor x = load_npy(d + "/in0.npy");
+    CudaEngine gpu(m, opts(Precision::kFloat32));
+    EXPECT_EQ(gpu.stats().fused_sppf, want);
+    expect_close(gpu.run_host({x}), cpu_run(m, x), 1e-5, name + " fp32 vs CPU");
+  }
+}
+
 // Copy-free Concat (CudaEngineOptions::copy_free_concat, on by default): 20 of yolov5n's 24 Concat
 // inputs (SPPF's four go to its kernel) are written in place by their producers, whose tactics are tuned for the pitched output
 // (every family: cudnn-graph strides, the legacy epilogue writing the slice, the own kernel's pitch).

@@ -1,12 +1,16 @@
 // Host-side planning of the GPU engine (no GPU needed): layouts, fusion and the arena.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
 
 #include "engine/cuda/gpu_steps.hpp"
 #include "engine/plan.hpp"
 #include "test_util.hpp"
 #include "yolocu/model.hpp"
+#include "yolocu/npy.hpp"
 
 namespace yolocu {
 namespace {
@@ -283,6 +287,54 @@ TEST(GpuSteps, FusedSppf) {
   YOLOCU_REQUIRE_DATA(dyn, "models/yolov5n_dyn.onnx");
   EXPECT_EQ(plan_for(dyn, 1, 2, true, true, true, 832).fused_sppf, 1) << "26x26 fits the kernel";
   EXPECT_EQ(plan_for(dyn, 1, 4, true, true, true, 896).fused_sppf, 0) << "28x28 does not";
+}
+
+// The SPPF matcher on small graphs made for it (tests/python/make_op_cases.py, sppf_cases; the
+// CPU engine runs the same models against ONNX Runtime in Ops.*): the exact pattern with 5x5 and
+// 3x3 pools is one kSppf step; a chain of mixed kernel sizes, a pool that one more op reads, the
+// Concat's inputs in another order, or a pool that is a graph output keep their pools.
+TEST(GpuSteps, SppfPatterns) {
+  const std::string py = test::python();
+  if (py.empty()) GTEST_SKIP() << "no .venv python with onnx/onnxruntime (run scripts/setup.sh)";
+  const std::string dir = test::scratch_dir("sppfcases");
+  std::string log;
+  ASSERT_EQ(test::run_command(py + " " + test::source_dir() + "/tests/python/make_op_cases.py " + dir + " Sppf", &log), 0)
+      << log;
+  const std::map<std::string, std::pair<int, int>> expected = {  // name: fused blocks, pool size
+      {"SppfExact", {1, 5}},        {"SppfKernel3", {1, 3}}, {"SppfMixedKernels", {0, 0}},
+      {"SppfExtraReader", {0, 0}},  {"SppfOrder", {0, 0}},   {"SppfPoolIsOutput", {0, 0}}};
+  std::ifstream manifest(dir + "/manifest.txt");
+  std::string line;
+  int cases = 0;
+  while (std::getline(manifest, line)) {
+    std::istringstream is(line);
+    std::string name;
+    is >> name;
+    SCOPED_TRACE(name);
+    const auto e = expected.find(name.substr(0, name.rfind("_op")));
+    ASSERT_NE(e, expected.end()) << "a case without an expectation";
+    const Model m = load_onnx(dir + "/" + name + "/model.onnx");
+    const Tensor x = load_npy(dir + "/" + name + "/in0.npy");
+    for (size_t es : {size_t{2}, size_t{4}}) {
+      engine::GpuStepOptions o;
+      o.act_elem_size = es;
+      const auto sp = engine::plan_gpu_steps(engine::build_plan(m, {x.shape()}), o);
+      check_consistent(sp, es);
+      EXPECT_EQ(sp.fused_sppf, e->second.first);
+      int pools = 0, sppf = 0;
+      for (const auto& st : sp.steps) {
+        pools += st.kind == GpuStepKind::kMaxPool;
+        if (st.kind == GpuStepKind::kSppf) {
+          ++sppf;
+          EXPECT_EQ(st.pool, e->second.second);
+        }
+      }
+      EXPECT_EQ(sppf, e->second.first);
+      EXPECT_EQ(pools, e->second.first ? 0 : 3);
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 6 * 8) << "6 patterns at opsets 11-18";
 }
 
 }  // namespace

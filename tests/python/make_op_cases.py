@@ -3,8 +3,8 @@ random inputs and ONNX Runtime's outputs as the oracle; and small multi-node gra
 patterns the engines fuse (Conv+SiLU+residual Add, a Detect head with its tail), including the
 variants that must not be fused.
 
-usage: make_op_cases.py OUT_DIR
-Writes OUT_DIR/<case>/{model.onnx, in0.npy.., out0.npy..} and OUT_DIR/manifest.txt (one case per
+usage: make_op_cases.py OUT_DIR [PREFIX]
+PREFIX: only the cases whose name starts with it (e.g. Sppf), at every opset. Writes OUT_DIR/<case>/{model.onnx, in0.npy.., out0.npy..} and OUT_DIR/manifest.txt (one case per
 line: name n_inputs n_outputs). yolocu's test_ops runs every case through its CPU engine.
 """
 import os
@@ -127,6 +127,35 @@ def fusion_cases(opset):
         merged.append(p + "rows")
     nodes.append(("Concat", merged, ["output0"], dict(axis=1)))
     c.append(("FuseDetectHead", graph_case(opset, "detect", nodes, inputs, inits, ["output0"])))
+    c += sppf_cases(opset)
+    return c
+
+
+# SPPF as YOLOv5 / v8 export it (cv1 -> three chained stride-1 max pools -> Concat with their input
+# -> cv2), and the variants the GPU engine must not take for it (GpuSteps.SppfPatterns): another
+# kernel size in the chain, a pool read by one more op, the Concat's inputs in another order, a pool
+# that is also a graph output. Expected fused SPPF blocks: test_gpu_steps.cpp.
+def sppf_cases(opset):
+    c = []
+    ch = 8
+    inits = [("w1", f32(ch, ch, 1, 1) * 0.3), ("w1_b", f32(ch)), ("w2", f32(ch, 4 * ch, 1, 1) * 0.3), ("w2_b", f32(ch))]
+    x = [("x", f32(1, ch, 9, 11))]
+
+    def pool(src, dst, k=5):
+        return ("MaxPool", [src], [dst], dict(kernel_shape=[k, k], pads=[k // 2] * 4, strides=[1, 1]))
+
+    def sppf(k=(5, 5, 5), order=("t", "p1", "p2", "p3"), extra=(), outputs=("y",)):
+        nodes = conv_silu("x", "w1", "t") + [pool("t", "p1", k[0]), pool("p1", "p2", k[1]), pool("p2", "p3", k[2]),
+                                              ("Concat", list(order), ["cat"], dict(axis=1))]
+        nodes += conv_silu("cat", "w2", "y") + list(extra)
+        return graph_case(opset, "sppf", nodes, x, inits, list(outputs))
+
+    c.append(("SppfExact", sppf()))
+    c.append(("SppfKernel3", sppf(k=(3, 3, 3))))
+    c.append(("SppfMixedKernels", sppf(k=(5, 3, 5))))
+    c.append(("SppfExtraReader", sppf(extra=[("Relu", ["p2"], ["r"], None)], outputs=("y", "r"))))
+    c.append(("SppfOrder", sppf(order=("t", "p2", "p1", "p3"))))
+    c.append(("SppfPoolIsOutput", sppf(outputs=("y", "p3"))))
     return c
 
 
@@ -230,10 +259,13 @@ def layout_cases(opset):
 
 def main() -> int:
     out = sys.argv[1]
+    prefix = sys.argv[2] if len(sys.argv) > 2 else ""
     os.makedirs(out, exist_ok=True)
     lines = []
     for opset in range(11, 19):
         for name, (model, feeds) in cases(opset) + fusion_cases(opset):
+            if not name.startswith(prefix):
+                continue
             # Shape-inferred output types for the value infos (ORT needs them defined).
             model = onnx.shape_inference.infer_shapes(model)
             d = os.path.join(out, f"{name}_op{opset}")
