@@ -117,6 +117,10 @@ struct CudaEngineStats {
   // thread-ms of heuristics queries and plan builds per family, restores, check, timing, serialise).
   std::string tune_breakdown;
   std::string tactic_cache_path;    // "" = none
+  // Batch sizes run so far that were not tuned (their tactics derived from the nearest tuned
+  // size's, built on all cores when first run), and the host time that took, ms.
+  int derived_batches = 0;
+  double derive_ms = 0;
   std::vector<std::string> warnings;
 };
 

@@ -161,6 +161,13 @@ TEST(CudaEngine, DynamicBatch8AndSmallerBatches) {
   CudaEngine g16(m, opts(Precision::kFloat16, 8));
   expect_close(g16.run_host({x8}), g32.run_host({x8}), 5e-3, "yolov5n_dyn fp16 vs fp32 batch 8");
   expect_close(g16.run_host({x3}), g32.run_host({x3}), 5e-3, "yolov5n_dyn fp16 vs fp32 batch 3");
+  // Batch 3 was not tuned (1 and 8 were): its tactics were derived from batch 8's, built on the pool
+  // (Tuner::derive_many), once per engine.
+  for (const CudaEngine* e : {&g32, &g16}) {
+    EXPECT_EQ(e->stats().derived_batches, 1);
+    EXPECT_GT(e->stats().derive_ms, 0.0);
+    std::printf("derived batch 3: %.0f ms\n", e->stats().derive_ms);
+  }
 }
 
 TEST(CudaEngine, RepeatedRunsBitIdenticalAndGraphEqualsEager) {

@@ -105,7 +105,7 @@ void CudaEngine::Impl::choose_tactics() {
     std::vector<engine::ConvProblem> all;
     for (int b : tuned)
       for (const ConvInfo& ci : convs) all.push_back(ci.problem(b));
-    tuner->prebuild(all, options.device, static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))));
+    tuner->prebuild(all, options.device, pool_threads());
   }
   size_t need = 0;
   for (int b : tuned) {
@@ -166,11 +166,18 @@ BatchExec& CudaEngine::Impl::batch_exec(int batch) {
       if (std::abs(std::log(static_cast<double>(t) / batch)) <= std::abs(std::log(static_cast<double>(near) / batch)))
         near = t;
     const BatchExec& from = batch_exec(near);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<engine::ConvProblem> problems;
+    std::vector<std::string> ids;
+    for (size_t c = 0; c < convs.size(); ++c) {
+      problems.push_back(convs[c].problem(batch));
+      ids.push_back(from.tactics[c]->id());
+    }
     auto be = std::make_unique<BatchExec>();
-    be->tactics.resize(convs.size());
-    for (size_t c = 0; c < convs.size(); ++c)
-      be->tactics[c] = tuner->derive(convs[c].problem(batch), from.tactics[c]->id());
+    be->tactics = tuner->derive_many(problems, ids, options.device, pool_threads());
     slot = std::move(be);
+    stats.derived_batches += 1;
+    stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   return *slot;
 }

@@ -223,6 +223,8 @@ struct CudaEngine::Impl {
   engine::ConvBuffers conv_buffers(const ConvInfo& ci) const;
   void convert_input(const void* d_input, int batch, cudaStream_t s);
   BatchExec& batch_exec(int batch);
+  // Host threads that build cuDNN plans at once (prebuild, derived batch sizes): the cores, at most 16.
+  static int pool_threads() { return static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))); }
   // Steps [first, last) of the forward (all by default) on stream s.
   void enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first = 0, size_t last = SIZE_MAX);
   void exec_step(BatchExec& be, size_t i, int batch, cudaStream_t s);

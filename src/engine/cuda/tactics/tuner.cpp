@@ -86,6 +86,31 @@ std::vector<uint8_t> plan_bytes(const TacticRecord& r) {
 
 size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
 
+// A pool thread's cuDNN handle, on a non-blocking stream of the thread's own: on the default
+// (legacy) stream, cudnn-frontend's plan warm-up creates a blocking stream and captures it, and a
+// second thread doing the same (cudnnSetStream records on the legacy stream) invalidates that
+// capture, so the plan does not restore (compute-sanitizer on the H100 at 2fabd44:
+// cudaErrorStreamCaptureImplicit in Graph::warmup on prebuild threads).
+struct PoolHandle {
+  cudnnHandle_t h = nullptr;
+  cudaStream_t s = nullptr;
+  // False: no handle (the thread does no work).
+  bool open(int device) {
+    if (cudaSetDevice(device) != cudaSuccess || cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
+      h = nullptr;
+      return false;
+    }
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess || cudnnSetStream(h, s) != CUDNN_STATUS_SUCCESS)
+      return false;
+    return true;
+  }
+  ~PoolHandle() {
+    if (s) cudaStreamSynchronize(s);
+    if (h) cudnnDestroy(h);
+    if (s) cudaStreamDestroy(s);
+  }
+};
+
 float bits_to_float(unsigned u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
@@ -530,20 +555,9 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
   auto worker = [&] {
     TuneBreakdown bd;
     const auto h0 = Clock::now();
-    if (cudaSetDevice(device) != cudaSuccess) return;
-    cudnnHandle_t h = nullptr;
-    if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return;
-    // A non-blocking stream of this thread's own for the handle: on the default (legacy) stream,
-    // cudnn-frontend's plan warm-up creates a blocking stream and captures it, and a second thread
-    // doing the same (cudnnSetStream records on the legacy stream) invalidates that capture, so the
-    // plan does not restore (compute-sanitizer on the H100 at 2fabd44: cudaErrorStreamCaptureImplicit
-    // in Graph::warmup on prebuild threads).
-    cudaStream_t s = nullptr;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess || cudnnSetStream(h, s) != CUDNN_STATUS_SUCCESS) {
-      if (s) cudaStreamDestroy(s);
-      cudnnDestroy(h);
-      return;
-    }
+    PoolHandle ph;
+    if (!ph.open(device)) return;
+    const cudnnHandle_t h = ph.h;
     bd.handles_ms += ms_since(h0);
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
@@ -609,10 +623,6 @@ void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int t
       cv.notify_all();
     }
     pool_bd.merge(bd);  // under the mutex
-    lock.unlock();
-    cudaStreamSynchronize(s);
-    cudnnDestroy(h);
-    cudaStreamDestroy(s);
   };
   // No more threads (each creates a cuDNN handle) than items that can run at once.
   size_t items = 0;
@@ -647,6 +657,55 @@ std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std
   auto g = cudnn_graph_candidates(cudnn_, pb, one);
   if (!g.empty()) return std::move(g.front());
   return cudnn_legacy_reference(cudnn_, pb);
+}
+
+std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vector<ConvProblem>& problems,
+                                                                  const std::vector<std::string>& ids, int device,
+                                                                  int threads) {
+  YOLOCU_CHECK(problems.size() == ids.size(), kInternal, "derive_many: ", problems.size(), " problems, ", ids.size(), " ids");
+  // One job per distinct (problem, tactic): layers of the same shape share the built tactic.
+  std::vector<std::string> keys;
+  std::vector<size_t> job_of(problems.size());
+  std::vector<size_t> first_of;  // per job: its first layer
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const std::string key = problems[i].signature() + "|b" + std::to_string(problems[i].n) + "|" + ids[i];
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    job_of[i] = static_cast<size_t>(it - keys.begin());
+    if (it == keys.end()) {
+      keys.push_back(key);
+      first_of.push_back(i);
+    }
+  }
+  std::vector<std::shared_ptr<const ConvTactic>> built(keys.size());
+  std::mutex mutex;
+  size_t next = 0;
+  auto worker = [&] {
+    PoolHandle ph;
+    if (!ph.open(device)) return;
+    for (;;) {
+      size_t j;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (next == keys.size()) return;
+        j = next++;
+      }
+      const size_t i = first_of[j];
+      try {
+        built[j] = make_tactic(ph.h, problems[i], ids[i], limits_);
+      } catch (const std::exception&) {
+        built[j].reset();  // derived below, on the engine's handle (which reports what fails)
+      }
+    }
+  };
+  const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), keys.size()));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (size_t j = 0; j < keys.size(); ++j)
+    if (!built[j]) built[j] = derive(problems[first_of[j]], ids[first_of[j]]);
+  std::vector<std::shared_ptr<const ConvTactic>> out(problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) out[i] = built[job_of[i]];
+  return out;
 }
 
 }  // namespace yolocu::engine
