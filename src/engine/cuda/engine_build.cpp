@@ -138,6 +138,7 @@ void CudaEngine::Impl::choose_tactics() {
     if (!cache->save(path, &warning)) stats.warnings.push_back(warning);
     cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
   }
+  tuner->detach_cache();  // `cache` ends with this function; the tuner lives on for derived batch sizes
   const engine::TunerStats& ts = tuner->stats();
   for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
   stats.tuned_batches = tuned;

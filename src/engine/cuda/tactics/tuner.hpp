@@ -93,6 +93,9 @@ class Tuner {
                                                              int threads);
 
   void set_limits(const TacticLimits& limits);
+  // The cache belongs to the engine's build: after it, the tuner must not touch it (derive() and
+  // derive_many() never do; choose() and prebuild() then work without a file).
+  void detach_cache() { cache_ = nullptr; }
   const TunerStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
