@@ -194,14 +194,15 @@ int main(int argc, char** argv) {
           std::stable_sort(layers.begin(), layers.end(), [](const LayerTime& x, const LayerTime& y) { return x.ms > y.ms; });
           std::printf("  per-layer profile, %s batch %d (eager, events around each step; sum %.3f ms, convolutions "
                       "%.3f ms):\n", name.c_str(), batch, total, conv);
-          std::printf("  | # | layer | kind | tactic | us | %% | TFLOP/s | GB/s | %% roofline |\n");
-          std::printf("  |---|---|---|---|---|---|---|---|---|\n");
+          std::printf("  | # | layer | kind | tactic | conv | us | %% | TFLOP/s | GB/s | %% roofline |\n");
+          std::printf("  |---|---|---|---|---|---|---|---|---|---|\n");
           for (size_t j = 0; j < layers.size(); ++j) {
             const LayerTime& l = layers[j];
             const double sec = l.ms * 1e-3;
             const double floor_s = std::max(l.flops / (kH100DenseFp16Tflops * 1e12), l.bytes / (dram_gbs * 1e9));
-            std::printf("  | %zu | %s | %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f |\n", j + 1, l.name.c_str(),
-                        l.kind.c_str(), l.tactic.empty() ? "-" : l.tactic.c_str(), l.ms * 1e3, 100.0 * l.ms / total,
+            std::printf("  | %zu | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f |\n", j + 1, l.name.c_str(),
+                        l.kind.c_str(), l.tactic.empty() ? "-" : l.tactic.c_str(), l.shape.empty() ? "-" : l.shape.c_str(),
+                        l.ms * 1e3, 100.0 * l.ms / total,
                         l.flops / sec / 1e12, l.bytes / sec / 1e9, sec > 0 ? 100.0 * floor_s / sec : 0.0);
           }
         }

@@ -207,12 +207,18 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   fi
   LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
     >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
+  # The profile's convolutions next to PyTorch's for the same shapes (PROFILE=1)
+  if [ "${PROFILE:-1}" = 1 ]; then
+    python3 bench/merge_profiles.py "$out/bench_cuda_engine.log" "$out/peer_torch_forward.log" --top 8 \
+      >"$out/merged_profile.log" 2>&1 || row "FAIL  merge_profiles (log merged_profile.log)"
+  fi
   cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
   for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_compare bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
   done
+  [ -s "$out/merged_profile.log" ] && { echo "-- merged_profile (yolocu vs PyTorch per convolution)"; grep -E 'matched' "$out/merged_profile.log"; } >>"$summary"
 fi
 
 if [ "$part" = v8 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then

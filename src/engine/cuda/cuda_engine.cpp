@@ -163,6 +163,16 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
       l.flops = p.flops();
       l.bytes = p.min_bytes();
       if (ci.s2d) l.tactic += " (space-to-depth stem)";
+      // The ONNX node's own shape (for the stem: the 6x6 stride-2 convolution on 3 channels).
+      const engine::PlanNode& pn = im.sp.plan.nodes[static_cast<size_t>(st.node)];
+      const Shape& xs = im.val(pn.in[0]).shape;
+      const Shape& ws = im.val(pn.in[1]).shape;
+      const auto strides = pn.node.attr_ints("strides", {1, 1});
+      if (xs.size() == 4 && ws.size() == 4) {
+        const std::string k = std::to_string(ws[2]) + "x" + std::to_string(ws[3]);
+        l.shape = std::to_string(xs[1]) + "->" + std::to_string(ws[0]) + " " + k + " s" +
+                  std::to_string(strides.empty() ? 1 : strides[0]) + " " + std::to_string(xs[2]) + "x" + std::to_string(xs[3]);
+      }
     } else {
       // Bytes of a value as this step moves it: a copy-free Concat's input (its own channel slice,
       // not the whole pitched buffer); the Concat itself reads and writes only the inputs it copies.
