@@ -118,9 +118,11 @@ struct CudaEngineStats {
   std::string tune_breakdown;
   std::string tactic_cache_path;    // "" = none
   // Batch sizes run so far that were not tuned (their tactics derived from the nearest tuned
-  // size's, built on all cores when first run), and the host time that took, ms.
+  // size's, built on all cores when first run, their plans kept in the tactic cache file), the
+  // host time that took (ms), and the derived tactics restored from the file's plans.
   int derived_batches = 0;
   double derive_ms = 0;
+  int derived_plans_restored = 0;
   std::vector<std::string> warnings;
 };
 

@@ -548,6 +548,23 @@ TEST(CudaEngine, TacticCacheOnDisk) {
   }
   EXPECT_TRUE(bit_identical(first.run_host({x}), second.run_host({x})));
 
+  // Batch 3 was derived (tuned: 1 and 4) and its plans went into the file: a later start restores
+  // them (derived_plans_restored) and computes the same bits.
+  EXPECT_EQ(first.stats().derived_batches, 1);
+  {
+    std::ifstream in(file, std::ios::binary);
+    const std::string after((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(after.find("|derived|b3\""), std::string::npos) << "no derived plan of batch 3 in the file";
+  }
+  engine::forget_process_tactics();
+  CudaEngine third(m, o);
+  const Tensor x3 = random_input(3, 33);
+  EXPECT_TRUE(bit_identical(first.run_host({x3}), third.run_host({x3}))) << "derived batch 3 from the file's plans";
+  EXPECT_EQ(third.stats().derived_batches, 1);
+  EXPECT_GT(third.stats().derived_plans_restored, 0);
+  std::printf("cache: derived batch 3 %.0f ms (first), %.0f ms with %d plans restored (later start)\n",
+              first.stats().derive_ms, third.stats().derive_ms, third.stats().derived_plans_restored);
+
   // Corrupt: ignored with a warning naming the file.
   {
     std::FILE* w = std::fopen(file.c_str(), "wb");

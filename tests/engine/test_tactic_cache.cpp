@@ -114,6 +114,37 @@ TEST(TacticCache, PlansRoundTripAsBase64) {
 }
 
 // Each bad file: load() says false with a warning naming the file, and nothing of it is used.
+// Derived entries (a batch size that was not tuned): kept apart from the tuned ones (find() and
+// find_derived() each see only theirs), untimed ("us" 0 whatever was put), round-tripped with their
+// plan, and stored under a key that earlier builds' loader accepts ("...|b<batch>").
+TEST(TacticCache, DerivedEntriesApartFromTunedOnes) {
+  const std::string path = scratch_file("derived.json");
+  std::remove(path.c_str());
+  const std::vector<uint8_t> plan = {1, 2, 3, 250};
+  TacticCache a("GPU A");
+  a.put("fp16 x32 conv", 8, {"cudnn-graph:e4;24=26", "cudnn-graph eng4_k24=26", 3.25});
+  a.put_derived("fp16 x32 conv", 3, {"cudnn-graph:e4;24=26", "cudnn-graph eng4_k24=26", 9.0, TacticCache::encode_plan(plan)});
+  EXPECT_EQ(a.find("fp16 x32 conv", 3), nullptr) << "a derived entry is not a tuned choice";
+  EXPECT_EQ(a.find_derived("fp16 x32 conv", 8), nullptr) << "a tuned entry is not a derived one";
+  ASSERT_NE(a.find_derived("fp16 x32 conv", 3), nullptr);
+  EXPECT_EQ(a.find_derived("fp16 x32 conv", 3)->us, 0.0);
+  EXPECT_TRUE(a.dirty());
+  std::string warning;
+  ASSERT_TRUE(a.save(path, &warning)) << warning;
+  EXPECT_NE(read(path).find("\"fp16 x32 conv|derived|b3\""), std::string::npos) << read(path);
+  TacticCache b("GPU A");
+  ASSERT_TRUE(b.load(path, &warning)) << warning;
+  EXPECT_EQ(b.size(), 2u);
+  const TacticRecord* d = b.find_derived("fp16 x32 conv", 3);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->tactic, "cudnn-graph:e4;24=26");
+  std::vector<uint8_t> back;
+  ASSERT_TRUE(TacticCache::decode_plan(d->plan, &back));
+  EXPECT_EQ(back, plan);
+  EXPECT_EQ(b.find("fp16 x32 conv", 3), nullptr);
+  ASSERT_NE(b.find("fp16 x32 conv", 8), nullptr);
+}
+
 TEST(TacticCache, BadFilesAreIgnoredWithAWarning) {
   const std::string good_entry = R"("fp16 x|b1": {"tactic": "cudnn:GEMM", "us": 1})";
   const std::pair<const char*, std::string> cases[] = {

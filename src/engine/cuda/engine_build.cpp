@@ -138,7 +138,9 @@ void CudaEngine::Impl::choose_tactics() {
     if (!cache->save(path, &warning)) stats.warnings.push_back(warning);
     cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
   }
-  tuner->detach_cache();  // `cache` ends with this function; the tuner lives on for derived batch sizes
+  // The cache stays with the engine: derived batch sizes (batch_exec) add their plans to it.
+  tactic_cache = std::move(cache);
+  tactic_cache_path = path;
   const engine::TunerStats& ts = tuner->stats();
   for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
   stats.tuned_batches = tuned;
@@ -177,7 +179,12 @@ BatchExec& CudaEngine::Impl::batch_exec(int batch) {
     auto be = std::make_unique<BatchExec>();
     be->tactics = tuner->derive_many(problems, ids, options.device, pool_threads());
     slot = std::move(be);
+    if (tactic_cache && tactic_cache->dirty()) {
+      std::string warning;
+      if (!tactic_cache->save(tactic_cache_path, &warning)) stats.warnings.push_back(warning);
+    }
     stats.derived_batches += 1;
+    stats.derived_plans_restored = tuner->stats().derived_restored;
     stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   return *slot;

@@ -223,6 +223,9 @@ struct CudaEngine::Impl {
   engine::ConvBuffers conv_buffers(const ConvInfo& ci) const;
   void convert_input(const void* d_input, int batch, cudaStream_t s);
   BatchExec& batch_exec(int batch);
+  // The tactic cache of the build (null: none), kept for the plans of derived batch sizes.
+  std::unique_ptr<engine::TacticCache> tactic_cache;
+  std::string tactic_cache_path;
   // Host threads that build cuDNN plans at once (prebuild, derived batch sizes): the cores, at most 16.
   static int pool_threads() { return static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))); }
   // Steps [first, last) of the forward (all by default) on stream s.

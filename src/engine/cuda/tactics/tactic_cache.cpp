@@ -213,6 +213,22 @@ bool TacticCache::save(const std::string& path, std::string* warning) const {
   return true;
 }
 
+std::string TacticCache::derived_key(const std::string& signature, int batch) {
+  return key(signature + "|derived", batch);
+}
+
+const TacticRecord* TacticCache::find_derived(const std::string& signature, int batch) const {
+  auto it = entries_.find(derived_key(signature, batch));
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void TacticCache::put_derived(const std::string& signature, int batch, TacticRecord record) {
+  record.us = 0;
+  record.loaded = false;
+  entries_[derived_key(signature, batch)] = std::move(record);
+  dirty_ = true;
+}
+
 const TacticRecord* TacticCache::find(const std::string& signature, int batch) const {
   auto it = entries_.find(key(signature, batch));
   return it == entries_.end() ? nullptr : &it->second;

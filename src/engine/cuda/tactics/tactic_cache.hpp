@@ -58,12 +58,19 @@ class TacticCache {
 
   const TacticRecord* find(const std::string& signature, int batch) const;
   void put(const std::string& signature, int batch, TacticRecord record);
+  // Derived entries: the tactic of a layer at a batch size the build did not tune, taken from the
+  // nearest tuned size's choice (not timed: "us" 0), kept for its plan so that a later start
+  // restores it instead of compiling it again. Stored under "<signature>|derived|b<batch>" (files
+  // of earlier builds read them as entries they never look up); find() never returns them.
+  const TacticRecord* find_derived(const std::string& signature, int batch) const;
+  void put_derived(const std::string& signature, int batch, TacticRecord record);
   size_t size() const { return entries_.size(); }
   bool dirty() const { return dirty_; }
   const std::string& device_key() const { return device_key_; }
 
  private:
   static std::string key(const std::string& signature, int batch);
+  static std::string derived_key(const std::string& signature, int batch);
   std::string device_key_;
   std::map<std::string, TacticRecord> entries_;  // this device only
   bool dirty_ = false;

@@ -664,47 +664,62 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
                                                                   int threads) {
   YOLOCU_CHECK(problems.size() == ids.size(), kInternal, "derive_many: ", problems.size(), " problems, ", ids.size(), " ids");
   // One job per distinct (problem, tactic): layers of the same shape share the built tactic.
+  struct Job {
+    size_t first = 0;               // its first layer
+    std::vector<uint8_t> plan;      // the cache file's derived plan of this tactic, if any
+    std::shared_ptr<const ConvTactic> built;
+    std::string text;               // a plan built here (not restored), serialised for the file
+  };
   std::vector<std::string> keys;
+  std::vector<Job> jobs;
   std::vector<size_t> job_of(problems.size());
-  std::vector<size_t> first_of;  // per job: its first layer
   for (size_t i = 0; i < problems.size(); ++i) {
     const std::string key = problems[i].signature() + "|b" + std::to_string(problems[i].n) + "|" + ids[i];
     const auto it = std::find(keys.begin(), keys.end(), key);
     job_of[i] = static_cast<size_t>(it - keys.begin());
-    if (it == keys.end()) {
-      keys.push_back(key);
-      first_of.push_back(i);
-    }
+    if (it != keys.end()) continue;
+    keys.push_back(key);
+    Job j;
+    j.first = i;
+    const TacticRecord* r = cache_ ? cache_->find_derived(problems[i].signature(), problems[i].n) : nullptr;
+    if (r && r->tactic == ids[i]) j.plan = plan_bytes(*r);
+    jobs.push_back(std::move(j));
   }
-  std::vector<std::shared_ptr<const ConvTactic>> built(keys.size());
   std::mutex mutex;
   size_t next = 0;
   auto worker = [&] {
     PoolHandle ph;
     if (!ph.open(device)) return;
     for (;;) {
-      size_t j;
+      Job* j;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        if (next == keys.size()) return;
-        j = next++;
+        if (next == jobs.size()) return;
+        j = &jobs[next++];
       }
-      const size_t i = first_of[j];
+      const ConvProblem& pb = problems[j->first];
       try {
-        built[j] = make_tactic(ph.h, problems[i], ids[i], limits_);
+        TacticPtr t = make_tactic(ph.h, pb, ids[j->first], limits_, j->plan.empty() ? nullptr : &j->plan);
+        if (t && !t->restored_from_plan() && family_of(t->id()) == TacticFamily::kCudnnGraph)
+          j->text = plan_text(ph.h, pb, limits_, *t);
+        j->built = std::move(t);
       } catch (const std::exception&) {
-        built[j].reset();  // derived below, on the engine's handle (which reports what fails)
+        j->built.reset();  // derived below, on the engine's handle (which reports what fails)
       }
     }
   };
-  const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), keys.size()));
+  const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), jobs.size()));
   std::vector<std::thread> pool;
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  for (size_t j = 0; j < keys.size(); ++j)
-    if (!built[j]) built[j] = derive(problems[first_of[j]], ids[first_of[j]]);
+  for (Job& j : jobs) {
+    const ConvProblem& pb = problems[j.first];
+    if (!j.built) j.built = derive(pb, ids[j.first]);
+    if (j.built->restored_from_plan()) ++stats_.derived_restored;
+    if (cache_ && !j.text.empty()) cache_->put_derived(pb.signature(), pb.n, {j.built->id(), j.built->name(), 0, j.text});
+  }
   std::vector<std::shared_ptr<const ConvTactic>> out(problems.size());
-  for (size_t i = 0; i < problems.size(); ++i) out[i] = built[job_of[i]];
+  for (size_t i = 0; i < problems.size(); ++i) out[i] = jobs[job_of[i]].built;
   return out;
 }
 

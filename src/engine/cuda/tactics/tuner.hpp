@@ -47,6 +47,7 @@ struct TunedLayer {
 struct TunerStats {
   int layers = 0, memo_hits = 0, cache_hits = 0, tuned = 0, candidates = 0, rejected = 0;
   int plans_restored = 0;  // cache hits whose tactic was restored from its serialised plan
+  int derived_restored = 0;  // derive_many(): tactics restored from the file's derived plans
   double ms = 0;  // host time spent in choose()
   TuneBreakdown breakdown;  // where the time of prebuild() and choose() went (breakdown.choose_ms == ms)
 };
@@ -88,14 +89,13 @@ class Tuner {
   // distinct (problem, tactic); what does not build there is derived on the engine's handle. A
   // derived batch size then costs about one layer's plan compilation instead of all of them in a row
   // (8 video streams warming batch sizes 1..8 took 17.8-37.2 s on the H100 one layer at a time).
+  // With a cache: a plan the file keeps for the same derived tactic is restored instead of built,
+  // and plans built here are put there (TacticCache::put_derived; the caller saves the file).
   std::vector<std::shared_ptr<const ConvTactic>> derive_many(const std::vector<ConvProblem>& problems,
                                                              const std::vector<std::string>& ids, int device,
                                                              int threads);
 
   void set_limits(const TacticLimits& limits);
-  // The cache belongs to the engine's build: after it, the tuner must not touch it (derive() and
-  // derive_many() never do; choose() and prebuild() then work without a file).
-  void detach_cache() { cache_ = nullptr; }
   const TunerStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
