@@ -136,10 +136,13 @@ def fusion_cases(opset):
 # kernel size in the chain, a pool read by one more op, the Concat's inputs in another order, a pool
 # that is also a graph output. Expected fused SPPF blocks: test_gpu_steps.cpp.
 def sppf_cases(opset):
+    # their own random numbers: the other cases keep the inputs they had before these were added
+    own = np.random.default_rng(1000 + opset)
+    r = lambda *shape: own.standard_normal(shape).astype(np.float32)
     c = []
     ch = 8
-    inits = [("w1", f32(ch, ch, 1, 1) * 0.3), ("w1_b", f32(ch)), ("w2", f32(ch, 4 * ch, 1, 1) * 0.3), ("w2_b", f32(ch))]
-    x = [("x", f32(1, ch, 9, 11))]
+    inits = [("w1", r(ch, ch, 1, 1) * 0.3), ("w1_b", r(ch)), ("w2", r(ch, 4 * ch, 1, 1) * 0.3), ("w2_b", r(ch))]
+    x = [("x", r(1, ch, 9, 11))]
 
     def pool(src, dst, k=5):
         return ("MaxPool", [src], [dst], dict(kernel_shape=[k, k], pads=[k // 2] * 4, strides=[1, 1]))
