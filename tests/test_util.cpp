@@ -78,6 +78,10 @@ int run_command(const std::string& cmd, std::string* out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+std::string op_cases_command(const std::string& dir, const std::string& prefix) {
+  return python() + " " + source_dir() + "/tests/python/make_op_cases.py " + dir + (prefix.empty() ? "" : " " + prefix);
+}
+
 std::string python() {
   const char* env = std::getenv("YOLOCU_PYTHON");
   if (env) return env;  // empty: no Python oracles

@@ -53,6 +53,10 @@ int run_command(const std::string& cmd, std::string* out = nullptr);
 // The project's Python (.venv) if it exists, else empty.
 std::string python();
 
+// The command that writes tests/python/make_op_cases.py's ONNX cases whose names start with
+// `prefix` ("" = all), with ONNX Runtime's outputs, into `dir` (see YOLOCU_REQUIRE_OP_CASES).
+std::string op_cases_command(const std::string& dir, const std::string& prefix);
+
 // max |a-b| and ||a-b|| / ||b|| over float32 (or float16, converted) tensors of equal numel.
 struct Diff {
   double max_abs = 0, rel_l2 = 0;
@@ -65,6 +69,17 @@ Diff compare(const Tensor& a, const Tensor& b);
 #define YOLOCU_REQUIRE_DATA(var, rel)                                                      \
   const std::string var = ::yolocu::test::data_file(rel);                                  \
   if (var.empty()) GTEST_SKIP() << "test material not found: " << ::yolocu::test::data_dir() << "/" << rel
+
+// Generates make_op_cases.py's cases starting with `prefix` into scratch dir `scratch` (their
+// directory in `var`); skips the test (visibly) without the project's Python, fails it (with the
+// script's output) when the script fails.
+#define YOLOCU_REQUIRE_OP_CASES(var, scratch, prefix)                                                            \
+  const std::string var = ::yolocu::test::scratch_dir(scratch);                                                  \
+  if (::yolocu::test::python().empty()) GTEST_SKIP() << "no .venv python with onnx/onnxruntime (run scripts/setup.sh)"; \
+  do {                                                                                                           \
+    std::string log_;                                                                                            \
+    ASSERT_EQ(::yolocu::test::run_command(::yolocu::test::op_cases_command(var, prefix), &log_), 0) << log_;     \
+  } while (0)
 
 // Skips the current test (visibly) when a YOLOv8 reference file is missing; fails instead when
 // YOLOCU_REQUIRE_V8 is set.

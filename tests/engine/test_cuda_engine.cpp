@@ -289,12 +289,7 @@ TEST(CudaEngine, FusedSppf) {
 // 1x1 convolutions; the pools are exact), fused where the pattern is exact, at opset 13.
 TEST(CudaEngine, SppfPatternsMatchCpu) {
   YOLOCU_REQUIRE_GPU();
-  const std::string py = test::python();
-  if (py.empty()) GTEST_SKIP() << "no python with onnx/onnxruntime";
-  const std::string dir = test::scratch_dir("sppfcases_gpu");
-  std::string log;
-  ASSERT_EQ(test::run_command(py + " " + test::source_dir() + "/tests/python/make_op_cases.py " + dir + " Sppf", &log), 0)
-      << log;
+  YOLOCU_REQUIRE_OP_CASES(dir, "sppfcases_gpu", "Sppf");
   const std::map<std::string, int> fused = {{"SppfExact", 1},       {"SppfKernel3", 1}, {"SppfMixedKernels", 0},
                                             {"SppfExtraReader", 0}, {"SppfOrder", 0},   {"SppfPoolIsOutput", 0}};
   for (const auto& [name, want] : fused) {

@@ -294,12 +294,7 @@ TEST(GpuSteps, FusedSppf) {
 // 3x3 pools is one kSppf step; a chain of mixed kernel sizes, a pool that one more op reads, the
 // Concat's inputs in another order, or a pool that is a graph output keep their pools.
 TEST(GpuSteps, SppfPatterns) {
-  const std::string py = test::python();
-  if (py.empty()) GTEST_SKIP() << "no .venv python with onnx/onnxruntime (run scripts/setup.sh)";
-  const std::string dir = test::scratch_dir("sppfcases");
-  std::string log;
-  ASSERT_EQ(test::run_command(py + " " + test::source_dir() + "/tests/python/make_op_cases.py " + dir + " Sppf", &log), 0)
-      << log;
+  YOLOCU_REQUIRE_OP_CASES(dir, "sppfcases", "Sppf");
   const std::map<std::string, std::pair<int, int>> expected = {  // name: fused blocks, pool size
       {"SppfExact", {1, 5}},        {"SppfKernel3", {1, 3}}, {"SppfMixedKernels", {0, 0}},
       {"SppfExtraReader", {0, 0}},  {"SppfOrder", {0, 0}},   {"SppfPoolIsOutput", {0, 0}}};

@@ -16,11 +16,7 @@
 using namespace yolocu;
 
 TEST(Ops, EveryOpEveryOpsetAgainstOnnxRuntime) {
-  const std::string py = test::python();
-  if (py.empty()) GTEST_SKIP() << "no .venv python with onnx/onnxruntime (run scripts/setup.sh)";
-  const std::string dir = test::scratch_dir("opcases");
-  std::string log;
-  ASSERT_EQ(test::run_command(py + " " + test::source_dir() + "/tests/python/make_op_cases.py " + dir, &log), 0) << log;
+  YOLOCU_REQUIRE_OP_CASES(dir, "opcases", "");
   std::ifstream manifest(dir + "/manifest.txt");
   std::string line;
   int cases = 0;
