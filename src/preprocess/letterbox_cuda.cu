@@ -19,7 +19,7 @@ using detail::ResizeMode;
 constexpr int kBlockX = 32, kBlockY = 8;
 constexpr int kMaxSide = 32768;
 
-using letterbox_device::to_out;
+using cuda_half::from_f;
 using letterbox_device::unit;
 
 // Bit-exact OpenCV INTER_LINEAR / 2x area / copy for pixel (x, y) of the resized image: bgr[3].
@@ -78,7 +78,7 @@ __device__ __forceinline__ void store_run(T* out, const float (&v)[kPix]) {
     packed.y = *reinterpret_cast<const unsigned int*>(&hi);
     *reinterpret_cast<uint2*>(out) = packed;
   } else {
-    for (int k = 0; k < kPix; ++k) out[k] = to_out<T>(v[k]);
+    for (int k = 0; k < kPix; ++k) out[k] = from_f<T>(v[k]);
   }
 }
 

@@ -1,5 +1,6 @@
 // Device helpers shared by the letterbox kernels (letterbox_cuda.cu: host-staged BGR;
-// letterbox_image_cuda.cu: BGR / RGB / NV12 device images): the output conversion.
+// letterbox_image_cuda.cu: BGR / RGB / NV12 device images); the output conversion is
+// core/cuda_half.cuh's from_f.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -7,12 +8,6 @@
 #include "core/cuda_half.cuh"
 
 namespace yolocu::letterbox_device {
-
-// float32 -> the output's type (round to nearest even for fp16)
-template <typename T>
-__device__ __forceinline__ T to_out(float v) {
-  return cuda_half::from_f<T>(v);
-}
 
 // value / 255 in float32, correctly rounded like the CPU (and PyTorch's `im /= 255`).
 __device__ __forceinline__ float unit(int v) { return __fdiv_rn(static_cast<float>(v), 255.f); }

@@ -85,7 +85,7 @@ __device__ __forceinline__ void fast_pixel(const DeviceLetterboxDesc& d, const d
   }
 }
 
-using letterbox_device::to_out;
+using cuda_half::from_f;
 using letterbox_device::unit;
 
 // Thread mapping: blockIdx.z is the image of the batch, each thread one destination pixel (x, y)
@@ -112,9 +112,9 @@ __global__ void letterbox_images_kernel(const DeviceLetterboxDesc* __restrict__ 
       fast_pixel(d, yuv, rx, ry, bgr);
     }
   }
-  out[0] = to_out<T>(unit(bgr[2]));
-  out[plane] = to_out<T>(unit(bgr[1]));
-  out[2 * plane] = to_out<T>(unit(bgr[0]));
+  out[0] = from_f<T>(unit(bgr[2]));
+  out[plane] = from_f<T>(unit(bgr[1]));
+  out[2 * plane] = from_f<T>(unit(bgr[0]));
 }
 
 template <typename T>

@@ -26,12 +26,9 @@ unsigned grid_for(int64_t n) {
 
 using kutil::check_count;
 using kutil::from_f;
+using kutil::max_nan;
 using kutil::to_f;
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
+using kutil::Vec;
 
 __device__ __forceinline__ float apply(EltOp op, float a, float b) {
   switch (op) {
@@ -199,7 +196,7 @@ __global__ void maxpool_kernel(const T* __restrict__ x, T* __restrict__ y, PoolP
 #pragma unroll
         for (int k = 0; k < V; ++k) {
           const float f = to_f(v.v[k]);
-          m[k] = (f > m[k] || isnan(f)) ? f : m[k];
+          m[k] = max_nan(m[k], f);
         }
       }
     Vt o;

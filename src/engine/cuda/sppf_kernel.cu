@@ -26,19 +26,14 @@ namespace yolocu::cuda_kernels {
 namespace {
 
 using kutil::from_f;
+using kutil::max_nan;
 using kutil::to_f;
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-__device__ __forceinline__ float max_nan(float m, float f) { return (f > m || isnan(f)) ? f : m; }
+using kutil::Vec;
 
 template <typename T, int V>
 __global__ void __launch_bounds__(1024) sppf_kernel(const T* __restrict__ x, T* __restrict__ y, int h, int w, int c,
                                                     int x_pitch, int y_pitch, int r) {
-  using P = Pack<T, V>;
+  using P = Vec<T, V>;
   extern __shared__ uint4 sppf_smem[];
   const int hw = h * w;
   P* a = reinterpret_cast<P*>(sppf_smem);
@@ -107,7 +102,7 @@ void launch_sppf(const void* x, void* y, int n, int h, int w, int c, int x_pitch
                  cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(c / V), static_cast<unsigned>(n));
   const int threads = std::min(1024, (h * w + 31) / 32 * 32);
-  const size_t smem = engine::kSppfPlanes * static_cast<size_t>(h) * static_cast<size_t>(w) * sizeof(Pack<T, V>);
+  const size_t smem = engine::kSppfPlanes * static_cast<size_t>(h) * static_cast<size_t>(w) * sizeof(Vec<T, V>);
   sppf_kernel<T, V><<<grid, threads, smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), h, w, c, x_pitch,
                                                      y_pitch, r);
 }
