@@ -663,28 +663,33 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
                                                                   const std::vector<std::string>& ids, int device,
                                                                   int threads) {
   YOLOCU_CHECK(problems.size() == ids.size(), kInternal, "derive_many: ", problems.size(), " problems, ", ids.size(), " ids");
-  // One job per distinct (problem, tactic): layers of the same shape share the built tactic.
+  // One job per distinct (problem, tactic): layers of the same shape share the built tactic, and so
+  // do the engines of this process (the memo: each execution context's engine derives the same sizes).
   struct Job {
     size_t first = 0;               // its first layer
+    std::string sig, memo_key;
     std::vector<uint8_t> plan;      // the cache file's derived plan of this tactic, if any
-    std::shared_ptr<const ConvTactic> built;
+    std::shared_ptr<const ConvTactic> built;  // (from the memo: before the pool runs)
     std::string text;               // a plan built here (not restored), serialised for the file
   };
-  std::vector<std::string> keys;
   std::vector<Job> jobs;
   std::vector<size_t> job_of(problems.size());
   for (size_t i = 0; i < problems.size(); ++i) {
-    const std::string key = problems[i].signature() + "|b" + std::to_string(problems[i].n) + "|" + ids[i];
-    const auto it = std::find(keys.begin(), keys.end(), key);
-    job_of[i] = static_cast<size_t>(it - keys.begin());
-    if (it != keys.end()) continue;
-    keys.push_back(key);
     Job j;
+    j.sig = problems[i].signature();
+    j.memo_key = memo_key_of("derived|" + j.sig + "|b" + std::to_string(problems[i].n) + "|" + ids[i]);
+    const auto same = std::find_if(jobs.begin(), jobs.end(), [&](const Job& o) { return o.memo_key == j.memo_key; });
+    job_of[i] = static_cast<size_t>(same - jobs.begin());
+    if (same != jobs.end()) continue;
     j.first = i;
-    const TacticRecord* r = cache_ ? cache_->find_derived(problems[i].signature(), problems[i].n) : nullptr;
+    j.built = memo_find(j.memo_key, nullptr, nullptr);
+    const TacticRecord* r = !j.built && cache_ ? cache_->find_derived(j.sig, problems[i].n) : nullptr;
     if (r && r->tactic == ids[i]) j.plan = plan_bytes(*r);
     jobs.push_back(std::move(j));
   }
+  std::vector<Job*> todo;
+  for (Job& j : jobs)
+    if (!j.built) todo.push_back(&j);
   std::mutex mutex;
   size_t next = 0;
   auto worker = [&] {
@@ -694,8 +699,8 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
       Job* j;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        if (next == jobs.size()) return;
-        j = &jobs[next++];
+        if (next == todo.size()) return;
+        j = todo[next++];
       }
       const ConvProblem& pb = problems[j->first];
       try {
@@ -708,15 +713,16 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
       }
     }
   };
-  const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), jobs.size()));
+  const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), todo.size()));
   std::vector<std::thread> pool;
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  for (Job& j : jobs) {
-    const ConvProblem& pb = problems[j.first];
-    if (!j.built) j.built = derive(pb, ids[j.first]);
-    if (j.built->restored_from_plan()) ++stats_.derived_restored;
-    if (cache_ && !j.text.empty()) cache_->put_derived(pb.signature(), pb.n, {j.built->id(), j.built->name(), 0, j.text});
+  for (Job* j : todo) {
+    const ConvProblem& pb = problems[j->first];
+    if (!j->built) j->built = derive(pb, ids[j->first]);
+    if (j->built->restored_from_plan()) ++stats_.derived_restored;
+    if (cache_ && !j->text.empty()) cache_->put_derived(j->sig, pb.n, {j->built->id(), j->built->name(), 0, j->text});
+    memo_put(j->memo_key, {j->built->id(), j->built->name(), 0}, j->built);
   }
   std::vector<std::shared_ptr<const ConvTactic>> out(problems.size());
   for (size_t i = 0; i < problems.size(); ++i) out[i] = jobs[job_of[i]].built;

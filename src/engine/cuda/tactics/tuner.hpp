@@ -89,8 +89,9 @@ class Tuner {
   // distinct (problem, tactic); what does not build there is derived on the engine's handle. A
   // derived batch size then costs about one layer's plan compilation instead of all of them in a row
   // (8 video streams warming batch sizes 1..8 took 17.8-37.2 s on the H100 one layer at a time).
-  // With a cache: a plan the file keeps for the same derived tactic is restored instead of built,
-  // and plans built here are put there (TacticCache::put_derived; the caller saves the file).
+  // A tactic another engine of this process derived already is taken from it. With a cache: a plan
+  // the file keeps for the same derived tactic is restored instead of built, and plans built here
+  // are put there (TacticCache::put_derived; the caller saves the file).
   std::vector<std::shared_ptr<const ConvTactic>> derive_many(const std::vector<ConvProblem>& problems,
                                                              const std::vector<std::string>& ids, int device,
                                                              int threads);
