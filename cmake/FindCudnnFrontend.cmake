@@ -6,13 +6,10 @@ file(GLOB _fe_venv_includes "${PROJECT_SOURCE_DIR}/.venv/lib/python3*/site-packa
 find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
           HINTS ${CUDNN_FRONTEND_ROOT} $ENV{CUDNN_FRONTEND_ROOT} ${_fe_venv_includes}
           PATH_SUFFIXES include)
-if(CUDNN_FRONTEND_INCLUDE_DIR AND EXISTS "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h")
-  file(STRINGS "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h" _v
-       REGEX "#define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION +[0-9]+")
-  string(REGEX REPLACE ".*CUDNN_FRONTEND_MAJOR_VERSION +([0-9]+).*" "\\1" _maj "${_v}")
-  string(REGEX REPLACE ".*CUDNN_FRONTEND_MINOR_VERSION +([0-9]+).*" "\\1" _min "${_v}")
-  string(REGEX REPLACE ".*CUDNN_FRONTEND_PATCH_VERSION +([0-9]+).*" "\\1" _pat "${_v}")
-  set(CudnnFrontend_VERSION "${_maj}.${_min}.${_pat}")
+include(${CMAKE_CURRENT_LIST_DIR}/HeaderVersion.cmake)
+if(CUDNN_FRONTEND_INCLUDE_DIR)
+  yolocu_header_version(CudnnFrontend_VERSION "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h"
+                        CUDNN_FRONTEND_MAJOR_VERSION CUDNN_FRONTEND_MINOR_VERSION CUDNN_FRONTEND_PATCH_VERSION)
 endif()
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(CudnnFrontend REQUIRED_VARS CUDNN_FRONTEND_INCLUDE_DIR

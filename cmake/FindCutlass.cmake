@@ -6,12 +6,9 @@ file(GLOB _cutlass_venv_includes "${PROJECT_SOURCE_DIR}/.venv/lib/python3*/site-
 find_path(CUTLASS_INCLUDE_DIR cutlass/cutlass.h
           HINTS ${CUTLASS_ROOT} $ENV{CUTLASS_ROOT} ${_cutlass_venv_includes}
           PATH_SUFFIXES include)
-if(CUTLASS_INCLUDE_DIR AND EXISTS "${CUTLASS_INCLUDE_DIR}/cutlass/version.h")
-  file(STRINGS "${CUTLASS_INCLUDE_DIR}/cutlass/version.h" _v REGEX "#define CUTLASS_(MAJOR|MINOR|PATCH) +[0-9]+")
-  string(REGEX REPLACE ".*CUTLASS_MAJOR +([0-9]+).*" "\\1" _maj "${_v}")
-  string(REGEX REPLACE ".*CUTLASS_MINOR +([0-9]+).*" "\\1" _min "${_v}")
-  string(REGEX REPLACE ".*CUTLASS_PATCH +([0-9]+).*" "\\1" _pat "${_v}")
-  set(Cutlass_VERSION "${_maj}.${_min}.${_pat}")
+include(${CMAKE_CURRENT_LIST_DIR}/HeaderVersion.cmake)
+if(CUTLASS_INCLUDE_DIR)
+  yolocu_header_version(Cutlass_VERSION "${CUTLASS_INCLUDE_DIR}/cutlass/version.h" CUTLASS_MAJOR CUTLASS_MINOR CUTLASS_PATCH)
 endif()
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(Cutlass REQUIRED_VARS CUTLASS_INCLUDE_DIR VERSION_VAR Cutlass_VERSION)
