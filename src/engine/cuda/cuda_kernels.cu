@@ -379,11 +379,6 @@ void bias_act_nhwc_to(const void* src, void* y, int64_t pitch, const float* bias
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
-void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
-                   bool silu, cudaStream_t stream) {
-  bias_act_nhwc_to(y, y, channels, bias, residual, half, pixels, channels, silu, stream);
-}
-
 void eltwise_flat(EltOp op, const void* a, const void* b, void* y, bool half, int64_t n, cudaStream_t stream) {
   check_count(n, "eltwise");
   if (half)
@@ -673,8 +668,5 @@ void compare_rows(const void* a, int64_t a_pitch, const void* b, int64_t width, 
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
-void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream) {
-  compare_rows(a, n, b, n, half, n, d_acc, stream);
-}
 
 }  // namespace yolocu::cuda_kernels

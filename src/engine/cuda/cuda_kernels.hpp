@@ -34,12 +34,10 @@ void nchw_to_s2d_nhwc(const void* src, bool in_half, void* dst, bool out_half, i
 // NHWC activation dtype -> NCHW float32.
 void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h, int w, cudaStream_t stream);
 
-// y[p, c] = act(y[p, c] + bias[c]) (+ residual[p, c]) over pixels x channels, in place; bias may be
-// null, residual may be null, act = SiLU if silu else identity.
-void bias_act_nhwc(void* y, const float* bias, const void* residual, bool half, int64_t pixels, int channels,
-                   bool silu, cudaStream_t stream);
-// The same from a packed src [pixels, channels] into dst with a pixel pitch of dst_pitch elements
-// (>= channels: a channel slice of a wider NHWC buffer); residual packed like src.
+// dst[p, c] = act(src[p, c] + bias[c]) (+ residual[p, c]) over pixels x channels; bias may be null,
+// residual may be null, act = SiLU if silu else identity. src and residual are packed [pixels,
+// channels]; dst has a pixel pitch of dst_pitch elements (>= channels: a channel slice of a wider
+// NHWC buffer). src == dst (dst_pitch == channels): in place.
 void bias_act_nhwc_to(const void* src, void* dst, int64_t dst_pitch, const float* bias, const void* residual, bool half,
                       int64_t pixels, int channels, bool silu, cudaStream_t stream);
 
@@ -119,8 +117,8 @@ struct CompareAcc {
   unsigned max_diff_bits, max_ref_bits;
   unsigned long long non_finite;
 };
-void compare(const void* a, const void* b, bool half, int64_t n, CompareAcc* d_acc, cudaStream_t stream);
-// The same where a holds rows of `width` elements `a_pitch` apart (a channel slice) and b is packed.
+// a holds rows of `width` elements `a_pitch` apart (a channel slice; a_pitch == width: packed), b
+// is packed; n elements in all.
 void compare_rows(const void* a, int64_t a_pitch, const void* b, int64_t width, bool half, int64_t n,
                   CompareAcc* d_acc, cudaStream_t stream);
 
