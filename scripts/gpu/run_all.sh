@@ -172,39 +172,24 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
     timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \
       >"$out/bench_cuda_engine_warm.log" 2>&1 || row "FAIL  bench_cuda_engine warm (log bench_cuda_engine_warm.log)"
   fi
-  if [ "${COMPARE_COPY_FREE:-0}" = 1 ]; then
-    # The same engines with every Concat copying (--no-copy-free-concat), in the same call; their
-    # tactics from TACTICS_COPIES (a cache of an earlier call, e.g. .data/tactics-h100-*.json.xz) when
-    # given, else tuned here.
-    rm -f "$out/tactics_copies.json"
-    if [ -n "${TACTICS_COPIES:-}" ]; then
-      case "$TACTICS_COPIES" in *.xz) xz -dc "$TACTICS_COPIES" >"$out/tactics_copies.json" ;; *) cp "$TACTICS_COPIES" "$out/tactics_copies.json" ;; esac
-    fi
-    timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 --no-copy-free-concat \
-      --tactic-cache "$out/tactics_copies.json" >"$out/bench_cuda_engine_copies.log" 2>&1 ||
-      row "FAIL  bench_cuda_engine --no-copy-free-concat (log bench_cuda_engine_copies.log)"
-    rm -f "$out/tactics_copies.json"
-  fi
-  if [ -n "${COMPARE_FLAGS:-}" ]; then
-    # The same engines with other bench_cuda_engine flags (e.g. COMPARE_FLAGS=--no-fuse-sppf), in the
-    # same call, from the same tactic cache (a layer the flags change is tuned then).
-    timeout 300 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 $COMPARE_FLAGS \
-      --tactic-cache "$out/tactics.json" >"$out/bench_cuda_engine_compare.log" 2>&1 ||
-      row "FAIL  bench_cuda_engine $COMPARE_FLAGS (log bench_cuda_engine_compare.log)"
-  fi
-  if [ "${CUTLASS:-0}" = 1 ] && [ "${COMPARE_PLAIN:-1}" = 1 ]; then
-    # The same engines without the cutlass family, in the same call: the rows the family must beat.
-    # Their tactics from TACTICS_PLAIN (a cache of an earlier call, e.g. .data/tactics-h100-*.json.xz)
-    # when given, else tuned here.
-    rm -f "$out/tactics_plain.json"
-    if [ -n "${TACTICS_PLAIN:-}" ]; then
-      case "$TACTICS_PLAIN" in *.xz) xz -dc "$TACTICS_PLAIN" >"$out/tactics_plain.json" ;; *) cp "$TACTICS_PLAIN" "$out/tactics_plain.json" ;; esac
-    fi
-    timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 \
-      --tactic-cache "$out/tactics_plain.json" >"$out/bench_cuda_engine_plain.log" 2>&1 ||
-      row "FAIL  bench_cuda_engine without --cutlass (log bench_cuda_engine_plain.log)"
-    rm -f "$out/tactics_plain.json"
-  fi
+  # compare_run NAME "FLAGS" [TACTICS]: the same engines again with other bench_cuda_engine flags, in
+  # the same call (NAME.log); their tactics from TACTICS (a cache: .json, or .json.xz such as
+  # .data/tactics-h100-*.json.xz) when given, else tuned here.
+  compare_run() {
+    local name=$1 flags=$2 tactics=${3:-} tc="$out/tactics_$1.json"
+    rm -f "$tc"
+    case "$tactics" in "") ;; *.xz) xz -dc "$tactics" >"$tc" ;; *) cp "$tactics" "$tc" ;; esac
+    timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 $flags --tactic-cache "$tc" \
+      >"$out/$name.log" 2>&1 || row "FAIL  bench_cuda_engine ${flags:-(default)} (log $name.log)"
+    rm -f "$tc"
+  }
+  # COMPARE_COPY_FREE=1: every Concat copying (--no-copy-free-concat), tactics from TACTICS_COPIES
+  [ "${COMPARE_COPY_FREE:-0}" = 1 ] && compare_run bench_cuda_engine_copies --no-copy-free-concat "${TACTICS_COPIES:-}"
+  # COMPARE_FLAGS="...": those flags (e.g. --no-fuse-sppf), from this call's cache
+  [ -n "${COMPARE_FLAGS:-}" ] && compare_run bench_cuda_engine_compare "$COMPARE_FLAGS" "$out/tactics.json"
+  # CUTLASS=1: also the engines without the cutlass family (the rows it must beat), tactics from
+  # TACTICS_PLAIN (COMPARE_PLAIN=0: not)
+  [ "${CUTLASS:-0}" = 1 ] && [ "${COMPARE_PLAIN:-1}" = 1 ] && compare_run bench_cuda_engine_plain "" "${TACTICS_PLAIN:-}"
   LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
     >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
   # The profile's convolutions next to PyTorch's for the same shapes (PROFILE=1)
