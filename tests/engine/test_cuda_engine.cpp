@@ -549,7 +549,11 @@ TEST(CudaEngine, TacticCacheOnDisk) {
   {
     std::ifstream in(file, std::ios::binary);
     const std::string after((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_NE(after.find("|derived|b3\""), std::string::npos) << "no derived plan of batch 3 in the file";
+    size_t derived = 0;
+    for (size_t at = after.find("|derived|b3\""); at != std::string::npos; at = after.find("|derived|b3\"", at + 1))
+      ++derived;
+    std::printf("cache: %zu derived entries of batch 3 in the file\n", derived);
+    EXPECT_GT(derived, 0u) << "no derived plan of batch 3 in the file";
   }
   engine::forget_process_tactics();
   CudaEngine third(m, o);

@@ -670,7 +670,7 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
     std::string sig, memo_key;
     std::vector<uint8_t> plan;      // the cache file's derived plan of this tactic, if any
     std::shared_ptr<const ConvTactic> built;  // (from the memo: before the pool runs)
-    std::string text;               // a plan built here (not restored), serialised for the file
+    std::string text;               // its plan serialised for the file (built here, or the memo's)
   };
   std::vector<Job> jobs;
   std::vector<size_t> job_of(problems.size());
@@ -682,9 +682,18 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
     job_of[i] = static_cast<size_t>(same - jobs.begin());
     if (same != jobs.end()) continue;
     j.first = i;
-    j.built = memo_find(j.memo_key, nullptr, nullptr);
-    const TacticRecord* r = !j.built && cache_ ? cache_->find_derived(j.sig, problems[i].n) : nullptr;
-    if (r && r->tactic == ids[i]) j.plan = plan_bytes(*r);
+    TacticRecord memo_rec;
+    j.built = memo_find(j.memo_key, nullptr, &memo_rec);
+    const TacticRecord* r = cache_ ? cache_->find_derived(j.sig, problems[i].n) : nullptr;
+    if (r && r->tactic != ids[i]) r = nullptr;
+    if (j.built) {
+      // Derived by another engine of this process: its plan goes into this engine's cache too
+      // (each engine saves its own entries: one without them would drop the other's from the file).
+      if (cache_ && !r && !memo_rec.plan.empty())
+        cache_->put_derived(j.sig, problems[i].n, {memo_rec.tactic, memo_rec.name, 0, memo_rec.plan});
+    } else if (r) {
+      j.plan = plan_bytes(*r);
+    }
     jobs.push_back(std::move(j));
   }
   std::vector<Job*> todo;
@@ -704,10 +713,7 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
       }
       const ConvProblem& pb = problems[j->first];
       try {
-        TacticPtr t = make_tactic(ph.h, pb, ids[j->first], limits_, j->plan.empty() ? nullptr : &j->plan);
-        if (t && !t->restored_from_plan() && family_of(t->id()) == TacticFamily::kCudnnGraph)
-          j->text = plan_text(ph.h, pb, limits_, *t);
-        j->built = std::move(t);
+        j->built = make_tactic(ph.h, pb, ids[j->first], limits_, j->plan.empty() ? nullptr : &j->plan);
       } catch (const std::exception&) {
         j->built.reset();  // derived below, on the engine's handle (which reports what fails)
       }
@@ -721,8 +727,14 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
     const ConvProblem& pb = problems[j->first];
     if (!j->built) j->built = derive(pb, ids[j->first]);
     if (j->built->restored_from_plan()) ++stats_.derived_restored;
-    if (cache_ && !j->text.empty()) cache_->put_derived(j->sig, pb.n, {j->built->id(), j->built->name(), 0, j->text});
-    memo_put(j->memo_key, {j->built->id(), j->built->name(), 0}, j->built);
+    // The plan of a graph tactic built here, serialised and test-restored on the engine's handle as
+    // the tuned layers' plans are (a pool thread's handle restored none of them: H100 at 43cb69b,
+    // CudaEngine.TacticCacheOnDisk found no derived plan in the file).
+    if (cache_ && !j->built->restored_from_plan() && family_of(j->built->id()) == TacticFamily::kCudnnGraph) {
+      j->text = plan_text(cudnn_, pb, limits_, *j->built);
+      if (!j->text.empty()) cache_->put_derived(j->sig, pb.n, {j->built->id(), j->built->name(), 0, j->text});
+    }
+    memo_put(j->memo_key, {j->built->id(), j->built->name(), 0, j->text}, j->built);
   }
   std::vector<std::shared_ptr<const ConvTactic>> out(problems.size());
   for (size_t i = 0; i < problems.size(); ++i) out[i] = jobs[job_of[i]].built;
