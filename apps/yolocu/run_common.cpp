@@ -414,14 +414,17 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
   // compute and no call waits for a whole group to drain; results still go out in input order, and
   // are the same as serial calls'. The last_times() each worker adds are its own call's. Encoded
   // input (the detector decodes, nvJPEG on the GPU): 2N calls at once, as the GPU detector keeps
-  // two decoders per context and a call decodes before it takes a context.
+  // two decoders per context and a call decodes before it takes a context, each of
+  // kEncodedBatchesPerCall batches (a call decodes its next batch while its last one computes).
+  constexpr size_t kEncodedBatchesPerCall = 4;
   const size_t n = items.size(), batch = static_cast<size_t>(std::max(o.batch, 1));
   const size_t calls = static_cast<size_t>(std::max(det.options().contexts, 1)) * (o.encoded ? 2 : 1);
+  const size_t per_call = batch * (o.encoded ? kEncodedBatchesPerCall : 1);
   std::vector<ImageResult> results(n);
   for (size_t i = 0; i < n; ++i) results[i].path = items[i].path;
   RunSummary sum;
   Progress progress(n, o.quiet);
-  DecodeQueue queue(items, o.decode_threads, 2 * batch * calls + static_cast<size_t>(o.decode_threads), o.encoded);
+  DecodeQueue queue(items, o.decode_threads, 2 * per_call * calls + static_cast<size_t>(o.decode_threads), o.encoded);
 
   auto emit = [&](const Chunk& c) {  // the chunk's results, in input order, on this thread
     add_times(sum.times, c.times);
@@ -447,7 +450,7 @@ std::vector<ImageResult> run_detector(Detector& det, const std::vector<InputItem
   };
   size_t next = 0;
   while (next < n) {
-    std::unique_ptr<Chunk> c = read_chunk(queue, next, n, batch, o.encoded, results);
+    std::unique_ptr<Chunk> c = read_chunk(queue, next, n, per_call, o.encoded, results);
     if (calls > 1) {
       while (flight.size() >= calls) emit_oldest();
       Chunk* p = c.get();

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "core/check.hpp"
@@ -157,6 +159,7 @@ struct InFlight {
   Context* c = nullptr;
   int n = 0;
   std::vector<LetterboxGeometry> geoms;
+  std::shared_ptr<void> held;  // what the batch's stage holds until it is collected (its decoder)
 };
 
 class CudaDetector final : public Detector {
@@ -345,7 +348,7 @@ class CudaDetector final : public Detector {
           upload_staged(c, &images[first], n, offset, descs, geoms);
           c.mark(1);
           letterbox_descs(c, n);
-        }, 0, prestage);
+        }, prestage);
     if (staged) give_spare(std::move(staged));
     return out;
   }
@@ -395,13 +398,17 @@ class CudaDetector final : public Detector {
   // waiting for the previous one; a batch is collected (its stream synchronised, its results
   // appended) when no context is free for the next, and at the end, always oldest first, so the
   // output keeps the input order.
-  // `before_ms`: host time the call spent on the batch before (detect_encoded: the nvJPEG decode),
-  // counted in the recorded times' preprocess and total.
   // `prestage(first, n)` (optional): the host's part of a batch's input, done while the call waits
   // for a context (it is then given to `prepare` for that batch).
+  // `stage(first, n, may_wait)` (optional): the host's part of a batch done before it takes a
+  // context, while this call's earlier batches compute (detect_encoded: the nvJPEG decode). It
+  // returns what the batch holds until it is collected (its decoder), or null when that is not free
+  // and may_wait is false: the oldest batch is collected (giving back what it held) and it is asked
+  // again, with may_wait true once none of this call's batches is in flight.
+  using Stage = std::function<std::shared_ptr<void>(size_t first, int n, bool may_wait)>;
   std::vector<Detections> run_batches(size_t count, DetectionTrace* trace, const PrepareInput& prepare,
-                                      double before_ms = 0,
-                                      const std::function<void(size_t first, int n)>& prestage = nullptr) {
+                                      const std::function<void(size_t first, int n)>& prestage = nullptr,
+                                      const Stage& stage = nullptr) {
     std::vector<Detections> out;
     out.reserve(count);
     if (trace) *trace = DetectionTrace{};
@@ -422,6 +429,12 @@ class CudaDetector final : public Detector {
     try {
       for (size_t b = 0; b < count; b += static_cast<size_t>(options_.max_batch)) {
         const int n = static_cast<int>(std::min(count - b, static_cast<size_t>(options_.max_batch)));
+        std::shared_ptr<void> held;
+        if (stage) {
+          const auto p0 = std::chrono::steady_clock::now();
+          while (!(held = stage(b, n, pending.empty()))) collect_oldest();
+          times.preprocess += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
+        }
         Context* c = try_acquire();
         if (!c && prestage) {  // the host's work on this batch while the in-flight ones compute
           const auto p0 = std::chrono::steady_clock::now();
@@ -433,7 +446,7 @@ class CudaDetector final : public Detector {
           collect_oldest();
           c = pending.empty() ? &acquire() : try_acquire();
         }
-        InFlight f{c, n, {}};
+        InFlight f{c, n, {}, std::move(held)};
         try {
           enqueue(*c, b, n, f.geoms, times, prepare);
         } catch (...) {
@@ -455,57 +468,63 @@ class CudaDetector final : public Detector {
       }
       throw;
     }
-    times.total = before_ms + std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    times.preprocess += before_ms;
+    times.total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     record_times(times);
     return out;
   }
 
-  // Per batch of max_batch images: nvJPEG decodes it with a decoder of the pool, on the decoder's
-  // stream, before the batch takes an execution context (so that with several calls at once the
-  // decodes of the next batches run while the contexts compute); then the device path letterboxes
-  // the decoded images in place on the context's stream, which waits for the decode on the device
-  // (no host synchronisation between them). The decoder goes back to the pool when its batch is
-  // collected: the letterbox that read its images has run. With profiling on, the batch's upload
-  // stage is the context's wait for the decode; the host's decode time (waiting for a decoder
-  // included) counts as preprocess. last_times(): the call's last batch.
+  // Per batch of max_batch images, the nvJPEG decode (a decoder of the pool, on the decoder's stream)
+  // is the batch's stage: it runs before the batch takes an execution context, while this call's
+  // earlier batches compute (a call of several batches decodes batch k + 1 during batch k's forward;
+  // with several calls at once, their decodes run while the contexts compute), and the decoder stays
+  // with the batch until it is collected: the letterbox that read its images has run. The context's
+  // stream waits for the decode on the device, then letterboxes the decoded images in place (no host
+  // synchronisation between them). With profiling on, a batch's upload stage is the context's wait
+  // for the decode; the host's decode time (waiting for a decoder included) counts as preprocess.
   std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes) {
-    std::vector<Detections> out;
-    out.reserve(images.size());
-    const size_t step = static_cast<size_t>(options_.max_batch);
-    for (size_t first = 0; first < images.size(); first += step) {
-      const size_t n = std::min(step, images.size() - first);
-      const std::vector<EncodedImage> batch(images.begin() + static_cast<std::ptrdiff_t>(first),
-                                            images.begin() + static_cast<std::ptrdiff_t>(first + n));
-      const auto t0 = std::chrono::steady_clock::now();
-      detail::JpegDecoderPool::Lease d = decoders_->acquire();
-      JpegDecodeCounts counts;
+    struct Decoded {
+      detail::JpegDecoderPool::Lease lease;
       std::vector<ImageView> views;
+    };
+    std::shared_ptr<Decoded> current;  // the batch being enqueued
+    const auto stage = [&](size_t first, int n, bool may_wait) -> std::shared_ptr<void> {
+      std::optional<detail::JpegDecoderPool::Lease> lease = decoders_->try_acquire();
+      if (!lease) {
+        if (!may_wait) return nullptr;  // the call's oldest batch gives its decoder back first
+        lease.emplace(decoders_->acquire());
+      }
+      auto d = std::make_shared<Decoded>(Decoded{std::move(*lease), {}});
+      detail::JpegDecoderPool::Slot& slot = *d->lease;
+      const std::vector<EncodedImage> batch(images.begin() + static_cast<std::ptrdiff_t>(first),
+                                            images.begin() + static_cast<std::ptrdiff_t>(first) + n);
+      JpegDecodeCounts counts;
       try {
         YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
-        views = d->jpeg->decode(batch, d->stream, &counts);
-        YOLOCU_CUDA_CHECK(cudaEventRecord(d->done, d->stream));
+        d->views = slot.jpeg->decode(batch, slot.stream, &counts);
+        YOLOCU_CUDA_CHECK(cudaEventRecord(slot.done, slot.stream));
       } catch (...) {
         // whatever the decode enqueued finishes before another call reuses this decoder's buffer
-        if (cudaStreamSynchronize(d->stream) != cudaSuccess) (void)cudaGetLastError();
+        if (cudaStreamSynchronize(slot.stream) != cudaSuccess) (void)cudaGetLastError();
         throw;
       }
-      count_decoded(counts.gpu(), counts.cpu(), counts.cpu() - counts.cpu_shared, "nvjpeg " + d->jpeg->backend());
-      for (size_t i = 0; i < n; ++i) sizes[first + i] = {views[i].width, views[i].height};
-      std::vector<Detections> r = run_batches(n, nullptr, [&](Context& c, size_t f, int m, std::vector<LetterboxGeometry>& geoms) {
-        c.mark(0);
-        YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(c.stream, d->done, 0));
-        auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
-        for (int i = 0; i < m; ++i)
-          descs[i] = make_letterbox_cuda_desc(views[f + static_cast<size_t>(i)], input_w_, input_h_,
-                                              &geoms[static_cast<size_t>(i)]);
-        c.hold(/*start=*/false);
-        c.mark(1);
-        letterbox_descs(c, m);
-      }, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      for (Detections& x : r) out.push_back(std::move(x));
-    }
-    return out;
+      count_decoded(counts.gpu(), counts.cpu(), counts.cpu() - counts.cpu_shared, "nvjpeg " + slot.jpeg->backend());
+      for (int i = 0; i < n; ++i)
+        sizes[first + static_cast<size_t>(i)] = {d->views[static_cast<size_t>(i)].width, d->views[static_cast<size_t>(i)].height};
+      current = d;
+      return d;
+    };
+    return run_batches(images.size(), nullptr, [&](Context& c, size_t, int n, std::vector<LetterboxGeometry>& geoms) {
+      const Decoded& d = *current;
+      c.mark(0);
+      YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(c.stream, d.lease->done, 0));
+      auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
+      for (int i = 0; i < n; ++i)
+        descs[i] = make_letterbox_cuda_desc(d.views[static_cast<size_t>(i)], input_w_, input_h_,
+                                            &geoms[static_cast<size_t>(i)]);
+      c.hold(/*start=*/false);
+      c.mark(1);
+      letterbox_descs(c, n);
+    }, nullptr, stage);
   }
 
   // Spare pinned staging buffers for pre-staged batches (run_detect), shared by the calls: one per

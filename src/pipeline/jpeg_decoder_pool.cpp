@@ -40,6 +40,16 @@ JpegDecoderPool::Lease JpegDecoderPool::acquire() {
   }
 }
 
+std::optional<JpegDecoderPool::Lease> JpegDecoderPool::try_acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& s : slots_)
+    if (!s->busy) {
+      s->busy = true;
+      return std::optional<Lease>(std::in_place, this, s.get());
+    }
+  return std::nullopt;
+}
+
 void JpegDecoderPool::release(Slot& s) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

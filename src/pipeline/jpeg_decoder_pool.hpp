@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "yolocu/image_decode_cuda.hpp"
@@ -51,6 +52,8 @@ class JpegDecoderPool {
   JpegDecoderPool(int count, const CudaJpegDecoderOptions& options);
   // Blocks until a decoder is free.
   Lease acquire();
+  // A free decoder, or none (without waiting).
+  std::optional<Lease> try_acquire();
   int size() const { return static_cast<int>(slots_.size()); }
 
  private:

@@ -276,10 +276,58 @@ TEST(DetectEncodedCuda, StageProfilingWithCallsAtOnceFinishes) {
     EXPECT_GT(engine_ms[k], 0.0) << "thread " << t << ": no engine time recorded";
     all_timed += timed[k], all_untimed += untimed[k];
   }
-  // Each call's last batch is in its last_times(); a batch may be left out only if its stream
-  // waited over 100 ms for the enqueue (none should here).
+  // Each call's batches are in its last_times(); a batch may be left out only if its stream waited
+  // over 100 ms for the enqueue (none should here).
   EXPECT_GE(all_timed, kThreads * kCalls * 9 / 10) << all_untimed << " left out";
   std::printf("      profiled calls at once: %d batches timed, %d left out\n", all_timed, all_untimed);
+}
+
+// A call of several batches decodes batch k + 1 while batch k computes (its decoder stays with it
+// until it is collected): with one context and with two, the results are those of one call per
+// batch, bit for bit (the same batches, so the same tactics), sizes included, and every batch's
+// GPU stages are timed.
+TEST(DetectEncodedCuda, CallOfManyBatchesEqualsOneCallPerBatch) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  std::vector<std::string> files = coco_images();
+  if (files.size() < 26) GTEST_SKIP() << "coco128 not found";
+  files.resize(26);  // 7 batches of 4, the last of 2
+  std::vector<std::string> bytes;
+  std::vector<EncodedImage> enc;
+  for (const auto& f : files) bytes.push_back(read_file_bytes(f));
+  for (size_t i = 0; i < files.size(); ++i) enc.push_back({bytes[i].data(), bytes[i].size(), files[i]});
+  for (int contexts : {1, 2}) {
+    DetectorOptions o = gpu_decode_options(detect_settings(), 4, Precision::kFloat16);
+    o.contexts = contexts;
+    auto det = Detector::create(model, o);
+    std::vector<Detections> each;
+    std::vector<DecodedSize> each_sizes;
+    for (size_t first = 0; first < enc.size(); first += 4) {
+      const std::vector<EncodedImage> part(enc.begin() + static_cast<std::ptrdiff_t>(first),
+                                           enc.begin() + static_cast<std::ptrdiff_t>(std::min(first + 4, enc.size())));
+      std::vector<DecodedSize> sizes;
+      for (auto& d : det->detect_encoded(part, &sizes)) each.push_back(std::move(d));
+      each_sizes.insert(each_sizes.end(), sizes.begin(), sizes.end());
+    }
+    det->set_stage_profiling(true);
+    std::vector<DecodedSize> sizes;
+    const auto all = det->detect_encoded(enc, &sizes);
+    const StageTimes st = det->last_times();
+    det->set_stage_profiling(false);
+    ASSERT_EQ(all.size(), enc.size());
+    ASSERT_EQ(sizes.size(), enc.size());
+    int bad = 0;
+    for (size_t i = 0; i < enc.size(); ++i) {
+      bad += identical(all[i], each[i]) ? 0 : 1;
+      EXPECT_EQ(sizes[i].width, each_sizes[i].width) << files[i];
+      EXPECT_EQ(sizes[i].height, each_sizes[i].height) << files[i];
+    }
+    EXPECT_EQ(bad, 0) << contexts << " context(s): images whose detections differ";
+    EXPECT_EQ(st.batches, 7) << contexts << " context(s)";
+    EXPECT_EQ(st.gpu_timed_batches + st.gpu_untimed_batches, 7) << contexts << " context(s)";
+    std::printf("      %d context(s): 26 images in one call of 7 batches, %d in flight at most, %d batches timed\n",
+                contexts, st.max_in_flight, st.gpu_timed_batches);
+  }
 }
 
 TEST(DetectEncodedCuda, Coco128MapWithin0001OfCpuDecode) {
