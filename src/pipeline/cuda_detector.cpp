@@ -486,7 +486,10 @@ class CudaDetector final : public Detector {
       detail::JpegDecoderPool::Lease lease;
       std::vector<ImageView> views;
     };
-    std::shared_ptr<Decoded> current;  // the batch being enqueued
+    // The batch being enqueued; not an owner: a batch's decoder must go back to the pool when the
+    // batch is collected (an owner here kept the last one, and two calls that each held one and
+    // waited for another deadlocked: H100 at c2df885).
+    const Decoded* current = nullptr;
     const auto stage = [&](size_t first, int n, bool may_wait) -> std::shared_ptr<void> {
       std::optional<detail::JpegDecoderPool::Lease> lease = decoders_->try_acquire();
       if (!lease) {
@@ -510,7 +513,7 @@ class CudaDetector final : public Detector {
       count_decoded(counts.gpu(), counts.cpu(), counts.cpu() - counts.cpu_shared, "nvjpeg " + slot.jpeg->backend());
       for (int i = 0; i < n; ++i)
         sizes[first + static_cast<size_t>(i)] = {d->views[static_cast<size_t>(i)].width, d->views[static_cast<size_t>(i)].height};
-      current = d;
+      current = d.get();
       return d;
     };
     return run_batches(images.size(), nullptr, [&](Context& c, size_t, int n, std::vector<LetterboxGeometry>& geoms) {
