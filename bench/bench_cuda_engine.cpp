@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
   bool profile = false, graphs = true, fuse_tail = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
+  bool direct_stem = true;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
   for (int i = 1; i < argc; ++i) {
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
     else if (k == "--no-s2d") s2d = false;
     else if (k == "--no-copy-free-concat") copy_free = false;
     else if (k == "--no-fuse-sppf") fuse_sppf = false;
+    else if (k == "--no-direct-stem") direct_stem = false;  // CudaEngineOptions::direct_stem
     else if (k == "--cutlass") cutlass = true;  // CudaEngineOptions::cutlass_tactics
     else if (k == "--tactic-cache") cache = next();
     else if (k == "--max-plans") max_plans = std::max(1, std::atoi(next().c_str()));
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-s2d] "
-                   "[--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]\n");
+                   "[--no-copy-free-concat] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
   }
@@ -111,11 +113,12 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
   BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
   const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
-  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
+  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
               prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
               graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "",
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
-              fuse_sppf ? ", SPPF kernel" : "", cutlass ? ", cutlass tactics" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
+              fuse_sppf ? ", SPPF kernel" : "", direct_stem ? ", direct stem where faster" : "",
+              cutlass ? ", cutlass tactics" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
   std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
               "median_ms", "p90_ms", "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels", "tactics");
   try {
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
         o.space_to_depth_stem = s2d;
         o.copy_free_concat = copy_free;
         o.fuse_sppf = fuse_sppf;
+        o.direct_stem = direct_stem;
         o.cutlass_tactics = cutlass;
         o.tactic_cache = cache;
         o.max_graph_plans = max_plans;
@@ -183,6 +187,10 @@ int main(int argc, char** argv) {
         const char* kind = st.tactics_tuned == 0 ? "warm"
                            : st.tactic_cache_hits + st.tactic_memo_hits > 0 ? "partly-cold" : "cold";
         std::printf("  %s batch %d %s: %s\n", name.c_str(), batch, kind, st.tune_breakdown.c_str());
+        std::printf("  %s batch %d stem: %s\n", name.c_str(), batch,
+                    std::find(st.direct_stem_batches.begin(), st.direct_stem_batches.end(), batch) != st.direct_stem_batches.end()
+                        ? "direct stem kernel (from the NCHW input)"
+                        : "input conversion + the layer's tactic");
         for (const auto& w : st.warnings) std::printf("  warning: %s\n", w.c_str());
         if (profile) {
           auto layers = e.profile(batch, 10);
@@ -203,7 +211,8 @@ int main(int argc, char** argv) {
             std::printf("  | %zu | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f |\n", j + 1, l.name.c_str(),
                         l.kind.c_str(), l.tactic.empty() ? "-" : l.tactic.c_str(), l.shape.empty() ? "-" : l.shape.c_str(),
                         l.ms * 1e3, 100.0 * l.ms / total,
-                        l.flops / sec / 1e12, l.bytes / sec / 1e9, sec > 0 ? 100.0 * floor_s / sec : 0.0);
+                        sec > 0 ? l.flops / sec / 1e12 : 0.0, sec > 0 ? l.bytes / sec / 1e9 : 0.0,
+                        sec > 0 ? 100.0 * floor_s / sec : 0.0);
           }
         }
         cudaEventDestroy(a);

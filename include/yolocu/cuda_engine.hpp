@@ -74,6 +74,12 @@ struct CudaEngineOptions {
   // convolution on the 2x2 space-to-depth input (12 channels padded to 16), which the input
   // conversion writes directly: the same sums, on a shape tensor cores run well.
   bool space_to_depth_stem = true;
+  // FP16: the network's first convolution (when it alone reads the input: YOLOv5's 6x6 and YOLOv8 /
+  // YOLO11's 3x3 stride-2 stems, 16 or 32 outputs) may run as yolocu's direct stem kernel, which
+  // reads the NCHW input itself: the input conversion and the convolution become one pass over the
+  // image. Chosen per tuned batch size where it is faster than the conversion and the layer's tuned
+  // tactic (timed at build, the choice kept in the tactic cache; its output checked against theirs).
+  bool direct_stem = true;
   // Copy-free Concat: a channel Concat's input that only the Concat reads, made by a convolution or
   // a nearest resize, is written by its producer straight into its channel slice of the Concat's
   // output (the convolution's tactics are tuned for that pitched output); the Concat copies the
@@ -104,6 +110,7 @@ struct CudaEngineStats {
   int convs = 0;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image
   bool space_to_depth_stem = false; // the stem runs as space-to-depth + 3x3
+  std::vector<int> direct_stem_batches;  // tuned batch sizes whose stem runs as the direct kernel
   // Tactics: build-time choice for the tuned batch sizes.
   std::vector<int> tuned_batches;
   double tune_ms = 0;               // host time choosing tactics (cache loads included)

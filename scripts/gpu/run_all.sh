@@ -138,7 +138,7 @@ test_letterbox_image_cuda * *ForEveryFormatInOneBatch*
 test_device_image_cuda * -
 test_postprocess_cuda *-PostprocessCuda.BitmaskPathCrowdedSets:PostprocessCuda.BitmaskPathCountsAndStops PostprocessCuda.RandomWithTies:PostprocessCuda.OverflowKeepsTheBestScored:PostprocessCuda.RawHeadsMatchCpu:PostprocessCuda.BitmaskPathSmall
 test_training_gpu * *Ciou*:*MultiTensor*
-test_cuda_engine OwnConv.*:CutlassConv.*:SppfKernel.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*:CutlassConv.*:SppfKernel.*
+test_cuda_engine OwnConv.*:CutlassConv.*:SppfKernel.*:StemConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*:CutlassConv.*:SppfKernel.*:StemConv.*
 test_detector_cuda *Bus* *Bus*
 test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows* -
 test_detect_encoded_cuda DetectEncodedCuda.FallbacksAreExactAndErrorsNamed -
@@ -185,7 +185,7 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   }
   # COMPARE_COPY_FREE=1: every Concat copying (--no-copy-free-concat), tactics from TACTICS_COPIES
   [ "${COMPARE_COPY_FREE:-0}" = 1 ] && compare_run bench_cuda_engine_copies --no-copy-free-concat "${TACTICS_COPIES:-}"
-  # COMPARE_FLAGS="...": those flags (e.g. --no-fuse-sppf), from this call's cache
+  # COMPARE_FLAGS="...": those flags (e.g. --no-fuse-sppf, --no-direct-stem), from this call's cache
   [ -n "${COMPARE_FLAGS:-}" ] && compare_run bench_cuda_engine_compare "$COMPARE_FLAGS" "$out/tactics.json"
   # CUTLASS=1: also the engines without the cutlass family (the rows it must beat), tactics from
   # TACTICS_PLAIN (COMPARE_PLAIN=0: not)
@@ -201,7 +201,7 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_compare bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
-    grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
+    grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:| stem: |own direct stem' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
   done
   [ -s "$out/merged_profile.log" ] && { echo "-- merged_profile (yolocu vs PyTorch per convolution)"; grep -E 'matched' "$out/merged_profile.log"; } >>"$summary"
 fi

@@ -86,11 +86,12 @@ void print_stats(const std::string& what, const CudaEngine& e) {
   const CudaEngineStats s = e.stats();
   std::printf("[ %-44s ] build %.0f ms, %d steps, %d kernels/run, %d/%d convs fused (+%d residual), arena %.1f MiB "
               "(naive %.1f), weights %.1f MiB, workspace %.1f MiB; tactics: %d layers, %d from cache (%d plans restored), %d from this "
-              "process, %d tuned (%d candidates, %d rejected) in %.0f ms%s\n",
+              "process, %d tuned (%d candidates, %d rejected) in %.0f ms%s%s\n",
               what.c_str(), s.build_ms, s.steps, s.kernels_per_run, s.fused_convs, s.convs, s.fused_residuals,
               s.activation_bytes / 1048576.0, s.naive_bytes / 1048576.0, s.weight_bytes / 1048576.0,
               s.workspace_bytes / 1048576.0, s.tactic_layers, s.tactic_cache_hits, s.tactic_plans_restored, s.tactic_memo_hits, s.tactics_tuned,
-              s.tactic_candidates, s.tactic_rejected, s.tune_ms, s.space_to_depth_stem ? ", space-to-depth stem" : "");
+              s.tactic_candidates, s.tactic_rejected, s.tune_ms, s.space_to_depth_stem ? ", space-to-depth stem" : "",
+              s.direct_stem_batches.empty() ? "" : ", direct stem");
 }
 
 // FP32 (no TF32) against the CPU executor, batch 1: reference images and a random input.
@@ -282,6 +283,45 @@ TEST(CudaEngine, FusedSppf) {
                      EXPECT_EQ(pools.stats().fused_sppf, 0);
                      EXPECT_EQ(fused.stats().kernels_per_run + 6, pools.stats().kernels_per_run);
                    });
+}
+
+// The direct stem kernel in the engine (CudaEngineOptions::direct_stem; the kernel alone:
+// StemConv.*), forced for every batch (YOLOCU_DIRECT_STEM=always: untimed) against the input
+// conversion and the stem's tuned tactic: FP16 rel L2 <= 5e-3 at batch 1, 3 (derived) and 8 (the
+// stem's outputs round differently, as another tactic's would: the bound of CopyFreeConcat); one
+// launch fewer per run; graph replays bit-identical; its profile row reads the NCHW input.
+TEST(CudaEngine, DirectStem) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  const auto m = load(path);
+  ::setenv("YOLOCU_DIRECT_STEM", "always", 1);
+  CudaEngineOptions on = opts(Precision::kFloat16, 8), off = opts(Precision::kFloat16, 8);
+  off.direct_stem = false;
+  std::unique_ptr<CudaEngine> direct;
+  try {
+    direct = std::make_unique<CudaEngine>(m, on);
+  } catch (...) {
+    ::unsetenv("YOLOCU_DIRECT_STEM");
+    throw;
+  }
+  ::unsetenv("YOLOCU_DIRECT_STEM");
+  CudaEngine conversion(m, off);
+  print_stats("direct stem fp16", *direct);
+  for (const std::string& w : direct->stats().warnings) ADD_FAILURE() << "warning: " << w;
+  EXPECT_EQ(direct->stats().direct_stem_batches, (std::vector<int>{1, 8}));
+  EXPECT_TRUE(conversion.stats().direct_stem_batches.empty());
+  EXPECT_EQ(direct->stats().kernels_per_run + 1, conversion.stats().kernels_per_run);
+  const Tensor x1 = load_npz(bus)["input"];
+  for (const Tensor& x : {x1, random_input(3, 41), random_input(8, 42)}) {
+    const auto a = direct->run_host({x});
+    expect_close(a, conversion.run_host({x}), 5e-3, "direct stem vs conversion, batch " + std::to_string(x.dim(0)));
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(bit_identical(a, direct->run_host({x}))) << "graph replay " << i;
+  }
+  const auto layers = direct->profile(8, 2);
+  bool found = false;
+  for (const LayerTime& l : layers) found = found || l.tactic.find("own direct stem") != std::string::npos;
+  EXPECT_TRUE(found) << "no profile row of the direct stem";
 }
 
 // The SPPF matcher's small graphs (tests/python/make_op_cases.py, sppf_cases; GpuSteps.SppfPatterns

@@ -125,7 +125,7 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
   YOLOCU_CUDNN_CHECK(cudnnSetStream(im.cudnn.get(), s));
   for (int it = 0; it < iters; ++it) {
     YOLOCU_CUDA_CHECK(cudaEventRecord(ev[0].get(), s));
-    im.convert_input(im.staging.get(), batch, s);
+    im.convert_input(be, im.staging.get(), batch, s);
     YOLOCU_CUDA_CHECK(cudaEventRecord(ev[1].get(), s));
     for (size_t i = 0; i < n; ++i) {
       im.exec_step(be, i, batch, s);
@@ -140,12 +140,18 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
   }
   const double es = static_cast<double>(im.es);
   std::vector<LayerTime> out;
-  {
+  const double px = static_cast<double>(batch) * im.in_c * im.in_h * im.in_w;
+  if (be.direct_stem) {
+    // The direct stem kernel ran in the input's place: its time and bytes go to the stem's row.
+    LayerTime in;
+    in.name = "input (read by the direct stem)";
+    in.kind = "Input";
+    out.push_back(in);
+  } else {
     LayerTime in;
     in.name = im.stem_conv >= 0 ? "input -> space-to-depth NHWC" : "input -> NHWC";
     in.kind = "Input";
     in.ms = total[0] / iters;
-    const double px = static_cast<double>(batch) * im.in_c * im.in_h * im.in_w;
     in.bytes = px * es + (im.stem_conv >= 0 ? px / im.in_c / 4 * kStemChannels * es : px * es);
     out.push_back(in);
   }
@@ -162,7 +168,16 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
       l.tactic = be.tactics[static_cast<size_t>(im.aux[i].conv)]->name();
       l.flops = p.flops();
       l.bytes = p.min_bytes();
-      if (ci.s2d) l.tactic += " (space-to-depth stem)";
+      if (im.aux[i].conv == im.direct_conv && be.direct_stem) {
+        // One pass: the NCHW input read, the output written (the flops are the ONNX layer's).
+        const engine::StemConvArgs& d = im.direct_args;
+        l.tactic = "own direct stem (reads the NCHW input)";
+        l.ms = total[0] / iters;
+        l.flops = 2.0 * batch * d.p * d.q * d.k * d.c * d.r * d.s;
+        l.bytes = px * es + static_cast<double>(batch) * d.p * d.q * d.k * es;
+      } else if (ci.s2d) {
+        l.tactic += " (space-to-depth stem)";
+      }
       // The ONNX node's own shape (for the stem: the 6x6 stride-2 convolution on 3 channels).
       const engine::PlanNode& pn = im.sp.plan.nodes[static_cast<size_t>(st.node)];
       const Shape& xs = im.val(pn.in[0]).shape;

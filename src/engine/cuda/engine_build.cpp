@@ -123,24 +123,29 @@ void CudaEngine::Impl::choose_tactics() {
   }
   YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   tmp_ws.reset();
-  y_ref.reset();
   // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
   workspace_bytes = std::min(options.workspace_limit, std::max(need, size_t{16} << 20));
   workspace = alloc(workspace_bytes, "workspace");
   lim.workspace = workspace_bytes;
   tuner->set_limits(lim);
-  // The tuning wrote random data into the arena: start every run from zeros as before.
-  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
-
-  if (cache && cache->dirty()) {
-    const auto s0 = std::chrono::steady_clock::now();
-    std::string warning;
-    if (!cache->save(path, &warning)) stats.warnings.push_back(warning);
-    cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
-  }
   // The cache stays with the engine: derived batch sizes (batch_exec) add their plans to it.
   tactic_cache = std::move(cache);
   tactic_cache_path = path;
+  // The direct stem or the conversion and the stem's tactic, per tuned batch (engine_stem.cpp).
+  for (int b : tuned) {
+    choose_direct_stem(*batches[static_cast<size_t>(b)], b, y_ref.get());
+    if (batches[static_cast<size_t>(b)]->direct_stem) stats.direct_stem_batches.push_back(b);
+  }
+  y_ref.reset();
+  // The tuning wrote random data into the arena: start every run from zeros as before.
+  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
+
+  if (tactic_cache && tactic_cache->dirty()) {
+    const auto s0 = std::chrono::steady_clock::now();
+    std::string warning;
+    if (!tactic_cache->save(path, &warning)) stats.warnings.push_back(warning);
+    cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
+  }
   const engine::TunerStats& ts = tuner->stats();
   for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
   stats.tuned_batches = tuned;
@@ -178,6 +183,7 @@ BatchExec& CudaEngine::Impl::batch_exec(int batch) {
     }
     auto be = std::make_unique<BatchExec>();
     be->tactics = tuner->derive_many(problems, ids, options.device, pool_threads());
+    be->direct_stem = from.direct_stem;
     slot = std::move(be);
     if (tactic_cache && tactic_cache->dirty()) {
       std::string warning;
@@ -274,14 +280,17 @@ void CudaEngine::Impl::build() {
   stats.concat_inputs_in_place = sp.concat_inputs_in_place;
   stats.concat_inputs_copied = sp.concat_inputs_copied;
   stats.convs = sp.convs;
-  int kernels = 1;  // input conversion
+  int kernels = 1;  // input conversion (or the direct stem)
   for (size_t i = 0; i < sp.steps.size(); ++i) {
     const GpuStep& st = sp.steps[i];
     switch (st.kind) {
       case GpuStepKind::kView: break;
-      case GpuStepKind::kConv:  // as the largest tuned batch runs them
-        kernels += batches[static_cast<size_t>(tuned.back())]->tactics[static_cast<size_t>(aux[i].conv)]->kernels();
+      case GpuStepKind::kConv: {  // as the largest tuned batch runs them (a direct stem: in the input's launch)
+        const BatchExec& be = *batches[static_cast<size_t>(tuned.back())];
+        if (!(aux[i].conv == direct_conv && be.direct_stem))
+          kernels += be.tactics[static_cast<size_t>(aux[i].conv)]->kernels();
         break;
+      }
       case GpuStepKind::kConcat: kernels += static_cast<int>(st.in.size()); break;
       case GpuStepKind::kConcatNhwc:  // only the inputs not written in place
         for (int id : st.in) kernels += sp.channel_offset[static_cast<size_t>(id)] < 0 ? 1 : 0;

@@ -10,6 +10,7 @@ void CudaEngine::Impl::exec_step(BatchExec& be, size_t i, int batch, cudaStream_
   switch (st.kind) {
     case GpuStepKind::kView: return;
     case GpuStepKind::kConv: {
+      if (a.conv == direct_conv && be.direct_stem) return;  // computed with the input (convert_input)
       const ConvInfo& ci = convs[static_cast<size_t>(a.conv)];
       be.tactics[static_cast<size_t>(a.conv)]->run(cudnn.get(), conv_buffers(ci), s);
       return;
@@ -237,8 +238,10 @@ void CudaEngine::Impl::capture(BatchExec& be, int batch) {
   be.graphs = std::move(graphs);
 }
 
-void CudaEngine::Impl::convert_input(const void* d_input, int batch, cudaStream_t s) {
-  if (stem_conv >= 0)
+void CudaEngine::Impl::convert_input(const BatchExec& be, const void* d_input, int batch, cudaStream_t s) {
+  if (be.direct_stem)
+    run_direct_stem(d_input, batch, s);
+  else if (stem_conv >= 0)
     ck::nchw_to_s2d_nhwc(d_input, half, stem_input.get(), half, batch, in_c, in_h, in_w, kStemChannels, s);
   else
     ck::nchw_to_nhwc(d_input, half, ptr(sp.plan.inputs[0]), half, batch, in_c, in_h, in_w, s);
@@ -246,8 +249,9 @@ void CudaEngine::Impl::convert_input(const void* d_input, int batch, cudaStream_
 
 void CudaEngine::Impl::run(const void* d_input, int batch, cudaStream_t s) {
   BatchExec& be = batch_exec(batch);
-  // The input conversion stays outside the graph: the graph then never depends on d_input.
-  convert_input(d_input, batch, s);
+  // The input conversion (or the direct stem) stays outside the graph: the graph then never
+  // depends on d_input.
+  convert_input(be, d_input, batch, s);
   // The first run of a batch size is eager (it loads every kernel module outside any capture);
   // the second captures the graph, later ones replay it.
   if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {

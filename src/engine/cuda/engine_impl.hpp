@@ -1,9 +1,10 @@
 // The GPU engine's internals shared by its translation units (private: included only by
-// cuda_engine.cpp, engine_setup.cpp, engine_build.cpp and engine_exec.cpp): RAII wrappers, the
+// cuda_engine.cpp, engine_setup.cpp, engine_build.cpp, engine_exec.cpp and engine_stem.cpp): RAII wrappers, the
 // per-step data and CudaEngine::Impl.
 //   engine_setup.cpp  per step: weights (plain, space-to-depth, padded), tables, constants
 //   engine_build.cpp  the build: plan, arena, tactics per tuned batch size, derived batch sizes
 //   engine_exec.cpp   execution: input conversion, each step's launch, CUDA graph capture / replay
+//   engine_stem.cpp   the direct stem kernel: setup, per-batch choice (checked, timed, cached), run
 //   cuda_engine.cpp   the public API (argument checks, host convenience, profile)
 #pragma once
 
@@ -26,6 +27,7 @@
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/gpu_steps.hpp"
 #include "engine/cuda/tactics/conv_tactic.hpp"
+#include "engine/cuda/tactics/stem_conv_kernel.hpp"
 #include "engine/cuda/tactics/tactic_cache.hpp"
 #include "engine/cuda/tactics/tuner.hpp"
 #include "engine/detect_tail.hpp"
@@ -133,6 +135,7 @@ struct ConvInfo {
 
 struct BatchExec {
   std::vector<std::shared_ptr<const engine::ConvTactic>> tactics;  // per ConvInfo
+  bool direct_stem = false;  // the stem (Impl::direct_conv) runs as the direct kernel, from the input
   std::vector<GraphExec> graphs;  // the forward's graphs (CudaEngineOptions::graph_segments), in order
   bool graph_failed = false;
   int runs = 0;
@@ -186,6 +189,11 @@ struct CudaEngine::Impl {
   DeviceMem arena, workspace, staging;
   DeviceMem stem_input;  // the space-to-depth stem's input [max_batch, H/2, W/2, kStemChannels]
   int stem_conv = -1;    // index into convs, -1: no space-to-depth stem
+  // The direct stem kernel (engine_stem.cpp): the conv it can compute (-1: none), its packed weights
+  // and its arguments at max_batch (x, y and n set per run).
+  int direct_conv = -1;
+  DeviceMem direct_w;
+  engine::StemConvArgs direct_args;
   int input_readers = 0; // steps reading the network input
   size_t workspace_bytes = 0;
   std::vector<int> tuned;               // tuned batch sizes, ascending
@@ -221,7 +229,12 @@ struct CudaEngine::Impl {
   void upload_const(int id);
   void choose_tactics();
   engine::ConvBuffers conv_buffers(const ConvInfo& ci) const;
-  void convert_input(const void* d_input, int batch, cudaStream_t s);
+  // The input conversion, or with be.direct_stem the direct stem kernel (which reads the input).
+  void convert_input(const BatchExec& be, const void* d_input, int batch, cudaStream_t s);
+  // engine_stem.cpp: setup (per conv, with its OIHW float weights), the per-batch choice, the run.
+  void setup_direct_stem(const ConvInfo& ci, int conv, const float* oihw, int k);
+  void choose_direct_stem(BatchExec& be, int batch, void* y_ref);
+  void run_direct_stem(const void* d_input, int batch, cudaStream_t s);
   BatchExec& batch_exec(int batch);
   // The tactic cache of the build (null: none), kept for the plans of derived batch sizes.
   std::unique_ptr<engine::TacticCache> tactic_cache;

@@ -76,6 +76,11 @@ void CudaEngine::Impl::setup_step(size_t i) {
       // W'[o, a, b, ch * 4 + dy * 2 + dx] = W[o, ch, 2a + dy, 2b + dx] on a 3x3 filter of
       // kStemChannels input channels (the sums of the 6x6 stride-2 convolution, regrouped).
       const float* src = w.data_as<float>();
+      // The network's first convolution, alone on the input: the direct stem kernel may run it
+      // (p still has the ONNX layer's shape here).
+      if (half && options.direct_stem && ci.x == sp.plan.inputs[0] && input_readers == 1 && p.group == 1 &&
+          p.str_h == 2 && p.str_w == 2 && p.dil_h == 1 && p.dil_w == 1 && xs[1] == in_c)
+        setup_direct_stem(ci, static_cast<int>(convs.size()), src, k);
       auto at = [&](int o, int c, int y, int x) {
         return src[((static_cast<size_t>(o) * cg + c) * r + y) * sz + x];
       };

@@ -124,6 +124,19 @@ void forget_process_tactics() {
   memo().choices.clear();
 }
 
+bool find_process_choice(const std::string& key, std::string* choice) {
+  std::lock_guard<std::mutex> lock(memo().mutex);
+  auto it = memo().choices.find("choice|" + key);
+  if (it == memo().choices.end()) return false;
+  *choice = it->second.rec.tactic;
+  return true;
+}
+
+void put_process_choice(const std::string& key, const std::string& choice) {
+  std::lock_guard<std::mutex> lock(memo().mutex);
+  memo().choices["choice|" + key] = MemoEntry{TacticRecord{choice, choice, 0}, nullptr};
+}
+
 std::string tactic_device_key(int device) {
   cudaDeviceProp prop{};
   YOLOCU_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

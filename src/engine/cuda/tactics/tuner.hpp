@@ -35,6 +35,10 @@ std::string tactic_device_key(int device);
 
 // Forgets this process's choices (tests: the next engine build then behaves as in a new process).
 void forget_process_tactics();
+// This process's other build-time choices (the direct stem's), by key: shared by its engines as
+// the tactics are (two engines of one process then decide alike), forgotten with them.
+bool find_process_choice(const std::string& key, std::string* choice);
+void put_process_choice(const std::string& key, const std::string& choice);
 
 struct TunedLayer {
   std::shared_ptr<const ConvTactic> tactic;
