@@ -288,8 +288,8 @@ TEST(CudaEngine, FusedSppf) {
 // The direct stem kernel in the engine (CudaEngineOptions::direct_stem; the kernel alone:
 // StemConv.*), forced for every batch (YOLOCU_DIRECT_STEM=always: untimed) against the input
 // conversion and the stem's tuned tactic: FP16 rel L2 <= 5e-3 at batch 1, 3 (derived) and 8 (the
-// stem's outputs round differently, as another tactic's would: the bound of CopyFreeConcat); one
-// launch fewer per run; graph replays bit-identical; its profile row reads the NCHW input.
+// stem's outputs round differently, as another tactic's would: the bound of CopyFreeConcat); fewer
+// launches per run; graph replays bit-identical; its profile row reads the NCHW input.
 TEST(CudaEngine, DirectStem) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
@@ -311,7 +311,8 @@ TEST(CudaEngine, DirectStem) {
   for (const std::string& w : direct->stats().warnings) ADD_FAILURE() << "warning: " << w;
   EXPECT_EQ(direct->stats().direct_stem_batches, (std::vector<int>{1, 8}));
   EXPECT_TRUE(conversion.stats().direct_stem_batches.empty());
-  EXPECT_EQ(direct->stats().kernels_per_run + 1, conversion.stats().kernels_per_run);
+  // fewer launches: the conversion and the stem's tactic (one or two kernels) become one
+  EXPECT_LT(direct->stats().kernels_per_run, conversion.stats().kernels_per_run);
   const Tensor x1 = load_npz(bus)["input"];
   for (const Tensor& x : {x1, random_input(3, 41), random_input(8, 42)}) {
     const auto a = direct->run_host({x});
