@@ -1,11 +1,13 @@
 // The direct stem convolution (stem_conv_kernel.hpp): implicit GEMM on tensor cores straight from
 // the NCHW input.
 //
-// Block = 8 output rows (one per warp) x 64 output columns of one image, all k (16 or 32) channels.
-//   1. The input patch the block reads (every channel, 14 + r rows, 2 * 63 + window columns) goes
-//      into shared memory as 32-bit words, each two neighbouring fp16 pixels of a row (zeros
-//      outside the image). Patch rows are 16 words apart modulo 32 banks and channel planes a
-//      multiple of 32: the fragment loads below are conflict-free.
+// Tile = 8 output rows (one per warp) x 64 output columns of one image, all k (16 or 32) channels.
+// Blocks are persistent (two per SM): each loops over tiles, the next tile's input patch loading
+// (cp.async) while the current one computes.
+//   1. The patch of a tile (every channel, 14 + r rows, 2 * 63 + window columns) lies in shared
+//      memory as 32-bit words, each two neighbouring fp16 pixels of a row (zeros outside the image).
+//      Patch rows are 16 words apart modulo 32 banks and channel planes a multiple of 32: the
+//      fragment loads below are conflict-free.
 //   2. GEMM view: A[pixel][k] with k = (channel, ky, kxw) over a window kxw of even width sw (the
 //      filter's s columns, one zero column in front after an odd pad, rounded up to even), so that
 //      the two k of a fragment register are two neighbouring pixels of one patch row: one aligned
@@ -13,14 +15,19 @@
 //      (the window's padding, k past c * r * sw) are masked to zero (not only their weights: an
 //      infinite input there would otherwise give NaN), and their weights are zeros.
 //   3. Each warp: 4 tiles of 16 pixels of its row; per tile ks k-steps of nt mma.sync m16n8k16
-//      (fp16 in, fp32 accumulators), the weights' B fragments held in registers for the whole
-//      block (packed on the host in fragment order: one 64-bit load per k-step and n-tile).
-//   4. Epilogue from the accumulators: + bias, SiLU in float32, two channels per 32-bit store.
+//      (fp16 in, fp32 accumulators), the weights' B fragments held in registers for the block's
+//      whole life (packed on the host in fragment order: one 64-bit load per k-step and n-tile).
+//   4. Epilogue: + bias, SiLU in float32, into the warp's staging rows (padded: conflict-free),
+//      then 16-byte stores of whole pixels.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.hpp"
@@ -39,6 +46,8 @@ constexpr int kMaxReduction = 112;  // c * r * sw: at most 7 k-steps of 16
 struct Geometry {
   int shift = 0, sw = 0, kd = 0, ks = 0;    // odd-pad shift, window width, reduction, k-steps
   int ph = 0, need_w = 0, pww = 0, pl = 0;  // patch rows, words per row needed / allocated, words per plane
+  int buf_words = 0;                        // one patch buffer (two: the next tile's loads in flight)
+  int stage_words = 0;                      // a warp's staged outputs: 16 pixels, k / 2 + 4 words each
   size_t smem = 0;
 };
 
@@ -53,7 +62,9 @@ Geometry geometry(const StemConvArgs& a) {
   g.pww = g.need_w;
   while (g.pww % 32 != 16) ++g.pww;
   g.pl = (g.ph * g.pww + 31) / 32 * 32;
-  g.smem = static_cast<size_t>(a.c) * static_cast<size_t>(g.pl) * 4;
+  g.buf_words = a.c * g.pl;
+  g.stage_words = 16 * (a.k / 2 + 4);
+  g.smem = (2 * static_cast<size_t>(g.buf_words) + static_cast<size_t>(kTileH) * g.stage_words) * 4;
   return g;
 }
 
@@ -62,8 +73,8 @@ struct Params {
   const uint2* w;     // B fragments [ks][nt][32 lanes]
   const float* bias;
   __half* y;
-  int c, h, w2, p, q, yp, r, s, sw, shift, pad_h, padw_e;
-  int ph, need_w, pww, pl;
+  int n, c, h, w2, p, q, yp, r, s, sw, shift, pad_h, padw_e;
+  int ph, need_w, pww, pl, buf_words, tiles_x, tiles;
   bool silu;
 };
 
@@ -75,46 +86,63 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int KS, int NT>
-__global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
-  extern __shared__ uint32_t patch[];
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int g = lane >> 2, t4 = lane & 3;
-  const int ox0 = static_cast<int>(blockIdx.x) * kTileW, oy0 = static_cast<int>(blockIdx.y) * kTileH;
-  const int img = static_cast<int>(blockIdx.z);
+// 4 bytes global -> shared, asynchronously; src_bytes 0: zeros (outside the image).
+__device__ __forceinline__ void cp_async4(uint32_t* dst, const uint32_t* src, int src_bytes) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
-  // 1. the patch: rows of every channel, 8 at a time per warp (loads before stores: in flight together)
-  {
-    const int iy0 = 2 * oy0 - P.pad_h, jx0 = ox0 - P.padw_e / 2;
-    const uint32_t* xi = P.x + static_cast<size_t>(img) * P.c * P.h * P.w2;
-    const int rows = P.c * P.ph;
-    for (int base = warp; base < rows; base += 4 * kTileH) {
-      uint32_t v[4][3];
+struct Tile {
+  int img, oy0, ox0;
+};
+__device__ __forceinline__ Tile tile_of(const Params& P, int t) {
+  const int per_image = P.tiles_x * ((P.p + kTileH - 1) / kTileH);
+  Tile r;
+  r.img = t / per_image;
+  const int rem = t - r.img * per_image, ty = rem / P.tiles_x;
+  r.oy0 = ty * kTileH;
+  r.ox0 = (rem - ty * P.tiles_x) * kTileW;
+  return r;
+}
+
+// The tile's input patch into `buf` (every channel's rows; zeros outside the image), asynchronously.
+__device__ __forceinline__ void load_patch(const Params& P, uint32_t* buf, const Tile& t, int warp, int lane) {
+  const int iy0 = 2 * t.oy0 - P.pad_h, jx0 = t.ox0 - P.padw_e / 2;
+  const uint32_t* xi = P.x + static_cast<size_t>(t.img) * P.c * P.h * P.w2;
+  const int rows = P.c * P.ph;
+  for (int row = warp; row < rows; row += kTileH) {
+    const int cc = row / P.ph, py = row - cc * P.ph, iy = iy0 + py;
+    const bool rok = iy >= 0 && iy < P.h;
+    const uint32_t* src = xi + (static_cast<size_t>(cc) * P.h + (rok ? iy : 0)) * P.w2;
+    uint32_t* dst = buf + cc * P.pl + py * P.pww;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int row = base + u * kTileH;
-        const int cc = row / P.ph, iy = iy0 + row - cc * P.ph;
-        const bool rok = row < rows && iy >= 0 && iy < P.h;
-        const uint32_t* src = xi + (static_cast<size_t>(cc) * P.h + (rok ? iy : 0)) * P.w2;
-#pragma unroll
-        for (int e = 0; e < 3; ++e) {
-          const int jx = jx0 + lane + 32 * e;
-          v[u][e] = rok && lane + 32 * e < P.need_w && jx >= 0 && jx < P.w2 ? __ldg(src + jx) : 0u;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int row = base + u * kTileH;
-        if (row >= rows) break;
-        const int cc = row / P.ph, py = row - cc * P.ph;
-        uint32_t* dst = patch + cc * P.pl + py * P.pww;
-#pragma unroll
-        for (int e = 0; e < 3; ++e)
-          if (lane + 32 * e < P.need_w) dst[lane + 32 * e] = v[u][e];
-      }
+    for (int e = 0; e < 3; ++e) {
+      const int j = lane + 32 * e, jx = jx0 + j;
+      if (j >= P.need_w) break;
+      const bool ok = rok && jx >= 0 && jx < P.w2;
+      cp_async4(dst + j, ok ? src + jx : P.x, ok ? 4 : 0);
     }
   }
-  // B fragments, k offsets and masks of this thread
+}
+
+// Persistent blocks: tile after tile (8 output rows x 64 columns of one image), the next tile's
+// patch loading while this one computes.
+template <int KS, int NT>
+__global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
+  extern __shared__ __align__(16) uint32_t smem[];
+  constexpr int kStageRow = NT * 4 + 4;  // words per staged pixel (k / 2 + 4: conflict-free)
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t4 = lane & 3;
+  uint32_t* stage = smem + 2 * P.buf_words + warp * 16 * kStageRow;
+
+  int tile = static_cast<int>(blockIdx.x);
+  if (tile >= P.tiles) return;
+  load_patch(P, smem, tile_of(P, tile), warp, lane);
+  cp_async_commit();
+
+  // B fragments, k offsets and masks of this thread (for every tile)
   uint32_t b[KS][NT][2];
   int koff[KS][2];
   uint32_t msk[KS][2];
@@ -137,10 +165,6 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
       msk[s][j] = (lo ? 0x0000FFFFu : 0u) | (hi ? 0xFFFF0000u : 0u);
     }
   }
-  __syncthreads();
-
-  const int oy = oy0 + warp;
-  if (oy >= P.p) return;
   float bias[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -148,39 +172,62 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
     bias[nt][0] = P.bias ? P.bias[ch] : 0.f;
     bias[nt][1] = P.bias ? P.bias[ch + 1] : 0.f;
   }
-  __half* yrow = P.y + (static_cast<size_t>(img) * P.p + oy) * P.q * P.yp;
-  const int rbase = 2 * warp * P.pww + g;
+
+  for (int cur = 0; tile < P.tiles; tile += static_cast<int>(gridDim.x), cur ^= 1) {
+    const int next = tile + static_cast<int>(gridDim.x);
+    if (next < P.tiles) load_patch(P, smem + (cur ^ 1) * P.buf_words, tile_of(P, next), warp, lane);
+    cp_async_commit();  // (empty without a next tile: one group per iteration)
+    cp_async_wait_one();
+    __syncthreads();
+    const uint32_t* patch = smem + cur * P.buf_words;
+    const Tile t = tile_of(P, tile);
+    const int oy = t.oy0 + warp;
+    if (oy < P.p) {
+      __half* yrow = P.y + (static_cast<size_t>(t.img) * P.p + oy) * P.q * P.yp;
+      const int rbase = 2 * warp * P.pww + g;
 #pragma unroll 1
-  for (int t = 0; t < kTileW / 16; ++t) {
-    if (ox0 + 16 * t >= P.q) break;
-    float acc[NT][4];
+      for (int m = 0; m < kTileW / 16; ++m) {
+        const int px0 = t.ox0 + 16 * m;
+        if (px0 >= P.q) break;
+        float acc[NT][4];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
-    const int rb = rbase + 16 * t;
+        for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+        const int rb = rbase + 16 * m;
 #pragma unroll
-    for (int s = 0; s < KS; ++s) {
-      const uint32_t a0 = patch[rb + koff[s][0]] & msk[s][0];
-      const uint32_t a1 = patch[rb + 8 + koff[s][0]] & msk[s][0];
-      const uint32_t a2 = patch[rb + koff[s][1]] & msk[s][1];
-      const uint32_t a3 = patch[rb + 8 + koff[s][1]] & msk[s][1];
+        for (int s = 0; s < KS; ++s) {
+          const uint32_t a0 = patch[rb + koff[s][0]] & msk[s][0];
+          const uint32_t a1 = patch[rb + 8 + koff[s][0]] & msk[s][0];
+          const uint32_t a2 = patch[rb + koff[s][1]] & msk[s][1];
+          const uint32_t a3 = patch[rb + 8 + koff[s][1]] & msk[s][1];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) mma16816(acc[nt], a0, a1, a2, a3, b[s][nt][0], b[s][nt][1]);
-    }
-#pragma unroll
-    for (int half_i = 0; half_i < 2; ++half_i) {
-      const int ox = ox0 + 16 * t + g + 8 * half_i;
-      if (ox >= P.q) continue;
-      __half* yp = yrow + static_cast<size_t>(ox) * P.yp + 2 * t4;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        float v0 = acc[nt][2 * half_i] + bias[nt][0], v1 = acc[nt][2 * half_i + 1] + bias[nt][1];
-        if (P.silu) {
-          v0 = v0 / (1.f + expf(-v0));
-          v1 = v1 / (1.f + expf(-v1));
+          for (int nt = 0; nt < NT; ++nt) mma16816(acc[nt], a0, a1, a2, a3, b[s][nt][0], b[s][nt][1]);
         }
-        *reinterpret_cast<__half2*>(yp + nt * 8) = __floats2half2_rn(v0, v1);
+        // epilogue: + bias, SiLU, into the warp's stage (pixel rows), then 16-byte stores
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            float v0 = acc[nt][2 * hi] + bias[nt][0], v1 = acc[nt][2 * hi + 1] + bias[nt][1];
+            if (P.silu) {
+              v0 = v0 / (1.f + expf(-v0));
+              v1 = v1 / (1.f + expf(-v1));
+            }
+            const __half2 h = __floats2half2_rn(v0, v1);
+            stage[(g + 8 * hi) * kStageRow + nt * 4 + t4] = *reinterpret_cast<const uint32_t*>(&h);
+          }
+        __syncwarp();
+        constexpr int kChunks = 16 * NT;  // 16-byte chunks: 16 pixels x NT (8 channels each)
+#pragma unroll
+        for (int c = lane; c < kChunks; c += 32) {
+          const int px = c / NT, part = c - px * NT;
+          if (px0 + px < P.q)
+            *reinterpret_cast<uint4*>(yrow + static_cast<size_t>(px0 + px) * P.yp + part * 8) =
+                *reinterpret_cast<const uint4*>(stage + px * kStageRow + part * 4);
+        }
+        __syncwarp();
       }
     }
+    __syncthreads();  // every warp is done with this patch before the next iteration loads into it
   }
 }
 
@@ -197,6 +244,19 @@ KernelFn kernel_for_ks(int ks) {
     case 6: return stem_conv_kernel<6, NT>;
     default: return stem_conv_kernel<7, NT>;
   }
+}
+
+// The kernel's dynamic shared-memory limit raised to `bytes` (over 48 KiB with two patch buffers),
+// once per device and kernel; it only ever rises.
+void raise_smem_limit(int device, KernelFn fn, size_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, KernelFn>, size_t> raised;
+  std::lock_guard<std::mutex> lock(mutex);
+  size_t& limit = raised[{device, fn}];
+  if (bytes <= limit) return;
+  YOLOCU_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes)));
+  limit = bytes;
 }
 
 // The weight of reduction index k (window order) and output channel o; 0 in the padding.
@@ -220,7 +280,7 @@ std::string stem_conv_unsupported(const StemConvArgs& a) {
   if (a.w_ % 2 != 0) return "odd input width " + std::to_string(a.w_);
   if (a.p != (a.h + 2 * a.pad_h - a.r) / 2 + 1 || a.q != (a.w_ + 2 * a.pad_w - a.s) / 2 + 1 || a.p < 1 || a.q < 1)
     return "output size is not the stride-2 convolution's";
-  if (a.y_pitch != 0 && (a.y_pitch < a.k || a.y_pitch % 2 != 0)) return "output pitch " + std::to_string(a.y_pitch);
+  if (a.y_pitch != 0 && (a.y_pitch < a.k || a.y_pitch % 8 != 0)) return "output pitch " + std::to_string(a.y_pitch);
   if (a.n > 65535) return "batch over 65535";
   return "";
 }
@@ -254,6 +314,7 @@ void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) {
   P.w = static_cast<const uint2*>(a.w);
   P.bias = a.bias;
   P.y = static_cast<__half*>(a.y);
+  P.n = a.n;
   P.c = a.c;
   P.h = a.h;
   P.w2 = a.w_ / 2;
@@ -270,11 +331,17 @@ void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) {
   P.need_w = g.need_w;
   P.pww = g.pww;
   P.pl = g.pl;
+  P.buf_words = g.buf_words;
+  P.tiles_x = (a.q + kTileW - 1) / kTileW;
+  P.tiles = P.tiles_x * ((a.p + kTileH - 1) / kTileH) * a.n;
   P.silu = a.silu;
-  const dim3 grid(static_cast<unsigned>((a.q + kTileW - 1) / kTileW), static_cast<unsigned>((a.p + kTileH - 1) / kTileH),
-                  static_cast<unsigned>(a.n));
   const KernelFn fn = a.k == 16 ? kernel_for_ks<2>(g.ks) : kernel_for_ks<4>(g.ks);
-  fn<<<grid, kThreads, g.smem, stream>>>(P);
+  int device = 0, sms = 0;
+  YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
+  YOLOCU_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  raise_smem_limit(device, fn, g.smem);
+  const int blocks = std::min(P.tiles, 2 * sms);  // two resident per SM (registers), each a loop over tiles
+  fn<<<static_cast<unsigned>(blocks), kThreads, g.smem, stream>>>(P);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
