@@ -56,8 +56,9 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
   if (gpu && base.decode_cpu_share > 0)
     std::snprintf(share, sizeof share, ", %.0f%% of each batch on CPU threads", 100.0 * base.decode_cpu_share);
   std::fprintf(stderr, "from %s: %zu files (%.1f MB), cycled to %ld images; decode %s%s, %ld reader%s; %d context(s), "
-               "as many calls at once\n", dir.c_str(), files.size(), static_cast<double>(bytes) / 1e6, total,
-               gpu ? "gpu (nvJPEG)" : "cpu", share, threads, gpu ? " threads" : "/decoder threads", std::max(1, base.contexts));
+               "as many calls at once; engine %s\n", dir.c_str(), files.size(), static_cast<double>(bytes) / 1e6, total,
+               gpu ? "gpu (nvJPEG)" : "cpu", share, threads, gpu ? " threads" : "/decoder threads", std::max(1, base.contexts),
+               base.engine_graphs ? "CUDA graphs" : "launched eagerly");
   std::printf("%-6s %-6s %-7s %-6s | %8s %10s | %s\n", "device", "decode", "threads", "batch", "wall s", "images/s",
               "decoded");
   std::string json = "{\"model\": " + json_string(model) + ", \"from_jpeg\": " + json_string(dir) + ", \"files\": " +

@@ -481,7 +481,7 @@ std::vector<std::string> detector_valued_options() {
           "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments"};
 }
 std::vector<std::string> detector_flag_options() {
-  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs"};
+  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs", "engine-graphs"};
 }
 
 OutputLayout model_layout(const std::string& onnx_path) {
@@ -554,15 +554,21 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
     if (b < 1 || b > o.max_batch)
       throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
   o.tactic_cache = args.get("tactic-cache", "");
-  o.engine_graphs = !args.flag("no-engine-graphs");
-  const long segments = args.get_int("engine-graph-segments", 1);
-  if (segments < 1 || segments > 64) throw UsageError("--engine-graph-segments must be in 1..64");
-  if (segments > 1 && !o.engine_graphs) throw UsageError("--engine-graph-segments needs the engine's graphs (not --no-engine-graphs)");
-  o.engine_graph_segments = static_cast<int>(segments);
   const std::string decode = args.get("decode", "cpu");
   if (decode == "cpu") o.decode = DecodeDevice::kCpu;
   else if (decode == "gpu" || decode == "nvjpeg") o.decode = DecodeDevice::kGpu;
   else throw UsageError("--decode must be cpu or gpu, got '" + decode + "'");
+  if (args.flag("engine-graphs") && args.flag("no-engine-graphs"))
+    throw UsageError("--engine-graphs and --no-engine-graphs contradict each other");
+  // Beside nvJPEG (--decode gpu) the engine launches eagerly unless graphs are asked for: replayed
+  // graphs slow nvJPEG's own kernels, and files -> boxes ran faster eagerly in every measured call
+  // (H100 at b8b68c7: 12,369 vs 10,905 images/s with one context; docs/performance.md section 10).
+  const bool graphs_asked = args.flag("engine-graphs") || args.has("engine-graph-segments");
+  o.engine_graphs = !args.flag("no-engine-graphs") && (o.decode != DecodeDevice::kGpu || graphs_asked);
+  const long segments = args.get_int("engine-graph-segments", 1);
+  if (segments < 1 || segments > 64) throw UsageError("--engine-graph-segments must be in 1..64");
+  if (segments > 1 && !o.engine_graphs) throw UsageError("--engine-graph-segments needs the engine's graphs (not --no-engine-graphs)");
+  o.engine_graph_segments = static_cast<int>(segments);
   if (args.has("decode-cpu-share")) {
     const double share = args.get_double("decode-cpu-share", 0);
     if (o.decode != DecodeDevice::kGpu) throw UsageError("--decode-cpu-share needs --decode gpu");

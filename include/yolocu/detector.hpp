@@ -82,8 +82,9 @@ struct DetectorOptions {
   float decode_cpu_share = 0;
   // GPU: replay the engine's forward as one CUDA graph per batch size (default). false: launch its
   // kernels one by one. Beside nvJPEG (decode kGpu) the graphs' back-to-back kernels slow the
-  // decoder's own work by half, eager launches far less; the files -> boxes pipeline did not gain
-  // beyond the spread between runs (docs/performance.md section 10). The CPU path ignores it.
+  // decoder's own work by half, eager launches far less; files -> boxes ran faster eagerly in every
+  // measured call (docs/performance.md section 10), and the CLI launches eagerly with --decode gpu
+  // unless asked for graphs. The CPU path ignores it.
   bool engine_graphs = true;
   // With engine_graphs: the forward as this many graphs (1..64, CudaEngineOptions::graph_segments).
   // Beside nvJPEG, shorter graphs let the decoder's work in between (16: nvJPEG 12,490 images/s on 3

@@ -46,6 +46,8 @@ TEST(CliDecode, BadCombinationsAreUsageErrors) {
   EXPECT_TRUE(has(err, "--engine-graph-segments must be in 1..64")) << err;
   EXPECT_EQ(run_yolocu("detect" + m + "--engine-graph-segments 4 --no-engine-graphs " + quote(bus), &out, &err), 2);
   EXPECT_TRUE(has(err, "--engine-graph-segments needs the engine's graphs")) << err;
+  EXPECT_EQ(run_yolocu("detect" + m + "--engine-graphs --no-engine-graphs " + quote(bus), &out, &err), 2);
+  EXPECT_TRUE(has(err, "--engine-graphs and --no-engine-graphs contradict each other")) << err;
 }
 
 TEST(CliDecode, GpuDecodeOnACpuDetectorIsRefusedClearly) {
@@ -96,8 +98,9 @@ TEST(CliDecode, HelpNamesTheOptions) {
   EXPECT_TRUE(has(out, "--from-jpeg")) << out;
 }
 
-// --no-engine-graphs is a known flag of the detector commands; the CPU path ignores it (same JSON).
-// Its GPU effect (eager engine launches beside nvJPEG) is measured by run_all.sh decode.
+// --no-engine-graphs / --engine-graphs are known flags of the detector commands; the CPU path ignores
+// them (same JSON). Their GPU effect (eager engine launches beside nvJPEG, the default with --decode
+// gpu) is measured by run_all.sh decode.
 TEST(CliDecode, NoEngineGraphsIsAcceptedAndTheCpuPathIgnoresIt) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
@@ -107,6 +110,9 @@ TEST(CliDecode, NoEngineGraphsIsAcceptedAndTheCpuPathIgnoresIt) {
   ASSERT_EQ(run_yolocu(cmd + quote(bus), &without, &err), 0) << err;
   EXPECT_TRUE(has(with, "\"detections\"")) << with;
   EXPECT_EQ(with, without);
+  std::string graphs;
+  ASSERT_EQ(run_yolocu(cmd + "--engine-graphs " + quote(bus), &graphs, &err), 0) << err;
+  EXPECT_EQ(graphs, without);
 }
 
 }  // namespace
