@@ -288,10 +288,11 @@ PY
   for dec in ${FROM_JPEG_DECODE:-gpu cpu}; do  # FROM_JPEG_DECODE=gpu: nvJPEG rows only
     for share in $([ "$dec" = gpu ] && echo "${FROM_JPEG_CPU_SHARE:-0}" || echo 0); do
       for ctx in ${FROM_JPEG_CONTEXTS:-3}; do
-       # FROM_JPEG_GRAPHS="on off 16": also with --no-engine-graphs (off) and --engine-graph-segments 16 (a number)
-       for graphs in ${FROM_JPEG_GRAPHS:-on}; do
-        case "$graphs" in on) gflag="" ;; off) gflag="--no-engine-graphs" ;; *) gflag="--engine-graph-segments $graphs" ;; esac
-        name=from_jpeg_${dec}_ctx$ctx$([ "$share" = 0 ] || echo "_share$share")$([ "$graphs" = on ] || echo "_graphs$graphs")
+       # FROM_JPEG_GRAPHS="default on off 16": the CLI's default (with --decode gpu: eager launches), or
+       # --engine-graphs (on), --no-engine-graphs (off), --engine-graph-segments 16 (a number)
+       for graphs in ${FROM_JPEG_GRAPHS:-default}; do
+        case "$graphs" in default) gflag="" ;; on) gflag="--engine-graphs" ;; off) gflag="--no-engine-graphs" ;; *) gflag="--engine-graph-segments $graphs" ;; esac
+        name=from_jpeg_${dec}_ctx$ctx$([ "$share" = 0 ] || echo "_share$share")$([ "$graphs" = default ] || echo "_graphs$graphs")
         YOLOCU_NVJPEG_BACKEND=${FROM_JPEG_BACKEND:-} timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$d/coco128/images/train2017" --images 4096 \
           --batches 32 --contexts "$ctx" --decode "$dec" $([ "$share" = 0 ] || echo "--decode-cpu-share $share") --decode-threads "$(nproc)" \
           $gflag --stage-times --json "$out/$name.json" >"$out/$name.log" 2>&1 ||
