@@ -17,12 +17,10 @@
 #include <mma.h>
 
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "core/cuda_check.hpp"
 #include "engine/cuda/tactics/own_conv_kernel.hpp"
+#include "engine/cuda/tactics/smem_limit.hpp"
 
 namespace yolocu::engine {
 namespace {
@@ -199,23 +197,10 @@ size_t own_conv_smem(const OwnConvArgs& a, int bm) { return geometry(a, bm).byte
 
 void own_conv_prepare(const OwnConvArgs& a, int bm) {
   check_bm(bm);
-  const int smem = static_cast<int>(geometry(a, bm).bytes);
   const int nf = a.k / 16;
   const void* fn = bm == 64 ? reinterpret_cast<const void*>(kernel_for<64>(nf))
                             : reinterpret_cast<const void*>(kernel_for<128>(nf));
-  // The limit belongs to the kernel function, which all problems with the same block height and
-  // output channels share: it only ever rises (setting it per problem lowered it under a layer
-  // prepared earlier, whose launch then failed with cudaErrorInvalidValue: H100 at 27f3fa0, an
-  // engine restored from the tactic cache). Per device: the attribute is per context.
-  static std::mutex mutex;
-  static std::map<std::tuple<int, const void*>, int> raised;  // (device, kernel) -> limit set
-  int device = 0;
-  YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mutex);
-  int& limit = raised[{device, fn}];
-  if (smem <= limit) return;
-  YOLOCU_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  limit = smem;
+  raise_smem_limit(fn, geometry(a, bm).bytes);
 }
 
 void own_conv_run(const OwnConvArgs& a, int bm, cudaStream_t stream) {

@@ -24,15 +24,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
 #include "yolocu/tensor.hpp"
+#include "engine/cuda/tactics/smem_limit.hpp"
 #include "engine/cuda/tactics/stem_conv_kernel.hpp"
 
 namespace yolocu::engine {
@@ -246,19 +244,6 @@ KernelFn kernel_for_ks(int ks) {
   }
 }
 
-// The kernel's dynamic shared-memory limit raised to `bytes` (over 48 KiB with two patch buffers),
-// once per device and kernel; it only ever rises.
-void raise_smem_limit(int device, KernelFn fn, size_t bytes) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, KernelFn>, size_t> raised;
-  std::lock_guard<std::mutex> lock(mutex);
-  size_t& limit = raised[{device, fn}];
-  if (bytes <= limit) return;
-  YOLOCU_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
-  limit = bytes;
-}
-
 // The weight of reduction index k (window order) and output channel o; 0 in the padding.
 float window_weight(const StemConvArgs& a, const Geometry& g, const float* oihw, int k, int o) {
   const int rs = a.r * g.sw;
@@ -339,7 +324,7 @@ void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) {
   int device = 0, sms = 0;
   YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
   YOLOCU_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  raise_smem_limit(device, fn, g.smem);
+  raise_smem_limit(reinterpret_cast<const void*>(fn), g.smem);  // two patch buffers: over 48 KiB
   const int blocks = std::min(P.tiles, 2 * sms);  // two resident per SM (registers), each a loop over tiles
   fn<<<static_cast<unsigned>(blocks), kThreads, g.smem, stream>>>(P);
   YOLOCU_CUDA_CHECK_LAUNCH();
