@@ -270,8 +270,13 @@ std::string describe_build(const Detector& detector) {
                 "tuned) in %.0f ms, %s; cache %s",
                 b.build_ms, b.tactic_layers, b.tactic_cache_hits, b.tactic_plans_restored, b.tactic_memo_hits,
                 b.tactics_tuned, b.tune_ms, kind, b.tactic_cache.empty() ? "none" : b.tactic_cache.c_str());
+  std::string out = buf;
+  if (!b.direct_stem_batches.empty()) {
+    out += "; direct stem at batch";
+    for (size_t i = 0; i < b.direct_stem_batches.size(); ++i) out += (i ? ", " : " ") + std::to_string(b.direct_stem_batches[i]);
+  }
   // Where the tuning time went, on a line of its own (greppable: "tune breakdown:").
-  return b.tune_breakdown.empty() ? std::string(buf) : std::string(buf) + "\n    " + b.tune_breakdown;
+  return b.tune_breakdown.empty() ? out : out + "\n    " + b.tune_breakdown;
 }
 
 std::string build_json_fields(const Detector& detector) {
@@ -279,7 +284,11 @@ std::string build_json_fields(const Detector& detector) {
   return "\"build_ms\": " + json_number(b.build_ms) + ", \"tune_ms\": " + json_number(b.tune_ms) +
          ", \"tactic_layers\": " + std::to_string(b.tactic_layers) + ", \"tactic_cache_hits\": " +
          std::to_string(b.tactic_cache_hits) + ", \"tactic_plans_restored\": " + std::to_string(b.tactic_plans_restored) +
-         ", \"tactics_tuned\": " + std::to_string(b.tactics_tuned);
+         ", \"tactics_tuned\": " + std::to_string(b.tactics_tuned) + ", \"direct_stem_batches\": [" + [&] {
+           std::string list;
+           for (size_t i = 0; i < b.direct_stem_batches.size(); ++i) list += (i ? ", " : "") + std::to_string(b.direct_stem_batches[i]);
+           return list;
+         }() + "]";
 }
 
 std::string describe_decode(const Detector& detector) {

@@ -161,6 +161,7 @@ struct BuildInfo {
   int tactics_tuned = 0;           // ... timed now
   std::string tactic_cache;        // GPU: the cache file ("" none)
   std::string tune_breakdown;      // GPU: where tune_ms went ("tune breakdown: ...", CudaEngineStats)
+  std::vector<int> direct_stem_batches;  // GPU: tuned batch sizes whose first layer runs as the direct stem kernel
 };
 
 class Detector {

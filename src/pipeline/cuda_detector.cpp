@@ -251,6 +251,7 @@ class CudaDetector final : public Detector {
         build_info_.tactics_tuned = st.tactics_tuned;
         build_info_.tactic_cache = st.tactic_cache_path;
         build_info_.tune_breakdown = st.tune_breakdown;
+        build_info_.direct_stem_batches = st.direct_stem_batches;
         build_info_.device_bytes = st.device_bytes + c->budget.used();
       }
       contexts_.push_back(std::move(c));
