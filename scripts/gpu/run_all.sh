@@ -176,14 +176,14 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
     timeout 200 "$bin/bench_cuda_engine" --models "$models" --batches 1,32 --iters 20 --tactic-cache "$out/tactics.json" \
       >"$out/bench_cuda_engine_warm.log" 2>&1 || row "FAIL  bench_cuda_engine warm (log bench_cuda_engine_warm.log)"
   fi
-  # compare_run NAME "FLAGS" [TACTICS]: the same engines again with other bench_cuda_engine flags, in
-  # the same call (NAME.log); their tactics from TACTICS (a cache: .json, or .json.xz such as
-  # .data/tactics-h100-*.json.xz) when given, else tuned here.
+  # compare_run NAME "FLAGS" [TACTICS [BINARY]]: the same engines again with other bench_cuda_engine
+  # flags, in the same call (NAME.log); their tactics from TACTICS (a cache: .json, or .json.xz such
+  # as .data/tactics-h100-*.json.xz) when given, else tuned here; BINARY: another bench_cuda_engine.
   compare_run() {
-    local name=$1 flags=$2 tactics=${3:-} tc="$out/tactics_$1.json"
+    local name=$1 flags=$2 tactics=${3:-} tc="$out/tactics_$1.json" b=${4:-$bin/bench_cuda_engine}
     rm -f "$tc"
     case "$tactics" in "") ;; *.xz) xz -dc "$tactics" >"$tc" ;; *) cp "$tactics" "$tc" ;; esac
-    timeout 420 "$bin/bench_cuda_engine" --models "$models" --batches 1,8,32 $flags --tactic-cache "$tc" \
+    timeout 420 "$b" --models "$models" --batches 1,8,32 $flags --tactic-cache "$tc" \
       >"$out/$name.log" 2>&1 || row "FAIL  bench_cuda_engine ${flags:-(default)} (log $name.log)"
     rm -f "$tc"
   }
@@ -191,9 +191,28 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
   [ "${COMPARE_COPY_FREE:-0}" = 1 ] && compare_run bench_cuda_engine_copies --no-copy-free-concat "${TACTICS_COPIES:-}"
   # COMPARE_FLAGS="...": those flags (e.g. --no-fuse-sppf, --no-direct-stem), from this call's cache
   [ -n "${COMPARE_FLAGS:-}" ] && compare_run bench_cuda_engine_compare "$COMPARE_FLAGS" "$out/tactics.json"
+  # OLD_BENCH=FILE: a bench_cuda_engine built at an earlier commit (carried; .xz unpacked), the same
+  # engines from this call's cache: before and after a change in one call (bench_cuda_engine_old.log)
+  if [ -n "${OLD_BENCH:-}" ]; then
+    case "$OLD_BENCH" in *.xz) xz -dc "$OLD_BENCH" >"$out/bench_old" ;; *) cp "$OLD_BENCH" "$out/bench_old" ;; esac
+    chmod +x "$out/bench_old"
+    compare_run bench_cuda_engine_old "$([ "${PROFILE:-1}" = 1 ] && echo --profile)" "$out/tactics.json" "$out/bench_old"
+    rm -f "$out/bench_old"
+  fi
   # CUTLASS=1: also the engines without the cutlass family (the rows it must beat), tactics from
   # TACTICS_PLAIN (COMPARE_PLAIN=0: not)
   [ "${CUTLASS:-0}" = 1 ] && [ "${COMPARE_PLAIN:-1}" = 1 ] && compare_run bench_cuda_engine_plain "" "${TACTICS_PLAIN:-}"
+  # NCU_KERNEL=REGEX: Nsight Compute's full section set for one launch of the kernels matching REGEX
+  # (after NCU_SKIP=5 of them: past the build's check; the cache holds the choices), yolov5n at
+  # NCU_BATCH=32 from this call's cache, as text (ncu.log): stall reasons, memory throughput,
+  # occupancy of that kernel.
+  if [ -n "${NCU_KERNEL:-}" ]; then
+    timeout 300 ncu --kernel-name "regex:$NCU_KERNEL" --launch-skip "${NCU_SKIP:-5}" --launch-count 1 --set full \
+      "$bin/bench_cuda_engine" --models "$d/models/yolov5n.onnx" --batches "${NCU_BATCH:-32}" --iters 2 \
+      --tactic-cache "$out/tactics.json" >"$out/ncu.log" 2>&1 || row "FAIL  ncu (log ncu.log)"
+    echo "-- ncu $NCU_KERNEL (yolov5n batch ${NCU_BATCH:-32})" >>"$summary"
+    grep -E "^  .*($NCU_KERNEL)|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible|Executed Ipc Active" "$out/ncu.log" >>"$summary"
+  fi
   LD_LIBRARY_PATH=$peer_ld timeout 300 python3 bench/peer_torch_forward.py --batches 1 8 32 $([ "${PROFILE:-1}" = 1 ] && echo --per-layer) \
     >"$out/peer_torch_forward.log" 2>&1 || row "FAIL  peer_torch_forward (log peer_torch_forward.log)"
   # The profile's convolutions next to PyTorch's for the same shapes (PROFILE=1)
@@ -202,7 +221,7 @@ if [ "$part" = engine ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
       >"$out/merged_profile.log" 2>&1 || row "FAIL  merge_profiles (log merged_profile.log)"
   fi
   cp "$out/tactics.json" "$final/tactics.json" 2>/dev/null
-  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_compare bench_cuda_engine_warm peer_torch_forward; do
+  for f in bench_cuda_engine bench_cuda_engine_copies bench_cuda_engine_plain bench_cuda_engine_compare bench_cuda_engine_old bench_cuda_engine_warm peer_torch_forward; do
     [ -f "$out/$f.log" ] || continue
     echo "-- $f" >>"$summary"
     grep -E '^(yolov5|device|model)|^\| yolov5|tune breakdown:| stem: |own direct stem' "$out/$f.log" >>"$summary" || tail -5 "$out/$f.log" >>"$summary"
