@@ -194,6 +194,7 @@ struct CudaEngine::Impl {
   int direct_conv = -1;
   DeviceMem direct_w;
   engine::StemConvArgs direct_args;
+  engine::StemConvLaunch direct_launch;
   int input_readers = 0; // steps reading the network input
   size_t workspace_bytes = 0;
   std::vector<int> tuned;               // tuned batch sizes, ascending

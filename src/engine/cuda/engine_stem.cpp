@@ -16,7 +16,7 @@ namespace {
 
 // The cache entry of the choice (the stem layer's signature at that batch behind this prefix; a
 // new kernel version gets a new prefix, so that an older choice is not taken for it).
-constexpr const char* kChoicePrefix = "direct-stem-v1|";
+constexpr const char* kChoicePrefix = "direct-stem-v2|";  // v2: 16-byte patch loads, fast SiLU
 constexpr const char* kDirect = "own:direct-stem";
 constexpr const char* kConversion = "input-conversion";
 
@@ -46,6 +46,7 @@ void CudaEngine::Impl::setup_direct_stem(const ConvInfo& ci, int conv, const flo
   direct_w = alloc(packed.size() * 2, "weights");
   YOLOCU_CUDA_CHECK(cudaMemcpy(direct_w.get(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
   stats.weight_bytes += packed.size() * 2;
+  direct_launch = engine::stem_conv_prepare(a);  // (the kernels, their shared memory and occupancy)
   direct_args = a;
   direct_conv = conv;
 }
@@ -64,7 +65,7 @@ void CudaEngine::Impl::run_direct_stem(const void* d_input, int batch, cudaStrea
   a.w = direct_w.get();
   a.bias = static_cast<const float*>(ci.d_bias.get());
   a.y = ptr(ci.y);
-  engine::stem_conv_run(a, s);
+  engine::stem_conv_run(direct_launch, a, s);
 }
 
 void CudaEngine::Impl::choose_direct_stem(BatchExec& be, int batch, void* y_ref) {

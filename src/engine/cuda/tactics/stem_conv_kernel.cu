@@ -6,8 +6,11 @@
 // (cp.async) while the current one computes.
 //   1. The patch of a tile (every channel, 14 + r rows, 2 * 63 + window columns) lies in shared
 //      memory as 32-bit words, each two neighbouring fp16 pixels of a row (zeros outside the image).
-//      Patch rows are 16 words apart modulo 32 banks and channel planes a multiple of 32: the
-//      fragment loads below are conflict-free.
+//      Its rows start at an input word that is a multiple of 4 (the columns needed begin `off`
+//      words in), so that with an input width a multiple of 8 and a 16-byte aligned input the
+//      patch loads as 16-byte copies, which lie wholly inside or wholly outside the image; else
+//      as 4-byte copies. Patch rows are 16 words apart modulo 32 banks and channel planes a
+//      multiple of 32: the fragment loads below are conflict-free.
 //   2. GEMM view: A[pixel][k] with k = (channel, ky, kxw) over a window kxw of even width sw (the
 //      filter's s columns, one zero column in front after an odd pad, rounded up to even), so that
 //      the two k of a fragment register are two neighbouring pixels of one patch row: one aligned
@@ -17,8 +20,9 @@
 //   3. Each warp: 4 tiles of 16 pixels of its row; per tile ks k-steps of nt mma.sync m16n8k16
 //      (fp16 in, fp32 accumulators), the weights' B fragments held in registers for the block's
 //      whole life (packed on the host in fragment order: one 64-bit load per k-step and n-tile).
-//   4. Epilogue: + bias, SiLU in float32, into the warp's staging rows (padded: conflict-free),
-//      then 16-byte stores of whole pixels.
+//   4. Epilogue: + bias, SiLU in float32 (x / (1 + 2^(-x log2 e)) with the hardware's exp2 and
+//      reciprocal: relative error ~1e-6, far below the fp16 output's 2^-11), into the warp's
+//      staging rows (padded: conflict-free), then 16-byte stores of whole pixels.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -43,7 +47,8 @@ constexpr int kMaxReduction = 112;  // c * r * sw: at most 7 k-steps of 16
 
 struct Geometry {
   int shift = 0, sw = 0, kd = 0, ks = 0;    // odd-pad shift, window width, reduction, k-steps
-  int ph = 0, need_w = 0, pww = 0, pl = 0;  // patch rows, words per row needed / allocated, words per plane
+  int off = 0;                              // words from a patch row's start to the first one needed
+  int ph = 0, need_w = 0, pww = 0, pl = 0;  // patch rows, words per row loaded (a multiple of 4) / allocated, per plane
   int buf_words = 0;                        // one patch buffer (two: the next tile's loads in flight)
   int stage_words = 0;                      // a warp's staged outputs: 16 pixels, k / 2 + 4 words each
   size_t smem = 0;
@@ -56,7 +61,11 @@ Geometry geometry(const StemConvArgs& a) {
   g.kd = a.c * a.r * g.sw;
   g.ks = (g.kd + 15) / 16;
   g.ph = (kTileH - 1) * 2 + a.r;
-  g.need_w = ((kTileW - 1) * 2 + g.sw) / 2;
+  // A tile's first needed word is ox0 - (pad_w + shift) / 2 with ox0 a multiple of 64: the patch
+  // row starts at the multiple of 4 below it.
+  const int lead = (a.pad_w + g.shift) / 2;
+  g.off = (4 - lead % 4) % 4;
+  g.need_w = (g.off + ((kTileW - 1) * 2 + g.sw) / 2 + 3) / 4 * 4;
   g.pww = g.need_w;
   while (g.pww % 32 != 16) ++g.pww;
   g.pl = (g.ph * g.pww + 31) / 32 * 32;
@@ -71,10 +80,16 @@ struct Params {
   const uint2* w;     // B fragments [ks][nt][32 lanes]
   const float* bias;
   __half* y;
-  int n, c, h, w2, p, q, yp, r, s, sw, shift, pad_h, padw_e;
+  int n, c, h, w2, p, q, yp, r, s, sw, shift, pad_h, padw_e, off;
   int ph, need_w, pww, pl, buf_words, tiles_x, tiles;
   bool silu;
 };
+
+__device__ __forceinline__ float exp2f_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
@@ -88,6 +103,12 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
 __device__ __forceinline__ void cp_async4(uint32_t* dst, const uint32_t* src, int src_bytes) {
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+}
+// 16 bytes global -> shared (L2 only: nothing of the input is read twice by one SM soon); src_bytes
+// 0: zeros.
+__device__ __forceinline__ void cp_async16(uint32_t* dst, const uint32_t* src, int src_bytes) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
@@ -105,29 +126,40 @@ __device__ __forceinline__ Tile tile_of(const Params& P, int t) {
   return r;
 }
 
-// The tile's input patch into `buf` (every channel's rows; zeros outside the image), asynchronously.
+// The tile's input patch into `buf` (every channel's rows; zeros outside the image), asynchronously:
+// a warp per patch row. VEC: 16-byte copies (P.w2 a multiple of 4, the input 16-byte aligned), a
+// lane per 4 words; else 4-byte ones, a lane per word.
+template <bool VEC>
 __device__ __forceinline__ void load_patch(const Params& P, uint32_t* buf, const Tile& t, int warp, int lane) {
-  const int iy0 = 2 * t.oy0 - P.pad_h, jx0 = t.ox0 - P.padw_e / 2;
+  const int iy0 = 2 * t.oy0 - P.pad_h, jx0 = t.ox0 - P.padw_e / 2 - P.off;
   const uint32_t* xi = P.x + static_cast<size_t>(t.img) * P.c * P.h * P.w2;
-  const int rows = P.c * P.ph;
-  for (int row = warp; row < rows; row += kTileH) {
-    const int cc = row / P.ph, py = row - cc * P.ph, iy = iy0 + py;
+  for (int cc = 0, py = warp; cc < P.c;) {  // rows (cc, py) = warp, warp + 8, ... of c * ph
+    const int iy = iy0 + py;
     const bool rok = iy >= 0 && iy < P.h;
     const uint32_t* src = xi + (static_cast<size_t>(cc) * P.h + (rok ? iy : 0)) * P.w2;
     uint32_t* dst = buf + cc * P.pl + py * P.pww;
+    if constexpr (VEC) {
+      const int j = 4 * lane, jx = jx0 + j;
+      if (j < P.need_w) {
+        const bool ok = rok && jx >= 0 && jx < P.w2;
+        cp_async16(dst + j, ok ? src + jx : P.x, ok ? 16 : 0);
+      }
+    } else {
 #pragma unroll
-    for (int e = 0; e < 3; ++e) {
-      const int j = lane + 32 * e, jx = jx0 + j;
-      if (j >= P.need_w) break;
-      const bool ok = rok && jx >= 0 && jx < P.w2;
-      cp_async4(dst + j, ok ? src + jx : P.x, ok ? 4 : 0);
+      for (int e = 0; e < 3; ++e) {
+        const int j = lane + 32 * e, jx = jx0 + j;
+        if (j >= P.need_w) break;
+        const bool ok = rok && jx >= 0 && jx < P.w2;
+        cp_async4(dst + j, ok ? src + jx : P.x, ok ? 4 : 0);
+      }
     }
+    for (py += kTileH; py >= P.ph && cc < P.c;) py -= P.ph, ++cc;
   }
 }
 
 // Persistent blocks: tile after tile (8 output rows x 64 columns of one image), the next tile's
 // patch loading while this one computes.
-template <int KS, int NT>
+template <int KS, int NT, bool VEC>
 __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
   extern __shared__ __align__(16) uint32_t smem[];
   constexpr int kStageRow = NT * 4 + 4;  // words per staged pixel (k / 2 + 4: conflict-free)
@@ -137,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
 
   int tile = static_cast<int>(blockIdx.x);
   if (tile >= P.tiles) return;
-  load_patch(P, smem, tile_of(P, tile), warp, lane);
+  load_patch<VEC>(P, smem, tile_of(P, tile), warp, lane);
   cp_async_commit();
 
   // B fragments, k offsets and masks of this thread (for every tile)
@@ -159,7 +191,7 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
       const int kx = kxw - P.shift;
       const bool in = cc < P.c;
       const bool lo = in && kx >= 0 && kx < P.s, hi = in && kx + 1 >= 0 && kx + 1 < P.s;
-      koff[s][j] = in ? cc * P.pl + ky * P.pww + kxw / 2 : 0;
+      koff[s][j] = in ? cc * P.pl + ky * P.pww + P.off + kxw / 2 : 0;
       msk[s][j] = (lo ? 0x0000FFFFu : 0u) | (hi ? 0xFFFF0000u : 0u);
     }
   }
@@ -173,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
 
   for (int cur = 0; tile < P.tiles; tile += static_cast<int>(gridDim.x), cur ^= 1) {
     const int next = tile + static_cast<int>(gridDim.x);
-    if (next < P.tiles) load_patch(P, smem + (cur ^ 1) * P.buf_words, tile_of(P, next), warp, lane);
+    if (next < P.tiles) load_patch<VEC>(P, smem + (cur ^ 1) * P.buf_words, tile_of(P, next), warp, lane);
     cp_async_commit();  // (empty without a next tile: one group per iteration)
     cp_async_wait_one();
     __syncthreads();
@@ -206,9 +238,9 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             float v0 = acc[nt][2 * hi] + bias[nt][0], v1 = acc[nt][2 * hi + 1] + bias[nt][1];
-            if (P.silu) {
-              v0 = v0 / (1.f + expf(-v0));
-              v1 = v1 / (1.f + expf(-v1));
+            if (P.silu) {  // (x very negative: exp2 gives inf, the quotient -0)
+              v0 = __fdividef(v0, 1.f + exp2f_approx(-v0 * 1.4426950408889634f));
+              v1 = __fdividef(v1, 1.f + exp2f_approx(-v1 * 1.4426950408889634f));
             }
             const __half2 h = __floats2half2_rn(v0, v1);
             stage[(g + 8 * hi) * kStageRow + nt * 4 + t4] = *reinterpret_cast<const uint32_t*>(&h);
@@ -231,17 +263,21 @@ __global__ void __launch_bounds__(kThreads, 2) stem_conv_kernel(Params P) {
 
 using KernelFn = void (*)(Params);
 
-template <int NT>
+template <int NT, bool VEC>
 KernelFn kernel_for_ks(int ks) {
   switch (ks) {
-    case 1: return stem_conv_kernel<1, NT>;
-    case 2: return stem_conv_kernel<2, NT>;
-    case 3: return stem_conv_kernel<3, NT>;
-    case 4: return stem_conv_kernel<4, NT>;
-    case 5: return stem_conv_kernel<5, NT>;
-    case 6: return stem_conv_kernel<6, NT>;
-    default: return stem_conv_kernel<7, NT>;
+    case 1: return stem_conv_kernel<1, NT, VEC>;
+    case 2: return stem_conv_kernel<2, NT, VEC>;
+    case 3: return stem_conv_kernel<3, NT, VEC>;
+    case 4: return stem_conv_kernel<4, NT, VEC>;
+    case 5: return stem_conv_kernel<5, NT, VEC>;
+    case 6: return stem_conv_kernel<6, NT, VEC>;
+    default: return stem_conv_kernel<7, NT, VEC>;
   }
+}
+KernelFn kernel_for(int k, int ks, bool vec) {
+  if (k == 16) return vec ? kernel_for_ks<2, true>(ks) : kernel_for_ks<2, false>(ks);
+  return vec ? kernel_for_ks<4, true>(ks) : kernel_for_ks<4, false>(ks);
 }
 
 // The weight of reduction index k (window order) and output channel o; 0 in the padding.
@@ -290,7 +326,32 @@ std::vector<uint16_t> stem_conv_pack(const StemConvArgs& a, const float* oihw) {
   return out;
 }
 
-void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) {
+StemConvLaunch stem_conv_prepare(const StemConvArgs& a) {
+  const std::string why = stem_conv_unsupported(a);
+  YOLOCU_CHECK(why.empty(), kInternal, "stem_conv_prepare: ", why);
+  const Geometry g = geometry(a);
+  StemConvLaunch l;
+  l.smem = g.smem;
+  int device = 0, sms = 0;
+  YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
+  YOLOCU_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  for (const bool vec : {false, true}) {
+    const KernelFn fn = kernel_for(a.k, g.ks, vec);
+    raise_smem_limit(reinterpret_cast<const void*>(fn), g.smem);  // two patch buffers: over 48 KiB
+    int per_sm = 0;
+    YOLOCU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kThreads, g.smem));
+    YOLOCU_CHECK(per_sm > 0, kCuda, "stem_conv_prepare: no block fits an SM (", g.smem, " bytes of shared memory)");
+    (vec ? l.vec_kernel : l.kernel) = reinterpret_cast<const void*>(fn);
+    (vec ? l.vec_blocks : l.blocks) = per_sm * sms;
+  }
+  l.k = a.k, l.c = a.c, l.h = a.h, l.w = a.w_, l.r = a.r, l.s = a.s, l.pad_h = a.pad_h, l.pad_w = a.pad_w;
+  return l;
+}
+
+void stem_conv_run(const StemConvLaunch& l, const StemConvArgs& a, cudaStream_t stream) {
+  YOLOCU_CHECK(l.kernel && a.k == l.k && a.c == l.c && a.h == l.h && a.w_ == l.w && a.r == l.r && a.s == l.s &&
+                   a.pad_h == l.pad_h && a.pad_w == l.pad_w,
+               kInternal, "stem_conv_run: the launch was prepared for another shape");
   const std::string why = stem_conv_unsupported(a);
   YOLOCU_CHECK(why.empty(), kInternal, "stem_conv_run: ", why);
   const Geometry g = geometry(a);
@@ -312,6 +373,7 @@ void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) {
   P.shift = g.shift;
   P.pad_h = a.pad_h;
   P.padw_e = a.pad_w + g.shift;
+  P.off = g.off;
   P.ph = g.ph;
   P.need_w = g.need_w;
   P.pww = g.pww;
@@ -320,14 +382,14 @@ void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) {
   P.tiles_x = (a.q + kTileW - 1) / kTileW;
   P.tiles = P.tiles_x * ((a.p + kTileH - 1) / kTileH) * a.n;
   P.silu = a.silu;
-  const KernelFn fn = a.k == 16 ? kernel_for_ks<2>(g.ks) : kernel_for_ks<4>(g.ks);
-  int device = 0, sms = 0;
-  YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
-  YOLOCU_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  raise_smem_limit(reinterpret_cast<const void*>(fn), g.smem);  // two patch buffers: over 48 KiB
-  const int blocks = std::min(P.tiles, 2 * sms);  // two resident per SM (registers), each a loop over tiles
-  fn<<<static_cast<unsigned>(blocks), kThreads, g.smem, stream>>>(P);
+  // 16-byte patch copies need rows of whole 16-byte chunks from a 16-byte aligned input.
+  const bool vec = P.w2 % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
+  const auto fn = reinterpret_cast<KernelFn>(const_cast<void*>(vec ? l.vec_kernel : l.kernel));
+  const int blocks = std::min(P.tiles, vec ? l.vec_blocks : l.blocks);  // persistent: each a loop over tiles
+  fn<<<static_cast<unsigned>(blocks), kThreads, l.smem, stream>>>(P);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
+
+void stem_conv_run(const StemConvArgs& a, cudaStream_t stream) { stem_conv_run(stem_conv_prepare(a), a, stream); }
 
 }  // namespace yolocu::engine

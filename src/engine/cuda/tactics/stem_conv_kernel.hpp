@@ -31,7 +31,21 @@ std::string stem_conv_unsupported(const StemConvArgs& a);
 // The weights OIHW float32 [k, c, r, s] in the kernel's order (fp16 bits, zeros where the
 // fragments pad), for a.w.
 std::vector<uint16_t> stem_conv_pack(const StemConvArgs& a, const float* oihw);
-// Enqueues one launch on `stream`; throws yolocu::Error(kCuda) if it fails.
+// What a launch needs that does not change from call to call, found once on the current device:
+// the kernels (4-byte and 16-byte input copies), their shared memory (its limit raised), how many
+// blocks stay resident. For the shape of `a` (any batch up to 65535); throws if unsupported.
+struct StemConvLaunch {
+  const void* kernel = nullptr;
+  const void* vec_kernel = nullptr;
+  int blocks = 0, vec_blocks = 0;
+  size_t smem = 0;
+  int k = 0, c = 0, h = 0, w = 0, r = 0, s = 0, pad_h = 0, pad_w = 0;  // the shape it was prepared for
+};
+StemConvLaunch stem_conv_prepare(const StemConvArgs& a);
+// Enqueues one launch on `stream` (on the device `l` was prepared on); throws yolocu::Error if it
+// fails or `a` is not the prepared shape.
+void stem_conv_run(const StemConvLaunch& l, const StemConvArgs& a, cudaStream_t stream);
+// Prepares and runs (tests, one-off launches).
 void stem_conv_run(const StemConvArgs& a, cudaStream_t stream);
 
 }  // namespace yolocu::engine
