@@ -16,7 +16,7 @@ namespace {
 
 // The cache entry of the choice (the stem layer's signature at that batch behind this prefix; a
 // new kernel version gets a new prefix, so that an older choice is not taken for it).
-constexpr const char* kChoicePrefix = "direct-stem-v2|";  // v2: 16-byte patch loads, fast SiLU
+constexpr const char* kChoicePrefix = "direct-stem-v3|";  // v3: 16-byte patch loads, fast SiLU, zero plane
 constexpr const char* kDirect = "own:direct-stem";
 constexpr const char* kConversion = "input-conversion";
 
@@ -56,8 +56,9 @@ void CudaEngine::Impl::run_direct_stem(const void* d_input, int batch, cudaStrea
   engine::StemConvArgs a = direct_args;
   a.n = batch;
   a.x = d_input;
-  if (reinterpret_cast<uintptr_t>(d_input) % 4 != 0) {
-    // The kernel reads two pixels as one 32-bit word: an input at an odd fp16 offset is copied first.
+  if (reinterpret_cast<uintptr_t>(d_input) % 16 != 0) {
+    // The kernel copies the input 16 bytes at a time: an input that is not 16-byte aligned (a
+    // caller's device pointer) is copied first.
     const size_t bytes = static_cast<size_t>(batch) * in_c * in_h * in_w * es;
     YOLOCU_CUDA_CHECK(cudaMemcpyAsync(staging.get(), d_input, bytes, cudaMemcpyDeviceToDevice, s));
     a.x = staging.get();

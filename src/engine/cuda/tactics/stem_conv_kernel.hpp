@@ -26,24 +26,23 @@ struct StemConvArgs {
 };
 
 // "" if the kernel runs this shape, else why not: c * r * (s rounded up to even after an odd pad)
-// <= 112, k 16 or 32, r and s <= 7, pads <= 3, w even, p and q the stride-2 output sizes.
+// <= 112, k 16 or 32, r and s <= 7, pads <= 3, w a multiple of 8, p and q the stride-2 output sizes.
 std::string stem_conv_unsupported(const StemConvArgs& a);
 // The weights OIHW float32 [k, c, r, s] in the kernel's order (fp16 bits, zeros where the
 // fragments pad), for a.w.
 std::vector<uint16_t> stem_conv_pack(const StemConvArgs& a, const float* oihw);
 // What a launch needs that does not change from call to call, found once on the current device:
-// the kernels (4-byte and 16-byte input copies), their shared memory (its limit raised), how many
-// blocks stay resident. For the shape of `a` (any batch up to 65535); throws if unsupported.
+// the kernel for the shape, its shared memory (its limit raised), how many blocks stay resident.
+// For the shape of `a` (any batch up to 65535); throws if unsupported.
 struct StemConvLaunch {
   const void* kernel = nullptr;
-  const void* vec_kernel = nullptr;
-  int blocks = 0, vec_blocks = 0;
+  int blocks = 0;
   size_t smem = 0;
   int k = 0, c = 0, h = 0, w = 0, r = 0, s = 0, pad_h = 0, pad_w = 0;  // the shape it was prepared for
 };
 StemConvLaunch stem_conv_prepare(const StemConvArgs& a);
 // Enqueues one launch on `stream` (on the device `l` was prepared on); throws yolocu::Error if it
-// fails or `a` is not the prepared shape.
+// fails, `a` is not the prepared shape or its input (a.x) is not 16-byte aligned.
 void stem_conv_run(const StemConvLaunch& l, const StemConvArgs& a, cudaStream_t stream);
 // Prepares and runs (tests, one-off launches).
 void stem_conv_run(const StemConvArgs& a, cudaStream_t stream);
