@@ -265,7 +265,7 @@ class PyDetector {
   PyDetector(const std::string& model, const std::string& device, const std::string& precision, float conf, float iou,
              int max_det, const std::vector<int>& classes, bool agnostic, bool multi_label, int batch, int imgsz_h,
              int imgsz_w, int threads, int contexts, uint64_t max_memory, uint64_t max_device_memory,
-             const std::string& decode, float decode_cpu_share) {
+             const std::string& decode, float decode_cpu_share, bool engine_graphs) {
     yolocu::DetectorOptions o;
     o.device = parse_device(device, &o.cuda_device);
     if (precision == "fp16" || precision == "half") o.precision = yolocu::Precision::kFloat16;
@@ -294,6 +294,7 @@ class PyDetector {
     else if (decode == "gpu" || decode == "nvjpeg") o.decode = yolocu::DecodeDevice::kGpu;
     else throw nb::value_error(("decode must be 'cpu' or 'gpu', got '" + decode + "'").c_str());
     o.decode_cpu_share = decode_cpu_share;  // range and combination checked by create()
+    o.engine_graphs = engine_graphs;        // (the Python layer resolves its default from decode)
     nb::gil_scoped_release release;
     det_ = yolocu::Detector::create(model, o);
   }
@@ -534,10 +535,10 @@ NB_MODULE(_yolocu, m) {
   nb::class_<PyDetector>(m, "_Detector")
       .def(nb::init<const std::string&, const std::string&, const std::string&, float, float, int,
                     const std::vector<int>&, bool, bool, int, int, int, int, int, uint64_t, uint64_t,
-                    const std::string&, float>(),
+                    const std::string&, float, bool>(),
            "model"_a, "device"_a, "precision"_a, "conf"_a, "iou"_a, "max_det"_a, "classes"_a, "agnostic"_a,
            "multi_label"_a, "batch"_a, "imgsz_h"_a, "imgsz_w"_a, "threads"_a, "contexts"_a, "max_memory"_a,
-           "max_device_memory"_a, "decode"_a = "cpu", "decode_cpu_share"_a = 0.f)
+           "max_device_memory"_a, "decode"_a = "cpu", "decode_cpu_share"_a = 0.f, "engine_graphs"_a = true)
       .def("detect", &PyDetector::detect, "items"_a,
            "Detects objects in a flat list of images (arrays, bytes, paths); the GIL is released.")
       .def("evaluate", &PyDetector::evaluate, "paths"_a, "labels_dir"_a)

@@ -10,7 +10,7 @@ class _Detector:
     def __init__(self, model: str, device: str, precision: str, conf: float, iou: float, max_det: int,
                  classes: List[int], agnostic: bool, multi_label: bool, batch: int, imgsz_h: int, imgsz_w: int,
                  threads: int, contexts: int, max_memory: int, max_device_memory: int, decode: str = ...,
-                 decode_cpu_share: float = ...) -> None: ...
+                 decode_cpu_share: float = ..., engine_graphs: bool = ...) -> None: ...
     def detect(self, items: List[Any]) -> List[Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32],
                                                      npt.NDArray[np.int32], int, int]]:
         """Per image: boxes N x 4, scores N, classes N, width, height. The GIL is released."""

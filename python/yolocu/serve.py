@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where image_bytes requests are decoded: cpu (the same pixels as cv2.imread) or gpu (nvJPEG)")
     p.add_argument("--decode-cpu-share", type=float, default=0.0,
                    help="with --decode gpu: share of each batch (0-0.9) decoded on CPU threads beside nvJPEG")
+    graphs = p.add_mutually_exclusive_group()
+    graphs.add_argument("--engine-graphs", dest="engine_graphs", action="store_true", default=None,
+                        help="GPU: replay the engine's forward as CUDA graphs (default, except with --decode gpu)")
+    graphs.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_false",
+                        help="GPU: launch the engine's kernels one by one (default with --decode gpu: nvJPEG keeps "
+                             "more of the GPU)")
     p.add_argument("--log-verbose", type=int, default=0, help="Triton's log verbosity")
     p.add_argument("--timeout-s", type=float, default=0,
                    help="stop by itself after this many seconds (0: run until SIGINT/SIGTERM; for tests)")
@@ -165,7 +171,7 @@ def create_detectors(args: argparse.Namespace) -> List[Any]:
     return [Detector(args.model, device=d, precision=args.precision, conf=args.conf, iou=args.iou,
                      max_det=args.max_det, classes=args.classes, agnostic=args.agnostic, batch=args.max_batch,
                      imgsz=imgsz, threads=args.threads, contexts=args.instances, decode=args.decode,
-                     decode_cpu_share=args.decode_cpu_share) for d in devices]
+                     decode_cpu_share=args.decode_cpu_share, engine_graphs=args.engine_graphs) for d in devices]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
