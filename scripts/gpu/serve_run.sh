@@ -4,7 +4,8 @@
 # extension against this machine's Python, runs the GPU Python tests, then bench/serve_throughput.py.
 # Logs and the table under $OUT (or ./gpu-out); the table is printed last.
 #   bash scripts/gpu/serve_run.sh [extra bench/serve_throughput.py options]
-# Environment: SERVE_MODES="raw bytes" (a table per request mode), SKIP_TESTS=1, SKIP_PROBE=1.
+# Environment: SERVE_MODES="raw bytes" (a table per request mode), SKIP_TESTS=1, SKIP_PROBE=1,
+# PY_FROM_JPEG=1 (the Python API from JPEG bytes, graphs vs eager), SKIP_SERVE_BENCH=1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -148,6 +149,17 @@ echo "== GPU Python tests"
 [ "${SKIP_TESTS:-0}" = 1 ] && echo "skipped (SKIP_TESTS=1)" ||
 timeout 180 $py -m pytest -q -rs -p no:cacheprovider tests/pytest/test_api.py -k "gpu or readme or paths_match or bad_inputs" 2>&1 | tee "$out/pytest_gpu.log" | tail -15
 
+# PY_FROM_JPEG=1: the Python API on JPEG bytes with nvJPEG, CUDA graphs against eager launches
+# (bench/python_from_jpeg.py: engine_graphs's default beside decode="gpu")
+if [ "${PY_FROM_JPEG:-0}" = 1 ]; then
+  echo "== Python API from JPEG bytes (nvJPEG): graphs vs eager"
+  timeout 300 $py bench/python_from_jpeg.py --model "$g/data/models/yolov5n.onnx" \
+    --images "$g/data/images/bus.jpg" "$g/data/images/zidane.jpg" >"$out/python_from_jpeg.log" 2>&1 ||
+    echo "FAIL  python_from_jpeg (rc $?)"
+  cat "$out/python_from_jpeg.log" | tail -8
+fi
+# SKIP_SERVE_BENCH=1: no Triton throughput table
+[ "${SKIP_SERVE_BENCH:-0}" = 1 ] && exit 0
 echo "== serving throughput"
 gpus=$(nvidia-smi -L | wc -l)
 extra=()
