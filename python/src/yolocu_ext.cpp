@@ -294,7 +294,7 @@ class PyDetector {
     else if (decode == "gpu" || decode == "nvjpeg") o.decode = yolocu::DecodeDevice::kGpu;
     else throw nb::value_error(("decode must be 'cpu' or 'gpu', got '" + decode + "'").c_str());
     o.decode_cpu_share = decode_cpu_share;  // range and combination checked by create()
-    o.engine_graphs = engine_graphs;        // (the Python layer resolves its default from decode)
+    o.engine_graphs = engine_graphs;
     nb::gil_scoped_release release;
     det_ = yolocu::Detector::create(model, o);
   }

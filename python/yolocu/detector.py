@@ -109,15 +109,6 @@ def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
     return flat, paths, single
 
 
-def _resolve_engine_graphs(engine_graphs: Optional[bool], decode: str) -> bool:
-    """Detector's engine_graphs option: None -> graphs unless decode is "gpu" (nvJPEG)."""
-    if engine_graphs is None:
-        return decode not in ("gpu", "nvjpeg")
-    if not isinstance(engine_graphs, bool):
-        raise TypeError(f"engine_graphs must be True, False or None, got {engine_graphs!r}")
-    return engine_graphs
-
-
 class Detector:
     """A YOLOv5 detector: `Detector("yolov5n.onnx")(img)` -> Results.
 
@@ -146,10 +137,11 @@ class Detector:
             encoded; pixels differ slightly, mAP within 0.001; needs the CUDA detector).
         decode_cpu_share: with decode="gpu", the share of each batch (0 to 0.9) decoded on CPU
             threads while nvJPEG decodes the rest (more images/s where nvJPEG is the limit).
-        engine_graphs: GPU: replay the engine's forward as CUDA graphs (True) or launch its kernels
-            one by one (False). None (default): graphs, except with decode="gpu": beside nvJPEG
-            eager launches leave the decoder more of the GPU and were faster in every measured call
-            (the CLI's default too). The CPU path ignores it.
+        engine_graphs: GPU: replay the engine's forward as CUDA graphs (True, default) or launch
+            its kernels one by one (False). Beside nvJPEG (decode="gpu") eager launches leave the
+            decoder more of the GPU: the CLI launches eagerly there (faster in every measured CLI
+            call); through this API, on 1080p-size JPEGs, graphs were 6% faster with one context and
+            eager 2% faster with two (docs/performance.md section 10). The CPU path ignores it.
 
     Calling it releases the GIL while C++ runs; one Detector may be called from several threads at
     once (the C++ thread contract). Raises FileNotFoundError (model), ValueError (bad options or
@@ -161,7 +153,7 @@ class Detector:
                  agnostic: bool = False, batch: int = 8, imgsz: Union[None, int, Sequence[int]] = None,
                  multi_label: bool = False, threads: int = 0, contexts: int = 1, max_memory: int = 0,
                  max_device_memory: int = 0, decode: str = "cpu", decode_cpu_share: float = 0.0,
-                 engine_graphs: Optional[bool] = None):
+                 engine_graphs: bool = True):
         model = os.fspath(model)
         if not os.path.isfile(model):
             raise FileNotFoundError(2, "model: no such file", model)
@@ -178,7 +170,9 @@ class Detector:
             raise ValueError(f"max_memory must be >= 0 bytes, got {max_memory}")
         if int(max_device_memory) < 0:
             raise ValueError(f"max_device_memory must be >= 0 bytes, got {max_device_memory}")
-        self._engine_graphs = _resolve_engine_graphs(engine_graphs, str(decode))
+        if not isinstance(engine_graphs, bool):
+            raise TypeError(f"engine_graphs must be True or False, got {engine_graphs!r}")
+        self._engine_graphs = engine_graphs
         self._det = _yolocu._Detector(model, str(device), str(precision), float(conf), float(iou), int(max_det), cls,
                                       bool(agnostic), bool(multi_label), int(batch), h, w, int(threads), int(contexts),
                                       int(max_memory), int(max_device_memory), str(decode),
@@ -193,8 +187,8 @@ class Detector:
 
     @property
     def engine_graphs(self) -> bool:
-        """Whether the GPU engine replays CUDA graphs (the engine_graphs option, its default
-        resolved); the CPU path ignores it."""
+        """Whether the GPU engine replays CUDA graphs (the engine_graphs option); the CPU path
+        ignores it."""
         return self._engine_graphs
 
     @property

@@ -69,12 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where image_bytes requests are decoded: cpu (the same pixels as cv2.imread) or gpu (nvJPEG)")
     p.add_argument("--decode-cpu-share", type=float, default=0.0,
                    help="with --decode gpu: share of each batch (0-0.9) decoded on CPU threads beside nvJPEG")
-    graphs = p.add_mutually_exclusive_group()
-    graphs.add_argument("--engine-graphs", dest="engine_graphs", action="store_true", default=None,
-                        help="GPU: replay the engine's forward as CUDA graphs (default, except with --decode gpu)")
-    graphs.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_false",
-                        help="GPU: launch the engine's kernels one by one (default with --decode gpu: nvJPEG keeps "
-                             "more of the GPU)")
+    p.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_false",
+                   help="GPU: launch the engine's kernels one by one instead of replaying CUDA graphs (beside "
+                        "nvJPEG, --decode gpu, it can leave the decoder more of the GPU)")
     p.add_argument("--log-verbose", type=int, default=0, help="Triton's log verbosity")
     p.add_argument("--timeout-s", type=float, default=0,
                    help="stop by itself after this many seconds (0: run until SIGINT/SIGTERM; for tests)")

@@ -426,16 +426,12 @@ def test_console_script_runs_the_cli_and_serve_help(samples, tmp_path):
     assert p.returncode != 0 and "no such file" in p.stderr
 
 
-def test_serve_engine_graphs_flags():
-    """yolocu serve: --engine-graphs / --no-engine-graphs set the Detector's option, neither leaves
-    its default (None: resolved from --decode), both at once are refused."""
+def test_serve_engine_graphs_flag():
+    """yolocu serve: graphs by default, --no-engine-graphs sets the Detector's option to False."""
     from yolocu.serve import build_parser
     base = ["--model", "m.onnx"]
-    assert build_parser().parse_args(base).engine_graphs is None
-    assert build_parser().parse_args(base + ["--engine-graphs"]).engine_graphs is True
+    assert build_parser().parse_args(base).engine_graphs is True
     assert build_parser().parse_args(base + ["--no-engine-graphs"]).engine_graphs is False
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(base + ["--engine-graphs", "--no-engine-graphs"])
 
 
 def test_warm_up_checks_sizes(det):
@@ -458,15 +454,12 @@ def test_decode_option_checked_on_the_cpu():
 
 
 def test_engine_graphs_option():
-    """engine_graphs: None resolves to graphs except with decode="gpu" (the CLI's default); a bool is
-    taken as given, anything else refused; the detector reports what it uses."""
-    from yolocu.detector import _resolve_engine_graphs
-    assert _resolve_engine_graphs(None, "cpu") is True
-    assert _resolve_engine_graphs(None, "gpu") is False
-    assert _resolve_engine_graphs(True, "gpu") is True
-    assert _resolve_engine_graphs(False, "cpu") is False
+    """engine_graphs: True by default, a bool taken as given, anything else refused by name; the
+    detector reports what it uses."""
     with pytest.raises(TypeError, match="engine_graphs"):
         yolocu.Detector(model_path(), device="cpu", engine_graphs="yes")
+    with pytest.raises(TypeError, match="engine_graphs"):
+        yolocu.Detector(model_path(), device="cpu", engine_graphs=None)
     assert yolocu.Detector(model_path(), device="cpu").engine_graphs is True
     assert yolocu.Detector(model_path(), device="cpu", engine_graphs=False).engine_graphs is False
 
@@ -479,7 +472,6 @@ def test_gpu_decode_of_bytes_and_paths_matches_cpu_decode_gpu(samples):
     for share in (0.0, 0.5):
         gpu = yolocu.Detector(model_path(), device="cuda", precision="fp32", batch=2, decode="gpu",
                               decode_cpu_share=share)
-        assert gpu.engine_graphs is False  # (the default beside nvJPEG: eager launches)
         blobs = [open(p, "rb").read() for p in samples]
         for src in (samples, blobs):
             want, got = cpu(samples), gpu(src)
