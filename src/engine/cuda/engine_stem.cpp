@@ -46,7 +46,7 @@ void CudaEngine::Impl::setup_direct_stem(const ConvInfo& ci, int conv, const flo
   direct_w = alloc(packed.size() * 2, "weights");
   YOLOCU_CUDA_CHECK(cudaMemcpy(direct_w.get(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
   stats.weight_bytes += packed.size() * 2;
-  direct_launch = engine::stem_conv_prepare(a);  // (the kernels, their shared memory and occupancy)
+  direct_launch = engine::stem_conv_prepare(a);  // (the kernel, its shared memory and resident blocks)
   direct_args = a;
   direct_conv = conv;
 }
