@@ -87,6 +87,8 @@ class Server:
                "--max-batch", str(args.batch), "--max-queue-delay-us", str(args.queue_delay_us),
                "--instances", str(instances), "--max-det", "300", "--timeout-s", "1200",
                "--decode", args.server_decode, "--decode-cpu-share", str(args.server_decode_cpu_share)]
+        if args.server_no_engine_graphs:
+            cmd.append("--no-engine-graphs")
         cmd += ["--gpus"] + [str(g) for g in gpus] if gpus else ["--device", args.device]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         t0 = time.time()
@@ -234,6 +236,7 @@ def main():
     p.add_argument("--server-decode", choices=["cpu", "gpu"], default="cpu",
                    help="yolocu serve --decode: where the server decodes --mode bytes requests")
     p.add_argument("--server-decode-cpu-share", type=float, default=0.0, help="yolocu serve --decode-cpu-share")
+    p.add_argument("--server-no-engine-graphs", action="store_true", help="yolocu serve --no-engine-graphs")
     p.add_argument("--requests", type=int, default=4000, help="timed requests per Triton row")
     p.add_argument("--queue-delay-us", type=int, default=1000)
     p.add_argument("--max-seconds", type=float, default=120, help="time limit of one Triton row")

@@ -5,7 +5,8 @@
 # Logs and the table under $OUT (or ./gpu-out); the table is printed last.
 #   bash scripts/gpu/serve_run.sh [extra bench/serve_throughput.py options]
 # Environment: SERVE_MODES="raw bytes" (a table per request mode), SKIP_TESTS=1, SKIP_PROBE=1,
-# PY_FROM_JPEG=1 (the Python API from JPEG bytes, graphs vs eager), SKIP_SERVE_BENCH=1.
+# PY_FROM_JPEG=1 (the Python API from JPEG bytes, graphs vs eager), SKIP_SERVE_BENCH=1,
+# SERVE_GRAPHS="on off" (each table also with the server's engine launched eagerly).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -165,13 +166,18 @@ gpus=$(nvidia-smi -L | wc -l)
 extra=()
 [ "$gpus" -ge 2 ] && extra=(--gpus 0 1)
 # SERVE_MODES="raw bytes": one table per request mode (raw pixels, then JPEG bytes decoded in the server)
+# SERVE_GRAPHS="on off": each table also with the server's engine launched eagerly (--no-engine-graphs)
 for mode in ${SERVE_MODES:-raw}; do
-  sfx=$([ "$mode" = raw ] || echo "_$mode")
-  timeout 420 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" --image "$g/data/images/bus.jpg" \
-    --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 3000 --max-seconds 40 \
-    --mode "$mode" "${extra[@]}" --json "$out/serve_throughput$sfx.json" "$@" 2>"$out/serve_throughput$sfx.log" |
-    tee "$out/serve_throughput$sfx.md"
-  tail -5 "$out/serve_throughput$sfx.log"
+  for graphs in ${SERVE_GRAPHS:-on}; do
+    sfx=$([ "$mode" = raw ] || echo "_$mode")$([ "$graphs" = on ] || echo "_eager")
+    gflag=$([ "$graphs" = on ] || echo --server-no-engine-graphs)
+    echo "-- mode $mode, engine graphs $graphs"
+    timeout 420 $py bench/serve_throughput.py --model "$g/data/models/yolov5n.onnx" --image "$g/data/images/bus.jpg" \
+      --device cuda --precision fp16 --batch 8 --clients 8 32 --instances 1 2 --requests 3000 --max-seconds 40 \
+      --mode "$mode" "${extra[@]}" --json "$out/serve_throughput$sfx.json" $gflag "$@" 2>"$out/serve_throughput$sfx.log" |
+      tee "$out/serve_throughput$sfx.md"
+    tail -5 "$out/serve_throughput$sfx.log"
+  done
 done
 
 if [ "${SKIP_PROBE:-0}" != 1 ]; then
