@@ -109,16 +109,11 @@ void CudaEngine::Impl::choose_direct_stem(BatchExec& be, int batch, void* y_ref)
   ck::CompareAcc acc{};
   YOLOCU_CUDA_CHECK(cudaMemcpyAsync(&acc, d_acc, sizeof acc, cudaMemcpyDeviceToHost, s));
   YOLOCU_CUDA_CHECK(cudaStreamSynchronize(s));
-  float max_diff = 0, max_ref = 0;
-  std::memcpy(&max_diff, &acc.max_diff_bits, sizeof max_diff);
-  std::memcpy(&max_ref, &acc.max_ref_bits, sizeof max_ref);
-  const double rel_l2 = std::sqrt(acc.sq_diff) / std::max(std::sqrt(acc.sq_ref), 1e-30);
-  // As the tuner's FP16 check: both accumulate in fp32 in different orders and round to fp16.
-  const bool ok = acc.non_finite == 0 && rel_l2 <= 2e-3 && max_diff <= 2e-2 * std::max(1.f, max_ref);
-  if (!ok) {
+  const engine::CheckVerdict verdict = engine::check_verdict(acc, true);  // the tuner's FP16 bounds
+  if (!verdict.ok) {
     stats.warnings.push_back(detail::cat("the direct stem kernel differs from the input conversion and the layer's ",
-                                         "tactic at batch ", batch, " (rel L2 ", rel_l2, ", max |d| ", max_diff,
-                                         "): the conversion runs"));
+                                         "tactic at batch ", batch, " (rel L2 ", verdict.rel_l2, ", max |d| ",
+                                         verdict.max_diff, "): the conversion runs"));
     if (tactic_cache) tactic_cache->put(sig, batch, {kConversion, "input conversion + tactic (direct stem failed its check)", 0});
     engine::put_process_choice(memo_key, kConversion);
     return;

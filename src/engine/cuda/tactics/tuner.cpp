@@ -202,6 +202,16 @@ void Tuner::prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
   cudnn_legacy_reference(cudnn_, pb.packed())->run(cudnn_, r, stream_);
 }
 
+CheckVerdict check_verdict(const ck::CompareAcc& acc, bool half) {
+  CheckVerdict c;
+  c.rel_l2 = std::sqrt(acc.sq_diff) / std::max(std::sqrt(acc.sq_ref), 1e-30);
+  c.max_diff = bits_to_float(acc.max_diff_bits);
+  const double scale = std::max(1.0, static_cast<double>(bits_to_float(acc.max_ref_bits)));
+  const double tol_l2 = half ? 2e-3 : 1e-5, tol_max = half ? 2e-2 : 1e-4;
+  c.ok = acc.non_finite == 0 && c.rel_l2 <= tol_l2 && c.max_diff <= tol_max * scale;
+  return c;
+}
+
 Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref) {
   const AddElapsed elapsed{stats_.breakdown.check_ms};
   ++stats_.breakdown.checks;
@@ -218,12 +228,7 @@ Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const Conv
     ck::CompareAcc acc{};
     YOLOCU_CUDA_CHECK(cudaMemcpyAsync(&acc, d_acc_, sizeof acc, cudaMemcpyDeviceToHost, stream_));
     YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const double ref = std::sqrt(acc.sq_ref);
-    c.rel_l2 = std::sqrt(acc.sq_diff) / std::max(ref, 1e-30);
-    c.max_diff = bits_to_float(acc.max_diff_bits);
-    const double scale = std::max(1.0, static_cast<double>(bits_to_float(acc.max_ref_bits)));
-    const double tol_l2 = pb.half ? 2e-3 : 1e-5, tol_max = pb.half ? 2e-2 : 1e-4;
-    c.ok = acc.non_finite == 0 && c.rel_l2 <= tol_l2 && c.max_diff <= tol_max * scale;
+    c = check_verdict(acc, pb.half);
   } catch (const Error&) {
     (void)cudaGetLastError();
     c.ok = false;

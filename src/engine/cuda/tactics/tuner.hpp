@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/tactics/conv_tactic.hpp"
 #include "engine/cuda/tactics/tactic_cache.hpp"
 #include "engine/cuda/tactics/tune_select.hpp"
@@ -32,6 +33,16 @@ namespace yolocu::engine {
 // Everything a tactic's validity and speed depends on: GPU name, SM count and compute capability,
 // driver, cuDNN (runtime) and cudnn-frontend versions, the tactic format.
 std::string tactic_device_key(int device);
+
+// A candidate's output against the reference (cuda_kernels::compare_rows's sums): rel L2 and the
+// largest |difference|; ok within the check's bounds (FP16: rel L2 <= 2e-3 and |d| <= 2e-2 *
+// max(1, largest |ref|), both accumulating in fp32 in different orders and rounding to fp16; FP32:
+// 1e-5 and 1e-4) with nothing non-finite. The tuner's check and the direct stem's use it.
+struct CheckVerdict {
+  bool ok = false;
+  double rel_l2 = 0, max_diff = 0;
+};
+CheckVerdict check_verdict(const cuda_kernels::CompareAcc& acc, bool half);
 
 // Forgets this process's choices (tests: the next engine build then behaves as in a new process).
 void forget_process_tactics();
@@ -109,10 +120,7 @@ class Tuner {
   std::string memo_key_of(const std::string& key) const;
   // The cache file's record of a layer, unless it names a family this tuner leaves out.
   const TacticRecord* usable_record(const std::string& sig, int batch) const;
-  struct Check {
-    bool ok = false;
-    double rel_l2 = 0, max_diff = 0;
-  };
+  using Check = CheckVerdict;
   Check check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref);
   double time_us(const ConvTactic& t, const ConvBuffers& b, int timings);
   void prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
