@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# GPU-machine part `v8`: YOLOv8n / YOLO11n through the GPU engine. The tests of the static set
+# (the engine's raw outputs, the v8 decode, the detector's CUDA cases on the sample images; the
+# _cpu cases need letterboxed_bgr, which the static set leaves out, and run in CI) and
+# compute-sanitizer on the new plain-layout kernels (Softmax, MatMul, channel Split) and the v8
+# decode; then both models on the engine against ultralytics' own in PyTorch (FP16, channels_last,
+# CUDA graph), same call.
+#   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
+# Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
+# SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS,
+# PROFILE (default 0 here), OUT, YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
+set -uo pipefail
+# shellcheck source=scripts/gpu/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+v8_bench() {
+  step "v8 engine benchmark and the PyTorch peer"
+  rm -f "$out/tactics_v8.json"
+  [ -n "${TACTICS:-}" ] && cp "$TACTICS" "$out/tactics_v8.json"
+  local bs=${BATCHES:-1,32}
+  # shellcheck disable=SC2046  # --profile or nothing
+  timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
+    $([ "${PROFILE:-0}" = 1 ] && echo --profile) --tactic-cache "$out/tactics_v8.json" >"$out/bench_cuda_engine_v8.log" 2>&1 ||
+    row "FAIL  bench_cuda_engine v8 (log bench_cuda_engine_v8.log)"
+  # shellcheck disable=SC2046  # the batch sizes as separate arguments
+  LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/$g/ultralytics" \
+    --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
+    row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
+  cp "$out/tactics_v8.json" "$final/tactics_v8.json" 2>/dev/null
+  summarize '^(yolo|device|model)|^\| yolo|tune breakdown:' "$out/bench_cuda_engine_v8.log" "$out/peer_torch_forward_v8.log"
+}
+
+gpu_begin
+export YOLOCU_V8_DIR=$root/$g/data/v8
+TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
+if run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
+  sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
+  sanitize memcheck test_postprocess_cuda 'PostprocessCuda.V8*'
+  sanitize racecheck test_postprocess_cuda 'PostprocessCuda.V8*'
+fi
+[ "${SKIP_BENCH:-0}" != 1 ] && v8_bench
+gpu_end
