@@ -18,8 +18,10 @@
 #                                   build-fuzz/corpus/onnx, up to 48 MiB)
 # Each call carries at most 64 MiB. Several parts may share one carry folder (one copy of the
 # binaries and libraries, the union of their data): `bundle.sh tests,detector,fuzz`, then there
-# `bash scripts/gpu/run_all.sh tests,detector,fuzz` runs them in turn. Call the device tool with carry
-# [".gpu"] (and ".data", ".whl" for train) and the command  bash scripts/gpu/run_all.sh <part>
+# `bash scripts/gpu/run_all.sh tests,detector,fuzz` runs them in turn. Carry .gpu (and .data, .whl
+# for train) to the GPU machine and run there  bash scripts/gpu/run_all.sh <part>  (docs/gpu-runs.md).
+# Reads: YOLOCU_DATA_DIR, CUDA_ARCH, YOLOCU_GPU_BUILD, YOLOCU_GPU_DIR, V8_SET, V8_MODELS,
+# YOLOCU_V8_DIR, YOLOCU_V8_VENV (the table: docs/gpu-runs.md).
 set -euo pipefail
 parts=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz, or several: tests,detector,fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
