@@ -6,7 +6,8 @@
 #   (default)  scripts/setup.sh --run, then scripts/test.sh   (CPU build, main job, whole test suite)
 #   --cuda     scripts/setup.sh --cuda --run                  (CUDA 13.0 + cuDNN from PyPI into .venv;
 #              then the GPU tests, which must build and skip visibly without a device, and the
-#              find_package(yolocu) consumer against that toolkit)
+#              find_package(yolocu) consumer against that toolkit, then `pip wheel .` and
+#              scripts/check-fresh-venv.sh --serve on that wheel: a new venv, import, detect, serve)
 #
 # The root reaches the package registries as this machine does: Debian's mirror from this machine's
 # apt sources, its apt Acquire settings, its pip settings and its CA bundle are copied in.
@@ -150,7 +151,10 @@ if ((cuda)); then
     done
     ldd build/tests/engine/test_cuda_engine | grep -E "libcud(art|nn)|libcublas"
     step "GPU tests (no device here: each must skip visibly) and the find_package(yolocu) consumer"
-    cd build && time ctest -L gpu -j "$JOBS" --output-on-failure && time ctest -R package --output-on-failure
+    (cd build && time ctest -L gpu -j "$JOBS" --output-on-failure && time ctest -R package --output-on-failure)
+    step "pip wheel . with the PyPI toolkit, then that wheel in a new venv: import, detect, yolocu serve"
+    CMAKE_BUILD_PARALLEL_LEVEL=$JOBS .venv/bin/python -m pip wheel -q --no-build-isolation --no-deps -w /tmp/wheel .
+    time scripts/check-fresh-venv.sh --serve /tmp/wheel/yolocu-*.whl
   '
 else
   commands='

@@ -13,11 +13,20 @@ import sys as _sys
 
 # The extension is imported RTLD_GLOBAL: cuDNN 9 looks up CUDA runtime entry points by name in the
 # process's global scope, and with Python's default (RTLD_LOCAL) the first GPU Detector crashed
-# inside cudnnCreate (H100, 73d83a4; promoting libcudart alone after the import did not help).
+# inside cudnnCreate (promoting libcudart alone after the import did not help).
+# A CUDA build first loads the CUDA libraries it links from NVIDIA's wheels wherever pip put them
+# (_cuda_libs.py); what no wheel has is left to the system loader.
+from . import _cuda_libs
+
+_missing = _cuda_libs.preload()
 _flags = _sys.getdlopenflags()
 _sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
 try:
     from . import _yolocu
+except ImportError as _e:
+    if _missing:
+        raise ImportError(_cuda_libs.missing_message(_missing)) from _e
+    raise
 finally:
     _sys.setdlopenflags(_flags)
 from .detector import Detector, Results, decode, eval, list_images

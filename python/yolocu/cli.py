@@ -21,6 +21,13 @@ def main(argv=None) -> int:
     if argv in ([], ["--help"], ["-h"], ["help"]):
         print("yolocu serve --model M.onnx [options]   NVIDIA Triton server (see yolocu serve --help)")
     sys.stdout.flush()
+    # A CUDA build's libraries from NVIDIA's wheels anywhere on sys.path (the CLI's RUNPATH covers
+    # wheels beside the package only).
+    from ._cuda_libs import library_dirs
+    dirs = library_dirs()
+    if dirs:
+        env_path = os.environ.get("LD_LIBRARY_PATH", "")
+        os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(dirs + ([env_path] if env_path else []))
     os.execv(exe, [exe] + argv)
     return 0  # not reached
 
