@@ -67,7 +67,6 @@ apt_packages=(
   python3-yaml python3-pil python3-requests python3-psutil   # scripts/v8/make_refs.sh: the ultralytics package's deps
   python3-venv ca-certificates                      # .venv and pip over HTTPS
   python3-dev                                       # the Python package's extension (nanobind) needs the headers
-  libpython3.11                                     # yolocu serve: Triton's Python-backend stub loads it
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -119,7 +118,8 @@ if ((cuda)); then
     "$root/.venv/cuda/bin/nvcc" --version | tail -1 | sed 's/^/[setup] --cuda: .venv\/cuda: /'
   fi
 fi
-# .venv-serve: `yolocu serve` (PyTriton) and its tests; PyTriton needs NumPy < 2, .venv keeps NumPy 2.
+# .venv-serve: `yolocu serve` and its tests: the tritonserver of the nvidia-pytriton wheel (which pins
+# NumPy < 2; .venv keeps NumPy 2) and tritonclient.
 if [ ! -x .venv-serve/bin/python ]; then
   echo "[setup] creating .venv-serve"
   "$py" -m venv .venv-serve

@@ -1,236 +1,266 @@
-"""`yolocu serve`: yolocu behind NVIDIA Triton Inference Server, through PyTriton.
+"""`yolocu serve`: the model behind NVIDIA Triton Inference Server, run by yolocu's own Triton
+backend (libtriton_yolocu.so, C++, in the server process: no Python on the request path).
 
-    yolocu serve --model yolov5n.onnx [--device cpu|cuda] [--http-port 8000 --grpc-port 8001
-                 --metrics-port 8002] [--name yolov5] [--max-batch 8 --max-queue-delay-us 2000]
-                 [--instances N] [--gpus 0 1] [--host 127.0.0.1 | --expose]
-    python -m yolocu.serve ...
+    yolocu serve --model yolov5n.onnx [--device auto|cpu|cuda|cuda:N] [--gpus 0 1] [--instances N]
+                 [--max-batch 8 --max-queue-delay-us 2000 --max-queue-size 256]
+                 [--http-port 8000 --grpc-port 8001 --metrics-port 8002] [--host 127.0.0.1 | --expose]
+    yolocu serve --model yolov5n.onnx --write-repo DIR   # only write the model repository
 
-The server is Triton itself (bundled by the nvidia-pytriton wheel): its HTTP/REST and gRPC
-endpoints (KServe v2 protocol), health (/v2/health/live, /v2/health/ready), model readiness and
-the Prometheus metrics endpoint (/metrics on --metrics-port) are Triton's own. Triton's dynamic
-batcher collects requests (up to --max-batch images, waiting at most --max-queue-delay-us) and
-hands them to one yolocu detect() call, which runs them as yolocu batches.
-
-Model (default name "yolov5"), per request either input:
-    image_bytes  BYTES [batch, 1]           encoded JPEG/PNG
-    image        UINT8 [batch, H, W, 3]     raw BGR pixels
-outputs, K = the most detections of an image in the request (at least 1; rows past count are 0):
-    boxes    FP32  [batch, K, 4]   x1 y1 x2 y2, original-image pixels
-    scores   FP32  [batch, K]
-    classes  INT32 [batch, K]
-    count    INT32 [batch, 1]      valid rows per image
-An input that cannot be decoded, or of the wrong dtype or shape, gives an error response (Triton
-checks dtype and shape itself; PyTriton reports an error for the whole dynamic batch the request
-was in); the server carries on. SIGINT / SIGTERM stop the server and its child processes.
+The server is the `tritonserver` that the nvidia-pytriton wheel ships (pip install "yolocu[serve]"),
+started with --backend-directory pointing at the backend inside this package and a model
+repository that this command writes (config.pbtxt + the model): Triton's HTTP/REST and gRPC
+endpoints (KServe v2), health, model repository API and Prometheus metrics are Triton's own.
+Tensors and the config's parameters: docs/serving.md. SIGINT / SIGTERM stop the server.
 """
 from __future__ import annotations
 
 import argparse
-import logging
 import os
+import shutil
 import signal
+import subprocess
 import sys
-import sysconfig
+import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
-import numpy as np
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
-LOG = logging.getLogger("yolocu.serve")
+
+def backend_directory() -> str:
+    """The folder to pass as Triton's --backend-directory (it holds yolocu/libtriton_yolocu.so)."""
+    return os.path.join(PACKAGE_DIR, "backends")
+
+
+def find_tritonserver() -> str:
+    """The tritonserver executable of the nvidia-pytriton wheel, or $YOLOCU_TRITONSERVER."""
+    exe = os.environ.get("YOLOCU_TRITONSERVER")
+    if exe:
+        return exe
+    try:
+        import pytriton  # noqa: F401  (only its folder is used)
+    except ImportError:
+        raise SystemExit('yolocu serve: no tritonserver: pip install "yolocu[serve]" (the nvidia-pytriton wheel '
+                         "ships it), or set YOLOCU_TRITONSERVER to a tritonserver executable")
+    import pytriton
+    exe = os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver")
+    if not os.access(exe, os.X_OK):
+        raise SystemExit(f"yolocu serve: the nvidia-pytriton wheel has no tritonserver at {exe}")
+    return exe
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="yolocu serve", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="ONNX file exported by ultralytics/yolov5 export.py")
+    p.add_argument("--model", required=True, help="ONNX file exported by ultralytics (YOLOv5, YOLOv8, YOLO11)")
     p.add_argument("--name", default="yolov5", help="model name in Triton")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    p.add_argument("--gpus", type=int, nargs="+", default=None,
-                   help="one detector per listed GPU (each with --instances contexts); overrides --device")
+    p.add_argument("--gpus", type=int, nargs="+", default=None, help="GPUs of the instance group (default: --device's)")
+    p.add_argument("--instances", type=int, default=1, help="model instances per GPU (or on the CPU)")
     p.add_argument("--precision", default="fp16", choices=["fp16", "fp32"], help="GPU engine precision")
+    p.add_argument("--max-batch", type=int, default=8, help="Triton max_batch_size: the most images of one execution")
+    p.add_argument("--max-queue-delay-us", type=int, default=2000, help="dynamic batcher: longest wait for a fuller batch")
+    p.add_argument("--max-queue-size", type=int, default=256, help="requests queued at most; more are rejected")
+    p.add_argument("--queue-timeout-us", type=int, default=0, help="a request queued longer is rejected (0: no limit)")
+    p.add_argument("--conf", type=float, default=0.25)
+    p.add_argument("--iou", type=float, default=None, help="NMS IoU (default: the model family's, 0.45 v5 / 0.7 v8, 11)")
+    p.add_argument("--max-det", type=int, default=300)
+    p.add_argument("--classes", type=int, nargs="+", default=None)
+    p.add_argument("--agnostic", action="store_true")
+    p.add_argument("--decode", default="auto", choices=["auto", "gpu", "cpu"],
+                   help="JPEG decode: nvJPEG on the instance's GPU, the CPU, or auto (gpu where it can)")
+    p.add_argument("--engine-graphs", dest="engine_graphs", action="store_const", const="on", default="auto",
+                   help="replay the engine as CUDA graphs (default: eager beside nvJPEG, graphs otherwise)")
+    p.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_const", const="off")
+    p.add_argument("--contexts", type=int, default=1, help="execution contexts per GPU instance")
+    p.add_argument("--imgsz", type=int, nargs="+", default=None, help="network input: size, or height width")
+    p.add_argument("--threads", type=int, default=0, help="CPU engine threads of a CPU instance (0: all cores)")
+    p.add_argument("--max-pixels", type=int, default=None, help="largest image accepted, pixels (default 2^28)")
+    p.add_argument("--max-request-bytes", type=int, default=64 << 20, help="largest IMAGE tensor of one request")
+    p.add_argument("--tactic-cache", default=None, help="GPU tactic cache file ('none': no file)")
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP, gRPC and metrics endpoints bind to")
     p.add_argument("--expose", action="store_true", help="bind to all interfaces (0.0.0.0) instead of --host")
     p.add_argument("--http-port", type=int, default=8000)
     p.add_argument("--grpc-port", type=int, default=8001)
     p.add_argument("--metrics-port", type=int, default=8002)
-    p.add_argument("--max-batch", type=int, default=8, help="Triton max_batch_size and yolocu's batch")
-    p.add_argument("--max-queue-delay-us", type=int, default=2000,
-                   help="dynamic batcher: longest wait for more requests (microseconds)")
-    p.add_argument("--instances", type=int, default=1,
-                   help="model instances (Triton) = concurrent yolocu execution contexts per device")
-    p.add_argument("--conf", type=float, default=0.25)
-    p.add_argument("--iou", type=float, default=0.45)
-    p.add_argument("--max-det", type=int, default=300)
-    p.add_argument("--classes", type=int, nargs="+", default=None)
-    p.add_argument("--agnostic", action="store_true")
-    p.add_argument("--imgsz", type=int, nargs="+", default=None, help="network input: size, or height width")
-    p.add_argument("--threads", type=int, default=0, help="CPU engine threads (0: all cores)")
-    p.add_argument("--decode", default="cpu", choices=["cpu", "gpu"],
-                   help="where image_bytes requests are decoded: cpu (the same pixels as cv2.imread) or gpu (nvJPEG)")
-    p.add_argument("--decode-cpu-share", type=float, default=0.0,
-                   help="with --decode gpu: share of each batch (0-0.9) decoded on CPU threads beside nvJPEG")
-    p.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_false",
-                   help="GPU: launch the engine's kernels one by one instead of replaying CUDA graphs (beside "
-                        "nvJPEG, --decode gpu, it can leave the decoder more of the GPU)")
     p.add_argument("--log-verbose", type=int, default=0, help="Triton's log verbosity")
+    p.add_argument("--write-repo", default=None, metavar="DIR",
+                   help="write the model repository into DIR and exit (for your own Triton)")
     p.add_argument("--timeout-s", type=float, default=0,
                    help="stop by itself after this many seconds (0: run until SIGINT/SIGTERM; for tests)")
     return p
 
 
+def _fail(msg: str) -> None:
+    raise SystemExit("yolocu serve: " + msg)
+
+
 def _validate(args: argparse.Namespace) -> None:
     if not os.path.isfile(args.model):
-        raise SystemExit(f"yolocu serve: --model {args.model}: no such file")
-    if not 0 <= args.decode_cpu_share <= 0.9:
-        raise SystemExit(f"yolocu serve: --decode-cpu-share must be in [0, 0.9], got {args.decode_cpu_share}")
-    if args.decode_cpu_share > 0 and args.decode != "gpu":
-        raise SystemExit("yolocu serve: --decode-cpu-share needs --decode gpu")
+        _fail(f"--model {args.model}: no such file")
     for name in ("http_port", "grpc_port", "metrics_port"):
-        v = getattr(args, name)
-        if not 0 < v < 65536:
-            raise SystemExit(f"yolocu serve: --{name.replace('_', '-')} must be in 1..65535, got {v}")
+        if not 0 < getattr(args, name) < 65536:
+            _fail(f"--{name.replace('_', '-')} must be in 1..65535, got {getattr(args, name)}")
     if len({args.http_port, args.grpc_port, args.metrics_port}) != 3:
-        raise SystemExit("yolocu serve: --http-port, --grpc-port and --metrics-port must differ")
-    if not 1 <= args.max_batch <= 1024:
-        raise SystemExit("yolocu serve: --max-batch must be in 1..1024")
+        _fail("--http-port, --grpc-port and --metrics-port must differ")
+    if not 1 <= args.max_batch <= 256:
+        _fail("--max-batch must be in 1..256")
     if not 1 <= args.instances <= 64:
-        raise SystemExit("yolocu serve: --instances must be in 1..64")
-    if args.max_queue_delay_us < 0:
-        raise SystemExit("yolocu serve: --max-queue-delay-us must be >= 0")
+        _fail("--instances must be in 1..64")
+    if args.max_queue_delay_us < 0 or args.queue_timeout_us < 0 or args.max_queue_size < 1:
+        _fail("--max-queue-delay-us and --queue-timeout-us must be >= 0, --max-queue-size >= 1")
+    if not 0 <= args.conf <= 1 or (args.iou is not None and not 0 <= args.iou <= 1):
+        _fail("--conf and --iou must be in [0, 1]")
     if args.imgsz is not None and len(args.imgsz) not in (1, 2):
-        raise SystemExit("yolocu serve: --imgsz takes one or two values")
+        _fail("--imgsz takes one or two values")
+    if not args.name.replace("_", "").replace("-", "").isalnum():
+        _fail(f"--name {args.name!r}: letters, digits, '_' and '-' only")
 
 
-def _images_of(request: Any, index: int) -> List[Any]:
-    """The images of one Triton request (bytes objects or HxWx3 uint8 arrays)."""
-    if "image_bytes" in request:
-        arr = np.asarray(request["image_bytes"])
-        out = []
-        for v in arr.reshape(arr.shape[0], -1)[:, 0]:
-            b = v if isinstance(v, bytes) else bytes(v)
-            if not b:
-                raise ValueError(f"request {index}: empty image_bytes")
-            out.append(b)
-        return out
-    if "image" in request:
-        arr = request["image"]
-        if arr.dtype != np.uint8 or arr.ndim != 4 or arr.shape[3] != 3:
-            raise ValueError(f"request {index}: image must be UINT8 [batch, H, W, 3], got {arr.dtype} {list(arr.shape)}")
-        return [np.ascontiguousarray(arr[k]) for k in range(arr.shape[0])]
-    raise ValueError(f"request {index}: neither image_bytes nor image given")
+def _instance_group(args: argparse.Namespace) -> str:
+    dev = args.device
+    if dev == "cpu" or (dev == "auto" and not _gpu_usable()):
+        return f"instance_group [ {{ kind: KIND_CPU count: {args.instances} }} ]"
+    if dev not in ("auto", "cuda") and not (dev.startswith("cuda:") and dev[5:].isdigit()):
+        _fail(f"--device {dev!r}: auto, cpu, cuda or cuda:N")
+    gpus = args.gpus if args.gpus else [int(dev[5:]) if dev.startswith("cuda:") else 0]
+    return (f"instance_group [ {{ kind: KIND_GPU count: {args.instances} "
+            f"gpus: [ {', '.join(str(g) for g in gpus)} ] }} ]")
 
 
-def make_infer_func(detector: Any) -> Callable[[List[Any]], List[Dict[str, np.ndarray]]]:
-    """Triton's batched requests -> one yolocu detect() call -> one padded response per request."""
-
-    def infer(requests: List[Any]) -> List[Dict[str, np.ndarray]]:
-        items: List[Any] = []
-        counts: List[int] = []
-        for i, r in enumerate(requests):
-            imgs = _images_of(r, i)
-            items += imgs
-            counts.append(len(imgs))
-        raw = detector._det.detect(items)  # GIL released inside
-        responses = []
-        at = 0
-        for n in counts:
-            part = raw[at:at + n]
-            at += n
-            k = max([len(s) for _, s, _, _, _ in part] + [1])
-            boxes = np.zeros((n, k, 4), np.float32)
-            scores = np.zeros((n, k), np.float32)
-            classes = np.zeros((n, k), np.int32)
-            count = np.zeros((n, 1), np.int32)
-            for j, (b, s, c, _, _) in enumerate(part):
-                m = len(s)
-                boxes[j, :m], scores[j, :m], classes[j, :m], count[j, 0] = b, s, c, m
-            responses.append({"boxes": boxes, "scores": scores, "classes": classes, "count": count})
-        return responses
-
-    return infer
+def _gpu_usable() -> bool:
+    try:
+        import yolocu
+        return yolocu.cuda_available()
+    except ImportError:
+        return False
 
 
-def _python_libdir_first() -> None:
-    """Triton's Python backend stub embeds libpython; make it load this interpreter's (a venv of a
-    pyenv / custom-built Python would otherwise get the system's, of another patch level)."""
-    libdir = sysconfig.get_config_var("LIBDIR")
-    ldlib = sysconfig.get_config_var("LDLIBRARY")
-    if libdir and ldlib and os.path.exists(os.path.join(libdir, ldlib)):
-        cur = os.environ.get("LD_LIBRARY_PATH", "")
-        if libdir not in cur.split(":"):
-            os.environ["LD_LIBRARY_PATH"] = libdir + (":" + cur if cur else "")
+def parameters(args: argparse.Namespace) -> Dict[str, str]:
+    """The backend's parameters for these arguments (docs/serving.md lists them)."""
+    p = {"precision": args.precision, "conf": repr(args.conf), "max_det": str(args.max_det), "decode": args.decode,
+         "engine_graphs": args.engine_graphs, "contexts": str(args.contexts),
+         "max_request_bytes": str(args.max_request_bytes)}
+    if args.iou is not None:
+        p["iou"] = repr(args.iou)
+    if args.classes:
+        p["classes"] = ",".join(str(c) for c in args.classes)
+    if args.agnostic:
+        p["agnostic"] = "true"
+    if args.imgsz:
+        p["imgsz"] = ",".join(str(x) for x in args.imgsz)
+    if args.threads:
+        p["cpu_threads"] = str(args.threads)
+    if args.max_pixels is not None:
+        p["max_pixels"] = str(args.max_pixels)
+    if args.tactic_cache is not None:
+        p["tactic_cache"] = args.tactic_cache
+    return p
 
 
-def create_detectors(args: argparse.Namespace) -> List[Any]:
-    from .detector import Detector
-    imgsz = None if args.imgsz is None else (args.imgsz[0] if len(args.imgsz) == 1 else tuple(args.imgsz))
-    devices = [f"cuda:{g}" for g in args.gpus] if args.gpus else [args.device]
-    return [Detector(args.model, device=d, precision=args.precision, conf=args.conf, iou=args.iou,
-                     max_det=args.max_det, classes=args.classes, agnostic=args.agnostic, batch=args.max_batch,
-                     imgsz=imgsz, threads=args.threads, contexts=args.instances, decode=args.decode,
-                     decode_cpu_share=args.decode_cpu_share, engine_graphs=args.engine_graphs) for d in devices]
+def model_config(args: argparse.Namespace) -> str:
+    """config.pbtxt of the model (every field: docs/serving.md)."""
+    params = "\n".join(f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}' for k, v in parameters(args).items())
+    return f"""name: "{args.name}"
+backend: "yolocu"
+max_batch_size: {args.max_batch}
+dynamic_batching {{
+  max_queue_delay_microseconds: {args.max_queue_delay_us}
+  default_queue_policy {{
+    timeout_action: REJECT
+    default_timeout_microseconds: {args.queue_timeout_us}
+    allow_timeout_override: true
+    max_queue_size: {args.max_queue_size}
+  }}
+}}
+input [
+  {{ name: "IMAGE" data_type: TYPE_STRING dims: [ 1 ] optional: true }},
+  {{ name: "PIXELS" data_type: TYPE_UINT8 dims: [ -1, -1, 3 ] optional: true }}
+]
+output [
+  {{ name: "BOXES" data_type: TYPE_FP32 dims: [ -1, 4 ] }},
+  {{ name: "SCORES" data_type: TYPE_FP32 dims: [ -1 ] }},
+  {{ name: "CLASSES" data_type: TYPE_INT32 dims: [ -1 ] }},
+  {{ name: "COUNT" data_type: TYPE_INT32 dims: [ 1 ] }}
+]
+{_instance_group(args)}
+{params}
+"""
+
+
+def _write_atomically(path: str, write) -> None:
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_repository(args: argparse.Namespace, repo: str) -> str:
+    """Writes <repo>/<name>/config.pbtxt and <repo>/<name>/1/model.onnx; returns the model folder."""
+    model_dir = os.path.join(repo, args.name)
+    os.makedirs(os.path.join(model_dir, "1"), exist_ok=True)
+    config = model_config(args).encode()
+    _write_atomically(os.path.join(model_dir, "config.pbtxt"), lambda f: f.write(config))
+    with open(args.model, "rb") as src:
+        _write_atomically(os.path.join(model_dir, "1", "model.onnx"), lambda f: shutil.copyfileobj(src, f))
+    return model_dir
+
+
+def server_command(args: argparse.Namespace, repo: str) -> List[str]:
+    host = "0.0.0.0" if args.expose else args.host
+    return [find_tritonserver(), "--model-repository", repo, "--backend-directory", backend_directory(),
+            "--model-control-mode", "explicit", "--load-model", args.name, "--exit-on-error", "true",
+            "--http-address", host, "--http-port", str(args.http_port),
+            "--grpc-address", host, "--grpc-port", str(args.grpc_port),
+            "--metrics-address", host, "--metrics-port", str(args.metrics_port),
+            "--log-verbose", str(args.log_verbose)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     _validate(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s yolocu.serve %(levelname)s %(message)s")
-    try:
-        from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
-        from pytriton.triton import Triton, TritonConfig
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        print(f"yolocu serve needs PyTriton (pip install 'yolocu[serve]', i.e. nvidia-pytriton): {e}", file=sys.stderr)
-        return 2
+    if args.write_repo:
+        folder = write_repository(args, args.write_repo)
+        print(f"yolocu serve: wrote {folder} (run: tritonserver --model-repository {args.write_repo} "
+              f"--backend-directory {backend_directory()})")
+        return 0
+    if not os.path.isfile(os.path.join(backend_directory(), "yolocu", "libtriton_yolocu.so")):
+        _fail("this build has no Triton backend (configure with -DYOLOCU_TRITON=ON)")
+    with tempfile.TemporaryDirectory(prefix="yolocu-serve-") as repo:
+        write_repository(args, repo)
+        from ._cuda_libs import library_dirs
+        env = dict(os.environ)
+        dirs = library_dirs()
+        if dirs:  # the backend's CUDA libraries from NVIDIA's wheels anywhere on sys.path
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(dirs + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+        proc = subprocess.Popen(server_command(args, repo), env=env, start_new_session=True)
 
-    detectors = create_detectors(args)
-    for d in detectors:
-        LOG.info("detector %s on %s, input %s, batch %d, %d context(s)", args.model, d.device, d.imgsz,
-                 args.max_batch, args.instances)
-        # Triton's dynamic batcher forms every batch size up to max_batch; on the GPU a size's first
-        # run builds its plans (seconds): pay that now, not in the first requests (H200: 4-9 s stalls).
-        t0 = time.perf_counter()
-        d.warm_up()
-        LOG.info("warmed up batch sizes 1..%d on %s in %.1f s", args.max_batch, d.device, time.perf_counter() - t0)
-    infer_funcs = [make_infer_func(d) for d in detectors for _ in range(args.instances)]
+        def stop(signum=None, _frame=None):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
 
-    host = "0.0.0.0" if args.expose else args.host
-    _python_libdir_first()
-    config = TritonConfig(http_address=host, http_port=args.http_port, grpc_address=host, grpc_port=args.grpc_port,
-                          metrics_address=host, metrics_port=args.metrics_port, allow_metrics=True,
-                          log_verbose=args.log_verbose, exit_timeout_secs=10)
-    stop = {"signal": None}
-
-    def on_signal(signum, _frame):
-        stop["signal"] = signum
-        raise KeyboardInterrupt
-
-    with Triton(config=config) as triton:
-        triton.bind(
-            model_name=args.name,
-            infer_func=infer_funcs,
-            inputs=[Tensor(name="image_bytes", dtype=bytes, shape=(1,), optional=True),
-                    Tensor(name="image", dtype=np.uint8, shape=(-1, -1, 3), optional=True)],
-            outputs=[Tensor(name="boxes", dtype=np.float32, shape=(-1, 4)),
-                     Tensor(name="scores", dtype=np.float32, shape=(-1,)),
-                     Tensor(name="classes", dtype=np.int32, shape=(-1,)),
-                     Tensor(name="count", dtype=np.int32, shape=(1,))],
-            config=ModelConfig(max_batch_size=args.max_batch,
-                               batcher=DynamicBatcher(max_queue_delay_microseconds=args.max_queue_delay_us)),
-            strict=False,
-        )
-        signal.signal(signal.SIGTERM, on_signal)
-        if args.timeout_s > 0:
-            signal.signal(signal.SIGALRM, on_signal)
-            signal.setitimer(signal.ITIMER_REAL, args.timeout_s)
-        LOG.info("serving model %r on %s: HTTP %d, gRPC %d, metrics %d", args.name, host, args.http_port,
-                 args.grpc_port, args.metrics_port)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        deadline = time.monotonic() + args.timeout_s if args.timeout_s > 0 else None
+        while proc.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                stop()
+                break
+            time.sleep(0.2)
         try:
-            triton.serve()
-        except KeyboardInterrupt:
-            pass
-        LOG.info("stopping (%s)", signal.Signals(stop["signal"]).name if stop["signal"] else "SIGINT")
-    LOG.info("stopped")
-    return 0
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+    return 0 if rc in (0, -signal.SIGTERM) else rc
 
 
 if __name__ == "__main__":

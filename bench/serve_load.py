@@ -1,0 +1,133 @@
+"""Load generator for a Triton server running the yolocu backend (docs/serving.md): JPEG bytes over
+gRPC from several client processes, closed loop (each worker sends its next request when the last
+is answered) or open loop at a fixed request rate, for a fixed time after a warm-up. Every answer's
+COUNT is checked against the first answer for the same image; errors and wrong answers are counted.
+
+    python3 bench/serve_load.py --url 127.0.0.1:8001 --model yolov5 --images DIR --per-request 8 \
+        --procs 8 --threads 4 --seconds 20 [--rate 2000] [--json out.json]
+
+Prints one line: images/s, requests/s, latency p50 / p90 / p99 (ms), errors, wrong answers.
+"""
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+
+def load_images(folder, limit):
+    names = sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg")))[:limit]
+    if not names:
+        sys.exit(f"serve_load: no JPEG files in {folder}")
+    return [open(os.path.join(folder, n), "rb").read() for n in names]
+
+
+def make_input(grpcclient, blobs):
+    inp = grpcclient.InferInput("IMAGE", [len(blobs), 1], "BYTES")
+    inp.set_data_from_numpy(np.array([[b] for b in blobs], dtype=object))
+    return inp
+
+
+def worker(args, proc_index, expected, start_at, stop_at, queue):
+    import tritonclient.grpc as grpcclient
+    images = load_images(args.images, args.limit)
+    lat, errors, wrong, lock = [], [], [0], threading.Lock()
+    interval = args.threads * args.procs / args.rate if args.rate else 0.0
+
+    def run(thread_index):
+        client = grpcclient.InferenceServerClient(args.url)
+        k = (proc_index * args.threads + thread_index) * args.per_request
+        next_send = start_at + (proc_index * args.threads + thread_index) * interval / (args.threads * args.procs)
+        while True:
+            now = time.time()
+            if now >= stop_at:
+                break
+            if interval:
+                if now < next_send:
+                    time.sleep(min(next_send - now, stop_at - now))
+                    continue
+                next_send += interval
+            idx = [(k + j) % len(images) for j in range(args.per_request)]
+            k += args.per_request
+            t0 = time.perf_counter()
+            try:
+                res = client.infer(args.model, [make_input(grpcclient, [images[i] for i in idx])], client_timeout=60)
+                dt = time.perf_counter() - t0
+                counts = res.as_numpy("COUNT")[:, 0].tolist()
+                ok = all(expected[i] == c for i, c in zip(idx, counts))
+            except Exception as e:  # noqa: BLE001
+                with lock:
+                    errors.append(str(e)[:200])
+                continue
+            if time.time() >= start_at:  # warm-up requests are not counted
+                with lock:
+                    lat.append(dt)
+                    wrong[0] += 0 if ok else 1
+        client.close()
+
+    ts = [threading.Thread(target=run, args=(t,)) for t in range(args.threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    queue.put((lat, errors, wrong[0]))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--url", default="127.0.0.1:8001")
+    p.add_argument("--model", default="yolov5")
+    p.add_argument("--images", required=True, help="folder of JPEG files (cycled)")
+    p.add_argument("--limit", type=int, default=128, help="at most this many files")
+    p.add_argument("--per-request", type=int, default=1)
+    p.add_argument("--procs", type=int, default=8)
+    p.add_argument("--threads", type=int, default=4, help="concurrent requests per process")
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--warmup", type=float, default=5)
+    p.add_argument("--rate", type=float, default=0, help="open loop: requests/s over all workers (0: closed loop)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+
+    import tritonclient.grpc as grpcclient
+    images = load_images(args.images, args.limit)
+    client = grpcclient.InferenceServerClient(args.url)
+    expected = [int(client.infer(args.model, [make_input(grpcclient, [b])]).as_numpy("COUNT")[0, 0]) for b in images]
+    client.close()
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    start_at = time.time() + args.warmup
+    stop_at = start_at + args.seconds
+    procs = [ctx.Process(target=worker, args=(args, i, expected, start_at, stop_at, queue)) for i in range(args.procs)]
+    for pr in procs:
+        pr.start()
+    results = [queue.get(timeout=args.warmup + args.seconds + 120) for _ in procs]
+    for pr in procs:
+        pr.join(timeout=30)
+    lat = np.array([x for r in results for x in r[0]]) * 1e3
+    errors = [e for r in results for e in r[1]]
+    wrong = sum(r[2] for r in results)
+    n = len(lat)
+    out = {
+        "per_request": args.per_request, "clients": args.procs * args.threads, "seconds": args.seconds,
+        "rate_asked": args.rate, "requests": n, "images_per_s": n * args.per_request / args.seconds,
+        "requests_per_s": n / args.seconds, "errors": len(errors), "wrong": wrong,
+        "p50_ms": float(np.percentile(lat, 50)) if n else None, "p90_ms": float(np.percentile(lat, 90)) if n else None,
+        "p99_ms": float(np.percentile(lat, 99)) if n else None,
+    }
+    print(f"[serve_load] {args.per_request} image(s)/request, {out['clients']} clients"
+          f"{' at ' + str(args.rate) + ' req/s' if args.rate else ''}: {out['images_per_s']:.1f} images/s, "
+          f"{out['requests_per_s']:.1f} requests/s, p50 {out['p50_ms'] or 0:.2f} ms, p90 {out['p90_ms'] or 0:.2f} ms, "
+          f"p99 {out['p99_ms'] or 0:.2f} ms, {len(errors)} errors, {wrong} wrong" + (f" (first: {errors[0]})" if errors else ""))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 1 if errors or wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

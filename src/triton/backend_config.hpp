@@ -1,0 +1,36 @@
+// The yolocu Triton backend's settings, read from the model's configuration (config.pbtxt, which
+// Triton hands the backend as JSON): max_batch_size and the `parameters` the backend documents in
+// docs/serving.md. Host-only and independent of Triton, so that it is tested without a server.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "yolocu/detector.hpp"
+
+namespace yolocu::triton {
+
+struct BackendConfig {
+  int max_batch_size = 8;          // Triton's max_batch_size: the most images of one execution
+  std::string model_file = "model.onnx";  // in the version folder: <repo>/<model>/<version>/<file>
+  Precision precision = Precision::kFloat16;
+  PostprocessOptions postprocess;  // conf, iou, max_det, classes, agnostic; iou < 0: the family's default
+  std::string tactic_cache;        // "" the engine's default file, "none" no file
+  std::string decode = "auto";     // "gpu" (nvJPEG), "cpu", "auto": gpu where a GPU instance has nvJPEG
+  std::string engine_graphs = "auto";  // "on", "off", "auto": eager beside nvJPEG, else graphs
+  DecodeLimits decode_limits;      // max_pixels, max_width, max_height per image
+  uint64_t max_request_bytes = uint64_t{64} << 20;  // encoded bytes of one request's IMAGE tensor
+  int contexts = 1;                // execution contexts per GPU instance
+  int input_height = 0, input_width = 0;  // network input; 0: the model's static size, else 640
+  int cpu_threads = 0;             // KIND_CPU instances: CPU engine threads (0: all cores)
+};
+
+// Parses Triton's model configuration JSON. Throws yolocu::Error(kInvalidArgument) naming the
+// parameter and the value at fault (an unknown parameter name too, so that a typo is not ignored).
+BackendConfig parse_backend_config(const std::string& model_config_json);
+
+// The options of one instance's Detector: `gpu` for a KIND_GPU instance on device `device_id`,
+// `nvjpeg` whether this build has GPU JPEG decode.
+DetectorOptions detector_options(const BackendConfig& config, bool gpu, int device_id, bool nvjpeg);
+
+}  // namespace yolocu::triton

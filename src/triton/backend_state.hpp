@@ -1,0 +1,34 @@
+// The states the yolocu backend keeps per model and per model instance.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "triton/backend_config.hpp"
+#include "triton/triton_api.hpp"
+#include "yolocu/detector.hpp"
+
+namespace yolocu::triton {
+
+// One loaded model: its configuration and the ONNX file of its version.
+struct ModelState {
+  std::string name;
+  std::string onnx_path;  // <repository>/<model>/<version>/<model_file>
+  BackendConfig config;   // iou resolved to the model family's default when the config names none
+};
+
+// One model instance: its own Detector on its device (KIND_GPU: the instance's GPU; KIND_CPU: the
+// CPU engine). Triton calls an instance's execute from one thread at a time.
+struct InstanceState {
+  std::string name;
+  ModelState* model = nullptr;
+  TRITONBACKEND_ModelInstance* instance = nullptr;
+  std::unique_ptr<Detector> detector;
+};
+
+// Runs one execution: the requests' inputs checked one request at a time, the images of every good
+// request detected in one call, each request answered (its outputs, or an error for it alone) and
+// released.
+void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t count);
+
+}  // namespace yolocu::triton

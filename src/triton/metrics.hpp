@@ -1,0 +1,20 @@
+// The backend's own counters on Triton's Prometheus endpoint (Triton's custom-metrics API):
+//   yolocu_images_decoded_total   images decoded and detected
+//   yolocu_decode_failures_total  requests refused because an image could not be decoded
+//   yolocu_images_refused_total   requests refused by a limit (pixels, side, request bytes)
+// The functions are looked up in the server process when the backend loads; a server without them
+// (or with metrics off) gets no counters and a log line, and serving goes on.
+#pragma once
+
+#include <cstdint>
+
+namespace yolocu::triton {
+
+enum class Counter { kImagesDecoded, kDecodeFailures, kImagesRefused };
+
+// Creates the metric families (once per backend, from TRITONBACKEND_Initialize). Thread-safe after.
+void metrics_init();
+void metrics_finalize();
+void metrics_add(Counter counter, double value);
+
+}  // namespace yolocu::triton
