@@ -55,9 +55,9 @@ struct CudaEngineOptions {
   // The tactic cache file: "" = TacticCache::default_path() ($YOLOCU_TACTIC_CACHE, else
   // $XDG_CACHE_HOME/yolocu/tactics.json, else ~/.cache/yolocu/tactics.json); "none" = no file.
   std::string tactic_cache;
-  // cuDNN Graph API candidates tried per layer, the first ones of cuDNN's heuristic list. 7: the
-  // H100's measured winners at places 7-11 gain <= 0.5% of the convolution time, and each plan is
-  // ~1.4-2 s of compilation (docs/performance.md section 4); 12 or more for an exhaustive tune.
+  // cuDNN Graph API candidates tried per layer, the first ones of cuDNN's heuristic list. 7: winners
+  // further down the list gained little of the convolution time while each plan costs seconds of
+  // compilation (docs/performance.md section 4); 12 or more for an exhaustive tune.
   int max_graph_plans = 7;
   // CUTLASS implicit-GEMM convolutions (fp16, bias and SiLU fused) as a fourth tactic family, tuned
   // beside the others. Off by default until its first run on a GPU (docs/gpu-engine.md); a build

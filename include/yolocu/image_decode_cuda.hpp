@@ -44,9 +44,9 @@ struct CudaJpegDecoderOptions {
   // upsampling, which decode_image() uses) where nvJPEG accepts the flag, else nearest.
   bool interpolated_upsampling = true;
   // Share of a call's nvJPEG-batched images (0 to 0.9) decoded on the CPU (decode_image(), exact)
-  // at the same time as nvJPEG decodes the rest, on threads of their own: where the nvJPEG call is
-  // the limit of a files -> boxes pipeline, idle cores take part of each batch (docs/performance.md
-  // section 10). Which ones: evenly spaced in the list (the same list is split the same way every
+  // at the same time as nvJPEG decodes the rest, on threads of their own, for pipelines where the
+  // nvJPEG call is the limit and cores are idle (measured end to end it has not paid so far:
+  // docs/performance.md section 10). Which ones: evenly spaced in the list (the same list is split the same way every
   // time). 0: none.
   float cpu_share = 0;
 };

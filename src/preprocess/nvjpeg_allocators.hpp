@@ -4,7 +4,7 @@
 // work, not only the decoder's, so decoders that should overlap the engine serialised with it.
 // Device memory comes stream-ordered from a pool of the decoder's own (never trimmed); pinned host
 // blocks are cached and handed out again. (Padding nvJPEG's pinned allocations instead made the
-// hybrid backend refuse every image on the H100 at 92373bd.) Only with nvJPEG in the build.
+// hybrid backend refuse every image.) Only with nvJPEG in the build.
 #pragma once
 
 #include <cuda_runtime_api.h>
