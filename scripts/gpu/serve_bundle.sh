@@ -25,7 +25,7 @@ cmake --build "$bdir" -j "$jobs" --target triton_yolocu yolocu_cli
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/lib" "$stage/bin" "$stage/backends/yolocu" "$stage/triton/bin" "$stage/triton/lib" "$stage/site" \
+mkdir -p "$stage/lib" "$stage/bin" "$stage/backends/yolocu" "$stage/triton/bin" "$stage/triton/lib" \
   "$stage/data/models" "$stage/data/coco128"
 cp "$bdir"/apps/yolocu/yolocu "$stage/bin/"
 cp "$bdir"/src/triton/libtriton_yolocu.so "$stage/backends/yolocu/"
@@ -41,17 +41,17 @@ done
 cp "$site/pytriton/tritonserver/bin/tritonserver" "$stage/triton/bin/"
 ldd "$site/pytriton/tritonserver/bin/tritonserver" | awk '$3 ~ /nvidia_pytriton.libs/ {print $3}' |
   while read -r lib; do cp -L "$lib" "$stage/triton/lib/"; done
+# The gRPC client of bench/serve_load.py: tritonclient and python-rapidjson (the GPU machine has
+# grpcio, protobuf, NumPy, ml_dtypes), Python 3.12 wheels kept as files beside the bundle.
+rm -rf .gpu-serve && mkdir -p .gpu-serve/wheels
 "$root/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux2014_x86_64 -d "$stage/wheels" tritonclient==2.73.0
-for w in "$stage"/wheels/*.whl; do unzip -q -o "$w" -d "$stage/site"; done
-rm -rf "$stage/wheels"
+  --platform manylinux2014_x86_64 -d .gpu-serve/wheels tritonclient==2.73.0 python-rapidjson==1.25
 
 cp "$data/models/yolov5n.onnx" "$stage/data/models/"
 cp -r "$data/coco128/images" "$stage/data/coco128/"
 git rev-parse --short HEAD >"$stage/COMMIT"
 
-rm -rf .gpu-serve && mkdir -p .gpu-serve
 tar -C "$stage" -cf - . | xz -9 -T"$jobs" >.gpu-serve/bundle.tar.xz
 size=$(stat -c %s .gpu-serve/bundle.tar.xz)
 echo "[serve_bundle] .gpu-serve/bundle.tar.xz: $((size / 1048576)) MiB (the device call carries at most 64 MiB with the tree)"

@@ -15,6 +15,7 @@ out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 g=/tmp/yolocu-serve
 rm -rf "$g" && mkdir -p "$g" && tar -C "$g" -xJf .gpu-serve/bundle.tar.xz || { echo "no bundle: run scripts/gpu/serve_bundle.sh first"; exit 1; }
+mkdir -p "$g/site" && for w in .gpu-serve/wheels/*.whl; do python3 -m zipfile -e "$w" "$g/site"; done  # no unzip there
 ngpu=$(nvidia-smi -L | wc -l)
 echo "bundle of commit $(cat "$g/COMMIT"); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $ngpu GPU(s); $(nproc) cores"
 lib_dir() { dirname "$(find / -name "$1" -not -path '/proc/*' 2>/dev/null | head -1)"; }
@@ -28,6 +29,9 @@ secs=${SERVE_SECONDS:-15}
 m=$g/data/models/yolov5n.onnx
 imgs=$g/data/coco128/images/train2017
 cache=$g/tactics.json
+# A tactic cache of an earlier call (copied to $OUT at the end) skips the cold tuning: carry it as
+# .gpu-serve/tactics.json.
+[ -f .gpu-serve/tactics.json ] && cp .gpu-serve/tactics.json "$cache"
 
 echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
 timeout 300 "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
@@ -72,7 +76,8 @@ if [ "$ngpu" -ge 2 ]; then
     stop
   fi
 fi
-tar -C "$out" -czf "$out/logs.tar.gz" --exclude logs.tar.gz . 2>/dev/null
+cp "$cache" "$out/tactics.json" 2>/dev/null
+tar -C "$out" -czf "$out/logs.tar.gz" --exclude logs.tar.gz --exclude tactics.json . 2>/dev/null
 echo "== summary"
 grep -hE "^cuda |images/s" "$out/bench_from_jpeg.log" | tail -3
 for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -1 "$f")"; done
