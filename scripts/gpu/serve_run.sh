@@ -3,7 +3,8 @@
 # tritonserver with the yolocu backend on this machine's GPUs, loaded with JPEG bytes of coco128 over
 # gRPC by bench/serve_load.py (requests of 8 and of 1 image, closed loop; then 1-image requests at
 # half the measured rate for the p99 latency), beside `yolocu bench --from-jpeg` in the same call;
-# with two or more GPUs the same loads on one instance group spanning two GPUs.
+# then the model unloaded and loaded twice through the repository API (GPU memory each time); with
+# two or more GPUs the same loads on one instance group spanning two GPUs.
 # Needs .gpu-serve/bundle.tar.xz from scripts/gpu/serve_bundle.sh (carry [".gpu-serve"]).
 #   bash scripts/gpu/serve_run.sh
 # Environment: SERVE_MAX_BATCH (32), SERVE_INSTANCES (2 per GPU), SERVE_PROCS (12 client processes),
@@ -58,14 +59,33 @@ load() {  # load <name> <images per request> [rate]
     --threads "$threads" --seconds "$secs" ${3:+--rate "$3"} --json "$out/load_$1.json" 2>&1 | tee "$out/load_$1.log" | tail -1
 }
 
+gpu0_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | tr -d ' '; }
+repo_api() { curl -sf -X POST "localhost:8000/v2/repository/models/yolo/$1" -d '{}' >/dev/null; }
+unload_cycles() {  # the model unloaded and loaded twice through the repository API: GPU 0's memory each time
+  local i
+  echo "-- repository API: unload / load (GPU 0 memory used, MiB; before the server: $base_mib)"
+  for i in 1 2; do
+    repo_api unload || echo "unload $i failed"
+    sleep 3
+    echo "   cycle $i: loaded $loaded_mib -> unloaded $(gpu0_mib)"
+    repo_api load || echo "load $i failed"
+    loaded_mib=$(gpu0_mib)
+  done
+  python3 bench/serve_load.py --url 127.0.0.1:8001 --model yolo --images "$imgs" --per-request 8 --procs 1 --threads 1 \
+    --seconds 2 --warmup 1 2>&1 | tail -1 | sed 's/^/   after reloading: /'
+}
+
+base_mib=$(gpu0_mib)
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
 if serve "0" gpu1; then
+  loaded_mib=$(gpu0_mib)
   load gpu1_b8 8
   load gpu1_b1 1
   rate=$(python3 -c "import json; print(round(json.load(open('$out/load_gpu1_b1.json'))['requests_per_s'] / 2))")
   echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
   load gpu1_b1_half 1 "$rate"
   curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
+  unload_cycles
   stop
 fi
 if [ "$ngpu" -ge 2 ]; then
