@@ -241,7 +241,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         dirs = library_dirs()
         if dirs:  # the backend's CUDA libraries from NVIDIA's wheels anywhere on sys.path
             env["LD_LIBRARY_PATH"] = os.pathsep.join(dirs + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
-        proc = subprocess.Popen(server_command(args, repo), env=env, start_new_session=True)
+        # tritonserver stays in this process's session and group: a signal to the group reaches it,
+        # and a supervisor that watches the session sees it.
+        proc = subprocess.Popen(server_command(args, repo), env=env)
 
         def stop(signum=None, _frame=None):
             if proc.poll() is None:
