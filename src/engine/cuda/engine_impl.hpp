@@ -39,8 +39,10 @@ using engine::GpuStep;
 using engine::GpuStepKind;
 namespace ck = cuda_kernels;
 
-class Engine {
- public:
+// The engine's state: the plan, the step objects, the convolution layers and their tactics per
+// batch size, the device buffers, handles and streams, the stats. Steps see it only through
+// SetupContext and LaunchContext (steps/step.hpp).
+struct Engine {
   std::shared_ptr<const Model> model;
   CudaEngineOptions options;
   // Declared before every DeviceMem member: they refund it when destroyed.
