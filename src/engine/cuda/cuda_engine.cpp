@@ -1,10 +1,16 @@
-// GPU executor: runs the steps planned by gpu_steps.cpp, each convolution through the tactic the
-// tuner chose for it and the batch size (tactics/), everything else through the kernels of
-// cuda_kernels.cu; all activations in one liveness-planned device arena, one CUDA graph per batch
-// size. This file: the public API; the rest in engine_{setup,build,exec}.cpp (engine_impl.hpp).
+// GPU executor: runs the steps planned by gpu_steps.cpp as the step objects of steps/, each
+// convolution through the tactic the tuner chose for it and the batch size (tactics/), everything
+// else through the engine's kernels (cuda_kernels.hpp); all activations in one liveness-planned
+// device arena, one CUDA graph per batch size. This file: the public API; the rest in
+// engine_{build,exec,stem}.cpp (engine_impl.hpp).
 #include "engine/cuda/engine_impl.hpp"
 
 namespace yolocu {
+
+using cuda_engine_internal::BatchExec;
+using cuda_engine_internal::DeviceGuard;
+using cuda_engine_internal::Event;
+using cuda_engine_internal::make_event;
 
 CudaEngine::CudaEngine(std::shared_ptr<const Model> model, const CudaEngineOptions& options)
     : impl_(std::make_unique<Impl>()) {
@@ -110,25 +116,26 @@ std::vector<Tensor> CudaEngine::run_host(const std::vector<Tensor>& inputs) {
   return outs;
 }
 
-std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
-  YOLOCU_CHECK(batch >= 1 && batch <= impl_->options.max_batch, kInvalidArgument, "CudaEngine::profile: batch ", batch,
-               " outside [1, ", impl_->options.max_batch, "]");
-  YOLOCU_CHECK(iters >= 1, kInvalidArgument, "CudaEngine::profile: iters must be >= 1");
-  DeviceGuard guard(impl_->options.device);
-  Impl& im = *impl_;
-  BatchExec& be = im.batch_exec(batch);
+namespace {
+
+using cuda_engine_internal::Engine;
+
+// Every step run eagerly `iters` times with events around it: the mean ms of the input conversion
+// ([0]) and of each step ([i + 1]).
+std::vector<double> time_steps(Engine& im, BatchExec& be, int batch, int iters) {
   cudaStream_t s = im.stream.get();
-  const size_t n = im.sp.steps.size();
+  const size_t n = im.steps.size();
   std::vector<Event> ev;
   for (size_t i = 0; i <= n + 1; ++i) ev.push_back(make_event(cudaEventDefault));
-  std::vector<double> total(n + 1, 0.0);  // [0]: input conversion, [i + 1]: step i
+  std::vector<double> total(n + 1, 0.0);
   YOLOCU_CUDNN_CHECK(cudnnSetStream(im.cudnn.get(), s));
   for (int it = 0; it < iters; ++it) {
     YOLOCU_CUDA_CHECK(cudaEventRecord(ev[0].get(), s));
     im.convert_input(be, im.staging.get(), batch, s);
     YOLOCU_CUDA_CHECK(cudaEventRecord(ev[1].get(), s));
+    const cuda_engine_internal::LaunchContext ctx = im.launch_context(be, batch);
     for (size_t i = 0; i < n; ++i) {
-      im.exec_step(be, i, batch, s);
+      im.steps[i]->launch(ctx, s);
       YOLOCU_CUDA_CHECK(cudaEventRecord(ev[i + 2].get(), s));
     }
     YOLOCU_CUDA_CHECK(cudaEventSynchronize(ev[n + 1].get()));
@@ -138,75 +145,107 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
       total[i] += ms;
     }
   }
+  for (double& t : total) t /= iters;
+  return total;
+}
+
+// The input conversion's row (input_ms: its time).
+LayerTime input_row(const Engine& im, const BatchExec& be, int batch, double input_ms) {
   const double es = static_cast<double>(im.es);
-  std::vector<LayerTime> out;
   const double px = static_cast<double>(batch) * im.in_c * im.in_h * im.in_w;
+  LayerTime in;
+  in.kind = "Input";
   if (be.direct_stem) {
     // The direct stem kernel ran in the input's place: its time and bytes go to the stem's row.
-    LayerTime in;
     in.name = "input (read by the direct stem)";
-    in.kind = "Input";
-    out.push_back(in);
-  } else {
-    LayerTime in;
-    in.name = im.stem_conv >= 0 ? "input -> space-to-depth NHWC" : "input -> NHWC";
-    in.kind = "Input";
-    in.ms = total[0] / iters;
-    in.bytes = px * es + (im.stem_conv >= 0 ? px / im.in_c / 4 * kStemChannels * es : px * es);
-    out.push_back(in);
+    return in;
   }
-  for (size_t i = 0; i < n; ++i) {
-    const GpuStep& st = im.sp.steps[i];
-    if (st.kind == GpuStepKind::kView) continue;
+  in.name = im.stem_conv >= 0 ? "input -> space-to-depth NHWC" : "input -> NHWC";
+  in.ms = input_ms;
+  in.bytes = px * es + (im.stem_conv >= 0 ? px / im.in_c / 4 * cuda_engine_internal::kStemChannels * es : px * es);
+  return in;
+}
+
+// A Conv step's tactic, flops, bytes and the ONNX node's shape (input_ms: the input conversion's
+// time, which is the direct stem's when it runs).
+void describe_conv(const Engine& im, const BatchExec& be, const cuda_engine_internal::Step& step, int batch,
+                   double input_ms, LayerTime& l) {
+  const int conv = step.conv_layer();
+  const cuda_engine_internal::ConvInfo& ci = im.convs[static_cast<size_t>(conv)];
+  const engine::ConvProblem p = ci.problem(batch);
+  l.tactic = be.tactics[static_cast<size_t>(conv)]->name();
+  l.flops = p.flops();
+  l.bytes = p.min_bytes();
+  if (conv == im.direct_conv && be.direct_stem) {
+    // One pass: the NCHW input read, the output written (the flops are the ONNX layer's).
+    const double es = static_cast<double>(im.es);
+    const double px = static_cast<double>(batch) * im.in_c * im.in_h * im.in_w;
+    const engine::StemConvArgs& d = im.direct_args;
+    l.tactic = "own direct stem (reads the NCHW input)";
+    l.ms = input_ms;
+    l.flops = 2.0 * batch * d.p * d.q * d.k * d.c * d.r * d.s;
+    l.bytes = px * es + static_cast<double>(batch) * d.p * d.q * d.k * es;
+  } else if (ci.s2d) {
+    l.tactic += " (space-to-depth stem)";
+  }
+  // The ONNX node's own shape (for the stem: the 6x6 stride-2 convolution on 3 channels).
+  const engine::PlanNode& pn = im.sp.plan.nodes[static_cast<size_t>(step.step().node)];
+  const Shape& xs = im.val(pn.in[0]).shape;
+  const Shape& ws = im.val(pn.in[1]).shape;
+  const auto strides = pn.node.attr_ints("strides", {1, 1});
+  if (xs.size() == 4 && ws.size() == 4) {
+    const std::string k = std::to_string(ws[2]) + "x" + std::to_string(ws[3]);
+    l.shape = std::to_string(xs[1]) + "->" + std::to_string(ws[0]) + " " + k + " s" +
+              std::to_string(strides.empty() ? 1 : strides[0]) + " " + std::to_string(xs[2]) + "x" + std::to_string(xs[3]);
+  }
+}
+
+// Bytes a step other than a Conv moves at `batch`.
+double moved_bytes(const Engine& im, const cuda_engine_internal::Step& step, int batch) {
+  // Bytes of a value as this step moves it: a copy-free Concat's input (its own channel slice,
+  // not the whole pitched buffer); the Concat itself reads and writes only the inputs it copies.
+  const auto moved = [&](int id) {
+    const bool slice = im.sp.channel_offset[static_cast<size_t>(id)] >= 0;
+    const double b = slice ? static_cast<double>(shape_numel(im.val(id).shape)) * static_cast<double>(im.es)
+                           : static_cast<double>(engine::value_bytes(im.sp, id, im.es));
+    return b * batch / im.options.max_batch;
+  };
+  double bytes = 0;
+  if (step.kind() == engine::GpuStepKind::kConcatNhwc) {
+    for (int id : step.reads())
+      if (im.sp.channel_offset[static_cast<size_t>(id)] < 0) bytes += 2 * moved(id);
+  } else {
+    for (int id : step.reads())
+      if (id >= 0 && !im.val(id).constant) bytes += moved(id);
+    for (int id : step.writes())
+      if (id >= 0) bytes += moved(id);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
+  YOLOCU_CHECK(batch >= 1 && batch <= impl_->options.max_batch, kInvalidArgument, "CudaEngine::profile: batch ", batch,
+               " outside [1, ", impl_->options.max_batch, "]");
+  YOLOCU_CHECK(iters >= 1, kInvalidArgument, "CudaEngine::profile: iters must be >= 1");
+  DeviceGuard guard(impl_->options.device);
+  Impl& im = *impl_;
+  BatchExec& be = im.batch_exec(batch);
+  const std::vector<double> ms = time_steps(im, be, batch, iters);  // [0]: input conversion, [i + 1]: step i
+  std::vector<LayerTime> out;
+  out.push_back(input_row(im, be, batch, ms[0]));
+  for (size_t i = 0; i < im.steps.size(); ++i) {
+    const cuda_engine_internal::Step& step = *im.steps[i];
+    if (step.kind() == engine::GpuStepKind::kView) continue;
     LayerTime l;
-    l.name = st.label;
-    l.kind = engine::gpu_step_kind_name(st.kind);
-    l.ms = total[i + 1] / iters;
-    if (st.kind == GpuStepKind::kConv) {
-      const ConvInfo& ci = im.convs[static_cast<size_t>(im.aux[i].conv)];
-      const engine::ConvProblem p = ci.problem(batch);
-      l.tactic = be.tactics[static_cast<size_t>(im.aux[i].conv)]->name();
-      l.flops = p.flops();
-      l.bytes = p.min_bytes();
-      if (im.aux[i].conv == im.direct_conv && be.direct_stem) {
-        // One pass: the NCHW input read, the output written (the flops are the ONNX layer's).
-        const engine::StemConvArgs& d = im.direct_args;
-        l.tactic = "own direct stem (reads the NCHW input)";
-        l.ms = total[0] / iters;
-        l.flops = 2.0 * batch * d.p * d.q * d.k * d.c * d.r * d.s;
-        l.bytes = px * es + static_cast<double>(batch) * d.p * d.q * d.k * es;
-      } else if (ci.s2d) {
-        l.tactic += " (space-to-depth stem)";
-      }
-      // The ONNX node's own shape (for the stem: the 6x6 stride-2 convolution on 3 channels).
-      const engine::PlanNode& pn = im.sp.plan.nodes[static_cast<size_t>(st.node)];
-      const Shape& xs = im.val(pn.in[0]).shape;
-      const Shape& ws = im.val(pn.in[1]).shape;
-      const auto strides = pn.node.attr_ints("strides", {1, 1});
-      if (xs.size() == 4 && ws.size() == 4) {
-        const std::string k = std::to_string(ws[2]) + "x" + std::to_string(ws[3]);
-        l.shape = std::to_string(xs[1]) + "->" + std::to_string(ws[0]) + " " + k + " s" +
-                  std::to_string(strides.empty() ? 1 : strides[0]) + " " + std::to_string(xs[2]) + "x" + std::to_string(xs[3]);
-      }
-    } else {
-      // Bytes of a value as this step moves it: a copy-free Concat's input (its own channel slice,
-      // not the whole pitched buffer); the Concat itself reads and writes only the inputs it copies.
-      const auto moved = [&](int id) {
-        const bool slice = im.sp.channel_offset[static_cast<size_t>(id)] >= 0;
-        const double b = slice ? static_cast<double>(numel(im.val(id).shape)) * static_cast<double>(im.es)
-                               : static_cast<double>(engine::value_bytes(im.sp, id, im.es));
-        return b * batch / im.options.max_batch;
-      };
-      if (st.kind == GpuStepKind::kConcatNhwc) {
-        for (int id : st.in)
-          if (im.sp.channel_offset[static_cast<size_t>(id)] < 0) l.bytes += 2 * moved(id);
-      } else {
-        for (int id : st.in)
-          if (id >= 0 && !im.val(id).constant) l.bytes += moved(id);
-        for (int id : st.out)
-          if (id >= 0) l.bytes += moved(id);
-      }
-    }
+    l.name = step.name();
+    l.kind = engine::gpu_step_kind_name(step.kind());
+    l.ms = ms[i + 1];
+    if (step.conv_layer() >= 0)
+      describe_conv(im, be, step, batch, ms[0], l);
+    else
+      l.bytes = moved_bytes(im, step, batch);
     out.push_back(l);
   }
   return out;

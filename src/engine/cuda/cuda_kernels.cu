@@ -17,16 +17,11 @@ namespace yolocu::cuda_kernels {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > (int64_t{1} << 20) ? (int64_t{1} << 20) : b));
-}
 
 using kutil::check_count;
 using kutil::from_f;
-using kutil::max_nan;
+using kutil::grid_for;
+using kutil::kThreads;
 using kutil::to_f;
 using kutil::Vec;
 
@@ -171,73 +166,6 @@ __global__ void copy_rows_kernel(const U* __restrict__ src, int src_pitch, U* __
   }
 }
 
-// Max pooling on NHWC: one thread per V consecutive channels of one output pixel (V = 8 fp16 or
-// 4 fp32 when the channels allow: one 16-byte load per window tap, coalesced across threads);
-// NaN propagates like the CPU reference; padding taps are skipped. 32-bit indices (checked).
-template <typename T, int V>
-__global__ void maxpool_kernel(const T* __restrict__ x, T* __restrict__ y, PoolParams p, int total) {
-  using Vt = Vec<T, V>;
-  const int cv = p.c / V;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int cvi = i % cv;
-    int t = i / cv;
-    const int ox = t % p.ow;
-    t /= p.ow;
-    const int oy = t % p.oh;
-    const int n = t / p.oh;
-    const int y0 = max(0, oy * p.sh - p.ph), y1 = min(p.h, oy * p.sh - p.ph + p.kh);
-    const int x0 = max(0, ox * p.sw - p.pw), x1 = min(p.w, ox * p.sw - p.pw + p.kw);
-    float m[V];
-#pragma unroll
-    for (int k = 0; k < V; ++k) m[k] = -INFINITY;
-    for (int yy = y0; yy < y1; ++yy)
-      for (int xx = x0; xx < x1; ++xx) {
-        const Vt v = reinterpret_cast<const Vt*>(x)[((n * p.h + yy) * p.w + xx) * cv + cvi];
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          const float f = to_f(v.v[k]);
-          m[k] = max_nan(m[k], f);
-        }
-      }
-    Vt o;
-#pragma unroll
-    for (int k = 0; k < V; ++k) o.v[k] = from_f<T>(m[k]);
-    reinterpret_cast<Vt*>(y)[i] = o;
-  }
-}
-
-// Nearest resize on NHWC: one thread per V consecutive channels of one output pixel (a 16-byte
-// copy when the channels allow); source row/column from the precomputed tables (exactly the CPU
-// reference's indices).
-template <typename T, int V>
-__global__ void resize_kernel(const T* __restrict__ x, T* __restrict__ y, int h, int w, int c, int oh, int ow,
-                              int y_pitch, const int* __restrict__ sy, const int* __restrict__ sx, int total) {
-  using Vt = Vec<T, V>;
-  const int cv = c / V, pv = y_pitch / V;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int cvi = i % cv;
-    int t = i / cv;
-    const int pix = t;
-    const int ox = t % ow;
-    t /= ow;
-    const int oy = t % oh;
-    const int n = t / oh;
-    reinterpret_cast<Vt*>(y)[int64_t{pix} * pv + cvi] =
-        reinterpret_cast<const Vt*>(x)[((n * h + sy[oy]) * w + sx[ox]) * cv + cvi];
-  }
-}
-
-// The widest vector (elements of `elem` bytes, at most 16 bytes) that divides c and keeps both
-// pointers aligned.
-int vector_width(int c, size_t elem, const void* a, const void* b) {
-  for (int v = static_cast<int>(16 / elem); v > 1; v /= 2) {
-    const uintptr_t bytes = static_cast<uintptr_t>(v) * elem;
-    if (c % v == 0 && reinterpret_cast<uintptr_t>(a) % bytes == 0 && reinterpret_cast<uintptr_t>(b) % bytes == 0)
-      return v;
-  }
-  return 1;
-}
-
 // Generic strided kernels (plain float32): one thread per output element in row-major order; the
 // coordinate is decomposed from the last axis and dotted with each input's strides (0 for a
 // broadcast axis).
@@ -255,27 +183,6 @@ __global__ void binary_strided_kernel(EltOp op, const float* __restrict__ a, con
     }
     y[i] = apply(op, a[oa], b[ob]);
   }
-}
-
-__global__ void gather_strided_kernel(const float* __restrict__ x, float* __restrict__ y, StridedParams p,
-                                      int total) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    int rem = i;
-    int64_t o = p.a_base;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int dim = static_cast<int>(p.out_dims[d]);
-      const int q = rem / dim, coord = rem - q * dim;
-      rem = q;
-      o += coord * p.a_strides[d];
-    }
-    y[i] = x[o];
-  }
-}
-
-int64_t numel_of(const StridedParams& p) {
-  int64_t n = 1;
-  for (int d = 0; d < p.rank; ++d) n *= p.out_dims[d];
-  return n;
 }
 
 }  // namespace
@@ -420,58 +327,6 @@ void copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch,
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
-namespace {
-template <typename T, int V>
-void launch_maxpool(const void* x, void* y, const PoolParams& p, cudaStream_t stream) {
-  const int total = p.n * p.oh * p.ow * (p.c / V);
-  maxpool_kernel<T, V><<<grid_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), p, total);
-}
-template <typename T, int V>
-void launch_resize(const void* x, void* y, int n, int h, int w, int c, int oh, int ow, int y_pitch, const int* sy,
-                   const int* sx, cudaStream_t stream) {
-  const int total = n * oh * ow * (c / V);
-  resize_kernel<T, V><<<grid_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), h, w, c,
-                                                                oh, ow, y_pitch, sy, sx, total);
-}
-}  // namespace
-
-void maxpool_nhwc(const void* x, void* y, bool half, const PoolParams& p, cudaStream_t stream) {
-  check_count(int64_t{p.n} * p.oh * p.ow * p.c, "maxpool");
-  check_count(int64_t{p.n} * p.h * p.w * p.c, "maxpool input");
-  const int v = vector_width(p.c, half ? 2 : 4, x, y);
-  if (half) {
-    if (v == 8) launch_maxpool<__half, 8>(x, y, p, stream);
-    else if (v == 4) launch_maxpool<__half, 4>(x, y, p, stream);
-    else if (v == 2) launch_maxpool<__half, 2>(x, y, p, stream);
-    else launch_maxpool<__half, 1>(x, y, p, stream);
-  } else {
-    if (v == 4) launch_maxpool<float, 4>(x, y, p, stream);
-    else if (v == 2) launch_maxpool<float, 2>(x, y, p, stream);
-    else launch_maxpool<float, 1>(x, y, p, stream);
-  }
-  YOLOCU_CUDA_CHECK_LAUNCH();
-}
-
-void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow, int y_pitch,
-                         const int* src_y, const int* src_x, cudaStream_t stream) {
-  YOLOCU_CHECK(y_pitch >= c, kInternal, "resize: output pitch ", y_pitch, " < channels ", c);
-  check_count(int64_t{n} * oh * ow * y_pitch, "resize");
-  check_count(int64_t{n} * h * w * c, "resize input");
-  int v = vector_width(c, half ? 2 : 4, x, y);
-  while (y_pitch % v != 0) v /= 2;
-  if (half) {
-    if (v == 8) launch_resize<__half, 8>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-    else if (v == 4) launch_resize<__half, 4>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-    else if (v == 2) launch_resize<__half, 2>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-    else launch_resize<__half, 1>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-  } else {
-    if (v == 4) launch_resize<float, 4>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-    else if (v == 2) launch_resize<float, 2>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-    else launch_resize<float, 1>(x, y, n, h, w, c, oh, ow, y_pitch, src_y, src_x, stream);
-  }
-  YOLOCU_CUDA_CHECK_LAUNCH();
-}
-
 void unary_plain(EltOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
   eltwise_flat(op, x, nullptr, y, false, n, stream);
 }
@@ -480,94 +335,6 @@ void binary_plain(EltOp op, const float* a, const float* b, float* y, const Stri
   const int64_t n = numel_of(p);
   check_count(n, "binary");
   binary_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, a, b, y, p, static_cast<int>(n));
-  YOLOCU_CUDA_CHECK_LAUNCH();
-}
-
-void gather_plain(const float* x, float* y, const StridedParams& p, cudaStream_t stream) {
-  const int64_t n = numel_of(p);
-  check_count(n, "gather");
-  gather_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, p, static_cast<int>(n));
-  YOLOCU_CUDA_CHECK_LAUNCH();
-}
-
-namespace {
-// Fused Detect tail, all levels in one launch (engine/detect_tail.hpp, "the kernel's tiles"): block =
-// one tile of `tile` consecutive pixels of one image of one level (blocks of level l follow those of
-// level l - 1). The tile's source channels are one contiguous run: 16-byte loads into shared memory
-// (all loads in flight before any store); then, anchor by anchor, its merged rows, which are also
-// contiguous, with consecutive threads on consecutive floats. It replaced a block per pixel row with
-// a thread per channel (stores strided by `no`): 379.6 us at yolov5s batch 32 on an H100
-// (docs/performance.md section 4).
-template <typename T>
-__global__ void __launch_bounds__(256) detect_tail_kernel(TailLevels t, float* __restrict__ out, int64_t rows, int tile) {
-  extern __shared__ uint4 tail_smem[];
-  T* sm = reinterpret_cast<T*>(tail_smem);
-  // The block's level, copied with constant indices (a runtime index into the kernel's parameters
-  // would put them in local memory, read again by every element).
-  engine::tail::Level L;
-  const void* level_src = nullptr;
-  int begin = 0;
-#pragma unroll
-  for (int i = 0; i < kMaxTailLevels; ++i)
-    if (i < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[i]) {
-      L = t.level[i];
-      level_src = t.src[i];
-      begin = t.block_begin[i];
-    }
-  const engine::tail::Tile tl = engine::tail::tile_of(L, static_cast<int>(blockIdx.x) - begin, tile);
-  const int pitch = static_cast<int>(engine::tail::source_pitch(L));
-  const T* __restrict__ src = static_cast<const T*>(level_src) + engine::tail::tile_source_offset(L, tl);
-  const int values = tl.count * pitch;
-  if ((reinterpret_cast<uintptr_t>(src) & 15) == 0 && (values * sizeof(T)) % 16 == 0) {
-    const uint4* __restrict__ s4 = reinterpret_cast<const uint4*>(src);
-    const int n4 = static_cast<int>(values * sizeof(T) / 16);
-    for (int i = threadIdx.x; i < n4; i += blockDim.x) tail_smem[i] = __ldg(s4 + i);
-  } else {
-    for (int i = threadIdx.x; i < values; i += blockDim.x) sm[i] = src[i];
-  }
-  __syncthreads();
-  // Each anchor's run: a thread walks it block-stride without dividing per element (the element's
-  // arithmetic, not the bytes, bounds this kernel: a division per element ran it at 473 us at
-  // yolov5s batch 32, slower than the kernel it replaced).
-  const int no = static_cast<int>(L.no), run = tl.count * no, cells = static_cast<int>(L.ny * L.nx);
-  for (int a = 0; a < static_cast<int>(L.na); ++a) {
-    float* __restrict__ o = out + engine::tail::run_output_index(L, rows, tl, a);
-    const int cell0 = a * cells + tl.p0;
-    engine::tail::RunWalk wk(threadIdx.x, blockDim.x, no);
-    for (int j = threadIdx.x; j < run; j += blockDim.x, wk.next())
-      o[j] = engine::tail::element(L, cell0 + wk.q, wk.k, to_f(sm[wk.local(pitch, a)]));
-  }
-}
-}  // namespace
-
-void detect_tail(const TailLevels& levels, bool half, float* out, int64_t rows, int batch, cudaStream_t stream) {
-  YOLOCU_CHECK(levels.count >= 1 && levels.count <= kMaxTailLevels, kInternal, "detect_tail: ", levels.count, " levels");
-  const int elem = half ? 2 : 4;
-  TailLevels t = levels;
-  // One tile size for the launch: the one the widest source allows (every level fits it).
-  int64_t max_pitch = 1;
-  for (int l = 0; l < t.count; ++l) max_pitch = std::max(max_pitch, engine::tail::source_pitch(t.level[l]));
-  const int tile = engine::tail::tile_pixels_for(max_pitch, elem);
-  const size_t smem = static_cast<size_t>(tile) * static_cast<size_t>(max_pitch) * static_cast<size_t>(elem);
-  YOLOCU_CHECK(smem <= (48u << 10), kUnsupported, "Detect head with ", max_pitch,
-               " channels per pixel: the fused tail holds at most ", (48 << 10) / elem, " (fuse_detect_tail = false)");
-  int64_t blocks = 0;
-  for (int l = 0; l < t.count; ++l) {
-    const engine::tail::Level& L = t.level[l];
-    t.block_begin[l] = static_cast<int>(blocks);
-    blocks += int64_t{batch} * engine::tail::tiles_per_image(L, tile);
-    check_count(int64_t{batch} * L.ny * L.nx * engine::tail::source_pitch(L), "detect_tail");
-    check_count(int64_t{batch} * rows * L.no, "detect_tail output");
-    check_count(L.na * tile * L.no, "detect_tail tile");
-    check_count(L.na * L.ny * L.nx * 2 * engine::tail::kTables, "detect_tail tables");
-  }
-  t.block_begin[t.count] = static_cast<int>(blocks);
-  check_count(blocks, "detect_tail blocks");
-  const unsigned grid = static_cast<unsigned>(blocks);
-  if (half)
-    detect_tail_kernel<__half><<<grid, kThreads, smem, stream>>>(t, out, rows, tile);
-  else
-    detect_tail_kernel<float><<<grid, kThreads, smem, stream>>>(t, out, rows, tile);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 

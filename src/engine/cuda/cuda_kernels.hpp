@@ -1,4 +1,5 @@
-// Kernels of the GPU engine (cuda_kernels.cu), callable from host C++. Every launcher only enqueues
+// Kernels of the GPU engine (cuda_kernels.cu; those only one step kind launches in its steps/
+// <kind>_kernel.cu; sppf_kernel.cu, softmax_matmul.cu), callable from host C++. Every launcher only enqueues
 // on `stream` (capturable in a CUDA graph) and throws yolocu::Error(kCuda) if the launch fails.
 // `half` selects the activation dtype of NHWC buffers (true: fp16, false: fp32); plain buffers are
 // always float32. Element counts must be < 2^31 (checked).
@@ -72,6 +73,12 @@ struct StridedParams {
   int64_t b_strides[kMaxRank] = {};
   int64_t a_base = 0;
 };
+// Elements of the output of a StridedParams kernel.
+inline int64_t numel_of(const StridedParams& p) {
+  int64_t n = 1;
+  for (int d = 0; d < p.rank; ++d) n *= p.out_dims[d];
+  return n;
+}
 void unary_plain(EltOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
 // y[i] = op(a[offset_a(i)], b[offset_b(i)])
 void binary_plain(EltOp op, const float* a, const float* b, float* y, const StridedParams& p, cudaStream_t stream);

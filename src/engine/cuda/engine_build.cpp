@@ -1,10 +1,15 @@
 // GPU engine build: plan and steps, batch scaling check, arena, the tactics of every tuned batch
 // size (tactics/tuner.hpp) and the derived ones.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
 #include "engine/cuda/engine_impl.hpp"
 
-namespace yolocu {
+namespace yolocu::cuda_engine_internal {
 
-void CudaEngine::Impl::check_batch_scaling(const engine::Plan& big) {
+void Engine::check_batch_scaling(const engine::Plan& big) {
   // Steps are planned once at max_batch and launched at smaller batches by scaling dim 0 of every
   // runtime value; verify on a batch-1 plan that the model really scales that way.
   const engine::Plan one = engine::build_plan(*model, {{1, in_c, in_h, in_w}});
@@ -52,23 +57,10 @@ void CudaEngine::Impl::check_batch_scaling(const engine::Plan& big) {
 }
 
 
-engine::ConvBuffers CudaEngine::Impl::conv_buffers(const ConvInfo& ci) const {
-  engine::ConvBuffers b;
-  b.x = ci.s2d ? stem_input.get() : ptr(ci.x);
-  b.w = ci.d_w.get();
-  b.bias = static_cast<const float*>(ci.d_bias.get());
-  b.bias_act = ci.d_bias_act.get();
-  b.residual = ci.residual >= 0 ? ptr(ci.residual) : nullptr;
-  b.y = ptr(ci.y);
-  b.ws = workspace.get();
-  b.ws_bytes = workspace_bytes;
-  return b;
-}
-
 // Tactics for every tuned batch size, through the tuner (cache, check, timing) on the engine's own
 // buffers, with a temporary workspace of workspace_limit and a reference output buffer; then the
 // engine's workspace is sized to what the chosen tactics need.
-void CudaEngine::Impl::choose_tactics() {
+void Engine::choose_tactics() {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<engine::TacticCache> cache;
   std::string path = options.tactic_cache.empty() ? engine::TacticCache::default_path() : options.tactic_cache;
@@ -107,20 +99,7 @@ void CudaEngine::Impl::choose_tactics() {
       for (const ConvInfo& ci : convs) all.push_back(ci.problem(b));
     tuner->prebuild(all, options.device, pool_threads());
   }
-  size_t need = 0;
-  for (int b : tuned) {
-    auto be = std::make_unique<BatchExec>();
-    be->tactics.resize(convs.size());
-    for (size_t c = 0; c < convs.size(); ++c) {
-      engine::ConvBuffers bufs = conv_buffers(convs[c]);
-      bufs.ws = tmp_ws.get();
-      bufs.ws_bytes = lim.workspace;
-      const engine::TunedLayer t = tuner->choose(convs[c].problem(b), bufs, y_ref.get());
-      need = std::max(need, t.tactic->workspace());
-      be->tactics[c] = t.tactic;
-    }
-    batches[static_cast<size_t>(b)] = std::move(be);
-  }
+  const size_t need = tune_layers(tmp_ws.get(), lim.workspace, y_ref.get());
   YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   tmp_ws.reset();
   // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
@@ -146,6 +125,30 @@ void CudaEngine::Impl::choose_tactics() {
     if (!tactic_cache->save(path, &warning)) stats.warnings.push_back(warning);
     cache_io_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
   }
+  record_tuning_stats(t0, cache_io_ms);
+}
+
+// Every layer's tactic at every tuned batch size (batches[b]), tuned with the temporary workspace
+// ws; returns the largest workspace the chosen tactics need.
+size_t Engine::tune_layers(void* ws, size_t ws_bytes, void* y_ref) {
+  size_t need = 0;
+  for (int b : tuned) {
+    auto be = std::make_unique<BatchExec>();
+    be->tactics.resize(convs.size());
+    for (size_t c = 0; c < convs.size(); ++c) {
+      engine::ConvBuffers bufs = conv_buffers(convs[c]);
+      bufs.ws = ws;
+      bufs.ws_bytes = ws_bytes;
+      const engine::TunedLayer t = tuner->choose(convs[c].problem(b), bufs, y_ref);
+      need = std::max(need, t.tactic->workspace());
+      be->tactics[c] = t.tactic;
+    }
+    batches[static_cast<size_t>(b)] = std::move(be);
+  }
+  return need;
+}
+
+void Engine::record_tuning_stats(std::chrono::steady_clock::time_point t0, double cache_io_ms) {
   const engine::TunerStats& ts = tuner->stats();
   for (const std::string& w : tuner->warnings()) stats.warnings.push_back(w);
   stats.tuned_batches = tuned;
@@ -165,7 +168,7 @@ void CudaEngine::Impl::choose_tactics() {
     for (const std::string& w : stats.warnings) std::fprintf(stderr, "yolocu: warning: %s\n", w.c_str());
 }
 
-BatchExec& CudaEngine::Impl::batch_exec(int batch) {
+BatchExec& Engine::batch_exec(int batch) {
   auto& slot = batches[static_cast<size_t>(batch)];
   if (!slot) {
     // Not tuned: the tactics of the nearest tuned batch size (in ratio; a tie takes the larger).
@@ -196,24 +199,10 @@ BatchExec& CudaEngine::Impl::batch_exec(int batch) {
   return *slot;
 }
 
-void CudaEngine::Impl::build() {
+void Engine::build() {
   const auto t0 = std::chrono::steady_clock::now();
   const Model& m = *model;
-  YOLOCU_CHECK(m.graph.inputs.size() == 1, kUnsupported, "CudaEngine: the model has ", m.graph.inputs.size(),
-               " inputs (one image input expected)");
-  const ValueInfo& in = m.graph.inputs[0];
-  YOLOCU_CHECK(in.dims.size() == 4, kUnsupported, "CudaEngine: input '", in.name, "' has rank ", in.dims.size(),
-               " (N, C, H, W expected)");
-  in_c = in.dims[1].is_static() ? static_cast<int>(in.dims[1].value) : 3;
-  auto pick = [&](const Dim& d, int opt) {
-    if (opt > 0) return opt;
-    return d.is_static() ? static_cast<int>(d.value) : 640;
-  };
-  in_h = pick(in.dims[2], options.height);
-  in_w = pick(in.dims[3], options.width);
-  YOLOCU_CHECK(!in.dims[0].is_static() || in.dims[0].value == 1 || options.max_batch == 1, kInvalidArgument,
-               "CudaEngine: the model's batch is fixed at ", in.dims[0].value, "; max_batch ", options.max_batch,
-               " needs a batch-1 or a dynamic-batch export");
+  const ValueInfo& in = read_input(m);
   if (in.dims[0].is_static() && options.max_batch > 1) {
     // export.py's default static batch-1 file: run it at any batch (checked by check_batch_scaling).
     model = std::make_shared<Model>(engine::make_batch_dynamic(m));
@@ -228,28 +217,9 @@ void CudaEngine::Impl::build() {
   so.fuse_sppf = options.fuse_sppf;
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   sp = engine::plan_gpu_steps(std::move(plan), so);
-
-  cudnnHandle_t h = nullptr;
-  YOLOCU_CUDNN_CHECK(cudnnCreate(&h));
-  cudnn.reset(h);
-  cudaStream_t s = nullptr;
-  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  stream.reset(s);
-  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  capture_stream.reset(s);
-
-  arena = alloc(std::max<size_t>(sp.arena_bytes, 256), "activations");
-  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
-  const size_t staging_bytes = static_cast<size_t>(options.max_batch) * in_c * in_h * in_w * es;
-  staging = alloc(staging_bytes, "input staging");
-  YOLOCU_CUDA_CHECK(cudaMemset(staging.get(), 0, staging_bytes));
-
-  input_readers = 0;
-  for (const GpuStep& st : sp.steps)
-    for (int id : st.in) input_readers += id == sp.plan.inputs[0] ? 1 : 0;
-  aux.resize(sp.steps.size());
-  for (size_t i = 0; i < sp.steps.size(); ++i) setup_step(i);
-
+  values.init(&sp, options.max_batch);
+  allocate();
+  setup_steps();
   if (stem_conv >= 0) {
     const size_t bytes = static_cast<size_t>(options.max_batch) * (in_h / 2) * (in_w / 2) * kStemChannels * es;
     stem_input = alloc(bytes, "space-to-depth input");
@@ -267,7 +237,48 @@ void CudaEngine::Impl::build() {
   std::sort(tuned.begin(), tuned.end());
   tuned.erase(std::unique(tuned.begin(), tuned.end()), tuned.end());
   choose_tactics();
+  record_build_stats(t0);
+}
 
+const ValueInfo& Engine::read_input(const Model& m) {
+  YOLOCU_CHECK(m.graph.inputs.size() == 1, kUnsupported, "CudaEngine: the model has ", m.graph.inputs.size(),
+               " inputs (one image input expected)");
+  const ValueInfo& in = m.graph.inputs[0];
+  YOLOCU_CHECK(in.dims.size() == 4, kUnsupported, "CudaEngine: input '", in.name, "' has rank ", in.dims.size(),
+               " (N, C, H, W expected)");
+  in_c = in.dims[1].is_static() ? static_cast<int>(in.dims[1].value) : 3;
+  auto pick = [&](const Dim& d, int opt) {
+    if (opt > 0) return opt;
+    return d.is_static() ? static_cast<int>(d.value) : 640;
+  };
+  in_h = pick(in.dims[2], options.height);
+  in_w = pick(in.dims[3], options.width);
+  YOLOCU_CHECK(!in.dims[0].is_static() || in.dims[0].value == 1 || options.max_batch == 1, kInvalidArgument,
+               "CudaEngine: the model's batch is fixed at ", in.dims[0].value, "; max_batch ", options.max_batch,
+               " needs a batch-1 or a dynamic-batch export");
+  return in;
+}
+
+// The cuDNN handle, the streams, the arena and the input staging buffer (zeroed).
+void Engine::allocate() {
+  cudnnHandle_t h = nullptr;
+  YOLOCU_CUDNN_CHECK(cudnnCreate(&h));
+  cudnn.reset(h);
+  cudaStream_t s = nullptr;
+  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream.reset(s);
+  YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  capture_stream.reset(s);
+
+  arena = alloc(std::max<size_t>(sp.arena_bytes, 256), "activations");
+  values.set_arena(arena.get());
+  YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
+  const size_t staging_bytes = static_cast<size_t>(options.max_batch) * in_c * in_h * in_w * es;
+  staging = alloc(staging_bytes, "input staging");
+  YOLOCU_CUDA_CHECK(cudaMemset(staging.get(), 0, staging_bytes));
+}
+
+void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.activation_bytes = sp.arena_bytes;
   stats.naive_bytes = sp.naive_bytes;
   stats.workspace_bytes = workspace_bytes;
@@ -280,26 +291,30 @@ void CudaEngine::Impl::build() {
   stats.concat_inputs_in_place = sp.concat_inputs_in_place;
   stats.concat_inputs_copied = sp.concat_inputs_copied;
   stats.convs = sp.convs;
-  int kernels = 1;  // input conversion (or the direct stem)
-  for (size_t i = 0; i < sp.steps.size(); ++i) {
-    const GpuStep& st = sp.steps[i];
-    switch (st.kind) {
-      case GpuStepKind::kView: break;
-      case GpuStepKind::kConv: {  // as the largest tuned batch runs them (a direct stem: in the input's launch)
-        const BatchExec& be = *batches[static_cast<size_t>(tuned.back())];
-        if (!(aux[i].conv == direct_conv && be.direct_stem))
-          kernels += be.tactics[static_cast<size_t>(aux[i].conv)]->kernels();
-        break;
-      }
-      case GpuStepKind::kConcat: kernels += static_cast<int>(st.in.size()); break;
-      case GpuStepKind::kConcatNhwc:  // only the inputs not written in place
-        for (int id : st.in) kernels += sp.channel_offset[static_cast<size_t>(id)] < 0 ? 1 : 0;
-        break;
-      default: kernels += 1;  // the Detect tail too: one launch for every level
-    }
-  }
-  stats.kernels_per_run = kernels;
+  count_kernels();
   stats.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace yolocu
+void Engine::setup_steps() {
+  input_readers = 0;
+  for (const GpuStep& st : sp.steps)
+    for (int id : st.in) input_readers += id == sp.plan.inputs[0] ? 1 : 0;
+  SetupContext ctx{sp, options, values, &budget, stats, half, es, in_c, in_h, in_w, input_readers, -1, convs, stem_conv,
+                   [this](const ConvInfo& ci, int conv, const float* oihw, int k) { setup_direct_stem(ci, conv, oihw, k); }};
+  steps.reserve(sp.steps.size());
+  for (size_t i = 0; i < sp.steps.size(); ++i) {
+    steps.push_back(make_step(sp.steps[i]));
+    ctx.step = static_cast<int>(i);
+    steps.back()->setup(ctx);
+  }
+}
+
+void Engine::count_kernels() {
+  // As the largest tuned batch runs them, plus the input conversion (or the direct stem).
+  const LaunchContext ctx = launch_context(*batches[static_cast<size_t>(tuned.back())], tuned.back());
+  int kernels = 1;
+  for (const auto& step : steps) kernels += step->kernels(ctx);
+  stats.kernels_per_run = kernels;
+}
+
+}  // namespace yolocu::cuda_engine_internal

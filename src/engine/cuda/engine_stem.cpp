@@ -9,9 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
-namespace yolocu {
+namespace yolocu::cuda_engine_internal {
 namespace {
 
 // The cache entry of the choice (the stem layer's signature at that batch behind this prefix; a
@@ -20,9 +21,35 @@ constexpr const char* kChoicePrefix = "direct-stem-v3|";  // v3: 16-byte patch l
 constexpr const char* kDirect = "own:direct-stem";
 constexpr const char* kConversion = "input-conversion";
 
+// Each way timed 15 times after 3 warm-ups, alternating, on stream s: the median microseconds of
+// the direct stem and of the conversion.
+template <typename Direct, typename Conversion>
+std::pair<double, double> time_both_ways(Direct direct_way, Conversion conversion_way, cudaStream_t s) {
+  Event e0 = make_event(cudaEventDefault), e1 = make_event(cudaEventDefault);
+  std::vector<float> direct_ms, conversion_ms;
+  for (int i = 0; i < 18; ++i)
+    for (const bool direct : {true, false}) {
+      YOLOCU_CUDA_CHECK(cudaEventRecord(e0.get(), s));
+      if (direct)
+        direct_way();
+      else
+        conversion_way();
+      YOLOCU_CUDA_CHECK(cudaEventRecord(e1.get(), s));
+      YOLOCU_CUDA_CHECK(cudaEventSynchronize(e1.get()));
+      float ms = 0;
+      YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
+      if (i >= 3) (direct ? direct_ms : conversion_ms).push_back(ms);
+    }
+  auto median = [](std::vector<float> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {1e3 * median(direct_ms), 1e3 * median(conversion_ms)};
+}
+
 }  // namespace
 
-void CudaEngine::Impl::setup_direct_stem(const ConvInfo& ci, int conv, const float* oihw, int k) {
+void Engine::setup_direct_stem(const ConvInfo& ci, int conv, const float* oihw, int k) {
   const engine::ConvProblem& p = ci.pb;
   if (p.residual) return;
   engine::StemConvArgs a;
@@ -51,7 +78,7 @@ void CudaEngine::Impl::setup_direct_stem(const ConvInfo& ci, int conv, const flo
   direct_conv = conv;
 }
 
-void CudaEngine::Impl::run_direct_stem(const void* d_input, int batch, cudaStream_t s) {
+void Engine::run_direct_stem(const void* d_input, int batch, cudaStream_t s) {
   const ConvInfo& ci = convs[static_cast<size_t>(direct_conv)];
   engine::StemConvArgs a = direct_args;
   a.n = batch;
@@ -69,7 +96,7 @@ void CudaEngine::Impl::run_direct_stem(const void* d_input, int batch, cudaStrea
   engine::stem_conv_run(direct_launch, a, s);
 }
 
-void CudaEngine::Impl::choose_direct_stem(BatchExec& be, int batch, void* y_ref) {
+void Engine::choose_direct_stem(BatchExec& be, int batch, void* y_ref) {
   be.direct_stem = false;
   if (direct_conv < 0) return;
   const ConvInfo& ci = convs[static_cast<size_t>(direct_conv)];
@@ -125,27 +152,9 @@ void CudaEngine::Impl::choose_direct_stem(BatchExec& be, int batch, void* y_ref)
     be.direct_stem = true;
     return;
   }
-  // Timed: each way 15 times after 3 warm-ups, alternating; the medians decide.
-  Event e0 = make_event(cudaEventDefault), e1 = make_event(cudaEventDefault);
-  std::vector<float> direct_ms, conversion_ms;
-  for (int i = 0; i < 18; ++i)
-    for (const bool direct : {true, false}) {
-      YOLOCU_CUDA_CHECK(cudaEventRecord(e0.get(), s));
-      if (direct)
-        run_direct_stem(staging.get(), batch, s);
-      else
-        conversion_path();
-      YOLOCU_CUDA_CHECK(cudaEventRecord(e1.get(), s));
-      YOLOCU_CUDA_CHECK(cudaEventSynchronize(e1.get()));
-      float ms = 0;
-      YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
-      if (i >= 3) (direct ? direct_ms : conversion_ms).push_back(ms);
-    }
-  auto median = [](std::vector<float> v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  const double direct_us = 1e3 * median(direct_ms), conversion_us = 1e3 * median(conversion_ms);
+  // Timed: the medians decide.
+  const auto [direct_us, conversion_us] = time_both_ways([&] { run_direct_stem(staging.get(), batch, s); },
+                                                         conversion_path, s);
   be.direct_stem = direct_us < conversion_us;
   engine::put_process_choice(memo_key, be.direct_stem ? kDirect : kConversion);
   if (tactic_cache)
@@ -154,4 +163,4 @@ void CudaEngine::Impl::choose_direct_stem(BatchExec& be, int batch, void* y_ref)
                                      : engine::TacticRecord{kConversion, "input conversion + tactic", conversion_us});
 }
 
-}  // namespace yolocu
+}  // namespace yolocu::cuda_engine_internal

@@ -9,8 +9,8 @@ namespace yolocu::engine {
 // Raises `kernel`'s limit on the current device to at least `bytes`; throws Error(kCuda) if CUDA
 // refuses. The limit belongs to the kernel function, which problems of other sizes share: it only
 // ever rises (setting it per problem lowered it under a layer prepared earlier, whose launch then
-// failed with cudaErrorInvalidValue: H100 at 27f3fa0, an engine restored from the tactic cache),
-// once per (device, kernel): the attribute is per context. Thread-safe.
+// failed with cudaErrorInvalidValue, seen with an engine restored from the tactic cache), once per
+// (device, kernel): the attribute is per context. Thread-safe.
 void raise_smem_limit(const void* kernel, size_t bytes);
 
 }  // namespace yolocu::engine

@@ -103,7 +103,7 @@ class Tuner {
   // built on `threads` host threads each with its own cuDNN handle (as prebuild()), one build per
   // distinct (problem, tactic); what does not build there is derived on the engine's handle. A
   // derived batch size then costs about one layer's plan compilation instead of all of them in a row
-  // (8 video streams warming batch sizes 1..8 took 17.8-37.2 s on the H100 one layer at a time).
+  // (several video streams warming batch sizes one layer at a time waited on every build in turn).
   // A tactic another engine of this process derived already is taken from it. With a cache: a plan
   // the file keeps for the same derived tactic is restored instead of built, and plans built here
   // are put there (TacticCache::put_derived; the caller saves the file).

@@ -1,0 +1,41 @@
+// The passes of plan_gpu_steps (gpu_steps.cpp), in the order it runs them. Host-only, private to
+// the planning files.
+//   fusion.cpp    which nodes fuse: Detect tails, SPPF blocks (Conv + SiLU + residual fuse while lowering)
+//   lowering.cpp  nodes -> steps, each value's layout, reorder steps between layouts
+//   buffers.cpp   channel pitches, buffer roots (views alias), copy-free Concat placement, the arena
+#pragma once
+
+#include <vector>
+
+#include "engine/cuda/gpu_steps.hpp"
+
+namespace yolocu::engine::planning {
+
+// The nodes the fused steps absorb or stand for (per node of sp.plan).
+struct Fusions {
+  std::vector<bool> absorbed;  // computed by another node's step (no step of its own)
+  std::vector<int> head_at;    // the merging Concat of a fused Detect tail: index into sp.heads, else -1
+  std::vector<int> sppf_at;    // the Concat of a fused SPPF: the pools' kernel size, else 0
+};
+
+// Fused Detect tails (options.fuse_detect_tail) and SPPF blocks (options.fuse_sppf); fills
+// sp.heads, sp.fused_tail_nodes and sp.fused_sppf.
+Fusions find_fusions(GpuStepPlan& sp, const GpuStepOptions& options);
+
+// One step (or one per output) for every node not absorbed, in node order, with a reorder step
+// before it wherever an input is in the other layout; the graph outputs made plain. Fills
+// sp.steps, sp.layout (values appended for layout twins), sp.convs and the SiLU / residual counts;
+// marks the nodes the convolutions absorb in f.absorbed. Throws kUnsupported naming the node.
+void lower_nodes(GpuStepPlan& sp, Fusions& f, const GpuStepOptions& options);
+
+// sp.channel_pitch: NHWC values store their channels, padded to a multiple of 8 for head
+// convolutions that only the fused Detect tail reads (options.pad_tail_channels).
+void plan_channel_pitches(GpuStepPlan& sp, const GpuStepOptions& options);
+
+// sp.root (views alias their input) and sp.channel_offset (copy-free Concat, options.copy_free_concat).
+void plan_buffer_roots(GpuStepPlan& sp, const GpuStepOptions& options);
+
+// sp.offset, sp.arena_bytes, sp.naive_bytes: the liveness-planned arena of the roots.
+void plan_arena(GpuStepPlan& sp, const GpuStepOptions& options);
+
+}  // namespace yolocu::engine::planning

@@ -1,0 +1,25 @@
+// Step kToPlain: an NHWC value in the activation dtype -> its plain float32 NCHW twin.
+#include "core/cuda_check.hpp"
+#include "engine/cuda/cuda_kernels.hpp"
+#include "engine/cuda/steps/step.hpp"
+
+namespace yolocu::cuda_engine_internal {
+namespace {
+
+namespace ck = cuda_kernels;
+
+class ToPlainStep final : public Step {
+ public:
+  using Step::Step;
+  void launch(const LaunchContext& ctx, cudaStream_t s) const override {
+    const Shape xs = ctx.shape_at(st_.in[0]);
+    ck::nhwc_to_nchw(ctx.ptr(st_.in[0]), ctx.half, ctx.fptr(st_.out[0]), static_cast<int>(xs[0]),
+                     static_cast<int>(xs[1]), static_cast<int>(xs[2]), static_cast<int>(xs[3]), s);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Step> make_to_plain_step(const engine::GpuStep& st) { return std::make_unique<ToPlainStep>(st); }
+
+}  // namespace yolocu::cuda_engine_internal
