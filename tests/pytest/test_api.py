@@ -427,11 +427,13 @@ def test_console_script_runs_the_cli_and_serve_help(samples, tmp_path):
 
 
 def test_serve_engine_graphs_flag():
-    """yolocu serve: graphs by default, --no-engine-graphs sets the Detector's option to False."""
-    from yolocu.serve import build_parser
+    """yolocu serve: the backend's engine_graphs parameter, auto by default (eager beside nvJPEG,
+    graphs otherwise), on / off by flag."""
+    from yolocu.serve import build_parser, parameters
     base = ["--model", "m.onnx"]
-    assert build_parser().parse_args(base).engine_graphs is True
-    assert build_parser().parse_args(base + ["--no-engine-graphs"]).engine_graphs is False
+    assert parameters(build_parser().parse_args(base))["engine_graphs"] == "auto"
+    assert parameters(build_parser().parse_args(base + ["--no-engine-graphs"]))["engine_graphs"] == "off"
+    assert parameters(build_parser().parse_args(base + ["--engine-graphs"]))["engine_graphs"] == "on"
 
 
 def test_warm_up_checks_sizes(det):
