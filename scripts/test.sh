@@ -9,6 +9,7 @@
 #   YOLOCU_DATA_DIR=... scripts/test.sh   test material elsewhere than ../shared/data
 #   YOLOCU_V8_REFS=0 scripts/test.sh      without the YOLOv8 / YOLO11 references (their tests skip)
 #   YOLOCU_VIDEO_REFS=0 scripts/test.sh   without the video test clips and references (their tests skip)
+#   YOLOCU_TRACK_REFS=0 scripts/test.sh   without ultralytics' tracker outputs (the tracker parity tests skip)
 #
 # First makes the YOLOv8n / YOLO11n test models and ultralytics' reference outputs
 # (scripts/v8/make_refs.sh: a throw-away venv with the pinned ultralytics from PyPI; ~9 CPU-minutes,
@@ -35,6 +36,12 @@ if [ "${YOLOCU_VIDEO_REFS:-1}" != "0" ]; then
   echo "== video test material (scripts/video/make_refs.sh) =="
   YOLOCU_DATA_DIR="$data" timeout 900 scripts/video/make_refs.sh "$root/.data/video/refs"
   export YOLOCU_VIDEO_DIR="$root/.data/video/refs" YOLOCU_REQUIRE_VIDEO=1
+fi
+
+if [ "${YOLOCU_TRACK_REFS:-1}" != "0" ]; then
+  echo "== tracker references (scripts/track/make_refs.sh: ultralytics' BYTETracker / BOTSORT, ~1 min) =="
+  timeout 900 scripts/track/make_refs.sh "$root/.data/track/refs"
+  export YOLOCU_TRACK_DIR="$root/.data/track/refs" YOLOCU_REQUIRE_TRACK=1
 fi
 
 echo "== build (Release) =="

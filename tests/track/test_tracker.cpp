@@ -1,0 +1,92 @@
+// Hand-written tracker cases: ids start at 1 per tracker, the output layout (idx = input index),
+// unconfirmed tracks, degenerate boxes, low-score second stage, the lost buffer, reset.
+#include <gtest/gtest.h>
+
+#include "yolocu/track.hpp"
+
+namespace yolocu {
+namespace {
+
+TrackInput box(float x, float y, float conf, float w = 40, float h = 80) { return {x, y, x + w, y + h, conf, 0}; }
+
+TEST(Tracker, FirstFrameTracksAreConfirmedAtOnce) {
+  Tracker t(TrackerConfig{});
+  const auto out = t.update({box(10, 10, 0.9f), box(200, 10, 0.8f), box(400, 10, 0.05f)});
+  ASSERT_EQ(out.size(), 2u);  // the 0.05 box is below track_low_thresh
+  EXPECT_EQ(out[0].track_id, 1);
+  EXPECT_EQ(out[0].idx, 0);
+  EXPECT_EQ(out[1].track_id, 2);
+  EXPECT_EQ(out[1].idx, 1);
+  EXPECT_FLOAT_EQ(out[0].x1, 10);
+  EXPECT_FLOAT_EQ(out[0].y2, 90);
+  EXPECT_FLOAT_EQ(out[1].score, 0.8f);
+}
+
+TEST(Tracker, LaterTracksNeedASecondFrame) {
+  Tracker t(TrackerConfig{});
+  EXPECT_TRUE(t.update({}).empty());
+  EXPECT_TRUE(t.update({box(10, 10, 0.9f)}).empty());  // new, unconfirmed
+  const auto out = t.update({box(12, 10, 0.9f)});      // matched: confirmed
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 1);
+}
+
+TEST(Tracker, DegenerateBoxesAreIgnored) {
+  Tracker t(TrackerConfig{});
+  const auto out = t.update({{10, 10, 10, 50, 0.9f, 0}, {10, 10, 50, 5, 0.9f, 0}, box(100, 100, 0.9f)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].idx, 2);
+}
+
+TEST(Tracker, LowScoreDetectionKeepsATrackAlive) {
+  Tracker t(TrackerConfig{});
+  t.update({box(10, 10, 0.9f)});
+  const auto out = t.update({box(11, 10, 0.15f)});  // second stage: plain IoU with limit 0.5
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 1);
+  EXPECT_FLOAT_EQ(out[0].score, 0.15f);
+}
+
+TEST(Tracker, LostTrackReturnsWithinTheBufferOnly) {
+  TrackerConfig c;
+  c.track_buffer = 3;
+  Tracker t(c);
+  t.update({box(10, 10, 0.9f)});
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(t.update({}).empty());
+  // frame 5: seen 4 frames ago (> 3), but the lost pool is matched before stale tracks are dropped
+  auto out = t.update({box(10, 10, 0.9f)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 1);
+  for (int i = 0; i < 6; ++i) t.update({});
+  EXPECT_TRUE(t.update({box(10, 10, 0.9f)}).empty());  // removed: a new, unconfirmed track
+  out = t.update({box(10, 10, 0.9f)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 2);
+}
+
+TEST(Tracker, ResetRestartsIds) {
+  Tracker t(TrackerConfig{});
+  t.update({box(10, 10, 0.9f), box(300, 10, 0.9f)});
+  t.reset();
+  EXPECT_EQ(t.frame_id(), 0);
+  const auto out = t.update({box(500, 10, 0.9f)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 1);
+}
+
+TEST(Tracker, BotSortFollowsTheCameraWarp) {
+  TrackerConfig c;
+  c.type = TrackerType::kBotSort;
+  Tracker t(c);
+  t.update({box(100, 100, 0.9f)});
+  const Warp2x3 shift = {1, 0, 60, 0, 1, 0};  // the camera moved: the object appears 60 px right
+  const auto out = t.update({box(160, 100, 0.9f)}, &shift);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 1);
+  Tracker no_warp(c);
+  no_warp.update({box(100, 100, 0.9f)});
+  EXPECT_TRUE(no_warp.update({box(160, 100, 0.9f)}).empty());  // no overlap without the warp: a new track
+}
+
+}  // namespace
+}  // namespace yolocu
