@@ -79,9 +79,12 @@ class Tracker {
   Tracker(const Tracker&) = delete;
   Tracker& operator=(const Tracker&) = delete;
 
-  // Advances one frame. The tracks currently confirmed and matched in this frame are returned in
-  // ultralytics' order. `warp` (BoT-SORT only; ignored by ByteTrack, as ultralytics' BYTETracker
-  // has no GMC) moves the predicted tracks by the camera motion before association.
+  // Advances one frame and returns the tracks confirmed and matched in it, in ultralytics' order.
+  // `warp` (BoT-SORT only; ByteTrack ignores it, as ultralytics' BYTETracker has no GMC) moves the
+  // predicted tracks by the camera motion before association. Boxes of zero or negative width or
+  // height are ignored, as ultralytics does. A detection with a non-finite value or a coordinate
+  // beyond +-1e6 px, or a non-finite warp, throws yolocu::Error (kInvalidArgument) and leaves the
+  // tracker unchanged.
   std::vector<TrackOutput> update(const std::vector<TrackInput>& detections, const Warp2x3* warp = nullptr);
 
   // Forgets every track and restarts ids at 1.

@@ -5,6 +5,7 @@
 // association of the pool with the high detections, second association of the still-tracked
 // rest with the low detections (plain IoU, limit 0.5), unconfirmed tracks with the leftover high
 // detections (limit 0.7), new tracks, stale lost tracks removed, then the pools merged.
+#include <cmath>
 #include <string>
 
 #include "track/lapjv.hpp"
@@ -22,6 +23,7 @@ using track::TrackState;
 namespace {
 
 constexpr size_t kRemovedBuffer = 1000;  // removed ids remembered, as ultralytics
+constexpr float kMaxCoordinate = 1e6f;    // box coordinates beyond this are refused (areas stay finite)
 
 struct FrameLists {
   TrackList activated, refind, lost, removed;
@@ -95,7 +97,10 @@ struct Tracker::Impl {
   void split_detections(const std::vector<TrackInput>& in, TrackList& high, TrackList& low) const {
     for (size_t i = 0; i < in.size(); ++i) {
       const TrackInput& d = in[i];
-      if (!(d.x2 - d.x1 > 0) || !(d.y2 - d.y1 > 0)) continue;  // the Kalman state divides by the height
+      const float w = d.x2 - d.x1, h = d.y2 - d.y1;
+      // the Kalman state divides by the height (ultralytics drops w or h <= 0 likewise); a box so thin
+      // that w/h overflows float would give an infinite state: dropped as well
+      if (!(w > 0) || !(h > 0) || !std::isfinite(w / h) || !std::isfinite(h / w)) continue;
       if (d.conf >= cfg.track_high_thresh) high.push_back(track::make_detection(d, static_cast<int>(i)));
       else if (d.conf > cfg.track_low_thresh) low.push_back(track::make_detection(d, static_cast<int>(i)));
     }
@@ -153,7 +158,24 @@ struct Tracker::Impl {
       removed_ids.erase(removed_ids.begin(), removed_ids.end() - kRemovedBuffer);
   }
 
+  // Refuses input that would poison the Kalman states, before anything changes.
+  static void validate(const std::vector<TrackInput>& in, const Warp2x3* warp) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      const TrackInput& d = in[i];
+      for (float v : {d.x1, d.y1, d.x2, d.y2})
+        if (!(std::fabs(v) <= kMaxCoordinate))
+          throw Error(ErrorCode::kInvalidArgument, "Tracker::update: detection " + std::to_string(i) +
+                                                       " has a coordinate that is not finite or beyond 1e6 px");
+      if (!std::isfinite(d.conf) || !std::isfinite(d.cls))
+        throw Error(ErrorCode::kInvalidArgument, "Tracker::update: detection " + std::to_string(i) + " has a non-finite conf or cls");
+    }
+    if (warp)
+      for (double v : *warp)
+        if (!(std::fabs(v) <= kMaxCoordinate)) throw Error(ErrorCode::kInvalidArgument, "Tracker::update: the warp is not finite");
+  }
+
   std::vector<TrackOutput> step(const std::vector<TrackInput>& in, const Warp2x3* warp) {
+    validate(in, warp);
     ++frame_id;
     FrameLists f;
     TrackList high, low;

@@ -2,6 +2,11 @@
 // unconfirmed tracks, degenerate boxes, low-score second stage, the lost buffer, reset.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "yolocu/error.hpp"
 #include "yolocu/track.hpp"
 
 namespace yolocu {
@@ -86,6 +91,55 @@ TEST(Tracker, BotSortFollowsTheCameraWarp) {
   Tracker no_warp(c);
   no_warp.update({box(100, 100, 0.9f)});
   EXPECT_TRUE(no_warp.update({box(160, 100, 0.9f)}).empty());  // no overlap without the warp: a new track
+}
+
+TEST(Tracker, RefusesNonFiniteInputAndStaysUnchanged) {
+  Tracker t(TrackerConfig{});
+  t.update({box(10, 10, 0.9f)});
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const TrackInput bad : {TrackInput{nan, 0, 10, 10, 0.9f, 0}, TrackInput{0, 0, inf, 10, 0.9f, 0},
+                               TrackInput{0, 0, 2e6f, 10, 0.9f, 0}, TrackInput{0, 0, 10, 10, nan, 0}}) {
+    try {
+      t.update({box(12, 10, 0.9f), bad});
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("detection 1"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(t.frame_id(), 1);
+  const Warp2x3 bad_warp = {1, 0, std::nan(""), 0, 1, 0};
+  EXPECT_THROW(t.update({}, &bad_warp), Error);
+  const auto out = t.update({box(12, 10, 0.9f)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].track_id, 1);
+}
+
+// Random boxes of every size, including slivers and boxes much larger than the frame, never
+// crash or throw: the sanitizer build runs this too.
+TEST(Tracker, SurvivesHostileButValidDetections) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> coord(-1e6f, 1e6f), conf(0, 1), small(0, 1e-30f);
+  for (TrackerType type : {TrackerType::kByteTrack, TrackerType::kBotSort}) {
+    TrackerConfig c;
+    c.type = type;
+    Tracker t(c);
+    for (int f = 0; f < 60; ++f) {
+      std::vector<TrackInput> dets;
+      for (int i = 0; i < 12; ++i) {
+        const float x = coord(rng), y = coord(rng);
+        const float w = i % 3 == 0 ? small(rng) : std::fabs(coord(rng)) / (1 + i);
+        const float h = i % 4 == 0 ? small(rng) : std::fabs(coord(rng)) / (1 + i);
+        dets.push_back({x, y, std::min(x + w, 1e6f), std::min(y + h, 1e6f), conf(rng), float(i % 3)});
+      }
+      const Warp2x3 warp = {1.001, 0.002, 5, -0.002, 0.999, -3};
+      for (const TrackOutput& o : t.update(dets, f % 2 ? &warp : nullptr)) {
+        EXPECT_GE(o.idx, 0);
+        EXPECT_LT(o.idx, 12);
+        EXPECT_GE(o.track_id, 1);
+      }
+    }
+  }
 }
 
 }  // namespace
