@@ -6,6 +6,8 @@ Writes into --out, for each sequence <name>:
   <name>.<tracker>.out  ultralytics' output per frame: `frame <f> <n>` then n lines
                         `x1 y1 x2 y2 track_id score cls idx` (its N x 8 array, float32 printed exactly)
   bytetrack.yaml, botsort.yaml   ultralytics' own tracker files as used (botsort: gmc_method none)
+  bytetrack_tuned.yaml  bytetrack.yaml with other values (no score fusion, stricter thresholds,
+                        a short buffer), run by BYTETracker: the settings' other branches
   sequences.txt         `<name> <kind> <seed> <frames>` per sequence
 BoT-SORT runs with gmc_method none; on the camera-pan sequences its GMC step is fed the true warp
 of the generated camera (the yolocu library takes the warp from the caller likewise), so the
@@ -72,6 +74,8 @@ def make_sequence(kind, seed, frames):
             y = 150 + 140 * k + rng.uniform(-20, 20)
             objs.append(Obj(rng, x=150, y=y, vx=rng.uniform(4, 8), vy=rng.uniform(-0.5, 0.5)))
             objs.append(Obj(rng, x=W - 150, y=y + rng.uniform(-30, 30), vx=-rng.uniform(4, 8), vy=rng.uniform(-0.5, 0.5)))
+    elif kind == "dense":  # a crowd: many boxes overlapping each other, noisier detections
+        objs = [Obj(rng, x=rng.uniform(300, 980), y=rng.uniform(200, 520), w=rng.uniform(30, 70)) for _ in range(22)]
     else:
         objs = [Obj(rng) for _ in range(int(rng.integers(6, 12)))]
     dets_all, warps = [], []
@@ -102,10 +106,11 @@ def make_sequence(kind, seed, frames):
                     o.y = rng.uniform(150, H - 150)
                     o.vx = abs(o.vx) if side == 0 else -abs(o.vx)
         else:  # bounce at the borders: objects stay in view
+            lo_x, hi_x, lo_y, hi_y = (300, 980, 200, 520) if kind == "dense" else (60, W - 60, 80, H - 80)
             for o in objs:
-                if o.x < 60 or o.x > W - 60:
+                if o.x < lo_x or o.x > hi_x:
                     o.vx = -o.vx
-                if o.y < 80 or o.y > H - 80:
+                if o.y < lo_y or o.y > hi_y:
                     o.vy = -o.vy
         dets = []
         boxes = [o.box() for o in objs]
@@ -127,7 +132,7 @@ def make_sequence(kind, seed, frames):
                 continue
             low = {"missed": 0.2}.get(kind, 0.08)
             conf = rng.uniform(0.11, 0.25) if rng.random() < low else None
-            dets.append(detect(rng, b, o.cls, conf=conf))
+            dets.append(detect(rng, b, o.cls, conf=conf, noise=3.0 if kind == "dense" else 1.5))
         if kind == "missed":  # clutter: short-lived false positives, mostly weak
             for _ in range(int(rng.poisson(1.0))):
                 o = Obj(rng)
@@ -176,9 +181,17 @@ def main():
     text = open(os.path.join(cfg_dir, "botsort.yaml")).read()
     text = text.replace("gmc_method: sparseOptFlow", "gmc_method: none")
     open(os.path.join(args.out, "botsort.yaml"), "w").write(text)
-    cfgs = {t: SimpleNamespace(**yaml.safe_load(open(os.path.join(args.out, t + ".yaml")))) for t in ("bytetrack", "botsort")}
+    tuned = open(os.path.join(cfg_dir, "bytetrack.yaml")).read()
+    for old, new in (("track_high_thresh: 0.25", "track_high_thresh: 0.5"), ("new_track_thresh: 0.25", "new_track_thresh: 0.6"),
+                     ("track_buffer: 30", "track_buffer: 8"), ("match_thresh: 0.8", "match_thresh: 0.6"),
+                     ("fuse_score: True", "fuse_score: False")):
+        assert old in tuned, old
+        tuned = tuned.replace(old, new)
+    open(os.path.join(args.out, "bytetrack_tuned.yaml"), "w").write(tuned)
+    tracker_names = ("bytetrack", "botsort", "bytetrack_tuned")
+    cfgs = {t: SimpleNamespace(**yaml.safe_load(open(os.path.join(args.out, t + ".yaml")))) for t in tracker_names}
 
-    kinds = ["crossing", "occlusion", "leave_reenter", "missed", "pan", "random"]
+    kinds = ["crossing", "occlusion", "leave_reenter", "missed", "pan", "random", "dense"]
     listing = []
     for kind in kinds:
         for seed in range(3):
@@ -190,8 +203,8 @@ def main():
                     fh.write(f"frame {f} {len(dets)}{extra}\n")
                     for d in dets:
                         fh.write(" ".join(fmt(v) for v in d) + "\n")
-            for tname in ("bytetrack", "botsort"):
-                tracker = BYTETracker(cfgs[tname]) if tname == "bytetrack" else BOTSORT(cfgs[tname])
+            for tname in tracker_names:
+                tracker = BOTSORT(cfgs[tname]) if tname == "botsort" else BYTETracker(cfgs[tname])
                 outs = run_tracker(tracker, dets_all, warps, use_gmc=(tname == "botsort" and kind == "pan"))
                 with open(os.path.join(args.out, f"{name}.{tname}.out"), "w") as fh:
                     for f, out in enumerate(outs, 1):

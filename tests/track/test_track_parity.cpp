@@ -1,5 +1,5 @@
-// Parity with ultralytics' BYTETracker and BOTSORT (gmc none; the pan sequences feed both the true
-// camera warp) on the generated sequences of scripts/track/make_refs.sh: each reference row (one
+// Parity with ultralytics' BYTETracker and BOTSORT (gmc none; on the pan sequences BoT-SORT gets the
+// true camera warp) on the generated sequences of scripts/track/make_refs.sh: each reference row (one
 // tracked box of one frame) must come back with the same detection index, the same track id up to
 // one relabelling fixed over the whole sequence, and a box within 1e-3 px. Every difference is
 // printed with its frame, detection and ids.
@@ -104,6 +104,8 @@ void run_parity(const std::string& tracker_name) {
 
 TEST(TrackParity, ByteTrackMatchesUltralytics) { run_parity("bytetrack"); }
 TEST(TrackParity, BotSortMatchesUltralytics) { run_parity("botsort"); }
+// bytetrack.yaml with other values: no score fusion, stricter thresholds, a short buffer
+TEST(TrackParity, TunedByteTrackMatchesUltralytics) { run_parity("bytetrack_tuned"); }
 
 }  // namespace
 }  // namespace yolocu
