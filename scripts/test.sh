@@ -39,7 +39,7 @@ if [ "${YOLOCU_VIDEO_REFS:-1}" != "0" ]; then
 fi
 
 if [ "${YOLOCU_TRACK_REFS:-1}" != "0" ]; then
-  echo "== tracker references (scripts/track/make_refs.sh: ultralytics' BYTETracker / BOTSORT, ~1 min) =="
+  echo "== tracker references (scripts/track/make_refs.sh: ultralytics' BYTETracker / BOTSORT, 1-2 min) =="
   timeout 900 scripts/track/make_refs.sh "$root/.data/track/refs"
   export YOLOCU_TRACK_DIR="$root/.data/track/refs" YOLOCU_REQUIRE_TRACK=1
 fi

@@ -9,6 +9,9 @@ Writes into --out, for each sequence <name>:
   bytetrack_tuned.yaml  bytetrack.yaml with other values (no score fusion, stricter thresholds,
                         a short buffer), run by BYTETracker: the settings' other branches
   sequences.txt         `<name> <kind> <seed> <frames>` per sequence
+  pan_video_<seed>/     rendered grey frames (NNNN.png) of a camera panning over a texture, with
+                        .dets and .botsort_sof.out beside them: BOTSORT as shipped (gmc_method
+                        sparseOptFlow) on those frames; video_sequences.txt lists them
 BoT-SORT runs with gmc_method none; on the camera-pan sequences its GMC step is fed the true warp
 of the generated camera (the yolocu library takes the warp from the caller likewise), so the
 parity covers the motion compensation of the Kalman states but not the flow estimation.
@@ -65,8 +68,9 @@ def clip(box):
     return np.array([max(box[0], 0), max(box[1], 0), min(box[2], W), min(box[3], H)])
 
 
-def make_sequence(kind, seed, frames):
-    """Returns per-frame detection lists and per-frame warps (None: no camera motion)."""
+def make_sequence(kind, seed, frames, truth=None):
+    """Returns per-frame detection lists and per-frame warps (None: no camera motion); appends each
+    frame's true (box, grey level) list to `truth` when given."""
     rng = np.random.default_rng(seed)
     objs = []
     if kind == "crossing":  # pairs walking through each other, horizontally and diagonally
@@ -114,6 +118,8 @@ def make_sequence(kind, seed, frames):
                     o.vy = -o.vy
         dets = []
         boxes = [o.box() for o in objs]
+        if truth is not None:
+            truth.append([(b, 40 + (37 * i) % 180) for i, b in enumerate(boxes)])
         for i, o in enumerate(objs):
             b = boxes[i]
             if not in_view(b) or o.hidden_until >= 0:
@@ -143,6 +149,25 @@ def make_sequence(kind, seed, frames):
     return dets_all, warps
 
 
+def render_frames(warps, truth, out_dir, seed):
+    """Grey frames of a camera moving over a textured world by `warps`, with the objects drawn on top."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    tex_w, tex_h, origin = 4000, 3000, np.array([1400.0, 1100.0])
+    texture = rng.integers(0, 256, (tex_h // 4, tex_w // 4), dtype=np.uint8)
+    texture = cv2.GaussianBlur(cv2.resize(texture, (tex_w, tex_h), interpolation=cv2.INTER_CUBIC), (0, 0), 2.0)
+    cam = np.vstack([np.hstack([np.eye(2), -origin[:, None]]), [0, 0, 1]])  # texture px -> frame px
+    os.makedirs(out_dir, exist_ok=True)
+    for f, (warp, objs) in enumerate(zip(warps, truth), 1):
+        cam = np.vstack([warp, [0, 0, 1]]) @ cam
+        frame = cv2.warpAffine(texture, cam[:2], (W, H), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        for b, grey in objs:
+            x1, y1, x2, y2 = (int(round(v)) for v in b)
+            cv2.rectangle(frame, (x1, y1), (x2, y2), int(grey), thickness=-1)
+        cv2.imwrite(os.path.join(out_dir, f"{f:04d}.png"), frame)
+
+
 def fmt(v):
     return repr(float(np.float32(v)))
 
@@ -168,12 +193,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--frames", type=int, default=150)
+    ap.add_argument("--video-frames", type=int, default=60)
     args = ap.parse_args()
     from types import SimpleNamespace
 
     import ultralytics
     import yaml
     from ultralytics.trackers.bot_sort import BOTSORT
+    from ultralytics.engine.results import Boxes
     from ultralytics.trackers.byte_tracker import BYTETracker
 
     cfg_dir = os.path.join(os.path.dirname(ultralytics.__file__), "cfg", "trackers")
@@ -213,6 +240,37 @@ def main():
                             fh.write(" ".join(fmt(v) for v in row) + "\n")
             listing.append(f"{name} {kind} {seed} {args.frames}")
             print(f"[track refs] {name}: {sum(len(d) for d in dets_all)} detections")
+    # BoT-SORT as shipped (gmc_method: sparseOptFlow) on rendered frames of a moving camera: the
+    # warp comes from ultralytics' GMC on its side, from the test's OpenCV calls on ours
+    shutil.copy(os.path.join(cfg_dir, "botsort.yaml"), os.path.join(args.out, "botsort_sof.yaml"))
+    sof = SimpleNamespace(**yaml.safe_load(open(os.path.join(args.out, "botsort_sof.yaml"))))
+    assert sof.gmc_method == "sparseOptFlow"
+    import cv2
+
+    video = []
+    for seed in range(2):
+        name, truth = f"pan_video_{seed}", []
+        dets_all, warps = make_sequence("pan", 7000 + seed, args.video_frames, truth)
+        render_frames(warps, truth, os.path.join(args.out, name), 7100 + seed)
+        with open(os.path.join(args.out, name + ".dets"), "w") as fh:
+            for f, dets in enumerate(dets_all, 1):
+                fh.write(f"frame {f} {len(dets)}\n")
+                for d in dets:
+                    fh.write(" ".join(fmt(v) for v in d) + "\n")
+        tracker = BOTSORT(sof)
+        with open(os.path.join(args.out, name + ".botsort_sof.out"), "w") as fh:
+            for f, dets in enumerate(dets_all, 1):
+                grey = cv2.imread(os.path.join(args.out, name, f"{f:04d}.png"), cv2.IMREAD_GRAYSCALE)
+                data = np.asarray(dets, dtype=np.float32).reshape(-1, 6)
+                out = np.asarray(tracker.update(Boxes(data, (H, W)), cv2.cvtColor(grey, cv2.COLOR_GRAY2BGR)), np.float32)
+                out = out.reshape(-1, 8)
+                fh.write(f"frame {f} {len(out)}\n")
+                for row in out:
+                    fh.write(" ".join(fmt(v) for v in row) + "\n")
+        video.append(f"{name} pan_video {seed} {args.video_frames}")
+        print(f"[track refs] {name}: {sum(len(d) for d in dets_all)} detections, frames rendered")
+    with open(os.path.join(args.out, "video_sequences.txt"), "w") as fh:
+        fh.write("\n".join(video) + "\n")
     with open(os.path.join(args.out, "sequences.txt"), "w") as fh:
         fh.write("\n".join(listing) + "\n")
     open(os.path.join(args.out, "COMPLETE"), "w").write(f"ultralytics {ultralytics.__version__}\n")

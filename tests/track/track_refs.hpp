@@ -89,10 +89,10 @@ inline void read_outputs(const std::string& path, RefSequence& seq) {
   }
 }
 
-// Every sequence listed in sequences.txt with `tracker`'s outputs ("bytetrack" or "botsort").
-inline std::vector<RefSequence> read_track_refs(const std::string& tracker) {
+// Every sequence listed in `listing` with `tracker`'s outputs (e.g. "bytetrack", "botsort").
+inline std::vector<RefSequence> read_track_refs(const std::string& tracker, const std::string& listing = "sequences.txt") {
   std::vector<RefSequence> out;
-  std::ifstream list = open_ref(track_refs_dir() + "/sequences.txt");
+  std::ifstream list = open_ref(track_refs_dir() + "/" + listing);
   std::string name, kind, seed, frames;
   while (list >> name >> kind >> seed >> frames) {
     RefSequence seq{name, kind, {}};
