@@ -5,9 +5,8 @@
 // printed with its frame, detection and ids.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdio>
 #include <map>
+#include <string>
 
 #include "track/track_parity.hpp"
 
