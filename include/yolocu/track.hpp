@@ -24,18 +24,20 @@ enum class GmcMethod { kNone, kSparseOptFlow, kOrb, kSift, kEcc };
 
 // The keys of ultralytics' tracker YAML files (bytetrack.yaml, botsort.yaml), same meaning and
 // defaults as there (botsort.yaml's defaults; ReID keys are read and must leave ReID off).
+// Thresholds are doubles as the YAML's numbers are in Python; they are compared as ultralytics
+// does: against the float32 scores in float (the split), in double elsewhere.
 struct TrackerConfig {
   TrackerType type = TrackerType::kByteTrack;
-  float track_high_thresh = 0.25f;  // first association: detections with conf >= this
-  float track_low_thresh = 0.1f;    // second association: low < conf < high
-  float new_track_thresh = 0.25f;   // an unmatched high detection starts a track at conf >= this
+  double track_high_thresh = 0.25;  // first association: detections with conf >= this
+  double track_low_thresh = 0.1;    // second association: low < conf < high
+  double new_track_thresh = 0.25;   // an unmatched high detection starts a track at conf >= this
   int track_buffer = 30;            // frames a lost track is kept (not scaled by frame rate, as ultralytics)
-  float match_thresh = 0.8f;        // cost limit of the first association
+  double match_thresh = 0.8;        // cost limit of the first association
   bool fuse_score = true;           // IoU similarity times detection score
   // BoT-SORT only
   GmcMethod gmc_method = GmcMethod::kNone;
-  float proximity_thresh = 0.5f;    // used by ReID only
-  float appearance_thresh = 0.8f;   // used by ReID only
+  double proximity_thresh = 0.5;    // used by ReID only
+  double appearance_thresh = 0.8;   // used by ReID only
   bool with_reid = false;           // must be false: ReID is not built
 };
 

@@ -94,15 +94,17 @@ struct Tracker::Impl {
     }
   }
 
+  // Scores against the thresholds in float, as ultralytics compares its float32 score array.
   void split_detections(const std::vector<TrackInput>& in, TrackList& high, TrackList& low) const {
+    const float high_thresh = static_cast<float>(cfg.track_high_thresh), low_thresh = static_cast<float>(cfg.track_low_thresh);
     for (size_t i = 0; i < in.size(); ++i) {
       const TrackInput& d = in[i];
       const float w = d.x2 - d.x1, h = d.y2 - d.y1;
       // the Kalman state divides by the height (ultralytics drops w or h <= 0 likewise); a box so thin
       // that w/h overflows float would give an infinite state: dropped as well
       if (!(w > 0) || !(h > 0) || !std::isfinite(w / h) || !std::isfinite(h / w)) continue;
-      if (d.conf >= cfg.track_high_thresh) high.push_back(track::make_detection(d, static_cast<int>(i)));
-      else if (d.conf > cfg.track_low_thresh) low.push_back(track::make_detection(d, static_cast<int>(i)));
+      if (d.conf >= high_thresh) high.push_back(track::make_detection(d, static_cast<int>(i)));
+      else if (d.conf > low_thresh) low.push_back(track::make_detection(d, static_cast<int>(i)));
     }
   }
 
@@ -194,7 +196,7 @@ struct Tracker::Impl {
     TrackList left;
     for (int id : first.unmatched_cols) left.push_back(high[id]);
     for (const auto& det : unconfirmed_association(unconfirmed, left, f)) {
-      if (det->score < cfg.new_track_thresh) continue;
+      if (double(det->score) < cfg.new_track_thresh) continue;  // one float32 score: compared in double
       activate(*det);
       f.activated.push_back(det);
     }

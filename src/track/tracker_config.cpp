@@ -77,7 +77,7 @@ std::map<std::string, Entry> parse_mapping(const std::string& text, const std::s
   return out;
 }
 
-float to_float(const std::string& key, const Entry& e, const std::string& where, float lo, float hi) {
+double to_number(const std::string& key, const Entry& e, const std::string& where, double lo, double hi) {
   errno = 0;
   char* end = nullptr;
   const double v = e.quoted ? NAN : std::strtod(e.value.c_str(), &end);
@@ -86,7 +86,7 @@ float to_float(const std::string& key, const Entry& e, const std::string& where,
   if (v < lo || v > hi)
     fail(ErrorCode::kInvalidArgument, where, e.line,
          key + " = " + e.value + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return static_cast<float>(v);
+  return v;
 }
 
 int to_int(const std::string& key, const Entry& e, const std::string& where) {
@@ -131,17 +131,17 @@ TrackerConfig parse_tracker_config(const std::string& yaml_text, const std::stri
   using Setter = std::function<void(const Entry&)>;
   const std::map<std::string, Setter> common{
       {"tracker_type", [](const Entry&) {}},
-      {"track_high_thresh", [&](const Entry& e) { cfg.track_high_thresh = to_float("track_high_thresh", e, where, 0, 1); }},
-      {"track_low_thresh", [&](const Entry& e) { cfg.track_low_thresh = to_float("track_low_thresh", e, where, 0, 1); }},
-      {"new_track_thresh", [&](const Entry& e) { cfg.new_track_thresh = to_float("new_track_thresh", e, where, 0, 1); }},
+      {"track_high_thresh", [&](const Entry& e) { cfg.track_high_thresh = to_number("track_high_thresh", e, where, 0, 1); }},
+      {"track_low_thresh", [&](const Entry& e) { cfg.track_low_thresh = to_number("track_low_thresh", e, where, 0, 1); }},
+      {"new_track_thresh", [&](const Entry& e) { cfg.new_track_thresh = to_number("new_track_thresh", e, where, 0, 1); }},
       {"track_buffer", [&](const Entry& e) { cfg.track_buffer = to_int("track_buffer", e, where); }},
-      {"match_thresh", [&](const Entry& e) { cfg.match_thresh = to_float("match_thresh", e, where, 0, 2); }},
+      {"match_thresh", [&](const Entry& e) { cfg.match_thresh = to_number("match_thresh", e, where, 0, 2); }},
       {"fuse_score", [&](const Entry& e) { cfg.fuse_score = to_bool("fuse_score", e, where); }},
   };
   const std::map<std::string, Setter> botsort{
       {"gmc_method", [&](const Entry& e) { cfg.gmc_method = to_gmc(e, where); }},
-      {"proximity_thresh", [&](const Entry& e) { cfg.proximity_thresh = to_float("proximity_thresh", e, where, 0, 1); }},
-      {"appearance_thresh", [&](const Entry& e) { cfg.appearance_thresh = to_float("appearance_thresh", e, where, 0, 1); }},
+      {"proximity_thresh", [&](const Entry& e) { cfg.proximity_thresh = to_number("proximity_thresh", e, where, 0, 1); }},
+      {"appearance_thresh", [&](const Entry& e) { cfg.appearance_thresh = to_number("appearance_thresh", e, where, 0, 1); }},
       {"with_reid", [&](const Entry& e) { cfg.with_reid = to_bool("with_reid", e, where); }},
       {"model", [](const Entry&) {}},  // the ReID model: only meaningful with with_reid
   };

@@ -93,6 +93,19 @@ TEST(Tracker, BotSortFollowsTheCameraWarp) {
   EXPECT_TRUE(no_warp.update({box(160, 100, 0.9f)}).empty());  // no overlap without the warp: a new track
 }
 
+// ultralytics compares its float32 score array with the thresholds in float, but one score (a
+// numpy float32 scalar) with new_track_thresh in double: 0.7f is 0.69999998..., below 0.7.
+TEST(Tracker, ThresholdsCompareAsUltralytics) {
+  TrackerConfig c;
+  c.track_high_thresh = 0.7;  // split in float: 0.7f >= float(0.7), a high detection
+  c.new_track_thresh = 0.5;
+  EXPECT_EQ(Tracker(c).update({box(10, 10, 0.7f)}).size(), 1u);
+  c.track_high_thresh = 0.5;
+  c.new_track_thresh = 0.7;  // in double: 0.69999998 < 0.7, no new track
+  EXPECT_EQ(Tracker(c).update({box(10, 10, 0.7f)}).size(), 0u);
+  EXPECT_EQ(Tracker(c).update({box(10, 10, 0.70000005f)}).size(), 1u);
+}
+
 TEST(Tracker, RefusesNonFiniteInputAndStaysUnchanged) {
   Tracker t(TrackerConfig{});
   t.update({box(10, 10, 0.9f)});
