@@ -2,7 +2,7 @@
 # Builds the thread tests with ThreadSanitizer (clang, CPU only, build-tsan/) and runs them: one
 # Detector shared by 8 threads, the async path, the CPU engine from several threads with its OpenMP
 # pool (tests/pipeline/test_threads.cpp), the Detector test that mixes threads and async calls, and
-# the CLI's run loop with several calls at once (tests/cli/test_run_encoded.cpp).
+# the pipeline loop with several calls at once (tests/pipeline/test_pipeline.cpp).
 # Any data race or lock-order inversion fails the run.
 #
 #   scripts/tsan.sh
@@ -22,7 +22,7 @@ command -v clang++ >/dev/null || { echo "scripts/tsan.sh: clang++ not found (scr
 
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DYOLOCU_TSAN=ON -DYOLOCU_CUDA=OFF -DYOLOCU_BUILD_BENCH=OFF -DYOLOCU_WERROR=OFF -DYOLOCU_DATA_DIR="$data" >/dev/null
-cmake --build build-tsan -j "$jobs" --target test_threads test_detector test_run_encoded | grep -v '^\[' || true
+cmake --build build-tsan -j "$jobs" --target test_threads test_detector test_pipeline | grep -v '^\[' || true
 
 archer=$(find /usr/lib/llvm-*/lib -name libarcher.so 2>/dev/null | sort -V | tail -1)
 [ -n "$archer" ] || { echo "scripts/tsan.sh: libarcher.so (libomp-dev) not found" >&2; exit 1; }
@@ -36,6 +36,6 @@ echo "== ThreadSanitizer: test_threads =="
 build-tsan/tests/pipeline/test_threads || status=1
 echo "== ThreadSanitizer: test_detector (threads + async) =="
 build-tsan/tests/pipeline/test_detector --gtest_filter='Detector.RowPitchAsyncAndThreadsDoNotChangeResults' || status=1
-echo "== ThreadSanitizer: test_run_encoded (the CLI's run loop, 3 contexts: calls at once) =="
-build-tsan/tests/cli/test_run_encoded --gtest_filter='RunEncoded.Contexts*' || status=1
+echo "== ThreadSanitizer: test_pipeline (the sources -> detections loop, 3 contexts: calls at once) =="
+build-tsan/tests/pipeline/test_pipeline --gtest_filter='Pipeline.Contexts*' || status=1
 exit $status

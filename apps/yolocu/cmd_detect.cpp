@@ -7,10 +7,14 @@
 
 #include "args.hpp"
 #include "commands.hpp"
-#include "run_common.hpp"
+#include "json_out.hpp"
+#include "options.hpp"
+#include "paths.hpp"
+#include "report.hpp"
 #include "yolocu/annotate.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/npy.hpp"
+#include "yolocu/pipeline.hpp"
 
 namespace yolocu::cli {
 namespace fs = std::filesystem;
@@ -128,6 +132,105 @@ std::string summary_line(const ImageResult& r, const std::vector<std::string>& n
   return s;
 }
 
+// What detect writes per image (--save-txt, --save-img, --dump, --verbose, errors on stderr).
+struct ImageOutputs {
+  bool verbose = false, save_txt = false, save_conf = false, save_img = false;
+  std::string out_dir, dump_dir;
+  const std::vector<std::string>* names = nullptr;
+
+  void write(const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) const {
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
+      return;
+    }
+    if (verbose) std::printf("%s\n", summary_line(r, *names).c_str());
+    const std::string stem = file_stem(r.path);
+    if (save_txt && !r.detections.empty())
+      write_text((fs::path(out_dir) / "labels" / (stem + ".txt")).string(), yolo_txt(r, save_conf));
+    if (save_img) {
+      Image copy(image.width, image.height);
+      for (int y = 0; y < image.height; ++y)
+        std::memcpy(copy.row(y), image.data + static_cast<size_t>(y) * image.pitch_bytes, static_cast<size_t>(image.width) * 3);
+      draw_detections(copy, r.detections, *names);
+      write_jpeg((fs::path(out_dir) / (stem + ".jpg")).string(), copy.view());
+    }
+    if (trace) {
+      const fs::path base = fs::path(dump_dir) / stem;
+      save_npy(base.string() + "_letterboxed.npy", trace->letterboxed.at(slot));
+      save_npy(base.string() + "_input.npy", batch_slice(trace->input, slot));
+      for (size_t k = 0; k < trace->outputs.size(); ++k)
+        save_npy(base.string() + "_output" + std::to_string(k) + ".npy", batch_slice(trace->outputs[k], slot));
+      save_npy(base.string() + "_candidates.npy", trace->candidates.at(slot));
+    }
+  }
+};
+
+void print_summary(const PipelineSummary& sum, const Detector& detector) {
+  const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));
+  std::fprintf(stderr,
+               "%zu images (%zu failed), %zu detections on %s; per image: %.1f ms preprocess, %.1f ms inference, "
+               "%.1f ms postprocess; %.1f img/s overall\n",
+               sum.images, sum.failed, sum.detections, device_name(detector.device()), sum.times.preprocess / ok,
+               sum.times.inference / ok, sum.times.postprocess / ok,
+               sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0);
+}
+
+// The image run: PATHs through the pipeline, each image's outputs written as it comes.
+int detect_images(const Args& args, const std::string& model) {
+  for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout", "progress"})
+    if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source");
+  for (const char* f : {"save", "save-frames"})
+    if (args.flag(f)) throw UsageError(std::string("--") + f + " needs --source (for images: --save-img)");
+  if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
+  const DetectorOptions opts = detector_options(args, family_postprocess_options());
+  const int workers = decode_workers(args);
+  const bool quiet = args.flag("quiet");
+  ImageOutputs out;
+  out.verbose = args.flag("verbose");
+  out.save_txt = args.flag("save-txt"), out.save_img = args.flag("save-img"), out.save_conf = args.flag("save-conf");
+  if (out.save_conf && !out.save_txt) throw UsageError("--save-conf needs --save-txt");
+  out.out_dir = args.get("output-dir", args.get("project", "runs/detect"));
+  out.dump_dir = args.get("dump");
+  const std::string json_path = args.get("json");
+  const bool gpu_decode = opts.decode == DecodeDevice::kGpu;
+  if (gpu_decode && (out.save_img || !out.dump_dir.empty()))
+    throw UsageError(std::string("--decode gpu: ") + (out.save_img ? "--save-img" : "--dump") +
+                     " needs the decoded image on the host: use --decode cpu");
+
+  // every path the command line names is checked before the model is loaded
+  check_model_file(model);
+  const std::vector<Source> items = expand_inputs(args.positional());
+  if (!json_path.empty()) check_output_file("--json", json_path);
+  if (out.save_txt || out.save_img) prepare_output_dir("--output-dir", out.out_dir);
+  if (out.save_txt) prepare_output_dir("--output-dir", (fs::path(out.out_dir) / "labels").string());
+  if (!out.dump_dir.empty()) prepare_output_dir("--dump", out.dump_dir);
+
+  auto detector = Detector::create(model, opts);
+  const std::vector<std::string>& names = detector->class_names();
+  out.names = &names;
+  PipelineOptions po;
+  po.batch = opts.max_batch;
+  po.decode_threads = workers;
+  po.trace = !out.dump_dir.empty();
+  po.encoded = gpu_decode;
+  Progress progress(items.size(), quiet);
+  auto on_image = [&](size_t i, const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) {
+    out.write(r, image, trace, slot);
+    progress.update(i + 1);
+  };
+  PipelineSummary sum;
+  const std::vector<ImageResult> results = run_pipeline(*detector, items, po, on_image, &sum);
+
+  if (!json_path.empty())
+    write_text(json_path, "{\"images\": " + images_json(results, names, [&](size_t i) { return results[i].error; }) + "}\n");
+  if (!quiet) {
+    print_summary(sum, *detector);
+    if (gpu_decode) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
+    if (out.save_txt || out.save_img) std::fprintf(stderr, "results saved to %s\n", out.out_dir.c_str());
+  }
+  return sum.failed ? 1 : 0;
+}
+
 }  // namespace
 
 int cmd_detect(int argc, char** argv) {
@@ -142,90 +245,11 @@ int cmd_detect(int argc, char** argv) {
     return 0;
   }
   const std::string model = args.require("model");
-  if (args.has("source")) {
-    if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
-    check_model_file(model);
-    return cmd_detect_video(args, detector_options(args, detect_options(model_layout(model))),
-                            args.get("output-dir", args.get("project", "runs/detect")));
-  }
-  for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout", "progress"})
-    if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source");
-  for (const char* f : {"save", "save-frames"})
-    if (args.flag(f)) throw UsageError(std::string("--") + f + " needs --source (for images: --save-img)");
-  if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
-  const DetectorOptions opts = detector_options(args, detect_options(model_layout(model)));
-  const int workers = decode_workers(args);
-  const bool quiet = args.flag("quiet"), verbose = args.flag("verbose");
-  const bool save_txt = args.flag("save-txt"), save_img = args.flag("save-img"), save_conf = args.flag("save-conf");
-  if (save_conf && !save_txt) throw UsageError("--save-conf needs --save-txt");
-  const std::string out_dir = args.get("output-dir", args.get("project", "runs/detect"));
-  const std::string dump_dir = args.get("dump");
-  const std::string json_path = args.get("json");
-  const bool gpu_decode = opts.decode == DecodeDevice::kGpu;
-  if (gpu_decode && (save_img || !dump_dir.empty()))
-    throw UsageError(std::string("--decode gpu: ") + (save_img ? "--save-img" : "--dump") +
-                     " needs the decoded image on the host: use --decode cpu");
-
-  // every path the command line names is checked before the model is loaded
+  if (!args.has("source")) return detect_images(args, model);
+  if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
   check_model_file(model);
-  const std::vector<InputItem> items = expand_inputs(args.positional());
-  if (!json_path.empty()) check_output_file("--json", json_path);
-  if (save_txt || save_img) prepare_output_dir("--output-dir", out_dir);
-  if (save_txt) prepare_output_dir("--output-dir", (fs::path(out_dir) / "labels").string());
-  if (!dump_dir.empty()) prepare_output_dir("--dump", dump_dir);
-
-  auto detector = Detector::create(model, opts);
-  const std::vector<std::string>& names = detector->class_names();
-
-  RunOptions ro;
-  ro.batch = opts.max_batch;
-  ro.decode_threads = workers;
-  ro.trace = !dump_dir.empty();
-  ro.quiet = quiet;
-  ro.encoded = gpu_decode;
-  auto on_image = [&](size_t, const ImageResult& r, const Image& image, const DetectionTrace* trace, size_t slot) {
-    if (!r.error.empty()) {
-      std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
-      return;
-    }
-    if (verbose) std::printf("%s\n", summary_line(r, names).c_str());
-    const std::string stem = file_stem(r.path);
-    if (save_txt && !r.detections.empty())
-      write_text((fs::path(out_dir) / "labels" / (stem + ".txt")).string(), yolo_txt(r, save_conf));
-    if (save_img) {
-      Image copy(image.width(), image.height());
-      std::memcpy(copy.data(), image.data(), image.size_bytes());
-      draw_detections(copy, r.detections, names);
-      write_jpeg((fs::path(out_dir) / (stem + ".jpg")).string(), copy.view());
-    }
-    if (trace) {
-      const fs::path base = fs::path(dump_dir) / stem;
-      save_npy(base.string() + "_letterboxed.npy", trace->letterboxed.at(slot));
-      save_npy(base.string() + "_input.npy", batch_slice(trace->input, slot));
-      for (size_t k = 0; k < trace->outputs.size(); ++k)
-        save_npy(base.string() + "_output" + std::to_string(k) + ".npy", batch_slice(trace->outputs[k], slot));
-      save_npy(base.string() + "_candidates.npy", trace->candidates.at(slot));
-    }
-  };
-  RunSummary sum;
-  const std::vector<ImageResult> results = run_detector(*detector, items, ro, on_image, &sum);
-
-  if (!json_path.empty()) {
-    write_text(json_path, "{\"images\": " + images_json(results, names, [&](size_t i) { return results[i].error; }) +
-                              "}\n");
-  }
-  if (!quiet) {
-    const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));
-    std::fprintf(stderr,
-                 "%zu images (%zu failed), %zu detections on %s; per image: %.1f ms preprocess, %.1f ms inference, "
-                 "%.1f ms postprocess; %.1f img/s overall\n",
-                 sum.images, sum.failed, sum.detections, device_name(detector->device()), sum.times.preprocess / ok,
-                 sum.times.inference / ok, sum.times.postprocess / ok,
-                 sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0);
-    if (gpu_decode) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
-    if (save_txt || save_img) std::fprintf(stderr, "results saved to %s\n", out_dir.c_str());
-  }
-  return sum.failed ? 1 : 0;
+  return cmd_detect_video(args, detector_options(args, family_postprocess_options()),
+                          args.get("output-dir", args.get("project", "runs/detect")));
 }
 
 }  // namespace yolocu::cli

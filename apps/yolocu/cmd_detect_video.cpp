@@ -20,7 +20,8 @@
 
 #include "args.hpp"
 #include "commands.hpp"
-#include "run_common.hpp"
+#include "json_out.hpp"
+#include "paths.hpp"
 #include "yolocu/annotate.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/video.hpp"
@@ -87,6 +88,247 @@ class JsonlOut {
   FILE* f_ = nullptr;
 };
 
+
+// The video options of the command line.
+struct VideoRunOptions {
+  StreamOptions streams;
+  double progress_s = 2;
+  bool quiet = false, verbose = false, save = false, save_frames = false;
+  std::string jsonl_path, out_dir;
+};
+
+VideoRunOptions video_options(const Args& args, const std::string& out_dir) {
+  VideoRunOptions r;
+  r.out_dir = out_dir;
+  VideoSourceOptions& vo = r.streams.source;
+  vo.vid_stride = static_cast<int>(int_option(args, "vid-stride", 1, 1, 100000));
+  vo.start_frame = int_option(args, "start", 0, 0, int64_t{1} << 40);
+  vo.max_frames = int_option(args, "frames", -1, -1, int64_t{1} << 40);
+  const double timeout = args.get_double("timeout", 10);
+  if (!(timeout > 0 && timeout <= 3600)) throw UsageError("--timeout must be in (0, 3600] seconds");
+  vo.open_timeout_s = vo.read_timeout_s = timeout;
+  const std::string decoder = args.get("decoder", "auto");
+  if (decoder == "auto") vo.backend = DecodeBackend::kAuto;
+  else if (decoder == "cpu") vo.backend = DecodeBackend::kCpu;
+  else if (decoder == "cuda") vo.backend = DecodeBackend::kCuda;
+  else throw UsageError("--decoder must be auto, cpu or cuda");
+  r.streams.queue_depth = static_cast<size_t>(int_option(args, "queue", 4, 1, 1024));
+  r.streams.max_reconnects = static_cast<int>(int_option(args, "reconnects", 5, -1, 1000000));
+  r.progress_s = args.get_double("progress", 2);
+  r.quiet = args.flag("quiet"), r.verbose = args.flag("verbose");
+  r.save = args.flag("save"), r.save_frames = args.flag("save-frames");
+  r.jsonl_path = args.get("jsonl");
+  return r;
+}
+
+// A file-name stem per source, made unique.
+std::vector<std::string> source_stems(const std::vector<std::string>& sources) {
+  std::vector<std::string> stems;
+  std::map<std::string, int> seen;
+  for (const std::string& s : sources) {
+    std::string stem = source_stem(s);
+    if (seen[stem]++) stem += "_" + std::to_string(stems.size());
+    stems.push_back(stem);
+  }
+  return stems;
+}
+
+// Frames batched across streams come in every size up to the batch (streams start, stall and end
+// at different times), and a size the GPU build did not tune builds its plans on first use:
+// seconds each, which would stall live streams mid-run. Warm them all before any stream opens.
+void warm_up_batch_sizes(Detector& detector, size_t batch_size, bool quiet) {
+  const int warm_sizes = static_cast<int>(std::min<size_t>(batch_size, static_cast<size_t>(detector.options().max_batch)));
+  if (detector.device() != Device::kCuda || warm_sizes <= 1) return;
+  const auto w0 = std::chrono::steady_clock::now();
+  std::vector<int> sizes;
+  for (int b = 1; b <= warm_sizes; ++b) sizes.push_back(b);
+  detector.warm_up(sizes);
+  if (!quiet)
+    std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s\n", warm_sizes,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count());
+}
+
+// Ctrl-C while it lives: stops the streams (the outputs are then finished); the previous handler
+// is restored when it ends.
+class InterruptWatcher {
+ public:
+  explicit InterruptWatcher(StreamSet& streams) : streams_(streams) {
+    g_interrupted.store(false);
+    old_handler_ = std::signal(SIGINT, on_sigint);
+    thread_ = std::thread([this] {
+      while (!done_.load()) {
+        if (g_interrupted.load()) {
+          streams_.stop();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  ~InterruptWatcher() {
+    done_.store(true);
+    thread_.join();
+    std::signal(SIGINT, old_handler_);
+  }
+  InterruptWatcher(const InterruptWatcher&) = delete;
+  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+ private:
+  StreamSet& streams_;
+  std::atomic<bool> done_{false};
+  void (*old_handler_)(int) = nullptr;
+  std::thread thread_;
+};
+
+// Host frames (CPU decoder) and device frames (NVDEC) in one call each; results in batch order.
+std::vector<Detections> detect_frames(Detector& detector, const std::vector<VideoFrame>& batch) {
+  std::vector<ImageView> views;
+  std::vector<DeviceImage> device_images;
+  for (const VideoFrame& f : batch) {
+    if (f.location == MemoryLocation::kDevice) device_images.push_back(f.device_image());
+    else views.push_back(f.view());
+  }
+  std::vector<Detections> host_results = views.empty() ? std::vector<Detections>{} : detector.detect(views);
+  std::vector<Detections> device_results =
+      device_images.empty() ? std::vector<Detections>{} : detector.detect_device(device_images);
+  std::vector<Detections> results;
+  for (size_t i = 0, h = 0, d = 0; i < batch.size(); ++i)
+    results.push_back(std::move(batch[i].location == MemoryLocation::kDevice ? device_results[d++] : host_results[h++]));
+  return results;
+}
+
+// The outputs of a --source run: JSON lines, annotated frames and videos, progress and summary.
+class VideoRun {
+ public:
+  VideoRun(Detector& detector, const std::vector<std::string>& sources, const VideoRunOptions& o)
+      : det_(detector), sources_(sources), stems_(source_stems(sources)), o_(o), names_(detector.class_names()),
+        jsonl_(o.jsonl_path), tty_(isatty(fileno(stderr)) != 0) {}
+
+  // The batches of the streams until they end (or Ctrl-C stops them); the clock starts here.
+  void run(StreamSet& streams, size_t batch_size) {
+    t0_ = last_progress_ = std::chrono::steady_clock::now();
+    std::vector<VideoFrame> batch;
+    while (streams.next_batch(batch, batch_size)) {
+      const std::vector<Detections> results = detect_frames(det_, batch);
+      for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
+      jsonl_.flush();
+      print_messages(streams);
+      print_progress(streams);
+    }
+  }
+
+  // Closes the videos, prints the summary; the exit status.
+  int finish(StreamSet& streams) {
+    if (progress_shown_) std::fprintf(stderr, "\n");
+    print_messages(streams);
+    for (auto& [id, w] : writers_) {
+      try {
+        w->close();
+      } catch (const Error& e) {
+        std::fprintf(stderr, "yolocu detect: %s: --save: %s\n", sources_[static_cast<size_t>(id)].c_str(), e.what());
+        status_ = 1;
+      }
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    int64_t dropped = 0;
+    for (const StreamStatus& st : streams.status()) {
+      dropped += st.dropped;
+      if (st.state == StreamState::kFailed) status_ = 1;
+    }
+    if (o_.quiet) return status_;
+    std::fprintf(stderr, "%zu frames from %zu sources (%" PRId64 " dropped), %zu detections on %s, %.1f frames/s%s\n",
+                 frames_, sources_.size(), dropped, detections_, device_name(det_.device()),
+                 wall > 0 ? static_cast<double>(frames_) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
+    if (o_.verbose)
+      for (const StreamStatus& st : streams.status())
+        std::fprintf(stderr, "stream %d (%s): decoder %s\n", st.stream_id, st.source.c_str(), st.info.decoder.c_str());
+    if (o_.save || o_.save_frames) std::fprintf(stderr, "results saved to %s\n", o_.out_dir.c_str());
+    return status_;
+  }
+
+ private:
+  void write_frame(StreamSet& streams, VideoFrame& f, const Detections& dets) {
+    const std::string& src = sources_[static_cast<size_t>(f.stream_id)];
+    frames_++;
+    detections_ += dets.size();
+    jsonl_.write(frame_jsonl(src, f, dets, names_));
+    if (o_.verbose) std::fprintf(stderr, "%s frame %" PRId64 ": %zu detections\n", src.c_str(), f.index, dets.size());
+    if (!o_.save && !o_.save_frames) return;
+    if (f.location == MemoryLocation::kDevice) f.image = frame_to_host_bgr(f);  // NVDEC frame: copied back
+    draw_detections(f.image, dets, names_);
+    const std::string& stem = stems_[static_cast<size_t>(f.stream_id)];
+    if (o_.save_frames) {
+      const fs::path dir = fs::path(o_.out_dir) / stem;
+      fs::create_directories(dir);
+      char name[32];
+      std::snprintf(name, sizeof name, "%06" PRId64 ".jpg", f.index);
+      write_jpeg((dir / name).string(), f.view());
+    }
+    if (o_.save && !writer_failed_.count(f.stream_id)) save_video_frame(streams, f, src, stem);
+  }
+
+  void save_video_frame(StreamSet& streams, const VideoFrame& f, const std::string& src, const std::string& stem) {
+    auto& w = writers_[f.stream_id];
+    try {
+      if (!w) {
+        const StreamStatus st = streams.status().at(static_cast<size_t>(f.stream_id));
+        const double fps = (st.info.fps > 0 ? st.info.fps : 30.0) / o_.streams.source.vid_stride;
+        VideoWriterOptions wo;
+        wo.gpu = det_.device() == Device::kCuda;  // NVENC first, libx264 / MPEG-4 if it does not open
+        w = VideoWriter::open((fs::path(o_.out_dir) / (stem + ".mp4")).string(), f.width(), f.height(), fps, wo);
+        if (wo.gpu && !w->fallback_reason().empty() && !o_.quiet)
+          std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s (%s)\n", src.c_str(),
+                       w->encoder_name().c_str(), w->fallback_reason().c_str());
+        else if (o_.verbose)
+          std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s\n", src.c_str(), w->encoder_name().c_str());
+      }
+      w->write(f.view());
+    } catch (const Error& e) {  // e.g. the stream changed size: that stream's video stops, the rest goes on
+      std::fprintf(stderr, "yolocu detect: %s: --save: %s\n", src.c_str(), e.what());
+      writer_failed_.insert(f.stream_id);
+      status_ = 1;
+    }
+  }
+
+  void print_messages(StreamSet& streams) {
+    for (const std::string& m : streams.take_messages())
+      if (!o_.quiet || m.find("failed") != std::string::npos)
+        std::fprintf(stderr, "%syolocu detect: %s\n", tty_ ? "\r" : "", m.c_str());
+  }
+
+  void print_progress(StreamSet& streams) {
+    const auto now = std::chrono::steady_clock::now();
+    if (o_.quiet || o_.progress_s <= 0 || std::chrono::duration<double>(now - last_progress_).count() < o_.progress_s)
+      return;
+    last_progress_ = now;
+    int64_t dropped = 0;
+    size_t active = 0;
+    for (const StreamStatus& st : streams.status()) {
+      dropped += st.dropped;
+      active += st.state == StreamState::kRunning || st.state == StreamState::kOpening ||
+                st.state == StreamState::kReconnecting;
+    }
+    const double el = std::chrono::duration<double>(now - t0_).count();
+    std::fprintf(stderr, "%s%zu frames, %.1f fps, %" PRId64 " dropped, %zu/%zu streams active%s", tty_ ? "\r" : "",
+                 frames_, static_cast<double>(frames_) / el, dropped, active, sources_.size(), tty_ ? "" : "\n");
+    progress_shown_ = tty_;
+  }
+
+  Detector& det_;
+  const std::vector<std::string>& sources_;
+  const std::vector<std::string> stems_;
+  const VideoRunOptions& o_;
+  const std::vector<std::string>& names_;
+  JsonlOut jsonl_;
+  const bool tty_;
+  std::map<int, std::unique_ptr<VideoWriter>> writers_;
+  std::set<int> writer_failed_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_progress_ = t0_;
+  size_t frames_ = 0, detections_ = 0;
+  bool progress_shown_ = false;
+  int status_ = 0;
+};
+
 }  // namespace
 
 void add_video_options(std::vector<std::string>& valued, std::vector<std::string>& flags) {
@@ -102,217 +344,37 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
   if (!args.positional().empty()) throw UsageError("give inputs either as PATHs or with --source, not both");
   for (const char* o : {"save-txt", "save-img", "dump"})
     if (args.flag(o) || args.has(o)) throw UsageError(std::string("--") + o + " is for images; with --source use --save, --save-frames or --jsonl");
-
-  StreamOptions so;
-  VideoSourceOptions& vo = so.source;
-  vo.vid_stride = static_cast<int>(int_option(args, "vid-stride", 1, 1, 100000));
-  vo.start_frame = int_option(args, "start", 0, 0, int64_t{1} << 40);
-  vo.max_frames = int_option(args, "frames", -1, -1, int64_t{1} << 40);
-  const double timeout = args.get_double("timeout", 10);
-  if (!(timeout > 0 && timeout <= 3600)) throw UsageError("--timeout must be in (0, 3600] seconds");
-  vo.open_timeout_s = vo.read_timeout_s = timeout;
-  const std::string decoder = args.get("decoder", "auto");
-  if (decoder == "auto") vo.backend = DecodeBackend::kAuto;
-  else if (decoder == "cpu") vo.backend = DecodeBackend::kCpu;
-  else if (decoder == "cuda") vo.backend = DecodeBackend::kCuda;
-  else throw UsageError("--decoder must be auto, cpu or cuda");
-  so.queue_depth = static_cast<size_t>(int_option(args, "queue", 4, 1, 1024));
-  so.max_reconnects = static_cast<int>(int_option(args, "reconnects", 5, -1, 1000000));
-  const double progress_s = args.get_double("progress", 2);
-  const bool quiet = args.flag("quiet"), verbose = args.flag("verbose");
-  const bool save = args.flag("save"), save_frames = args.flag("save-frames");
-  const std::string jsonl_path = args.get("jsonl");
+  VideoRunOptions vo = video_options(args, out_dir);
 
   // every path is checked before the model is loaded
   check_model_file(model);
-  std::vector<std::string> sources;
-  if (is_source_list(source_arg)) {
-    sources = read_source_list(source_arg);
-  } else {
-    sources = {source_arg};
-  }
-  if (!jsonl_path.empty()) check_output_file("--jsonl", jsonl_path);
-  if (save || save_frames) prepare_output_dir("--output-dir", out_dir);
-  std::vector<std::string> stems;
-  {
-    std::map<std::string, int> seen;
-    for (const std::string& s : sources) {
-      std::string stem = source_stem(s);
-      if (seen[stem]++) stem += "_" + std::to_string(stems.size());
-      stems.push_back(stem);
-    }
-  }
+  const std::vector<std::string> sources = is_source_list(source_arg) ? read_source_list(source_arg)
+                                                                       : std::vector<std::string>{source_arg};
+  if (!vo.jsonl_path.empty()) check_output_file("--jsonl", vo.jsonl_path);
+  if (vo.save || vo.save_frames) prepare_output_dir("--output-dir", out_dir);
 
-  DetectorOptions opts = detector_opts;
-  auto detector = Detector::create(model, opts);
+  auto detector = Detector::create(model, detector_opts);
   // GPU decoding feeds the GPU detector (device frames, no host copy); the CPU detector reads host frames
   if (detector->device() != Device::kCuda) {
-    if (vo.backend == DecodeBackend::kCuda) throw UsageError("--decoder cuda needs the GPU detector (--device cuda)");
-    vo.backend = DecodeBackend::kCpu;
+    if (vo.streams.source.backend == DecodeBackend::kCuda)
+      throw UsageError("--decoder cuda needs the GPU detector (--device cuda)");
+    vo.streams.source.backend = DecodeBackend::kCpu;
   }
-  vo.cuda_device = detector->options().cuda_device;
-  const std::vector<std::string>& names = detector->class_names();
+  vo.streams.source.cuda_device = detector->options().cuda_device;
   const size_t batch_size =
-      args.has("batch") ? static_cast<size_t>(opts.max_batch) : std::min<size_t>(sources.size(), 16);
+      args.has("batch") ? static_cast<size_t>(detector_opts.max_batch) : std::min<size_t>(sources.size(), 16);
+  warm_up_batch_sizes(*detector, batch_size, vo.quiet);
 
-  // Frames batched across streams come in every size up to the batch (streams start, stall and end
-  // at different times), and a size the GPU build did not tune builds its plans on first use:
-  // seconds each, which would stall live streams mid-run. Warm them all before any stream opens.
-  const int warm_sizes = static_cast<int>(std::min<size_t>(batch_size, static_cast<size_t>(detector->options().max_batch)));
-  if (detector->device() == Device::kCuda && warm_sizes > 1) {
-    const auto w0 = std::chrono::steady_clock::now();
-    std::vector<int> sizes;
-    for (int b = 1; b <= warm_sizes; ++b) sizes.push_back(b);
-    detector->warm_up(sizes);
-    if (!quiet)
-      std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s\n", warm_sizes,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count());
-  }
-
-  JsonlOut jsonl(jsonl_path);
-  std::map<int, std::unique_ptr<VideoWriter>> writers;
-  std::set<int> writer_failed;
-
-  g_interrupted.store(false);
-  auto old_handler = std::signal(SIGINT, on_sigint);
-  StreamSet streams(sources, so);
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {  // Ctrl-C: stop the streams, finish the outputs
-    while (!done.load()) {
-      if (g_interrupted.load()) {
-        streams.stop();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-
-  const bool tty = isatty(fileno(stderr));
-  auto print_messages = [&] {
-    for (const std::string& m : streams.take_messages())
-      if (!quiet || m.find("failed") != std::string::npos) std::fprintf(stderr, "%syolocu detect: %s\n", tty ? "\r" : "", m.c_str());
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  auto last_progress = t0;
-  size_t frames = 0, detections = 0;
-  bool progress_shown = false;
-  int status = 0;
-  std::vector<VideoFrame> batch;
-  std::vector<ImageView> views;
-  std::vector<DeviceImage> device_images;
-  std::vector<Detections> results;
+  VideoRun run(*detector, sources, vo);
+  StreamSet streams(sources, vo.streams);
   try {
-    while (streams.next_batch(batch, batch_size)) {
-      // host frames (CPU decoder) and device frames (NVDEC) in one call each; results in batch order
-      views.clear();
-      device_images.clear();
-      for (const VideoFrame& f : batch) {
-        if (f.location == MemoryLocation::kDevice) device_images.push_back(f.device_image());
-        else views.push_back(f.view());
-      }
-      std::vector<Detections> host_results = views.empty() ? std::vector<Detections>{} : detector->detect(views);
-      std::vector<Detections> device_results =
-          device_images.empty() ? std::vector<Detections>{} : detector->detect_device(device_images);
-      results.clear();
-      for (size_t i = 0, h = 0, d = 0; i < batch.size(); ++i)
-        results.push_back(std::move(batch[i].location == MemoryLocation::kDevice ? device_results[d++] : host_results[h++]));
-      for (size_t i = 0; i < batch.size(); ++i) {
-        VideoFrame& f = batch[i];
-        const Detections& dets = results[i];
-        const std::string& src = sources[static_cast<size_t>(f.stream_id)];
-        frames++;
-        detections += dets.size();
-        jsonl.write(frame_jsonl(src, f, dets, names));
-        if (verbose)
-          std::fprintf(stderr, "%s frame %" PRId64 ": %zu detections\n", src.c_str(), f.index, dets.size());
-        if (!save && !save_frames) continue;
-        if (f.location == MemoryLocation::kDevice) f.image = frame_to_host_bgr(f);  // NVDEC frame: copied back
-        draw_detections(f.image, dets, names);
-        const std::string& stem = stems[static_cast<size_t>(f.stream_id)];
-        if (save_frames) {
-          const fs::path dir = fs::path(out_dir) / stem;
-          fs::create_directories(dir);
-          char name[32];
-          std::snprintf(name, sizeof name, "%06" PRId64 ".jpg", f.index);
-          write_jpeg((dir / name).string(), f.view());
-        }
-        if (save && !writer_failed.count(f.stream_id)) {
-          auto& w = writers[f.stream_id];
-          try {
-            if (!w) {
-              const StreamStatus st = streams.status().at(static_cast<size_t>(f.stream_id));
-              const double fps = (st.info.fps > 0 ? st.info.fps : 30.0) / vo.vid_stride;
-              VideoWriterOptions wo;
-              wo.gpu = detector->device() == Device::kCuda;  // NVENC first, libx264 / MPEG-4 if it does not open
-              w = VideoWriter::open((fs::path(out_dir) / (stem + ".mp4")).string(), f.width(), f.height(), fps, wo);
-              if (wo.gpu && !w->fallback_reason().empty() && !quiet)
-                std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s (%s)\n", src.c_str(),
-                             w->encoder_name().c_str(), w->fallback_reason().c_str());
-              else if (verbose)
-                std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s\n", src.c_str(), w->encoder_name().c_str());
-            }
-            w->write(f.view());
-          } catch (const Error& e) {  // e.g. the stream changed size: that stream's video stops, the rest goes on
-            std::fprintf(stderr, "yolocu detect: %s: --save: %s\n", src.c_str(), e.what());
-            writer_failed.insert(f.stream_id);
-            status = 1;
-          }
-        }
-      }
-      jsonl.flush();
-      print_messages();
-      const auto now = std::chrono::steady_clock::now();
-      if (!quiet && progress_s > 0 && std::chrono::duration<double>(now - last_progress).count() >= progress_s) {
-        last_progress = now;
-        int64_t dropped = 0;
-        size_t active = 0;
-        for (const StreamStatus& st : streams.status()) {
-          dropped += st.dropped;
-          active += st.state == StreamState::kRunning || st.state == StreamState::kOpening ||
-                    st.state == StreamState::kReconnecting;
-        }
-        const double el = std::chrono::duration<double>(now - t0).count();
-        std::fprintf(stderr, "%s%zu frames, %.1f fps, %" PRId64 " dropped, %zu/%zu streams active%s", tty ? "\r" : "",
-                     frames, static_cast<double>(frames) / el, dropped, active, sources.size(), tty ? "" : "\n");
-        progress_shown = tty;
-      }
-    }
+    InterruptWatcher watcher(streams);
+    run.run(streams, batch_size);
   } catch (...) {
-    done.store(true);
     streams.stop();
-    watcher.join();
-    std::signal(SIGINT, old_handler);
     throw;
   }
-  done.store(true);
-  watcher.join();
-  std::signal(SIGINT, old_handler);
-  if (progress_shown) std::fprintf(stderr, "\n");
-  print_messages();
-  for (auto& [id, w] : writers) {
-    try {
-      w->close();
-    } catch (const Error& e) {
-      std::fprintf(stderr, "yolocu detect: %s: --save: %s\n", sources[static_cast<size_t>(id)].c_str(), e.what());
-      status = 1;
-    }
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t dropped = 0;
-  for (const StreamStatus& st : streams.status()) {
-    dropped += st.dropped;
-    if (st.state == StreamState::kFailed) status = 1;
-  }
-  if (!quiet) {
-    std::fprintf(stderr, "%zu frames from %zu sources (%" PRId64 " dropped), %zu detections on %s, %.1f frames/s%s\n",
-                 frames, sources.size(), dropped, detections, device_name(detector->device()),
-                 wall > 0 ? static_cast<double>(frames) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
-    if (verbose)
-      for (const StreamStatus& st : streams.status())
-        std::fprintf(stderr, "stream %d (%s): decoder %s\n", st.stream_id, st.source.c_str(), st.info.decoder.c_str());
-    if (save || save_frames) std::fprintf(stderr, "results saved to %s\n", out_dir.c_str());
-  }
-  return status;
+  return run.finish(streams);
 }
 
 }  // namespace yolocu::cli

@@ -5,9 +5,13 @@
 
 #include "args.hpp"
 #include "commands.hpp"
-#include "run_common.hpp"
+#include "json_out.hpp"
+#include "options.hpp"
+#include "paths.hpp"
+#include "report.hpp"
 #include "yolocu/eval.hpp"
 #include "yolocu/error.hpp"
+#include "yolocu/pipeline.hpp"
 
 namespace yolocu::cli {
 namespace fs = std::filesystem;
@@ -33,16 +37,16 @@ void print_help() {
 
 // --labels: a folder holding the label file of at least one of the images (an image without one
 // is background, but none at all means the folder is not these images' labels).
-void check_labels_dir(const std::string& dir, const std::vector<InputItem>& items) {
+void check_labels_dir(const std::string& dir, const std::vector<Source>& items) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw UsageError("--labels " + dir + (fs::exists(dir, ec) ? ": is not a folder" : ": no such folder"));
   size_t images = 0, labelled = 0;
   std::string example;
-  for (const InputItem& it : items) {
+  for (const Source& it : items) {
     if (!it.error.empty()) continue;
     ++images;
-    const fs::path label = fs::path(dir) / (file_stem(it.path) + ".txt");
+    const fs::path label = fs::path(dir) / (file_stem(it.name) + ".txt");
     if (fs::exists(label, ec)) ++labelled;
     if (example.empty()) example = label.string();
   }
@@ -55,6 +59,37 @@ void check_labels_dir(const std::string& dir, const std::vector<InputItem>& item
                    " images has a label file there (looked for <image name>.txt, e.g. " + example + "); the folder has " +
                    (txt ? std::to_string(txt) + " .txt files, e.g. " + txt_example : std::string("no .txt files")) +
                    ": are these the labels of these images?");
+}
+
+void print_metrics(const MapResult& m, const std::vector<std::string>& names, bool per_class) {
+  std::printf("%-20s %8s %8s %8s %8s %8s %10s\n", "class", "images", "labels", "P", "R", "mAP50", "mAP50-95");
+  std::printf("%-20s %8d %8d %8.4f %8.4f %8.4f %10.4f\n", "all", m.num_images, m.num_labels, m.precision, m.recall,
+              m.map50, m.map50_95);
+  if (per_class)
+    for (const ClassAp& c : m.per_class) {
+      const std::string name = class_name(names, c.class_id);
+      std::printf("%-20s %8s %8d %8.4f %8.4f %8.4f %10.4f\n", name.c_str(), "", c.num_labels, c.precision, c.recall,
+                  c.ap50, c.ap50_95);
+    }
+}
+
+std::string eval_json(const EvalRun& run, const std::vector<std::string>& names) {
+  const MapResult& m = run.metrics;
+  std::string j = "{\"metrics\": {\"map50\": " + json_number(m.map50) + ", \"map50_95\": " + json_number(m.map50_95) +
+                  ", \"precision\": " + json_number(m.precision) + ", \"recall\": " + json_number(m.recall) +
+                  ", \"num_images\": " + std::to_string(m.num_images) + ", \"num_labels\": " +
+                  std::to_string(m.num_labels) + ", \"per_class\": [";
+  for (size_t k = 0; k < m.per_class.size(); ++k) {
+    const ClassAp& c = m.per_class[k];
+    j += std::string(k ? ",\n    " : "\n    ") + "{\"class_id\": " + std::to_string(c.class_id) +
+         ", \"labels\": " + std::to_string(c.num_labels) + ", \"predictions\": " + std::to_string(c.num_predictions) +
+         ", \"ap50\": " + json_number(c.ap50) + ", \"ap50_95\": " + json_number(c.ap50_95) +
+         ", \"precision\": " + json_number(c.precision) + ", \"recall\": " + json_number(c.recall) + "}";
+  }
+  const std::vector<ImageResult>& results = run.images;
+  return j + "]},\n \"images\": " + images_json(results, names, [&](size_t i) {
+    return !results[i].error.empty() ? results[i].error : run.label_errors[i];
+  }) + "}\n";
 }
 
 }  // namespace
@@ -74,7 +109,10 @@ int cmd_eval(int argc, char** argv) {
   for (const auto& p : args.positional()) specs.push_back(p);
   if (specs.empty()) throw UsageError("missing required option --images");
   const std::string labels_dir = args.require("labels");
-  DetectorOptions opts = detector_options(args, val_options(model_layout(model)));
+  PostprocessOptions defaults = family_postprocess_options();
+  defaults.multi_label = true;  // val.py's and ultralytics val's
+  DetectorOptions opts = detector_options(args, defaults);
+  opts.postprocess_defaults = PostprocessDefaults::kVal;
   if (args.flag("single-label")) opts.postprocess.multi_label = false;
   const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet");
@@ -82,74 +120,34 @@ int cmd_eval(int argc, char** argv) {
 
   // every path the command line names is checked before the model is loaded
   check_model_file(model);
-  const std::vector<InputItem> items = expand_inputs(specs);
+  const std::vector<Source> items = expand_inputs(specs);
   check_labels_dir(labels_dir, items);
   if (!json_path.empty()) check_output_file("--json", json_path);
 
   auto detector = Detector::create(model, opts);
   const std::vector<std::string>& names = detector->class_names();
-  MapEvaluator evaluator;
-  RunOptions ro;
-  ro.batch = opts.max_batch;
-  ro.decode_threads = workers;
-  ro.quiet = quiet;
-  ro.encoded = opts.decode == DecodeDevice::kGpu;
-  std::vector<std::string> label_errors(items.size());
-  auto on_image = [&](size_t i, const ImageResult& r, const Image&, const DetectionTrace*, size_t) {
-    if (!r.error.empty()) {
-      std::fprintf(stderr, "yolocu eval: %s: %s\n", r.path.c_str(), r.error.c_str());
-      return;
-    }
-    try {
-      const auto labels =
-          load_yolo_labels((fs::path(labels_dir) / (file_stem(r.path) + ".txt")).string(), r.width, r.height);
-      evaluator.add_image(r.detections, labels);
-    } catch (const std::exception& e) {
-      label_errors[i] = describe_error(e);
-      std::fprintf(stderr, "yolocu eval: %s: labels: %s\n", r.path.c_str(), label_errors[i].c_str());
-    }
+  PipelineOptions po;
+  po.batch = opts.max_batch;
+  po.decode_threads = workers;
+  po.encoded = opts.decode == DecodeDevice::kGpu;
+  Progress progress(items.size(), quiet);
+  auto on_image = [&](size_t i, const ImageResult& r, const std::string& label_error) {
+    if (!r.error.empty()) std::fprintf(stderr, "yolocu eval: %s: %s\n", r.path.c_str(), r.error.c_str());
+    if (!label_error.empty()) std::fprintf(stderr, "yolocu eval: %s: labels: %s\n", r.path.c_str(), label_error.c_str());
+    progress.update(i + 1);
   };
-  RunSummary sum;
-  const std::vector<ImageResult> results = run_detector(*detector, items, ro, on_image, &sum);
-  const MapResult m = evaluator.compute();
-  size_t failed = sum.failed;
-  for (const auto& e : label_errors) failed += e.empty() ? 0 : 1;
-
-  std::printf("%-20s %8s %8s %8s %8s %8s %10s\n", "class", "images", "labels", "P", "R", "mAP50", "mAP50-95");
-  std::printf("%-20s %8d %8d %8.4f %8.4f %8.4f %10.4f\n", "all", m.num_images, m.num_labels, m.precision, m.recall,
-              m.map50, m.map50_95);
-  if (args.flag("verbose"))
-    for (const ClassAp& c : m.per_class) {
-      const std::string name = class_name(names, c.class_id);
-      std::printf("%-20s %8s %8d %8.4f %8.4f %8.4f %10.4f\n", name.c_str(), "", c.num_labels, c.precision, c.recall,
-                  c.ap50, c.ap50_95);
-    }
+  const EvalRun run = evaluate_sources(*detector, items, labels_dir, po, on_image);
+  print_metrics(run.metrics, names, args.flag("verbose"));
   if (!quiet) {
+    const PipelineSummary& sum = run.summary;
     const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));
     std::fprintf(stderr, "%zu images (%zu failed) on %s; per image: %.1f ms preprocess, %.1f ms inference, %.1f ms postprocess\n",
-                 sum.images, failed, device_name(detector->device()), sum.times.preprocess / ok,
+                 sum.images, run.failed, device_name(detector->device()), sum.times.preprocess / ok,
                  sum.times.inference / ok, sum.times.postprocess / ok);
-    if (ro.encoded) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
+    if (po.encoded) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
   }
-
-  if (!json_path.empty()) {
-    std::string j = "{\"metrics\": {\"map50\": " + json_number(m.map50) + ", \"map50_95\": " + json_number(m.map50_95) +
-                    ", \"precision\": " + json_number(m.precision) + ", \"recall\": " + json_number(m.recall) +
-                    ", \"num_images\": " + std::to_string(m.num_images) + ", \"num_labels\": " +
-                    std::to_string(m.num_labels) + ", \"per_class\": [";
-    for (size_t k = 0; k < m.per_class.size(); ++k) {
-      const ClassAp& c = m.per_class[k];
-      j += std::string(k ? ",\n    " : "\n    ") + "{\"class_id\": " + std::to_string(c.class_id) +
-           ", \"labels\": " + std::to_string(c.num_labels) + ", \"predictions\": " + std::to_string(c.num_predictions) +
-           ", \"ap50\": " + json_number(c.ap50) + ", \"ap50_95\": " + json_number(c.ap50_95) +
-           ", \"precision\": " + json_number(c.precision) + ", \"recall\": " + json_number(c.recall) + "}";
-    }
-    j += "]},\n \"images\": " + images_json(results, names, [&](size_t i) {
-      return !results[i].error.empty() ? results[i].error : label_errors[i];
-    }) + "}\n";
-    write_text(json_path, j);
-  }
-  return failed ? 1 : 0;
+  if (!json_path.empty()) write_text(json_path, eval_json(run, names));
+  return run.failed ? 1 : 0;
 }
 
 }  // namespace yolocu::cli

@@ -4,10 +4,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 
 #include "args.hpp"
 #include "commands.hpp"
-#include "run_common.hpp"
+#include "options.hpp"
+#include "paths.hpp"
+#include "report.hpp"
 #include "yolocu/detector.hpp"
 #include "yolocu/engine.hpp"
 #include "yolocu/error.hpp"
@@ -105,7 +108,8 @@ int cmd_inspect(int argc, char** argv) {
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);
   if (path.empty()) throw UsageError("inspect: --model is required");
   check_model_file(path);
-  const Model m = load_onnx(path);
+  const auto model = std::make_shared<const Model>(load_onnx(path));  // parsed once: the detector shares it
+  const Model& m = *model;
   std::printf("model:    %s\n", path.c_str());
   std::printf("producer: %s %s, IR version %lld, opset %lld\n", m.producer_name.c_str(), m.producer_version.c_str(),
               static_cast<long long>(m.ir_version), static_cast<long long>(m.opset));
@@ -158,7 +162,7 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("status:   runnable\n");
   if (args.has("device")) {
     const DetectorOptions o = detector_options(args, PostprocessOptions{});
-    const auto det = Detector::create(path, o);
+    const auto det = Detector::create(model, o);
     std::printf("build:    %s, batch %d, %s\n", device_name(det->device()), o.max_batch, describe_build(*det).c_str());
   }
   return 0;

@@ -1,6 +1,6 @@
 // yolocu/detector.hpp - image in, boxes out: the API services and video pipelines deploy.
 //
-//   auto det = yolocu::Detector::create("yolov5n.onnx", options);   // ~1 s: load + build
+//   auto det = yolocu::Detector::create("yolov5n.onnx", options);   // loads the model, builds the engine
 //   std::vector<yolocu::Detections> boxes = det->detect({view1, view2});
 //
 // A Detector owns the model, the engine (CPU: oneDNN; CUDA: cuDNN + yolocu kernels) and every
@@ -43,13 +43,37 @@ enum class DecodeDevice { kCpu, kGpu };
 const char* device_name(Device d) noexcept;
 const char* decode_device_name(DecodeDevice d) noexcept;  // "cpu", "gpu"
 
+struct Model;
+
+// Post-processing options left to the model's family: conf_threshold and iou_threshold set to
+// kFamilyDefault, max_det set to kFamilyDefaultMaxDet. create() replaces them with the family's
+// default (DetectorOptions::postprocess_defaults says which set) from the model it parsed, so that a
+// caller need not read the model first; explicit values are kept. options() reports the values used.
+constexpr float kFamilyDefault = -1.f;
+constexpr int kFamilyDefaultMaxDet = -1;
+enum class PostprocessDefaults {
+  kPredict,  // YOLOv5: detect.py's (conf 0.25, iou 0.45, max_det 1000); YOLOv8 / YOLO11: the
+             // ultralytics package's predict (conf 0.25, iou 0.7, max_det 300)
+  kVal,      // YOLOv5: val.py's (conf 0.001, iou 0.6, max_det 300); YOLOv8 / YOLO11: ultralytics'
+             // val (conf 0.001, iou 0.7, max_det 300)
+};
+// PostprocessOptions{} with conf_threshold, iou_threshold and max_det left to the family.
+PostprocessOptions family_postprocess_options();
+// `options` with the fields left to the family set from detect_options(layout) (kPredict) or
+// val_options(layout) (kVal); the other fields as given.
+PostprocessOptions resolve_family_defaults(const PostprocessOptions& options, OutputLayout layout,
+                                           PostprocessDefaults which);
+
 struct DetectorOptions {
   Device device = Device::kAuto;
   int cuda_device = 0;
   Precision precision = Precision::kFloat16;  // GPU engine precision; the CPU always runs FP32
   int max_batch = 1;                          // images per detect() call are split into batches of this size
   int input_width = 0, input_height = 0;      // network input; 0 = the model's static size, else 640
-  PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode
+  PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode;
+                                              // conf, iou, max_det may be left to the model family
+                                              // (kFamilyDefault, family_postprocess_options())
+  PostprocessDefaults postprocess_defaults = PostprocessDefaults::kPredict;  // the family's set for those
   LetterboxMode letterbox = LetterboxMode::kExact;  // the CPU always runs kExact
   int cpu_threads = 0;                        // CPU engine threads; 0 = all cores
   uint64_t max_memory = 0;                    // CPU engine memory budget per context, bytes (0: the
@@ -87,8 +111,7 @@ struct DetectorOptions {
   // unless asked for graphs. The CPU path ignores it.
   bool engine_graphs = true;
   // With engine_graphs: the forward as this many graphs (1..64, CudaEngineOptions::graph_segments).
-  // Beside nvJPEG, shorter graphs let the decoder's work in between (16: nvJPEG 12,490 images/s on 3
-  // threads beside the engine, 10,391 beside one graph; the pipeline, again, within the spread).
+  // Beside nvJPEG, shorter graphs let the decoder's work in between (docs/performance.md section 10).
   int engine_graph_segments = 1;
 };
 
@@ -169,6 +192,9 @@ class Detector {
   // Loads the ONNX file and builds the engine. Throws yolocu::Error naming the problem (file,
   // model, unsupported op, no GPU for Device::kCuda, invalid options).
   static std::unique_ptr<Detector> create(const std::string& onnx_path, const DetectorOptions& options = {});
+  // The same for a model already loaded (load_onnx, yolocu/model.hpp): it is not parsed again, and
+  // the detector shares it.
+  static std::unique_ptr<Detector> create(std::shared_ptr<const Model> model, const DetectorOptions& options = {});
   virtual ~Detector() = default;
 
   // Detects objects in each image (caller-owned host memory, only read during the call). Returns

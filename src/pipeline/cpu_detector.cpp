@@ -29,7 +29,7 @@ enum class OutputKind { kMerged, kRawHeads };
 
 class CpuDetector final : public Detector {
  public:
-  CpuDetector(const std::string& path, const DetectorOptions& options);
+  CpuDetector(std::shared_ptr<const Model> model, const DetectorOptions& options);
 
   Device device() const override { return Device::kCpu; }
   const std::vector<std::string>& class_names() const override { return names_; }
@@ -92,8 +92,8 @@ class CpuDetector::Lease {
   int index_ = 0;
 };
 
-CpuDetector::CpuDetector(const std::string& path, const DetectorOptions& options) : options_(options) {
-  model_ = std::make_shared<const Model>(load_onnx(path));
+CpuDetector::CpuDetector(std::shared_ptr<const Model> model, const DetectorOptions& options)
+    : options_(options), model_(std::move(model)) {
   inspect_model();
   CpuEngineOptions eo;
   eo.num_threads = options_.cpu_threads;
@@ -294,8 +294,8 @@ Tensor candidates_tensor(const Candidates& c) {
   return t;
 }
 
-std::unique_ptr<Detector> create_cpu_detector(const std::string& onnx_path, const DetectorOptions& options) {
-  return std::make_unique<CpuDetector>(onnx_path, options);
+std::unique_ptr<Detector> create_cpu_detector(std::shared_ptr<const Model> model, const DetectorOptions& options) {
+  return std::make_unique<CpuDetector>(std::move(model), options);
 }
 
 }  // namespace yolocu::detail

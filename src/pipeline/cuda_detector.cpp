@@ -489,7 +489,7 @@ class CudaDetector final : public Detector {
     };
     // The batch being enqueued; not an owner: a batch's decoder must go back to the pool when the
     // batch is collected (an owner here kept the last one, and two calls that each held one and
-    // waited for another deadlocked: H100 at c2df885).
+    // waited for another deadlocked).
     const Decoded* current = nullptr;
     const auto stage = [&](size_t first, int n, bool may_wait) -> std::shared_ptr<void> {
       std::optional<detail::JpegDecoderPool::Lease> lease = decoders_->try_acquire();
@@ -737,8 +737,7 @@ namespace detail {
 
 bool cuda_detector_available() noexcept { return cuda_device_usable(0); }
 
-std::unique_ptr<Detector> create_cuda_detector(const std::string& onnx_path, const DetectorOptions& options) {
-  auto model = std::make_shared<Model>(load_onnx(onnx_path));
+std::unique_ptr<Detector> create_cuda_detector(std::shared_ptr<const Model> model, const DetectorOptions& options) {
   return std::make_unique<CudaDetector>(std::move(model), options);
 }
 

@@ -6,7 +6,7 @@ namespace yolocu::detail {
 
 bool cuda_detector_available() noexcept { return false; }
 
-std::unique_ptr<Detector> create_cuda_detector(const std::string& /*onnx_path*/,
+std::unique_ptr<Detector> create_cuda_detector(std::shared_ptr<const Model> /*model*/,
                                                const DetectorOptions& /*options*/) {
   return nullptr;
 }

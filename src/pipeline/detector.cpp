@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <future>
 #include <system_error>
 
@@ -100,7 +102,8 @@ void validate_detector_options(const DetectorOptions& o) {
                o.cpu_threads);
   YOLOCU_CHECK(o.cuda_device >= 0, kInvalidArgument, "DetectorOptions: cuda_device must be >= 0, got ",
                o.cuda_device);
-  validate_options(o.postprocess);
+  // conf, iou and max_det left to the family are checked once resolved (create_detector)
+  validate_options(resolve_family_defaults(o.postprocess, OutputLayout::kYolov5, o.postprocess_defaults));
   YOLOCU_CHECK(o.decode == DecodeDevice::kCpu || o.decode == DecodeDevice::kGpu, kInvalidArgument,
                "DetectorOptions: decode must be kCpu or kGpu");
   YOLOCU_CHECK(o.decode_cpu_share >= 0.f && o.decode_cpu_share <= 0.9f, kInvalidArgument,
@@ -122,35 +125,53 @@ void validate_detector_options(const DetectorOptions& o) {
 }  // namespace
 }  // namespace detail
 
-namespace detail {
-namespace {
-std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const DetectorOptions& options);
-}  // namespace
-}  // namespace detail
+PostprocessOptions family_postprocess_options() {
+  PostprocessOptions o;
+  o.conf_threshold = kFamilyDefault;
+  o.iou_threshold = kFamilyDefault;
+  o.max_det = kFamilyDefaultMaxDet;
+  return o;
+}
 
-std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Detector> det =
-      detail::oom_as_error(onnx_path, [&] { return detail::create_detector(onnx_path, options); });
-  // GPU decode writes into the CUDA detector's memory: a detector that runs on the CPU (asked for,
-  // or Device::kAuto without a usable GPU) refuses it rather than decoding elsewhere silently.
-  YOLOCU_CHECK(options.decode != DecodeDevice::kGpu || det->device() == Device::kCuda, kUnsupported,
-               "DetectorOptions: decode kGpu (nvJPEG) needs the CUDA detector, and this detector runs on the ",
-               device_name(det->device()), " (device ", device_name(options.device), "); use decode kCpu");
-  det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return det;
+PostprocessOptions resolve_family_defaults(const PostprocessOptions& options, OutputLayout layout,
+                                           PostprocessDefaults which) {
+  const PostprocessOptions family = which == PostprocessDefaults::kVal ? val_options(layout) : detect_options(layout);
+  PostprocessOptions o = options;
+  if (o.conf_threshold == kFamilyDefault) o.conf_threshold = family.conf_threshold;
+  if (o.iou_threshold == kFamilyDefault) o.iou_threshold = family.iou_threshold;
+  if (o.max_det == kFamilyDefaultMaxDet) o.max_det = family.max_det;
+  return o;
 }
 
 namespace detail {
 namespace {
-std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const DetectorOptions& options) {
-  detail::validate_detector_options(options);
-  if (options.device == Device::kCuda) {
+
+using ModelLoader = std::function<std::shared_ptr<const Model>()>;
+
+// The options with the post-processing left to the family resolved from the parsed model.
+DetectorOptions with_family_defaults(const Model& model, const DetectorOptions& options) {
+  const OutputLayout layout =
+      model_info(model).family == ModelFamily::kYolov8 ? OutputLayout::kYolov8 : OutputLayout::kYolov5;
+  DetectorOptions o = options;
+  o.postprocess = resolve_family_defaults(options.postprocess, layout, options.postprocess_defaults);
+  validate_options(o.postprocess);
+  return o;
+}
+
+// Validates the options, loads the model once (after the device checks, so that a missing GPU is
+// reported first), resolves the family's defaults and builds the backend: the GPU, or the CPU.
+std::unique_ptr<Detector> create_detector(const ModelLoader& load, const DetectorOptions& requested) {
+  detail::validate_detector_options(requested);
+  if (requested.device == Device::kCuda) {
     YOLOCU_CHECK(detail::cuda_detector_available(), kUnsupported,
                  "Device::kCuda: this build of yolocu has no CUDA detector yet (use Device::kCpu or kAuto)");
-    YOLOCU_CHECK(detail::cuda_device_usable(options.cuda_device), kCuda, "Device::kCuda: CUDA device ",
-                 options.cuda_device, " is not usable (no GPU, no driver, or index out of range)");
-    auto det = detail::create_cuda_detector(onnx_path, options);
+    YOLOCU_CHECK(detail::cuda_device_usable(requested.cuda_device), kCuda, "Device::kCuda: CUDA device ",
+                 requested.cuda_device, " is not usable (no GPU, no driver, or index out of range)");
+  }
+  const std::shared_ptr<const Model> model = load();
+  const DetectorOptions options = with_family_defaults(*model, requested);
+  if (options.device == Device::kCuda) {
+    auto det = detail::create_cuda_detector(model, options);
     YOLOCU_CHECK(det != nullptr, kInternal, "CUDA detector factory returned nothing");
     return det;
   }
@@ -159,16 +180,44 @@ std::unique_ptr<Detector> create_detector(const std::string& onnx_path, const De
     // Auto: the GPU when it runs this model; a model the GPU detector does not support (another
     // task, an unsupported op) runs on the CPU instead.
     try {
-      auto det = detail::create_cuda_detector(onnx_path, options);
+      auto det = detail::create_cuda_detector(model, options);
       if (det) return det;
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kUnsupported) throw;
     }
   }
-  return detail::create_cpu_detector(onnx_path, options);
+  return detail::create_cpu_detector(model, options);
 }
+
+std::unique_ptr<Detector> create_checked(const std::string& name, const ModelLoader& load,
+                                         const DetectorOptions& options) {
+  std::unique_ptr<Detector> det = detail::oom_as_error(name, [&] { return detail::create_detector(load, options); });
+  // GPU decode writes into the CUDA detector's memory: a detector that runs on the CPU (asked for,
+  // or Device::kAuto without a usable GPU) refuses it rather than decoding elsewhere silently.
+  YOLOCU_CHECK(options.decode != DecodeDevice::kGpu || det->device() == Device::kCuda, kUnsupported,
+               "DetectorOptions: decode kGpu (nvJPEG) needs the CUDA detector, and this detector runs on the ",
+               device_name(det->device()), " (device ", device_name(options.device), "); use decode kCpu");
+  return det;
+}
+
 }  // namespace
 }  // namespace detail
+
+std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Detector> det = detail::create_checked(
+      onnx_path, [&] { return std::make_shared<const Model>(load_onnx(onnx_path)); }, options);
+  det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return det;
+}
+
+std::unique_ptr<Detector> Detector::create(std::shared_ptr<const Model> model, const DetectorOptions& options) {
+  YOLOCU_CHECK(model != nullptr, kInvalidArgument, "Detector::create: no model");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Detector> det = detail::create_checked("model", [&] { return model; }, options);
+  det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return det;
+}
 
 std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, DetectionTrace* trace) {
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);

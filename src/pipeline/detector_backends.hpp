@@ -12,13 +12,14 @@
 namespace yolocu::detail {
 
 // The CPU reference implementation (oneDNN engine, exact letterbox, CPU post-processing).
-// `options` are already validated by the front end.
-std::unique_ptr<Detector> create_cpu_detector(const std::string& onnx_path, const DetectorOptions& options);
+// `options` are already validated by the front end, the family's defaults resolved; `model` is the
+// parsed model, shared with the detector.
+std::unique_ptr<Detector> create_cpu_detector(std::shared_ptr<const Model> model, const DetectorOptions& options);
 
 // The CUDA implementation, when this build has one: returns nullptr while none is linked in
 // (cuda_detector_hook.cpp; replace that file's definitions with the real CudaDetector).
 bool cuda_detector_available() noexcept;
-std::unique_ptr<Detector> create_cuda_detector(const std::string& onnx_path, const DetectorOptions& options);
+std::unique_ptr<Detector> create_cuda_detector(std::shared_ptr<const Model> model, const DetectorOptions& options);
 
 // True when CUDA device `index` exists and the driver answers (always false without CUDA).
 bool cuda_device_usable(int index) noexcept;

@@ -1,8 +1,8 @@
 // The CUDA detector's nvJPEG decoders (DecodeDevice::kGpu), pooled apart from its execution
 // contexts: a detect_encoded() call decodes its batch before it takes a context, so that decoding
 // the next batches runs while the contexts compute. nvJPEG's decode() holds its caller for most of
-// the decode (H100: 1.3 ms per 32 coco128 JPEGs alone, 5.3 ms next to three busy contexts), and a
-// context that waited for its own decoder idled meanwhile (docs/performance.md section 10).
+// the decode (longer next to busy contexts), and a context that waited for its own decoder idled
+// meanwhile (docs/performance.md section 10).
 #pragma once
 
 #include <cuda_runtime_api.h>

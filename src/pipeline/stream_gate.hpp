@@ -4,7 +4,7 @@
 // The wait is a one-thread kernel polling a word of mapped pinned memory, not a host function:
 // CUDA runs every host function of the process on one callback thread, and nvJPEG's hardware
 // decoder needs that thread, so a host function waiting for a gate while another call decoded
-// deadlocked the two (`bench --from-jpeg --stage-times` with 2 contexts hung at 8205107). The
+// deadlocked the two (`bench --from-jpeg --stage-times` with 2 contexts hung). The
 // kernel also gives up after a time limit, so that nothing (a device-wide synchronisation by
 // another thread, say) can wait for a closed gate forever; a batch whose gate gave up is reported
 // (timed_out) and its stage times left out.

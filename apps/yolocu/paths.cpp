@@ -1,0 +1,102 @@
+#include "paths.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "yolocu/error.hpp"
+
+namespace yolocu::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// "'a.onnx', 'b.onnx'" style listing of up to three names.
+std::string some_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + (names.size() > 3 ? ", ..." : "");
+}
+
+// Why `p` cannot be created as a folder (or hold a file): the first part of it that exists and is
+// not a folder, or "" when there is none.
+std::string blocking_file(const fs::path& p) {
+  std::error_code ec;
+  for (fs::path q = p; !q.empty(); q = q.parent_path()) {
+    const fs::file_status st = fs::status(q, ec);
+    if (fs::exists(st)) return fs::is_directory(st) ? "" : q.string();
+    if (q == q.parent_path()) break;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<Source> expand_inputs(const std::vector<std::string>& specs) {
+  try {
+    return expand_sources(specs);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) throw UsageError(e.what());  // a folder without images
+    throw;
+  }
+}
+
+std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+void check_model_file(const std::string& path) { check_input_file("--model", path, "an ONNX file", ".onnx"); }
+
+void check_input_file(const std::string& option, const std::string& path, const std::string& kind,
+                      const std::string& ext) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw UsageError(option + " " + path + ": cannot read it: " + ec.message());
+    const std::string blocker = blocking_file(fs::path(path).parent_path());
+    throw UsageError(option + " " + path + ": no such file" + (blocker.empty() ? "" : " ('" + blocker + "' is a file, not a folder)"));
+  }
+  if (fs::is_directory(st)) {
+    std::vector<std::string> candidates;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ext) candidates.push_back(e.path().filename().string());
+    std::sort(candidates.begin(), candidates.end());
+    throw UsageError(option + " " + path + ": is a folder, not " + kind +
+                     (candidates.empty() ? "" : " (it holds " + some_names(candidates) + ")"));
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError(option + " " + path + ": cannot read it: " + std::strerror(errno));
+}
+
+void prepare_output_dir(const std::string& option, const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  const std::string blocker = blocking_file(dir);
+  if (blocker == dir) throw UsageError(option + " " + dir + ": exists and is not a folder");
+  if (!blocker.empty()) throw UsageError(option + " " + dir + ": cannot create it: '" + blocker + "' is a file, not a folder");
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError(option + " " + dir + ": cannot create the folder: " + ec.message());
+}
+
+void check_output_file(const std::string& option, const std::string& path) {
+  if (path == "-") return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError(option + " " + path + ": is a folder; name a file");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) {
+    const std::string blocker = blocking_file(parent);
+    if (!blocker.empty()) throw UsageError(option + " " + path + ": cannot create it: '" + blocker + "' is a file, not a folder");
+    fs::create_directories(parent, ec);
+    if (ec) throw UsageError(option + " " + path + ": cannot create its folder " + parent.string() + ": " + ec.message());
+  }
+  const bool existed = fs::exists(path, ec);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::app);  // app: an existing file is left as it is
+    if (!f) throw UsageError(option + " " + path + ": cannot write it: " + std::strerror(errno));
+  }
+  if (!existed) fs::remove(path, ec);
+}
+
+}  // namespace yolocu::cli

@@ -1,0 +1,30 @@
+// The paths a command line names: input expansion and the checks made before any work. Each check
+// throws a UsageError that names the option, the path and the problem.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "yolocu/pipeline.hpp"
+
+namespace yolocu::cli {
+
+// yolocu::expand_sources (files, folders, glob patterns); a folder without images is a UsageError.
+std::vector<Source> expand_inputs(const std::vector<std::string>& specs);
+
+// An input file (`kind`: "an ONNX file", "an image"): exists, is a file (not a folder), can be
+// read. For a folder, the files in it whose names end with `ext` are named as a hint.
+void check_input_file(const std::string& option, const std::string& path, const std::string& kind,
+                      const std::string& ext);
+// --model M: check_input_file("--model", M, "an ONNX file", ".onnx").
+void check_model_file(const std::string& path);
+// An output folder: exists as a folder or is created now (with its parents).
+void prepare_output_dir(const std::string& option, const std::string& dir);
+// An output file ("-" = stdout): not a folder; its folder is created now; it can be opened for writing.
+void check_output_file(const std::string& option, const std::string& path);
+
+// The file name without folder and extension.
+std::string file_stem(const std::string& path);
+
+}  // namespace yolocu::cli
