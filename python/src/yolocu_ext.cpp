@@ -1,10 +1,11 @@
 // yolocu._yolocu: the nanobind extension under the Python package `yolocu` (python/yolocu).
 //
-// A thin layer over the public C++ API (yolocu/detector.hpp, image.hpp, eval.hpp): it checks the
-// Python inputs (dtype, shape, strides, device), hands them to the C++ detector without copying
-// host pixels, and releases the GIL for everything that runs in C++ (decoding, detection, eval),
-// so that calls from several Python threads overlap. The thread contract is the C++ one: one
-// Detector may be called from several threads at once.
+// A thin layer over the public C++ API (yolocu/detector.hpp, pipeline.hpp, image.hpp): it checks
+// the Python inputs (dtype, shape, strides, device) and hands them to the pipeline (decoding on
+// worker threads, detection, eval: the loop the CLI runs) without copying host pixels, and
+// releases the GIL for everything that runs in C++, so that calls from several Python threads
+// overlap. The thread contract is the C++ one: one Detector may be called from several threads at
+// once.
 //
 // yolocu::Error is translated to Python exceptions: kInvalidArgument / kParse / kUnsupported ->
 // ValueError, kIo -> OSError (FileNotFoundError for a missing file), kOutOfMemory -> MemoryError,
@@ -15,20 +16,17 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
-#include <atomic>
 #include <exception>
-#include <thread>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "yolocu/detector.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/eval.hpp"
 #include "yolocu/image.hpp"
+#include "yolocu/pipeline.hpp"
 
 #if defined(YOLOCU_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -38,8 +36,6 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace {
-
-namespace fs = std::filesystem;
 
 // ---- results ------------------------------------------------------------------------------------
 
@@ -147,66 +143,61 @@ Input array_input(const Array& a, size_t i) {
   return in;
 }
 
-// Decodes / copies input i if it is not yet a host view. Runs without the GIL.
-void materialise_one(std::vector<Input>& inputs, size_t i) {
-  {
-    Input& in = inputs[i];
-    const std::string name = "image " + std::to_string(i);
-    if (in.kind == Input::kBytes) {
-      in.owned = yolocu::decode_image(in.bytes, in.size, {}, name);
-      in.view = in.owned.view();
-    } else if (in.kind == Input::kPath) {
-      in.owned = yolocu::decode_image_file(in.path);
-      in.view = in.owned.view();
-    } else if (in.kind == Input::kDeviceView) {
+// A CUDA tensor copied to host memory (one pitched device-to-host copy, after the producer's work
+// on the device is finished), for a detector that takes host images. Runs without the GIL.
+void copy_to_host(Input& in, size_t i) {
 #if defined(YOLOCU_WITH_CUDA)
-      // The detector takes host images: one pitched device-to-host copy (after the producer's
-      // work on the device is finished).
-      yolocu::Image host(in.view.width, in.view.height);
-      int prev = 0;
-      cudaGetDevice(&prev);
-      cudaSetDevice(in.device_id);
-      cudaError_t e = cudaDeviceSynchronize();
-      if (e == cudaSuccess)
-        e = cudaMemcpy2D(host.data(), host.pitch_bytes(), in.view.data, in.view.pitch_bytes, host.pitch_bytes(),
-                         static_cast<size_t>(in.view.height), cudaMemcpyDeviceToHost);
-      cudaSetDevice(prev);
-      if (e != cudaSuccess)
-        throw yolocu::Error(yolocu::ErrorCode::kCuda, name + ": copying the CUDA tensor failed: " + cudaGetErrorString(e));
-      in.owned = std::move(host);
-      in.view = in.owned.view();
+  yolocu::Image host(in.view.width, in.view.height);
+  int prev = 0;
+  cudaGetDevice(&prev);
+  cudaSetDevice(in.device_id);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess)
+    e = cudaMemcpy2D(host.data(), host.pitch_bytes(), in.view.data, in.view.pitch_bytes, host.pitch_bytes(),
+                     static_cast<size_t>(in.view.height), cudaMemcpyDeviceToHost);
+  cudaSetDevice(prev);
+  if (e != cudaSuccess)
+    throw yolocu::Error(yolocu::ErrorCode::kCuda, "image " + std::to_string(i) + ": copying the CUDA tensor failed: " +
+                                                      cudaGetErrorString(e));
+  in.owned = std::move(host);
+  in.view = in.owned.view();
+  in.kind = Input::kView;
+#else
+  (void)in, (void)i;
 #endif
-    }
+}
+
+// The inputs as the pipeline's sources (CUDA tensors copied to the host first). Runs without the GIL.
+std::vector<yolocu::Source> to_sources(std::vector<Input>& inputs) {
+  std::vector<yolocu::Source> sources;
+  sources.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Input& in = inputs[i];
+    if (in.kind == Input::kDeviceView) copy_to_host(in, i);
+    const std::string name = "image " + std::to_string(i);
+    if (in.kind == Input::kBytes) sources.push_back(yolocu::Source::encoded(in.bytes, in.size, name));
+    else if (in.kind == Input::kPath) sources.push_back(yolocu::Source::file(in.path));
+    else sources.push_back(yolocu::Source::decoded(in.view, name));
+  }
+  return sources;
+}
+
+// The first failure of a run, in input order, rethrown as it was thrown.
+void rethrow_first_error(const std::vector<yolocu::ImageResult>& results) {
+  for (const yolocu::ImageResult& r : results) {
+    if (r.exception) std::rethrow_exception(r.exception);
+    if (!r.error.empty()) throw yolocu::Error(yolocu::ErrorCode::kIo, r.error);
   }
 }
 
-// All inputs; encoded images are decoded on up to hardware_concurrency() threads. The first
-// failure (in input order) is rethrown.
-void materialise(std::vector<Input>& inputs) {
-  size_t encoded = 0;
-  for (const Input& in : inputs) encoded += (in.kind == Input::kBytes || in.kind == Input::kPath) ? 1 : 0;
-  const size_t threads = std::min<size_t>(encoded, std::max(1u, std::thread::hardware_concurrency()));
-  if (threads <= 1) {
-    for (size_t i = 0; i < inputs.size(); ++i) materialise_one(inputs, i);
-    return;
+// The message of a failed image: what() of its exception, else its error text.
+std::string error_message(const yolocu::ImageResult& r) {
+  if (!r.exception) return r.error;
+  try {
+    std::rethrow_exception(r.exception);
+  } catch (const std::exception& e) {
+    return e.what();
   }
-  std::vector<std::exception_ptr> errors(inputs.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < inputs.size();) {
-      try {
-        materialise_one(inputs, i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 // Sorts a Python list (already flattened by the Python layer) into inputs. Keeps no references:
@@ -260,41 +251,90 @@ yolocu::Device parse_device(const std::string& s, int* index) {
 
 // ---- the detector -------------------------------------------------------------------------------
 
+// The Python Detector's options. iou < 0 (Python's None) leaves the IoU threshold to the model
+// family, as `defaults` ("predict" or "val") says; the Detector resolves it from the parsed model.
+struct PyOptions {
+  std::string device = "auto", precision = "fp16", decode = "cpu", defaults = "predict";
+  float conf = 0.25f, iou = -1.f, decode_cpu_share = 0;
+  int max_det = 300, batch = 1, imgsz_h = 0, imgsz_w = 0, threads = 0, contexts = 1;
+  std::vector<int> classes;
+  bool agnostic = false, multi_label = false, engine_graphs = true;
+  uint64_t max_memory = 0, max_device_memory = 0;
+};
+
+yolocu::DetectorOptions detector_options(const PyOptions& p) {
+  yolocu::DetectorOptions o;
+  o.device = parse_device(p.device, &o.cuda_device);
+  if (p.precision == "fp16" || p.precision == "half") o.precision = yolocu::Precision::kFloat16;
+  else if (p.precision == "fp32" || p.precision == "float") o.precision = yolocu::Precision::kFloat32;
+  else throw nb::value_error(("precision must be 'fp16' or 'fp32', got '" + p.precision + "'").c_str());
+  if (!(p.conf >= 0 && p.conf <= 1)) throw nb::value_error(("conf must be in [0, 1], got " + std::to_string(p.conf)).c_str());
+  if (!(p.iou < 0 || p.iou <= 1)) throw nb::value_error(("iou must be in [0, 1], got " + std::to_string(p.iou)).c_str());
+  if (p.max_det < 1) throw nb::value_error(("max_det must be >= 1, got " + std::to_string(p.max_det)).c_str());
+  if (p.batch < 1 || p.batch > 1024) throw nb::value_error(("batch must be in 1..1024, got " + std::to_string(p.batch)).c_str());
+  for (int c : p.classes)
+    if (c < 0) throw nb::value_error(("classes: class ids are >= 0, got " + std::to_string(c)).c_str());
+  if (p.defaults == "predict") o.postprocess_defaults = yolocu::PostprocessDefaults::kPredict;
+  else if (p.defaults == "val") o.postprocess_defaults = yolocu::PostprocessDefaults::kVal;
+  else throw nb::value_error(("defaults must be 'predict' or 'val', got '" + p.defaults + "'").c_str());
+  o.postprocess.conf_threshold = p.conf;
+  o.postprocess.iou_threshold = p.iou < 0 ? yolocu::kFamilyDefault : p.iou;
+  o.postprocess.max_det = p.max_det;
+  o.postprocess.classes = p.classes;
+  o.postprocess.agnostic = p.agnostic;
+  o.postprocess.multi_label = p.multi_label;
+  o.max_batch = p.batch;
+  o.input_height = p.imgsz_h;
+  o.input_width = p.imgsz_w;
+  o.cpu_threads = p.threads;
+  o.contexts = p.contexts;
+  o.max_memory = p.max_memory;
+  o.max_device_memory = p.max_device_memory;
+  if (p.decode == "cpu") o.decode = yolocu::DecodeDevice::kCpu;
+  else if (p.decode == "gpu" || p.decode == "nvjpeg") o.decode = yolocu::DecodeDevice::kGpu;
+  else throw nb::value_error(("decode must be 'cpu' or 'gpu', got '" + p.decode + "'").c_str());
+  o.decode_cpu_share = p.decode_cpu_share;  // range and combination checked by create()
+  o.engine_graphs = p.engine_graphs;
+  return o;
+}
+
+nb::dict metrics_dict(const yolocu::EvalRun& run) {
+  const yolocu::MapResult& m = run.metrics;
+  nb::dict d;
+  d["map50"] = m.map50;
+  d["map50_95"] = m.map50_95;
+  d["precision"] = m.precision;
+  d["recall"] = m.recall;
+  d["num_images"] = m.num_images;
+  d["num_labels"] = m.num_labels;
+  nb::list per_class;
+  for (const yolocu::ClassAp& c : m.per_class) {
+    nb::dict e;
+    e["class_id"] = c.class_id;
+    e["labels"] = c.num_labels;
+    e["predictions"] = c.num_predictions;
+    e["ap50"] = c.ap50;
+    e["ap50_95"] = c.ap50_95;
+    e["precision"] = c.precision;
+    e["recall"] = c.recall;
+    per_class.append(e);
+  }
+  d["per_class"] = per_class;
+  // images or label files that failed ("<path>: <message>", "<path>: labels: <message>")
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < run.images.size(); ++i) {
+    const yolocu::ImageResult& r = run.images[i];
+    if (!r.error.empty()) errors.push_back(r.path + ": " + error_message(r));
+    if (!run.label_errors[i].empty()) errors.push_back(r.path + ": labels: " + run.label_errors[i]);
+  }
+  d["errors"] = nb::cast(errors);
+  return d;
+}
+
 class PyDetector {
  public:
-  PyDetector(const std::string& model, const std::string& device, const std::string& precision, float conf, float iou,
-             int max_det, const std::vector<int>& classes, bool agnostic, bool multi_label, int batch, int imgsz_h,
-             int imgsz_w, int threads, int contexts, uint64_t max_memory, uint64_t max_device_memory,
-             const std::string& decode, float decode_cpu_share, bool engine_graphs) {
-    yolocu::DetectorOptions o;
-    o.device = parse_device(device, &o.cuda_device);
-    if (precision == "fp16" || precision == "half") o.precision = yolocu::Precision::kFloat16;
-    else if (precision == "fp32" || precision == "float") o.precision = yolocu::Precision::kFloat32;
-    else throw nb::value_error(("precision must be 'fp16' or 'fp32', got '" + precision + "'").c_str());
-    if (!(conf >= 0 && conf <= 1)) throw nb::value_error(("conf must be in [0, 1], got " + std::to_string(conf)).c_str());
-    if (!(iou >= 0 && iou <= 1)) throw nb::value_error(("iou must be in [0, 1], got " + std::to_string(iou)).c_str());
-    if (max_det < 1) throw nb::value_error(("max_det must be >= 1, got " + std::to_string(max_det)).c_str());
-    if (batch < 1 || batch > 1024) throw nb::value_error(("batch must be in 1..1024, got " + std::to_string(batch)).c_str());
-    for (int c : classes)
-      if (c < 0) throw nb::value_error(("classes: class ids are >= 0, got " + std::to_string(c)).c_str());
-    o.postprocess.conf_threshold = conf;
-    o.postprocess.iou_threshold = iou;
-    o.postprocess.max_det = max_det;
-    o.postprocess.classes = classes;
-    o.postprocess.agnostic = agnostic;
-    o.postprocess.multi_label = multi_label;
-    o.max_batch = batch;
-    o.input_height = imgsz_h;
-    o.input_width = imgsz_w;
-    o.cpu_threads = threads;
-    o.contexts = contexts;
-    o.max_memory = max_memory;
-    o.max_device_memory = max_device_memory;
-    if (decode == "cpu") o.decode = yolocu::DecodeDevice::kCpu;
-    else if (decode == "gpu" || decode == "nvjpeg") o.decode = yolocu::DecodeDevice::kGpu;
-    else throw nb::value_error(("decode must be 'cpu' or 'gpu', got '" + decode + "'").c_str());
-    o.decode_cpu_share = decode_cpu_share;  // range and combination checked by create()
-    o.engine_graphs = engine_graphs;
+  explicit PyDetector(const std::string& model, const PyOptions& options) {
+    const yolocu::DetectorOptions o = detector_options(options);
     nb::gil_scoped_release release;
     det_ = yolocu::Detector::create(model, o);
   }
@@ -302,131 +342,47 @@ class PyDetector {
   // items: a flat list of arrays / bytes / str paths. Returns one result tuple per item.
   nb::list detect(const nb::list& items) {
     std::vector<Input> inputs = collect_inputs(items);
-    std::vector<yolocu::Detections> dets;
 #if defined(YOLOCU_WITH_CUDA)
-    // All images CUDA tensors on this CUDA detector's GPU: zero copy (the letterbox reads them in
-    // place) once the device has finished writing them.
-    const bool all_on_device =
-        !inputs.empty() && det_->device() == yolocu::Device::kCuda &&
-        std::all_of(inputs.begin(), inputs.end(), [&](const Input& in) {
-          return in.kind == Input::kDeviceView && in.device_id == det_->options().cuda_device;
-        });
-    if (all_on_device) {
-      {
-        nb::gil_scoped_release release;
-        int prev = 0;
-        cudaGetDevice(&prev);
-        cudaSetDevice(det_->options().cuda_device);
-        const cudaError_t e = cudaDeviceSynchronize();
-        cudaSetDevice(prev);
-        if (e != cudaSuccess)
-          throw yolocu::Error(yolocu::ErrorCode::kCuda, std::string("waiting for the CUDA tensors: ") + cudaGetErrorString(e));
-        std::vector<yolocu::ImageView> views;
-        for (const Input& in : inputs) views.push_back(in.view);
-        dets = det_->detect_device(views);
-      }
-      nb::list out;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        out.append(result_tuple(dets[i], inputs[i].view.width, inputs[i].view.height));
-      return out;
-    }
+    if (all_on_this_gpu(inputs)) return detect_on_device(inputs);
 #endif
-    // decode "gpu" and every image encoded (bytes or a path): nvJPEG decodes them on the device
-    // (detect_encoded); a call with arrays among them decodes on the CPU as usual.
-    const bool all_encoded =
-        !inputs.empty() && det_->options().decode == yolocu::DecodeDevice::kGpu &&
-        std::all_of(inputs.begin(), inputs.end(),
-                    [](const Input& in) { return in.kind == Input::kBytes || in.kind == Input::kPath; });
-    if (all_encoded) {
-      std::vector<yolocu::DecodedSize> sizes;
-      {
-        nb::gil_scoped_release release;
-        std::vector<std::string> files(inputs.size());  // the bytes of the paths, kept for the call
-        std::vector<yolocu::EncodedImage> encoded;
-        for (size_t i = 0; i < inputs.size(); ++i) {
-          const Input& in = inputs[i];
-          if (in.kind == Input::kPath) {
-            files[i] = yolocu::read_file_bytes(in.path);
-            encoded.push_back({files[i].data(), files[i].size(), in.path});
-          } else {
-            encoded.push_back({in.bytes, in.size, "image " + std::to_string(i)});
-          }
-        }
-        dets = det_->detect_encoded(encoded, &sizes);
-      }
-      nb::list out;
-      for (size_t i = 0; i < inputs.size(); ++i) out.append(result_tuple(dets[i], sizes[i].width, sizes[i].height));
-      return out;
-    }
+    std::vector<yolocu::ImageResult> results;
     {
       nb::gil_scoped_release release;
-      materialise(inputs);  // CUDA tensors for a CPU detector (or mixed inputs): one copy to the host
-      std::vector<yolocu::ImageView> views;
-      views.reserve(inputs.size());
-      for (const Input& in : inputs) views.push_back(in.view);
-      dets = det_->detect(views);
+      const std::vector<yolocu::Source> sources = to_sources(inputs);
+      size_t encoded = 0;
+      for (const yolocu::Source& src : sources) encoded += src.kind != yolocu::Source::Kind::kDecoded ? 1 : 0;
+      // One detect() call for the list (the detector batches it, last_times() covers it), its
+      // encoded images decoded on up to one thread per core; decode "gpu" and every image encoded:
+      // nvJPEG decodes them (detect_encoded), else the CPU does.
+      yolocu::PipelineOptions po;
+      po.batch = static_cast<int>(std::max<size_t>(sources.size(), 1));
+      po.decode_threads = static_cast<int>(std::min<size_t>(std::max<size_t>(encoded, 1),
+                                                            std::max(1u, std::thread::hardware_concurrency())));
+      po.encoded = !sources.empty() && encoded == sources.size() &&
+                   det_->options().decode == yolocu::DecodeDevice::kGpu;
+      results = yolocu::run_pipeline(*det_, sources, po);
+      rethrow_first_error(results);
     }
     nb::list out;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      out.append(result_tuple(dets[i], inputs[i].view.width, inputs[i].view.height));
+    for (const yolocu::ImageResult& r : results) out.append(result_tuple(r.detections, r.width, r.height));
     return out;
   }
 
-  // val.py's metrics over image files and a folder of YOLO labels (LABELS/<stem>.txt).
+  // val.py's metrics over image files and a folder of YOLO labels (LABELS/<stem>.txt): the loop of
+  // `yolocu eval`.
   nb::dict evaluate(const std::vector<std::string>& paths, const std::string& labels_dir) {
-    yolocu::MapResult m;
-    std::vector<std::string> errors;
+    yolocu::EvalRun run;
     {
       nb::gil_scoped_release release;
-      yolocu::MapEvaluator evaluator;
-      const size_t batch = static_cast<size_t>(det_->options().max_batch);
-      for (size_t start = 0; start < paths.size(); start += batch) {
-        std::vector<yolocu::Image> images;
-        std::vector<std::string> names;
-        for (size_t k = start; k < std::min(paths.size(), start + batch); ++k) {
-          try {
-            images.push_back(yolocu::decode_image_file(paths[k]));
-            names.push_back(paths[k]);
-          } catch (const yolocu::Error& e) {
-            errors.push_back(paths[k] + ": " + e.what());
-          }
-        }
-        std::vector<yolocu::ImageView> views;
-        for (const auto& im : images) views.push_back(im.view());
-        const std::vector<yolocu::Detections> dets = det_->detect(views);
-        for (size_t k = 0; k < images.size(); ++k) {
-          const std::string label = (fs::path(labels_dir) / (fs::path(names[k]).stem().string() + ".txt")).string();
-          try {
-            evaluator.add_image(dets[k], yolocu::load_yolo_labels(label, images[k].width(), images[k].height()));
-          } catch (const yolocu::Error& e) {
-            errors.push_back(names[k] + ": labels: " + e.what());
-          }
-        }
-      }
-      m = evaluator.compute();
+      std::vector<yolocu::Source> sources;
+      for (const std::string& p : paths) sources.push_back(yolocu::Source::file(p));
+      yolocu::PipelineOptions po;
+      po.batch = det_->options().max_batch;
+      po.decode_threads = static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
+      po.encoded = det_->options().decode == yolocu::DecodeDevice::kGpu;
+      run = yolocu::evaluate_sources(*det_, sources, labels_dir, po);
     }
-    nb::dict d;
-    d["map50"] = m.map50;
-    d["map50_95"] = m.map50_95;
-    d["precision"] = m.precision;
-    d["recall"] = m.recall;
-    d["num_images"] = m.num_images;
-    d["num_labels"] = m.num_labels;
-    nb::list per_class;
-    for (const yolocu::ClassAp& c : m.per_class) {
-      nb::dict e;
-      e["class_id"] = c.class_id;
-      e["labels"] = c.num_labels;
-      e["predictions"] = c.num_predictions;
-      e["ap50"] = c.ap50;
-      e["ap50_95"] = c.ap50_95;
-      e["precision"] = c.precision;
-      e["recall"] = c.recall;
-      per_class.append(e);
-    }
-    d["per_class"] = per_class;
-    d["errors"] = nb::cast(errors);
-    return d;
+    return metrics_dict(run);
   }
 
   std::vector<std::string> class_names() const { return det_->class_names(); }
@@ -436,6 +392,18 @@ class PyDetector {
   }
   nb::tuple imgsz() const { return nb::make_tuple(det_->input_height(), det_->input_width()); }
   int batch() const { return det_->options().max_batch; }
+  // The post-processing options in use (the family's defaults resolved).
+  nb::dict postprocess() const {
+    const yolocu::PostprocessOptions& p = det_->options().postprocess;
+    nb::dict d;
+    d["conf"] = p.conf_threshold;
+    d["iou"] = p.iou_threshold;
+    d["max_det"] = p.max_det;
+    d["multi_label"] = p.multi_label;
+    d["agnostic"] = p.agnostic;
+    d["classes"] = nb::cast(p.classes);
+    return d;
+  }
   nb::dict last_times() const {
     const yolocu::StageTimes t = det_->last_times();
     nb::dict d;
@@ -460,28 +428,55 @@ class PyDetector {
   }
 
  private:
+#if defined(YOLOCU_WITH_CUDA)
+  // All images CUDA tensors on this CUDA detector's GPU: zero copy (the letterbox reads them in
+  // place) once the device has finished writing them.
+  bool all_on_this_gpu(const std::vector<Input>& inputs) const {
+    return !inputs.empty() && det_->device() == yolocu::Device::kCuda &&
+           std::all_of(inputs.begin(), inputs.end(), [&](const Input& in) {
+             return in.kind == Input::kDeviceView && in.device_id == det_->options().cuda_device;
+           });
+  }
+
+  nb::list detect_on_device(const std::vector<Input>& inputs) {
+    std::vector<yolocu::Detections> dets;
+    {
+      nb::gil_scoped_release release;
+      int prev = 0;
+      cudaGetDevice(&prev);
+      cudaSetDevice(det_->options().cuda_device);
+      const cudaError_t e = cudaDeviceSynchronize();
+      cudaSetDevice(prev);
+      if (e != cudaSuccess)
+        throw yolocu::Error(yolocu::ErrorCode::kCuda, std::string("waiting for the CUDA tensors: ") + cudaGetErrorString(e));
+      std::vector<yolocu::ImageView> views;
+      for (const Input& in : inputs) views.push_back(in.view);
+      dets = det_->detect_device(views);
+    }
+    nb::list out;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      out.append(result_tuple(dets[i], inputs[i].view.width, inputs[i].view.height));
+    return out;
+  }
+#endif
+
   std::unique_ptr<yolocu::Detector> det_;
 };
 
 // Decodes a JPEG/PNG (path or bytes) exactly as yolocu's CLI does (cv2.imread's pixels).
 nb::ndarray<nb::numpy, uint8_t> decode(nb::handle src) {
-  Input in;
+  yolocu::Image im;
   if (nb::isinstance<nb::bytes>(src)) {
     nb::bytes b = nb::borrow<nb::bytes>(src);
     if (b.size() == 0) throw nb::value_error("empty bytes");
-    in.kind = Input::kBytes, in.bytes = b.c_str(), in.size = b.size();
+    nb::gil_scoped_release release;
+    im = yolocu::decode_image(b.c_str(), b.size(), {}, "image 0");
   } else if (nb::isinstance<nb::str>(src)) {
-    in.kind = Input::kPath, in.path = nb::cast<std::string>(src);
+    const std::string path = nb::cast<std::string>(src);
+    nb::gil_scoped_release release;
+    im = yolocu::decode_image_file(path);
   } else {
     throw nb::type_error("decode: expected a path (str) or encoded bytes");
-  }
-  yolocu::Image im;
-  {
-    nb::gil_scoped_release release;
-    std::vector<Input> one;
-    one.push_back(std::move(in));
-    materialise(one);
-    im = std::move(one[0].owned);
   }
   const size_t h = static_cast<size_t>(im.height()), w = static_cast<size_t>(im.width());
   std::vector<uint8_t> px(im.data(), im.data() + im.size_bytes());
@@ -532,13 +527,30 @@ NB_MODULE(_yolocu, m) {
     }
   });
 
+  nb::class_<PyOptions>(m, "_Options")
+      .def(nb::init<>())
+      .def_rw("device", &PyOptions::device)
+      .def_rw("precision", &PyOptions::precision)
+      .def_rw("decode", &PyOptions::decode)
+      .def_rw("defaults", &PyOptions::defaults)
+      .def_rw("conf", &PyOptions::conf)
+      .def_rw("iou", &PyOptions::iou)
+      .def_rw("decode_cpu_share", &PyOptions::decode_cpu_share)
+      .def_rw("max_det", &PyOptions::max_det)
+      .def_rw("batch", &PyOptions::batch)
+      .def_rw("imgsz_h", &PyOptions::imgsz_h)
+      .def_rw("imgsz_w", &PyOptions::imgsz_w)
+      .def_rw("threads", &PyOptions::threads)
+      .def_rw("contexts", &PyOptions::contexts)
+      .def_rw("classes", &PyOptions::classes)
+      .def_rw("agnostic", &PyOptions::agnostic)
+      .def_rw("multi_label", &PyOptions::multi_label)
+      .def_rw("engine_graphs", &PyOptions::engine_graphs)
+      .def_rw("max_memory", &PyOptions::max_memory)
+      .def_rw("max_device_memory", &PyOptions::max_device_memory);
+
   nb::class_<PyDetector>(m, "_Detector")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, float, float, int,
-                    const std::vector<int>&, bool, bool, int, int, int, int, int, uint64_t, uint64_t,
-                    const std::string&, float, bool>(),
-           "model"_a, "device"_a, "precision"_a, "conf"_a, "iou"_a, "max_det"_a, "classes"_a, "agnostic"_a,
-           "multi_label"_a, "batch"_a, "imgsz_h"_a, "imgsz_w"_a, "threads"_a, "contexts"_a, "max_memory"_a,
-           "max_device_memory"_a, "decode"_a = "cpu", "decode_cpu_share"_a = 0.f, "engine_graphs"_a = true)
+      .def(nb::init<const std::string&, const PyOptions&>(), "model"_a, "options"_a)
       .def("detect", &PyDetector::detect, "items"_a,
            "Detects objects in a flat list of images (arrays, bytes, paths); the GIL is released.")
       .def("evaluate", &PyDetector::evaluate, "paths"_a, "labels_dir"_a)
@@ -546,6 +558,7 @@ NB_MODULE(_yolocu, m) {
       .def_prop_ro("device", &PyDetector::device)
       .def_prop_ro("imgsz", &PyDetector::imgsz)
       .def_prop_ro("batch", &PyDetector::batch)
+      .def_prop_ro("postprocess", &PyDetector::postprocess)
       .def("last_times", &PyDetector::last_times)
       .def("set_stage_profiling", &PyDetector::set_stage_profiling, "on"_a)
       .def("warm_up", &PyDetector::warm_up, "sizes"_a = std::vector<int>{},

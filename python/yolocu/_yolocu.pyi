@@ -6,11 +6,32 @@ import numpy.typing as npt
 
 with_cuda: bool
 
+class _Options:
+    """The Detector's options; iou < 0 leaves the IoU threshold to the model family (`defaults`:
+    "predict" or "val")."""
+    device: str
+    precision: str
+    decode: str
+    defaults: str
+    conf: float
+    iou: float
+    decode_cpu_share: float
+    max_det: int
+    batch: int
+    imgsz_h: int
+    imgsz_w: int
+    threads: int
+    contexts: int
+    classes: List[int]
+    agnostic: bool
+    multi_label: bool
+    engine_graphs: bool
+    max_memory: int
+    max_device_memory: int
+    def __init__(self) -> None: ...
+
 class _Detector:
-    def __init__(self, model: str, device: str, precision: str, conf: float, iou: float, max_det: int,
-                 classes: List[int], agnostic: bool, multi_label: bool, batch: int, imgsz_h: int, imgsz_w: int,
-                 threads: int, contexts: int, max_memory: int, max_device_memory: int, decode: str = ...,
-                 decode_cpu_share: float = ..., engine_graphs: bool = ...) -> None: ...
+    def __init__(self, model: str, options: _Options) -> None: ...
     def detect(self, items: List[Any]) -> List[Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32],
                                                      npt.NDArray[np.int32], int, int]]:
         """Per image: boxes N x 4, scores N, classes N, width, height. The GIL is released."""
@@ -23,6 +44,9 @@ class _Detector:
     def imgsz(self) -> Tuple[int, int]: ...
     @property
     def batch(self) -> int: ...
+    @property
+    def postprocess(self) -> Dict[str, Any]:
+        """conf, iou, max_det, multi_label, agnostic, classes in use (the family's defaults resolved)."""
     def last_times(self) -> Dict[str, float]: ...
     def set_stage_profiling(self, on: bool) -> None: ...
     def warm_up(self, sizes: List[int] = ...) -> None: ...

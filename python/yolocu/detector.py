@@ -110,15 +110,18 @@ def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
 
 
 class Detector:
-    """A YOLOv5 detector: `Detector("yolov5n.onnx")(img)` -> Results.
+    """A YOLO detector: `Detector("yolov5n.onnx")(img)` -> Results.
 
     Args:
-        model: ONNX file exported by ultralytics/yolov5 export.py (static or dynamic, fp32 or fp16).
+        model: ONNX file exported by ultralytics/yolov5 export.py or the ultralytics package
+            (YOLOv8, YOLO11; static or dynamic, fp32 or fp16).
         device: "auto" (the GPU when this build has CUDA and one is usable, else the CPU), "cpu",
             "cuda" or "cuda:N".
         precision: GPU engine precision, "fp16" or "fp32" (the CPU always runs fp32).
         conf: confidence threshold (obj > conf and obj * cls > conf).
-        iou: NMS IoU threshold (suppress when IoU > iou).
+        iou: NMS IoU threshold (suppress when IoU > iou). None: the model family's default, as
+            the CLI's `yolocu detect` picks it: 0.45 for YOLOv5 (detect.py), 0.7 for YOLOv8 /
+            YOLO11 (ultralytics predict). The value in use is `Detector.iou`.
         max_det: detections kept per image.
         classes: keep only these class ids (None: all).
         agnostic: class-agnostic NMS.
@@ -139,9 +142,8 @@ class Detector:
             threads while nvJPEG decodes the rest (more images/s where nvJPEG is the limit).
         engine_graphs: GPU: replay the engine's forward as CUDA graphs (True, default) or launch
             its kernels one by one (False). Beside nvJPEG (decode="gpu") eager launches leave the
-            decoder more of the GPU: the CLI launches eagerly there (faster in every measured CLI
-            call); through this API, on 1080p-size JPEGs, graphs were 6% faster with one context and
-            eager 2% faster with two (docs/performance.md section 10). The CPU path ignores it.
+            decoder more of the GPU: the CLI launches eagerly there; through this API neither won
+            clearly (docs/performance.md section 10). The CPU path ignores it.
 
     Calling it releases the GIL while C++ runs; one Detector may be called from several threads at
     once (the C++ thread contract). Raises FileNotFoundError (model), ValueError (bad options or
@@ -149,11 +151,11 @@ class Detector:
     """
 
     def __init__(self, model: Union[str, os.PathLike], device: str = "auto", precision: str = "fp16",
-                 conf: float = 0.25, iou: float = 0.45, max_det: int = 300, classes: Optional[Iterable[int]] = None,
-                 agnostic: bool = False, batch: int = 8, imgsz: Union[None, int, Sequence[int]] = None,
-                 multi_label: bool = False, threads: int = 0, contexts: int = 1, max_memory: int = 0,
-                 max_device_memory: int = 0, decode: str = "cpu", decode_cpu_share: float = 0.0,
-                 engine_graphs: bool = True):
+                 conf: float = 0.25, iou: Optional[float] = None, max_det: int = 300,
+                 classes: Optional[Iterable[int]] = None, agnostic: bool = False, batch: int = 8,
+                 imgsz: Union[None, int, Sequence[int]] = None, multi_label: bool = False, threads: int = 0,
+                 contexts: int = 1, max_memory: int = 0, max_device_memory: int = 0, decode: str = "cpu",
+                 decode_cpu_share: float = 0.0, engine_graphs: bool = True, _defaults: str = "predict"):
         model = os.fspath(model)
         if not os.path.isfile(model):
             raise FileNotFoundError(2, "model: no such file", model)
@@ -172,11 +174,17 @@ class Detector:
             raise ValueError(f"max_device_memory must be >= 0 bytes, got {max_device_memory}")
         if not isinstance(engine_graphs, bool):
             raise TypeError(f"engine_graphs must be True or False, got {engine_graphs!r}")
+        if iou is not None and not 0 <= float(iou) <= 1:
+            raise ValueError(f"iou must be in [0, 1] (or None: the model family's default), got {iou}")
         self._engine_graphs = engine_graphs
-        self._det = _yolocu._Detector(model, str(device), str(precision), float(conf), float(iou), int(max_det), cls,
-                                      bool(agnostic), bool(multi_label), int(batch), h, w, int(threads), int(contexts),
-                                      int(max_memory), int(max_device_memory), str(decode),
-                                      float(decode_cpu_share), self._engine_graphs)
+        o = _yolocu._Options()
+        o.device, o.precision, o.decode, o.defaults = str(device), str(precision), str(decode), str(_defaults)
+        o.conf, o.iou, o.max_det, o.classes = float(conf), -1.0 if iou is None else float(iou), int(max_det), cls
+        o.agnostic, o.multi_label, o.batch, o.imgsz_h, o.imgsz_w = bool(agnostic), bool(multi_label), int(batch), h, w
+        o.threads, o.contexts, o.max_memory, o.max_device_memory = (int(threads), int(contexts), int(max_memory),
+                                                                    int(max_device_memory))
+        o.decode_cpu_share, o.engine_graphs = float(decode_cpu_share), self._engine_graphs
+        self._det = _yolocu._Detector(model, o)
         self.model = model
         self.names: Dict[int, str] = dict(enumerate(self._det.class_names))
 
@@ -199,6 +207,21 @@ class Detector:
     @property
     def batch(self) -> int:
         return self._det.batch
+
+    @property
+    def conf(self) -> float:
+        """The confidence threshold in use."""
+        return float(self._det.postprocess["conf"])
+
+    @property
+    def iou(self) -> float:
+        """The NMS IoU threshold in use (the model family's default when the iou argument was None)."""
+        return float(self._det.postprocess["iou"])
+
+    @property
+    def max_det(self) -> int:
+        """Detections kept per image."""
+        return int(self._det.postprocess["max_det"])
 
     def __call__(self, source: Union[ImageLike, Sequence[ImageLike]]) -> Union[Results, List[Results]]:
         """Detects objects. `source`: one image or a list of images, each a NumPy HxWx3 uint8 BGR
@@ -265,22 +288,25 @@ def decode(source: Union[str, os.PathLike, bytes]) -> np.ndarray:
 
 
 def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
-         labels: Union[str, os.PathLike], conf: float = 0.001, iou: float = 0.6, max_det: int = 300,
+         labels: Union[str, os.PathLike], conf: float = 0.001, iou: Optional[float] = None, max_det: int = 300,
          single_label: bool = False, device: str = "auto", precision: str = "fp16", batch: int = 8,
          imgsz: Union[None, int, Sequence[int]] = None, classes: Optional[Iterable[int]] = None,
          agnostic: bool = False) -> Dict[str, Any]:  # noqa: A001 (the name the issue asks for)
     """mAP of a model over labelled images, as `yolocu eval` (val.py's metrics) computes it.
 
     images: a folder, a glob pattern, a file, or a list of those; labels: folder of YOLO label
-    files (LABELS/<image stem>.txt; a missing one is a background image). Returns the CLI's
-    "metrics" dict: map50, map50_95, precision, recall, num_images, num_labels, per_class (class_id,
-    labels, predictions, ap50, ap50_95, precision, recall), plus errors (images or label files that
-    failed; the metrics cover the others)."""
+    files (LABELS/<image stem>.txt; a missing one is a background image). iou None: the model
+    family's default, as `yolocu eval` picks it: 0.6 for YOLOv5 (val.py), 0.7 for YOLOv8 / YOLO11
+    (ultralytics val). The images run through the loop `yolocu eval` runs (decoding threads,
+    batches). Returns the CLI's "metrics" dict: map50, map50_95, precision, recall, num_images,
+    num_labels, per_class (class_id, labels, predictions, ap50, ap50_95, precision, recall), plus
+    errors (images or label files that failed, "<path>: <message>" / "<path>: labels: <message>";
+    the metrics cover the others)."""
     labels = os.fspath(labels)
     if not os.path.isdir(labels):
         raise FileNotFoundError(2, "labels: no such folder", labels)
     specs = [images] if isinstance(images, (str, os.PathLike)) else list(images)
     paths = list_images(*specs)
     det = Detector(model, device=device, precision=precision, conf=conf, iou=iou, max_det=max_det, classes=classes,
-                   agnostic=agnostic, batch=batch, imgsz=imgsz, multi_label=not single_label)
+                   agnostic=agnostic, batch=batch, imgsz=imgsz, multi_label=not single_label, _defaults="val")
     return dict(det._det.evaluate(paths, labels))

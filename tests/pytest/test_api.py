@@ -188,6 +188,37 @@ def test_eval_matches_cli(cli, tmp_path):
     assert 0.1 < m["map50_95"] < 0.5
 
 
+# ---- the model family's defaults -----------------------------------------------------------------
+
+def v8_model(name):
+    """A YOLOv8 / YOLO11 export made by scripts/v8/make_refs.sh ($YOLOCU_V8_DIR, else .data/v8/refs), or None."""
+    root = os.environ.get("YOLOCU_V8_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", ".data", "v8", "refs")
+    path = os.path.join(root, name)
+    return path if os.path.isfile(os.path.join(root, "COMPLETE")) and os.path.isfile(path) else None
+
+
+def test_iou_none_takes_the_family_default_like_the_cli(cli, samples, tmp_path):
+    """iou=None (the default) is the model family's, as the CLI picks it: YOLOv5 0.45 (detect.py),
+    0.6 for eval (val.py); YOLOv8 / YOLO11 0.7 (ultralytics predict and val). Explicit values win."""
+    d = yolocu.Detector(model_path(), device="cpu")
+    assert d.iou == pytest.approx(0.45) and d.conf == pytest.approx(0.25) and d.max_det == 300
+    assert yolocu.Detector(model_path(), device="cpu", iou=0.3).iou == pytest.approx(0.3)
+    assert yolocu.Detector(model_path(), device="cpu", _defaults="val").iou == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="iou"):
+        yolocu.Detector(model_path(), device="cpu", iou=1.5)
+    with pytest.raises(ValueError, match="iou"):
+        yolocu.Detector(model_path(), device="cpu", iou=-0.5)
+    v8 = v8_model("yolov8n.onnx")
+    if v8 is None:
+        pytest.skip("no YOLOv8 export (scripts/v8/make_refs.sh): the YOLOv8 half of this test did not run")
+    d8 = yolocu.Detector(v8, device="cpu")
+    assert d8.iou == pytest.approx(0.7)
+    assert yolocu.Detector(v8, device="cpu", _defaults="val").iou == pytest.approx(0.7)
+    ref = run_cli_json(cli, ["detect", "--model", v8, "--device", "cpu", "--max-det", "300"] + samples, tmp_path)["images"]
+    for res, entry in zip(d8(samples), ref):
+        assert_same_as_cli(res, entry)
+
+
 # ---- bad inputs: an exception naming the problem, and the process carries on -------------------
 
 def test_bad_inputs_raise_and_process_survives(det, samples, cli_samples):
