@@ -174,7 +174,7 @@ struct BatchSpan {
 // tactic cache file (a warm build). Figures of the first execution context's engine (the others
 // reuse its choices).
 struct BuildInfo {
-  double build_ms = 0;             // Detector::create(), model load included
+  double build_ms = 0;             // Detector::create(), model load included (not for a model passed in loaded)
   double tune_ms = 0;              // GPU: host time choosing tactics (cache loads included)
   int tactic_layers = 0;           // GPU: (layer, batch) choices made
   int tactic_cache_hits = 0;       // ... loaded from the cache file (checked, not timed)
