@@ -1,5 +1,6 @@
-// Detector front end: option and image validation (once, before a backend is chosen), the backend
-// choice, and the asynchronous form.
+// Detector front end: option and image validation (once, before a backend is chosen), the model
+// loaded once and the family's post-processing defaults resolved from it, the backend choice, and
+// the asynchronous form.
 #include "yolocu/detector.hpp"
 
 #include <algorithm>
