@@ -10,7 +10,6 @@
 #include "triton/triton_api.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/model.hpp"
-#include "yolocu/postprocess.hpp"
 #if defined(YOLOCU_WITH_CUDA)
 #include "yolocu/image_decode_cuda.hpp"
 #endif
@@ -58,7 +57,7 @@ bool build_has_nvjpeg() {
     if (e_ != nullptr) return e_;         \
   } while (false)
 
-// The model's ONNX file and configuration; iou from the model family when the config names none.
+// The model's ONNX file and configuration, and the model parsed.
 TRITONSERVER_Error* load_model_state(TRITONBACKEND_Model* model, yt::ModelState& s) {
   const char* name = nullptr;
   uint64_t version = 0;
@@ -77,12 +76,10 @@ TRITONSERVER_Error* load_model_state(TRITONBACKEND_Model* model, yt::ModelState&
   if (!std::filesystem::is_regular_file(s.onnx_path))
     return yt::make_error(TRITONSERVER_ERROR_NOT_FOUND, "model " + s.name + ": no file " + std::to_string(version) + "/" +
                                                             s.config.model_file + " in its folder");
-  const yolocu::ModelInfo info = yolocu::model_info(yolocu::load_onnx(s.onnx_path));
-  yolocu::check_detection_model(info);
-  if (s.config.postprocess.iou_threshold < 0) {
-    const auto layout = info.family == yolocu::ModelFamily::kYolov8 ? yolocu::OutputLayout::kYolov8 : yolocu::OutputLayout::kYolov5;
-    s.config.postprocess.iou_threshold = yolocu::detect_options(layout).iou_threshold;
-  }
+  // Parsed once per model; every instance builds its detector from it. The family's defaults (iou
+  // when the config names none) are resolved by Detector::create.
+  s.model = std::make_shared<const yolocu::Model>(yolocu::load_onnx(s.onnx_path));
+  yolocu::check_detection_model(yolocu::model_info(*s.model));
   return nullptr;
 }
 
@@ -151,7 +148,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     state->model = static_cast<yt::ModelState*>(model_state);
     const bool gpu = kind == TRITONSERVER_INSTANCEGROUPKIND_GPU;
     const yolocu::DetectorOptions opt = yt::detector_options(state->model->config, gpu, device_id, build_has_nvjpeg());
-    state->detector = yolocu::Detector::create(state->model->onnx_path, opt);
+    state->detector = yolocu::Detector::create(state->model->model, opt);
     state->detector->warm_up();
     yt::log_info("instance " + state->name + ": " + (gpu ? "GPU " + std::to_string(device_id) : std::string("CPU")) +
                  ", decode " + yolocu::decode_device_name(opt.decode) + ", built in " +

@@ -122,7 +122,7 @@ BackendConfig parse_backend_config(const std::string& model_config_json) {
     bad(std::string("not JSON: ") + e.what());
   }
   BackendConfig c;
-  c.postprocess.iou_threshold = -1;  // the model family's default unless the config names one
+  c.postprocess.iou_threshold = kFamilyDefault;  // Detector::create: the family's, unless the config names one
   if (j.contains("max_batch_size")) {
     const Json& m = j["max_batch_size"];
     if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 256)

@@ -14,7 +14,7 @@ struct BackendConfig {
   int max_batch_size = 8;          // Triton's max_batch_size: the most images of one execution
   std::string model_file = "model.onnx";  // in the version folder: <repo>/<model>/<version>/<file>
   Precision precision = Precision::kFloat16;
-  PostprocessOptions postprocess;  // conf, iou, max_det, classes, agnostic; iou < 0: the family's default
+  PostprocessOptions postprocess;  // conf, iou, max_det, classes, agnostic; iou kFamilyDefault: the family's
   std::string tactic_cache;        // "" the engine's default file, "none" no file
   std::string decode = "auto";     // "gpu" (nvJPEG), "cpu", "auto": gpu where a GPU instance has nvJPEG
   std::string engine_graphs = "auto";  // "on", "off", "auto": eager beside nvJPEG, else graphs

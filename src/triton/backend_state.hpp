@@ -7,14 +7,17 @@
 #include "triton/backend_config.hpp"
 #include "triton/triton_api.hpp"
 #include "yolocu/detector.hpp"
+#include "yolocu/model.hpp"
 
 namespace yolocu::triton {
 
-// One loaded model: its configuration and the ONNX file of its version.
+// One loaded model: its configuration and the ONNX model of its version, parsed once and shared by
+// the instances' detectors.
 struct ModelState {
   std::string name;
   std::string onnx_path;  // <repository>/<model>/<version>/<model_file>
-  BackendConfig config;   // iou resolved to the model family's default when the config names none
+  BackendConfig config;   // iou kFamilyDefault unless the config names one
+  std::shared_ptr<const Model> model;
 };
 
 // One model instance: its own Detector on its device (KIND_GPU: the instance's GPU; KIND_CPU: the

@@ -34,7 +34,7 @@ std::string error_of(const std::string& json) {
 TEST(TritonConfig, DefaultsLeaveIouToTheModelFamily) {
   const yt::BackendConfig c = yt::parse_backend_config(R"({"max_batch_size": 16})");
   EXPECT_EQ(c.max_batch_size, 16);
-  EXPECT_LT(c.postprocess.iou_threshold, 0.f);
+  EXPECT_EQ(c.postprocess.iou_threshold, yolocu::kFamilyDefault);
   EXPECT_FLOAT_EQ(c.postprocess.conf_threshold, 0.25f);
   EXPECT_EQ(c.model_file, "model.onnx");
   EXPECT_EQ(c.precision, yolocu::Precision::kFloat16);
