@@ -72,196 +72,278 @@ void check_value_size(const std::string& who, const std::string& value, DType dt
 
 }  // namespace
 
-Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options) {
-  check_input_shapes(model, input_shapes);
-  const uint64_t budget = options.max_memory ? options.max_memory : default_max_memory();
-  uint64_t constant_bytes = 0;  // initializers + folded values, checked against the budget
-  auto add_constant_bytes = [&](const std::string& who, uint64_t bytes) {
-    constant_bytes = bytes > UINT64_MAX - constant_bytes ? UINT64_MAX : constant_bytes + bytes;
-    YOLOCU_CHECK(constant_bytes <= budget, kOutOfMemory, who, ": the model's constants need ", constant_bytes,
+namespace {
+
+// Initializers and folded values together, checked against the budget as they are added.
+struct ConstantBudget {
+  uint64_t budget = 0;
+  uint64_t bytes = 0;
+  void add(const std::string& who, uint64_t more) {
+    bytes = more > UINT64_MAX - bytes ? UINT64_MAX : bytes + more;
+    YOLOCU_CHECK(bytes <= budget, kOutOfMemory, who, ": the model's constants need ", bytes,
                  " bytes so far, above the memory budget of ", budget, " bytes (max_memory, yolocu --max-memory)");
+  }
+};
+
+// build_plan's passes, in order: bind the graph's initializers and inputs, infer each node's outputs
+// and fold it when its inputs are constant (else keep it as a runtime node), bind the graph's
+// outputs, drop the runtime nodes no output needs.
+class PlanBuilder {
+ public:
+  PlanBuilder(const Model& model, const PlanOptions& options, uint64_t budget)
+      : model_(model), options_(options), budget_(budget), constants_{budget, 0} {
+    plan_.opset = model.opset;
+  }
+
+  void bind_initializers();
+  void bind_inputs(const std::vector<Shape>& shapes);
+  void add_node(const Node& node);
+  void bind_outputs();
+  Plan finish();
+
+ private:
+  struct NodeInputs {
+    std::vector<ops::ValueMeta> metas;
+    std::vector<int> ids;
+    bool all_const = true;
   };
-  YOLOCU_CHECK(model.opset >= kMinOpset && model.opset <= kMaxOpset, kUnsupported, "model opset ", model.opset,
-               " is outside the range yolocu supports (", kMinOpset, "-", kMaxOpset, ")");
-  Plan plan;
-  plan.opset = model.opset;
-  std::unordered_map<std::string, int> ids;
-  auto add_value = [&](const std::string& name) {
-    YOLOCU_CHECK(!ids.count(name), kParse, "value '", name, "' defined twice");
-    const int id = static_cast<int>(plan.values.size());
-    ids[name] = id;
-    plan.values.push_back({});
-    plan.values.back().name = name;
-    return id;
-  };
-  for (const auto& kv : model.graph.initializers) {
+  int add_value(const std::string& name);
+  NodeInputs collect_inputs(const Node& node) const;
+  std::vector<ops::ValueMeta> infer(const Node& node, const ops::OpDef& op, const NodeInputs& in) const;
+  std::vector<int> add_outputs(const Node& node, const std::vector<ops::ValueMeta>& outs);
+  void fold(const Node& node, const ops::OpDef& op, const std::vector<int>& in_ids,
+            const std::vector<ops::ValueMeta>& outs, const std::vector<int>& out_ids);
+
+  const Model& model_;
+  const PlanOptions& options_;
+  uint64_t budget_;
+  ConstantBudget constants_;
+  Plan plan_;
+  std::unordered_map<std::string, int> ids_;
+  std::vector<PlanNode> runtime_;
+};
+
+int PlanBuilder::add_value(const std::string& name) {
+  YOLOCU_CHECK(!ids_.count(name), kParse, "value '", name, "' defined twice");
+  const int id = static_cast<int>(plan_.values.size());
+  ids_[name] = id;
+  plan_.values.push_back({});
+  plan_.values.back().name = name;
+  return id;
+}
+
+void PlanBuilder::bind_initializers() {
+  for (const auto& kv : model_.graph.initializers) {
     const int id = add_value(kv.first);
-    PlanValue& v = plan.values[static_cast<size_t>(id)];
-    add_constant_bytes("initializer '" + kv.first + "'",
-                       value_bytes(options.fp16_as_fp32 && kv.second.dtype() == DType::kFloat16 ? DType::kFloat32
-                                                                                               : kv.second.dtype(),
-                                   kv.second.shape()));
-    v.value = to_compute_dtype(kv.second, options.fp16_as_fp32);
+    PlanValue& v = plan_.values[static_cast<size_t>(id)];
+    constants_.add("initializer '" + kv.first + "'",
+                   value_bytes(options_.fp16_as_fp32 && kv.second.dtype() == DType::kFloat16 ? DType::kFloat32
+                                                                                            : kv.second.dtype(),
+                               kv.second.shape()));
+    v.value = to_compute_dtype(kv.second, options_.fp16_as_fp32);
     v.dtype = v.value.dtype();
     v.shape = v.value.shape();
     v.constant = true;
   }
-  for (size_t i = 0; i < model.graph.inputs.size(); ++i) {
-    const ValueInfo& in = model.graph.inputs[i];
-    const int id = add_value(in.name);
-    PlanValue& v = plan.values[static_cast<size_t>(id)];
-    v.dtype = options.fp16_as_fp32 && in.dtype == DType::kFloat16 ? DType::kFloat32 : in.dtype;
-    v.shape = input_shapes[i];
-    check_value_size("graph input", in.name, v.dtype, v.shape, budget);
-    v.graph_input = true;
-    plan.inputs.push_back(id);
-    plan.input_dtypes.push_back(in.dtype);
-  }
+}
 
-  std::vector<PlanNode> runtime;
-  for (const Node& node : model.graph.nodes) {
-    YOLOCU_CHECK(node.domain.empty() || node.domain == "ai.onnx", kUnsupported, node.describe(), ": operator domain '",
-                 node.domain, "' is not supported (opset ", model.opset, ")");
-    const ops::OpDef* op = ops::find_op(node.op_type);
-    YOLOCU_CHECK(op, kUnsupported, "unsupported op '", node.op_type, "' (node '", node.name, "', opset ",
-                 model.opset, ")");
-    std::vector<ops::ValueMeta> metas;
-    std::vector<int> in_ids;
-    bool all_const = true;
-    for (const auto& name : node.inputs) {
-      if (name.empty()) {
-        metas.push_back({});
-        metas.back().present = false;
-        in_ids.push_back(-1);
-        continue;
-      }
-      const auto found = ids.find(name);
-      YOLOCU_CHECK(found != ids.end(), kInvalidArgument, node.describe(), " reads '", name,
-                   "', an output its producer does not compute (more outputs declared than the op has)");
-      const int id = found->second;
-      const PlanValue& v = plan.values[static_cast<size_t>(id)];
-      ops::ValueMeta m;
-      m.dtype = v.dtype;
-      m.shape = v.shape;
-      m.value = v.constant ? &v.value : nullptr;
-      metas.push_back(m);
-      in_ids.push_back(id);
-      all_const = all_const && v.constant;
-    }
-    std::vector<ops::ValueMeta> outs;
-    try {
-      op->infer(node, model.opset, metas, outs);
-    } catch (const Error& e) {
-      // Name the node: errors from ops already do; add context for the opset.
-      throw Error(e.code(), std::string(e.what()) + " (opset " + std::to_string(model.opset) + ")");
-    }
-    YOLOCU_CHECK(outs.size() <= node.outputs.size() || node.op_type == "Split", kParse, node.describe(),
-                 ": declares ", node.outputs.size(), " outputs, needs ", outs.size());
-    for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
-      check_value_size(node.describe(), node.outputs[k].empty() ? "(unnamed output)" : node.outputs[k], outs[k].dtype,
-                       outs[k].shape, budget);
-    // Shape is known from metadata alone; everything else folds when all its inputs are constant.
-    const bool fold = all_const || node.op_type == "Shape";
-    if (fold)
-      for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
-        add_constant_bytes(node.describe(), value_bytes(outs[k].dtype, outs[k].shape));  // unnamed ones are computed too
-    std::vector<int> out_ids;
-    for (size_t k = 0; k < node.outputs.size(); ++k) {
-      if (node.outputs[k].empty() || k >= outs.size()) {
-        out_ids.push_back(-1);
-        continue;
-      }
-      const int id = add_value(node.outputs[k]);
-      PlanValue& v = plan.values[static_cast<size_t>(id)];
-      v.dtype = outs[k].dtype;
-      v.shape = outs[k].shape;
-      out_ids.push_back(id);
-    }
-    if (fold) {
-      std::vector<Tensor> inputs_owned;
-      std::vector<const Tensor*> in_ptrs;
-      for (int id : in_ids) {
-        if (id < 0) {
-          in_ptrs.push_back(nullptr);
-          continue;
-        }
-        const PlanValue& v = plan.values[static_cast<size_t>(id)];
-        if (v.constant) {
-          in_ptrs.push_back(&v.value);
-        } else {  // Shape of a runtime value: a placeholder with the right shape, never read
-          inputs_owned.emplace_back(Tensor::view(v.dtype, v.shape, nullptr));
-          in_ptrs.push_back(&inputs_owned.back());
-        }
-      }
-      std::vector<Tensor> results;
-      std::vector<Tensor*> out_ptrs;
-      // Every output the op computes gets a buffer, also one the file leaves unnamed (an op may write
-      // it: LeakyRelu with output "" dereferenced a null output, found by the onnx fuzzer); only the
-      // named ones are kept.
-      results.reserve(outs.size());
-      for (size_t k = 0; k < out_ids.size(); ++k) {
-        if (k >= outs.size()) {
-          out_ptrs.push_back(nullptr);
-          continue;
-        }
-        results.emplace_back(outs[k].dtype, outs[k].shape);
-        out_ptrs.push_back(&results.back());
-      }
-      op->compute(node, model.opset, in_ptrs, out_ptrs);
-      for (size_t k = 0; k < out_ids.size() && k < results.size(); ++k) {
-        const int id = out_ids[k];
-        if (id < 0) continue;
-        PlanValue& v = plan.values[static_cast<size_t>(id)];
-        v.value = to_compute_dtype(results[k], options.fp16_as_fp32);
-        v.dtype = v.value.dtype();
-        v.constant = true;
-      }
-      ++plan.folded_nodes;
+void PlanBuilder::bind_inputs(const std::vector<Shape>& shapes) {
+  for (size_t i = 0; i < model_.graph.inputs.size(); ++i) {
+    const ValueInfo& in = model_.graph.inputs[i];
+    const int id = add_value(in.name);
+    PlanValue& v = plan_.values[static_cast<size_t>(id)];
+    v.dtype = options_.fp16_as_fp32 && in.dtype == DType::kFloat16 ? DType::kFloat32 : in.dtype;
+    v.shape = shapes[i];
+    check_value_size("graph input", in.name, v.dtype, v.shape, budget_);
+    v.graph_input = true;
+    plan_.inputs.push_back(id);
+    plan_.input_dtypes.push_back(in.dtype);
+  }
+}
+
+PlanBuilder::NodeInputs PlanBuilder::collect_inputs(const Node& node) const {
+  NodeInputs r;
+  for (const auto& name : node.inputs) {
+    if (name.empty()) {
+      r.metas.push_back({});
+      r.metas.back().present = false;
+      r.ids.push_back(-1);
       continue;
     }
-    for (int id : out_ids)
-      if (id >= 0 && options.fp16_as_fp32 && plan.values[static_cast<size_t>(id)].dtype == DType::kFloat16)
-        plan.values[static_cast<size_t>(id)].dtype = DType::kFloat32;
-    PlanNode pn;
-    pn.node = node;
-    pn.op = op;
-    pn.in = in_ids;
-    pn.out = out_ids;
-    runtime.push_back(std::move(pn));
+    const auto found = ids_.find(name);
+    YOLOCU_CHECK(found != ids_.end(), kInvalidArgument, node.describe(), " reads '", name,
+                 "', an output its producer does not compute (more outputs declared than the op has)");
+    const int id = found->second;
+    const PlanValue& v = plan_.values[static_cast<size_t>(id)];
+    ops::ValueMeta m;
+    m.dtype = v.dtype;
+    m.shape = v.shape;
+    m.value = v.constant ? &v.value : nullptr;
+    r.metas.push_back(m);
+    r.ids.push_back(id);
+    r.all_const = r.all_const && v.constant;
   }
+  return r;
+}
 
-  for (const auto& o : model.graph.outputs) {
-    const auto found = ids.find(o.name);
-    YOLOCU_CHECK(found != ids.end(), kInvalidArgument, "graph output '", o.name,
+std::vector<ops::ValueMeta> PlanBuilder::infer(const Node& node, const ops::OpDef& op, const NodeInputs& in) const {
+  std::vector<ops::ValueMeta> outs;
+  try {
+    op.infer(node, model_.opset, in.metas, outs);
+  } catch (const Error& e) {
+    // Name the node: errors from ops already do; add context for the opset.
+    throw Error(e.code(), std::string(e.what()) + " (opset " + std::to_string(model_.opset) + ")");
+  }
+  YOLOCU_CHECK(outs.size() <= node.outputs.size() || node.op_type == "Split", kParse, node.describe(), ": declares ",
+               node.outputs.size(), " outputs, needs ", outs.size());
+  for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
+    check_value_size(node.describe(), node.outputs[k].empty() ? "(unnamed output)" : node.outputs[k], outs[k].dtype,
+                     outs[k].shape, budget_);
+  return outs;
+}
+
+std::vector<int> PlanBuilder::add_outputs(const Node& node, const std::vector<ops::ValueMeta>& outs) {
+  std::vector<int> out_ids;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (node.outputs[k].empty() || k >= outs.size()) {
+      out_ids.push_back(-1);
+      continue;
+    }
+    const int id = add_value(node.outputs[k]);
+    PlanValue& v = plan_.values[static_cast<size_t>(id)];
+    v.dtype = outs[k].dtype;
+    v.shape = outs[k].shape;
+    out_ids.push_back(id);
+  }
+  return out_ids;
+}
+
+// Computes a node whose inputs are constant (or a Shape) now; its outputs become constants.
+void PlanBuilder::fold(const Node& node, const ops::OpDef& op, const std::vector<int>& in_ids,
+                       const std::vector<ops::ValueMeta>& outs, const std::vector<int>& out_ids) {
+  std::vector<Tensor> inputs_owned;
+  inputs_owned.reserve(in_ids.size());
+  std::vector<const Tensor*> in_ptrs;
+  for (int id : in_ids) {
+    if (id < 0) {
+      in_ptrs.push_back(nullptr);
+      continue;
+    }
+    const PlanValue& v = plan_.values[static_cast<size_t>(id)];
+    if (v.constant) {
+      in_ptrs.push_back(&v.value);
+    } else {  // Shape of a runtime value: a placeholder with the right shape, never read
+      inputs_owned.emplace_back(Tensor::view(v.dtype, v.shape, nullptr));
+      in_ptrs.push_back(&inputs_owned.back());
+    }
+  }
+  std::vector<Tensor> results;
+  std::vector<Tensor*> out_ptrs;
+  // Every output the op computes gets a buffer, also one the file leaves unnamed (an op may write
+  // it: LeakyRelu with output "" dereferenced a null output, found by the onnx fuzzer); only the
+  // named ones are kept.
+  results.reserve(outs.size());
+  for (size_t k = 0; k < out_ids.size(); ++k) {
+    if (k >= outs.size()) {
+      out_ptrs.push_back(nullptr);
+      continue;
+    }
+    results.emplace_back(outs[k].dtype, outs[k].shape);
+    out_ptrs.push_back(&results.back());
+  }
+  op.compute(node, model_.opset, in_ptrs, out_ptrs);
+  for (size_t k = 0; k < out_ids.size() && k < results.size(); ++k) {
+    const int id = out_ids[k];
+    if (id < 0) continue;
+    PlanValue& v = plan_.values[static_cast<size_t>(id)];
+    v.value = to_compute_dtype(results[k], options_.fp16_as_fp32);
+    v.dtype = v.value.dtype();
+    v.constant = true;
+  }
+  ++plan_.folded_nodes;
+}
+
+void PlanBuilder::add_node(const Node& node) {
+  YOLOCU_CHECK(node.domain.empty() || node.domain == "ai.onnx", kUnsupported, node.describe(), ": operator domain '",
+               node.domain, "' is not supported (opset ", model_.opset, ")");
+  const ops::OpDef* op = ops::find_op(node.op_type);
+  YOLOCU_CHECK(op, kUnsupported, "unsupported op '", node.op_type, "' (node '", node.name, "', opset ", model_.opset,
+               ")");
+  const NodeInputs in = collect_inputs(node);
+  const std::vector<ops::ValueMeta> outs = infer(node, *op, in);
+  // Shape is known from metadata alone; everything else folds when all its inputs are constant.
+  const bool folds = in.all_const || node.op_type == "Shape";
+  if (folds)
+    for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
+      constants_.add(node.describe(), value_bytes(outs[k].dtype, outs[k].shape));  // unnamed ones are computed too
+  const std::vector<int> out_ids = add_outputs(node, outs);
+  if (folds) {
+    fold(node, *op, in.ids, outs, out_ids);
+    return;
+  }
+  for (int id : out_ids)
+    if (id >= 0 && options_.fp16_as_fp32 && plan_.values[static_cast<size_t>(id)].dtype == DType::kFloat16)
+      plan_.values[static_cast<size_t>(id)].dtype = DType::kFloat32;
+  PlanNode pn;
+  pn.node = node;
+  pn.op = op;
+  pn.in = in.ids;
+  pn.out = out_ids;
+  runtime_.push_back(std::move(pn));
+}
+
+void PlanBuilder::bind_outputs() {
+  for (const auto& o : model_.graph.outputs) {
+    const auto found = ids_.find(o.name);
+    YOLOCU_CHECK(found != ids_.end(), kInvalidArgument, "graph output '", o.name,
                  "' is an output its producer does not compute (more outputs declared than the op has)");
     const int id = found->second;
-    plan.values[static_cast<size_t>(id)].graph_output = true;
-    plan.outputs.push_back(id);
-    plan.output_dtypes.push_back(o.dtype);
+    plan_.values[static_cast<size_t>(id)].graph_output = true;
+    plan_.outputs.push_back(id);
+    plan_.output_dtypes.push_back(o.dtype);
   }
-  // Dead-node elimination, walking back from the outputs.
-  std::vector<bool> live(plan.values.size(), false);
-  for (int id : plan.outputs) live[static_cast<size_t>(id)] = true;
-  std::vector<bool> keep(runtime.size(), false);
-  for (size_t i = runtime.size(); i-- > 0;) {
+}
+
+// Dead-node elimination, walking back from the outputs; the live nodes get their producer and
+// consumer links.
+Plan PlanBuilder::finish() {
+  std::vector<bool> live(plan_.values.size(), false);
+  for (int id : plan_.outputs) live[static_cast<size_t>(id)] = true;
+  std::vector<bool> keep(runtime_.size(), false);
+  for (size_t i = runtime_.size(); i-- > 0;) {
     bool needed = false;
-    for (int id : runtime[i].out)
+    for (int id : runtime_[i].out)
       if (id >= 0 && live[static_cast<size_t>(id)]) needed = true;
     if (!needed) continue;
     keep[i] = true;
-    for (int id : runtime[i].in)
+    for (int id : runtime_[i].in)
       if (id >= 0) live[static_cast<size_t>(id)] = true;
   }
-  for (size_t i = 0; i < runtime.size(); ++i) {
+  for (size_t i = 0; i < runtime_.size(); ++i) {
     if (!keep[i]) continue;
-    const int idx = static_cast<int>(plan.nodes.size());
-    for (int id : runtime[i].in)
-      if (id >= 0) plan.values[static_cast<size_t>(id)].consumers.push_back(idx);
-    for (int id : runtime[i].out)
-      if (id >= 0) plan.values[static_cast<size_t>(id)].producer = idx;
-    plan.nodes.push_back(std::move(runtime[i]));
+    const int idx = static_cast<int>(plan_.nodes.size());
+    for (int id : runtime_[i].in)
+      if (id >= 0) plan_.values[static_cast<size_t>(id)].consumers.push_back(idx);
+    for (int id : runtime_[i].out)
+      if (id >= 0) plan_.values[static_cast<size_t>(id)].producer = idx;
+    plan_.nodes.push_back(std::move(runtime_[i]));
   }
-  return plan;
+  return std::move(plan_);
+}
+
+}  // namespace
+
+Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options) {
+  check_input_shapes(model, input_shapes);
+  const uint64_t budget = options.max_memory ? options.max_memory : default_max_memory();
+  YOLOCU_CHECK(model.opset >= kMinOpset && model.opset <= kMaxOpset, kUnsupported, "model opset ", model.opset,
+               " is outside the range yolocu supports (", kMinOpset, "-", kMaxOpset, ")");
+  PlanBuilder b(model, options, budget);
+  b.bind_initializers();
+  b.bind_inputs(input_shapes);
+  for (const Node& node : model.graph.nodes) b.add_node(node);
+  b.bind_outputs();
+  return b.finish();
 }
 
 bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx) {
