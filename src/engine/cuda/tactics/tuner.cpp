@@ -15,21 +15,12 @@
 
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
+#include "engine/cuda/tactics/tuner_internal.hpp"
 
 namespace yolocu::engine {
-namespace {
-
-namespace ck = cuda_kernels;
-using Clock = std::chrono::steady_clock;
+namespace tuner_internal {
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-// Adds the time from construction to destruction to `ms`: on every way out, exceptions included.
-struct AddElapsed {
-  double& ms;
-  Clock::time_point t0 = Clock::now();
-  ~AddElapsed() { ms += ms_since(t0); }
-};
 
 // Choices made in this process: device key + signature + batch -> the record and the tactic object,
 // checked once and then shared by every engine of the process (tactics are immutable; run() takes
@@ -60,7 +51,7 @@ void memo_put(const std::string& key, const TacticRecord& rec, std::shared_ptr<c
 
 // The tactic's serialised plan as the cache stores it (base64), "" if it has none, it is too big,
 // or it does not restore: cuDNN serialises the plans of every engine but deserialises only those
-// of its runtime-compiled ones (measured on the H100: 47 of 61 stored plans restored), so each
+// of its runtime-compiled ones (about three in four stored plans restore), so each
 // plan is restored once here, when it is chosen, and kept only if that works. A warm build then
 // restores every plan the file carries. Only restored: a plan that does not restore is not built
 // again from its id (that was a second compilation, on the engine's thread, of every chosen plan
@@ -84,32 +75,20 @@ std::vector<uint8_t> plan_bytes(const TacticRecord& r) {
   return bytes;
 }
 
-size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
+}  // namespace tuner_internal
 
-// A pool thread's cuDNN handle, on a non-blocking stream of the thread's own: on the default
-// (legacy) stream, cudnn-frontend's plan warm-up creates a blocking stream and captures it, and a
-// second thread doing the same (cudnnSetStream records on the legacy stream) invalidates that
-// capture, so the plan does not restore (compute-sanitizer on the H100 at 2fabd44:
-// cudaErrorStreamCaptureImplicit in Graph::warmup on prebuild threads).
-struct PoolHandle {
-  cudnnHandle_t h = nullptr;
-  cudaStream_t s = nullptr;
-  // False: no handle (the thread does no work).
-  bool open(int device) {
-    if (cudaSetDevice(device) != cudaSuccess || cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
-      h = nullptr;
-      return false;
-    }
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess || cudnnSetStream(h, s) != CUDNN_STATUS_SUCCESS)
-      return false;
-    return true;
-  }
-  ~PoolHandle() {
-    if (s) cudaStreamSynchronize(s);
-    if (h) cudnnDestroy(h);
-    if (s) cudaStreamDestroy(s);
-  }
+namespace {
+
+namespace ck = cuda_kernels;
+using namespace tuner_internal;
+// Adds the time from construction to destruction to `ms`: on every way out, exceptions included.
+struct AddElapsed {
+  double& ms;
+  Clock::time_point t0 = Clock::now();
+  ~AddElapsed() { ms += ms_since(t0); }
 };
+
+size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
 
 float bits_to_float(unsigned u) {
   float f;
@@ -285,478 +264,255 @@ double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b, int timings) {
   return us[us.size() / 2];
 }
 
-TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
-  const auto t0 = Clock::now();
-  TuneBreakdown& bd = stats_.breakdown;
-  ++stats_.layers;
-  const std::string sig = pb.signature();
-  const std::string memo_key = memo_key_of(sig + "|b" + std::to_string(pb.n));
+// One layer's way through choose(): the problem, its buffers and keys, and what is decided so far.
+struct Tuner::Choice {
+  Choice(const ConvProblem& p, const ConvBuffers& buffers, void* y)
+      : pb(p), b(buffers), y_ref(y), sig(p.signature()), key(sig + "|b" + std::to_string(p.n)) {}
+  const ConvProblem& pb;
+  const ConvBuffers& b;
+  void* y_ref;
+  Clock::time_point t0 = Clock::now();
+  std::string sig, key, memo_key;  // signature, "<signature>|b<batch>", the process memo's key
   TunedLayer out;
   bool prepared = false;
-  auto ensure_prepared = [&] {
-    if (prepared) return;
-    const auto p0 = Clock::now();
-    prepare(pb, b, y_ref);
-    bd.prepare_ms += ms_since(p0);  // asynchronous: the first check's synchronisation pays most of it
-    prepared = true;
-  };
-  auto finish = [&]() -> TunedLayer {
-    stats_.ms += ms_since(t0);
-    bd.choose_ms = stats_.ms;
-    return out;
-  };
-  auto serialise = [&](const ConvTactic& t) {
-    const auto s0 = Clock::now();
-    std::string text = plan_text(cudnn_, pb, limits_, t);
-    bd.serialise_ms += ms_since(s0);
-    ++bd.serialised;
-    return text;
-  };
+};
 
-  // 1: the file's choice: the object this process already checked for it, else built (in
-  // parallel by prebuild(), or now) and checked. Repeated layers (same signature and batch) find
-  // the memo: one check per distinct (signature, batch).
-  if (const TacticRecord* r = usable_record(sig, pb.n)) {
-    int& hits = r->loaded ? stats_.cache_hits : stats_.memo_hits;  // not loaded: put() earlier in this build
-    if (auto t = memo_find(memo_key, &r->tactic, nullptr)) {
-      out.tactic = std::move(t);
-      out.us = r->us;
-      out.from_cache = true;
-      ++hits;
-      return finish();
-    }
-    TacticPtr t;
-    const std::vector<uint8_t> plan = plan_bytes(*r);
-    if (auto it = premade_.find(sig + "|b" + std::to_string(pb.n)); it != premade_.end()) {
-      if (it->second && it->second->id() == r->tactic) t = std::move(it->second);
-      premade_.erase(it);
-    }
-    // A plan that did not restore on prebuild()'s thread (its own cuDNN handle) is tried once more
-    // here on the engine's handle before the one built from the id is taken: on the H100 at
-    // 27f3fa0 a warm build restored 14 of the 21 plans that had each restored when chosen. Only a
-    // restore: the tactic built from the id is there already.
-    if (t && !plan.empty() && !t->restored_from_plan()) {
-      const auto r0 = Clock::now();
-      if (TacticPtr again = restore_cudnn_graph(cudnn_, pb, r->tactic, limits_, plan)) t = std::move(again);
-      bd.restore_ms += ms_since(r0);
-      ++bd.restores;
-    }
-    if (!t) {
-      const auto r0 = Clock::now();
-      t = make_tactic(cudnn_, pb, r->tactic, limits_, &plan);
-      bd.restore_ms += ms_since(r0);
-      ++bd.restores;
-    }
-    if (!t) {
-      warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
-                                      " no longer builds: tuning the layer"));
-    } else {
-      ensure_prepared();
-      const Check c = check(pb, *t, b, y_ref);
-      if (c.ok) {
-        if (t->restored_from_plan()) ++stats_.plans_restored;
-        out.tactic = std::shared_ptr<const ConvTactic>(std::move(t));
-        out.us = r->us;
-        out.from_cache = true;
-        ++hits;
-        TacticRecord rec = *r;
-        if (!out.tactic->restored_from_plan() && family_of(r->tactic) == TacticFamily::kCudnnGraph) {
-          // No plan in the entry (written before plans were kept), or one that no longer loads:
-          // store the plan built now, so that the next build restores it.
-          std::string text = serialise(*out.tactic);
-          if (!text.empty() && text != rec.plan) {
-            rec.plan = std::move(text);
-            cache_->put(sig, pb.n, rec);
-          }
-        }
-        memo_put(memo_key, rec, out.tactic);
-        return finish();
-      }
-      warnings_.push_back(detail::cat("tactic '", r->tactic, "' from the tactic cache for ", sig, " batch ", pb.n,
-                                      " fails the check (rel L2 ", c.rel_l2, ", max |d| ", c.max_diff,
-                                      "): tuning the layer"));
+// Random inputs and the reference output, once per layer, only when a check needs them.
+void Tuner::ensure_prepared(Choice& c) {
+  if (c.prepared) return;
+  const auto p0 = Clock::now();
+  prepare(c.pb, c.b, c.y_ref);
+  stats_.breakdown.prepare_ms += ms_since(p0);  // asynchronous: the first check's synchronisation pays most of it
+  c.prepared = true;
+}
+
+TunedLayer Tuner::finish(Choice& c) {
+  stats_.ms += ms_since(c.t0);
+  stats_.breakdown.choose_ms = stats_.ms;
+  return c.out;
+}
+
+std::string Tuner::serialise(const ConvProblem& pb, const ConvTactic& t) {
+  const auto s0 = Clock::now();
+  std::string text = plan_text(cudnn_, pb, limits_, t);
+  stats_.breakdown.serialise_ms += ms_since(s0);
+  ++stats_.breakdown.serialised;
+  return text;
+}
+
+TunedLayer Tuner::choose(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
+  ++stats_.layers;
+  Choice c(pb, b, y_ref);
+  c.memo_key = memo_key_of(c.key);
+  if (const TacticRecord* r = usable_record(c.sig, pb.n))
+    if (choose_from_cache(c, *r)) return finish(c);
+  if (choose_from_memo(c)) return finish(c);
+  tune(c);
+  return finish(c);
+}
+
+// The tactic the file's record names, for that record: the object this process already checked for
+// it, else the one prebuild() made, else built now. Null when it no longer builds.
+TacticPtr Tuner::cached_tactic(Choice& c, const TacticRecord& r, bool* memo_hit) {
+  TuneBreakdown& bd = stats_.breakdown;
+  if (auto t = memo_find(c.memo_key, &r.tactic, nullptr)) {
+    *memo_hit = true;
+    c.out.tactic = std::move(t);
+    return nullptr;
+  }
+  TacticPtr t;
+  const std::vector<uint8_t> plan = plan_bytes(r);
+  if (auto it = premade_.find(c.key); it != premade_.end()) {
+    if (it->second && it->second->id() == r.tactic) t = std::move(it->second);
+    premade_.erase(it);
+  }
+  // A plan that did not restore on prebuild()'s thread (its own cuDNN handle) is tried once more
+  // here on the engine's handle before the one built from the id is taken: a warm build restored
+  // about two thirds of the plans there that had each restored when chosen. Only a restore: the
+  // tactic built from the id is there already.
+  if (t && !plan.empty() && !t->restored_from_plan()) {
+    const auto r0 = Clock::now();
+    if (TacticPtr again = restore_cudnn_graph(cudnn_, c.pb, r.tactic, limits_, plan)) t = std::move(again);
+    bd.restore_ms += ms_since(r0);
+    ++bd.restores;
+  }
+  if (!t) {
+    const auto r0 = Clock::now();
+    t = make_tactic(cudnn_, c.pb, r.tactic, limits_, &plan);
+    bd.restore_ms += ms_since(r0);
+    ++bd.restores;
+  }
+  return t;
+}
+
+// 1: the file's choice: the object this process already checked for it, else built (in parallel by
+// prebuild(), or now) and checked. Repeated layers (same signature and batch) find the memo: one
+// check per distinct (signature, batch). False (with a warning) when it no longer builds or fails
+// the check: the layer is tuned.
+bool Tuner::choose_from_cache(Choice& c, const TacticRecord& r) {
+  int& hits = r.loaded ? stats_.cache_hits : stats_.memo_hits;  // not loaded: put() earlier in this build
+  bool memo_hit = false;
+  TacticPtr t = cached_tactic(c, r, &memo_hit);
+  if (memo_hit) {
+    c.out.us = r.us;
+    c.out.from_cache = true;
+    ++hits;
+    return true;
+  }
+  if (!t) {
+    warnings_.push_back(detail::cat("tactic '", r.tactic, "' from the tactic cache for ", c.sig, " batch ", c.pb.n,
+                                    " no longer builds: tuning the layer"));
+    return false;
+  }
+  ensure_prepared(c);
+  const Check v = check(c.pb, *t, c.b, c.y_ref);
+  if (!v.ok) {
+    warnings_.push_back(detail::cat("tactic '", r.tactic, "' from the tactic cache for ", c.sig, " batch ", c.pb.n,
+                                    " fails the check (rel L2 ", v.rel_l2, ", max |d| ", v.max_diff,
+                                    "): tuning the layer"));
+    return false;
+  }
+  if (t->restored_from_plan()) ++stats_.plans_restored;
+  c.out.tactic = std::shared_ptr<const ConvTactic>(std::move(t));
+  c.out.us = r.us;
+  c.out.from_cache = true;
+  ++hits;
+  TacticRecord rec = r;
+  if (!c.out.tactic->restored_from_plan() && family_of(r.tactic) == TacticFamily::kCudnnGraph) {
+    // No plan in the entry (written before plans were kept), or one that no longer loads: store the
+    // plan built now, so that the next build restores it.
+    std::string text = serialise(c.pb, *c.out.tactic);
+    if (!text.empty() && text != rec.plan) {
+      rec.plan = std::move(text);
+      cache_->put(c.sig, c.pb.n, rec);
     }
   }
-  // 2: this process's choice (already checked).
-  {
-    TacticRecord rec;
-    if (auto t = memo_find(memo_key, nullptr, &rec)) {
-      out.tactic = std::move(t);
-      out.us = rec.us;
-      out.from_cache = true;
-      ++stats_.memo_hits;
-      if (cache_) cache_->put(sig, pb.n, rec);
-      return finish();
-    }
-  }
+  memo_put(c.memo_key, rec, c.out.tactic);
+  return true;
+}
 
-  // 3: tune. Candidates in a fixed order: cuDNN graph configs in heuristic order, legacy cuDNN
-  // algorithms, own kernels, CUTLASS (prebuilt ones first built on the pool, else here).
-  ensure_prepared();
-  const std::string key = sig + "|b" + std::to_string(pb.n);
+// 2: this process's choice (already checked).
+bool Tuner::choose_from_memo(Choice& c) {
+  TacticRecord rec;
+  auto t = memo_find(c.memo_key, nullptr, &rec);
+  if (!t) return false;
+  c.out.tactic = std::move(t);
+  c.out.us = rec.us;
+  c.out.from_cache = true;
+  ++stats_.memo_hits;
+  if (cache_) cache_->put(c.sig, c.pb.n, rec);
+  return true;
+}
+
+// Candidates in a fixed order: cuDNN graph configs in heuristic order, legacy cuDNN algorithms, own
+// kernels, CUTLASS (prebuilt ones first built on the pool, else here).
+std::vector<TacticPtr> Tuner::candidates(const Choice& c) {
+  TuneBreakdown& bd = stats_.breakdown;
   std::vector<TacticPtr> cands;
-  if (auto it = prebuilt_.find(key); it != prebuilt_.end()) {
+  if (auto it = prebuilt_.find(c.key); it != prebuilt_.end()) {
     cands = std::move(it->second);
     prebuilt_.erase(it);
   } else {
-    for (const std::string& id : cudnn_graph_configs(cudnn_, pb, limits_)) {
+    for (const std::string& id : cudnn_graph_configs(cudnn_, c.pb, limits_)) {
       if (static_cast<int>(cands.size()) >= limits_.max_graph_plans) break;
       const auto b0 = Clock::now();
-      TacticPtr t = make_cudnn_graph(cudnn_, pb, id, limits_);
+      TacticPtr t = make_cudnn_graph(cudnn_, c.pb, id, limits_);
       bd.add_build(id, ms_since(b0), t != nullptr);
       if (t) cands.push_back(std::move(t));
     }
   }
   std::vector<TacticPtr> legacy;
-  if (auto it = prelegacy_.find(key); it != prelegacy_.end()) {
+  if (auto it = prelegacy_.find(c.key); it != prelegacy_.end()) {
     legacy = std::move(it->second);
     prelegacy_.erase(it);
   } else {
     const auto b0 = Clock::now();
-    legacy = cudnn_legacy_candidates(cudnn_, pb, limits_);
+    legacy = cudnn_legacy_candidates(cudnn_, c.pb, limits_);
     bd.add_builds(TacticFamily::kCudnnLegacy, ms_since(b0), static_cast<int>(legacy.size()));
   }
   for (TacticPtr& t : legacy) cands.push_back(std::move(t));
-  {
-    const auto b0 = Clock::now();
-    std::vector<TacticPtr> own = own_conv_candidates(pb);
-    bd.add_builds(TacticFamily::kOwn, ms_since(b0), static_cast<int>(own.size()));
-    for (TacticPtr& t : own) cands.push_back(std::move(t));
-  }
-  {
-    const auto b0 = Clock::now();
-    std::vector<TacticPtr> cutlass = cutlass_conv_candidates(pb, limits_);
-    bd.add_builds(TacticFamily::kCutlass, ms_since(b0), static_cast<int>(cutlass.size()));
-    for (TacticPtr& t : cutlass) cands.push_back(std::move(t));
-  }
+  const auto o0 = Clock::now();
+  std::vector<TacticPtr> own = own_conv_candidates(c.pb);
+  bd.add_builds(TacticFamily::kOwn, ms_since(o0), static_cast<int>(own.size()));
+  for (TacticPtr& t : own) cands.push_back(std::move(t));
+  const auto c0 = Clock::now();
+  std::vector<TacticPtr> cutlass = cutlass_conv_candidates(c.pb, limits_);
+  bd.add_builds(TacticFamily::kCutlass, ms_since(c0), static_cast<int>(cutlass.size()));
+  for (TacticPtr& t : cutlass) cands.push_back(std::move(t));
+  return cands;
+}
 
-  // Check, then the brief sweep of every candidate that passed, then the full sweep of those
-  // within TuneTiming::kRetimeMargin of the best brief time (tune_select.hpp).
-  std::vector<TacticPtr> passed;
-  std::vector<double> brief;
-  std::vector<int> place;  // per passed candidate: its index in cands (graph plans first, in list order)
+// Checks every candidate, then times those that pass in the brief sweep (in candidate order).
+Tuner::Sweep Tuner::check_and_sweep(Choice& c, std::vector<TacticPtr>& cands) {
+  Sweep s;
   for (TacticPtr& t : cands) {
-    ++out.candidates;
-    const Check c = check(pb, *t, b, y_ref);
-    if (!c.ok) {
-      ++out.rejected;
+    ++c.out.candidates;
+    const Check v = check(c.pb, *t, c.b, c.y_ref);
+    if (!v.ok) {
+      ++c.out.rejected;
       continue;
     }
-    const double us = time_us(*t, b, quick_timings_);
-    ++bd.quick_timings;
+    const double us = time_us(*t, c.b, quick_timings_);
+    ++stats_.breakdown.quick_timings;
     if (us < 0) {
-      ++out.rejected;
+      ++c.out.rejected;
       continue;
     }
-    place.push_back(static_cast<int>(&t - cands.data()));
-    passed.push_back(std::move(t));
-    brief.push_back(us);
+    s.place.push_back(static_cast<int>(&t - cands.data()));
+    s.passed.push_back(std::move(t));
+    s.brief.push_back(us);
   }
-  {
-    std::vector<int> graph_place(passed.size(), -1);  // graph plans come first in cands, in list order
-    for (size_t i = 0; i < passed.size(); ++i)
-      if (family_of(passed[i]->id()) == TacticFamily::kCudnnGraph) graph_place[i] = place[i];
-    bd.add_cap_costs(brief, graph_place);
+  std::vector<int> graph_place(s.passed.size(), -1);  // graph plans come first in cands, in list order
+  for (size_t i = 0; i < s.passed.size(); ++i)
+    if (family_of(s.passed[i]->id()) == TacticFamily::kCudnnGraph) graph_place[i] = s.place[i];
+  stats_.breakdown.add_cap_costs(s.brief, graph_place);
+  return s;
+}
+
+// The full sweep of the finalists within TuneTiming::kRetimeMargin of the best brief time
+// (tune_select.hpp); the winner's index in s.passed (-1: none passed) and its time in *us.
+int Tuner::pick_winner(const Choice& c, const Sweep& s, double* us) {
+  const std::vector<size_t> finalists = retime_set(s.brief, TuneTiming::kRetimeMargin);
+  *us = -1;
+  if (finalists.empty()) return -1;
+  std::vector<double> full(finalists.size(), -1.0);
+  if (finalists.size() > 1 && !quick_) {
+    for (size_t j = 0; j < finalists.size(); ++j) {
+      full[j] = time_us(*s.passed[finalists[j]], c.b, timings_);
+      ++stats_.breakdown.full_timings;
+    }
   }
-  const std::vector<size_t> finalists = retime_set(brief, TuneTiming::kRetimeMargin);
-  int winner = -1;
+  const int f = pick_fastest(full);
+  if (f >= 0) {
+    *us = full[static_cast<size_t>(f)];
+    return static_cast<int>(finalists[static_cast<size_t>(f)]);
+  }
+  // one finalist, quick mode, or every full timing failed: the brief sweep decides
+  const int w = pick_fastest(s.brief);
+  *us = s.brief[static_cast<size_t>(w)];
+  return w;
+}
+
+// 3: tune: check every candidate, the brief sweep of those that passed, the full sweep of the
+// finalists; the winner goes to the cache file and the process memo.
+void Tuner::tune(Choice& c) {
+  ensure_prepared(c);
+  std::vector<TacticPtr> cands = candidates(c);
+  Sweep s = check_and_sweep(c, cands);
   double best = -1;
-  if (!finalists.empty()) {
-    std::vector<double> full(finalists.size(), -1.0);
-    if (finalists.size() > 1 && !quick_) {
-      for (size_t j = 0; j < finalists.size(); ++j) {
-        full[j] = time_us(*passed[finalists[j]], b, timings_);
-        ++bd.full_timings;
-      }
-    }
-    const int f = pick_fastest(full);
-    if (f >= 0) {
-      winner = static_cast<int>(finalists[static_cast<size_t>(f)]);
-      best = full[static_cast<size_t>(f)];
-    } else {  // one finalist, quick mode, or every full timing failed: the brief sweep decides
-      winner = pick_fastest(brief);
-      best = brief[static_cast<size_t>(winner)];
-    }
-  }
-  stats_.candidates += out.candidates;
-  stats_.rejected += out.rejected;
+  const int winner = pick_winner(c, s, &best);
+  stats_.candidates += c.out.candidates;
+  stats_.rejected += c.out.rejected;
   ++stats_.tuned;
-  YOLOCU_CHECK(winner >= 0, kUnsupported, "conv ", sig, " batch ", pb.n, ": none of ", out.candidates,
+  YOLOCU_CHECK(winner >= 0, kUnsupported, "conv ", c.sig, " batch ", c.pb.n, ": none of ", c.out.candidates,
                " candidate tactics passed the check");
-  out.tactic = std::move(passed[static_cast<size_t>(winner)]);
-  bd.add_win(out.tactic->id(), place[static_cast<size_t>(winner)]);
-  out.us = best;
-  TacticRecord chosen{out.tactic->id(), out.tactic->name(), best};
-  if (family_of(chosen.tactic) == TacticFamily::kCudnnGraph) chosen.plan = serialise(*out.tactic);
-  if (cache_) cache_->put(sig, pb.n, chosen);
-  memo_put(memo_key, chosen, out.tactic);
-  return finish();
-}
-
-void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int threads) {
-  const auto wall0 = Clock::now();
-  // One job per distinct problem: either the cached tactic to re-create (id set), or (cold) the
-  // list of cuDNN graph configs to query, each config to build, and the legacy candidates.
-  struct Job {
-    const ConvProblem* pb = nullptr;
-    std::string key, id;
-    std::vector<uint8_t> plan;  // the cached tactic's serialised plan, if any
-    // Progress (under the pool's mutex).
-    bool taken = false;          // the restore (warm) or the heuristics query (cold) is under way or done
-    bool listed = false;         // cold: configs is known
-    bool list_failed = false;    // the query threw: choose() queries again
-    bool legacy_taken = false;
-    std::vector<std::string> configs;
-    std::vector<TacticPtr> built;  // per config index; null: not tried or did not build
-    size_t next = 0;               // next config to build
-    int ok = 0, in_flight = 0;     // configs built, builds under way
-    // Results.
-    TacticPtr made;
-    std::vector<TacticPtr> legacy;
-    bool legacy_done = false;
-  };
-  std::vector<Job> jobs;
-  std::vector<std::string> seen;
-  for (const ConvProblem& pb : problems) {
-    const std::string sig = pb.signature(), key = sig + "|b" + std::to_string(pb.n);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end() || prebuilt_.count(key) || premade_.count(key)) continue;
-    seen.push_back(key);
-    Job j;
-    if (const TacticRecord* r = usable_record(sig, pb.n)) {
-      if (memo_find(memo_key_of(key), &r->tactic, nullptr)) continue;
-      j.id = r->tactic;
-      j.plan = plan_bytes(*r);
-    } else if (memo_find(memo_key_of(key), nullptr, nullptr)) {
-      continue;
-    }
-    j.pb = &pb;
-    j.key = key;
-    jobs.push_back(std::move(j));
-  }
-  if (jobs.empty()) return;
-
-  const int max_plans = limits_.max_graph_plans;
-  std::mutex mutex;
-  std::condition_variable cv;
-  int busy = 0;  // items under way (their results may add work)
-  // The next item, under the mutex: restores, heuristics queries and legacy builds first (cheap,
-  // and a query opens its configs), then config builds in job order. A job's config i is handed
-  // out only while its built + under way < max_plans, so the configs tried are always a prefix of
-  // its list and the kept ones are the first max_plans that build, whatever the threads' timing.
-  enum class Kind { kNone, kRestore, kList, kLegacy, kBuild };
-  struct Item {
-    Kind kind = Kind::kNone;
-    size_t job = 0, config = 0;
-  };
-  auto next_item = [&]() -> Item {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      Job& j = jobs[i];
-      if (!j.taken) {
-        j.taken = true;
-        return {j.id.empty() ? Kind::kList : Kind::kRestore, i, 0};
-      }
-      if (j.id.empty() && !j.legacy_taken) {
-        j.legacy_taken = true;
-        return {Kind::kLegacy, i, 0};
-      }
-    }
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      Job& j = jobs[i];
-      if (j.listed && j.next < j.configs.size() && j.ok + j.in_flight < max_plans) {
-        ++j.in_flight;
-        return {Kind::kBuild, i, j.next++};
-      }
-    }
-    return {};
-  };
-  TuneBreakdown pool_bd;
-  auto worker = [&] {
-    TuneBreakdown bd;
-    const auto h0 = Clock::now();
-    PoolHandle ph;
-    if (!ph.open(device)) return;
-    const cudnnHandle_t h = ph.h;
-    bd.handles_ms += ms_since(h0);
-    std::unique_lock<std::mutex> lock(mutex);
-    for (;;) {
-      const Item it = next_item();
-      if (it.kind == Kind::kNone) {
-        if (busy == 0) break;
-        cv.wait(lock);
-        continue;
-      }
-      ++busy;
-      Job& j = jobs[it.job];
-      lock.unlock();
-      const auto t0 = Clock::now();
-      TacticPtr one;
-      std::vector<TacticPtr> many;
-      std::vector<std::string> configs;
-      bool threw = false;
-      try {
-        switch (it.kind) {
-          case Kind::kRestore: one = make_tactic(h, *j.pb, j.id, limits_, &j.plan); break;
-          case Kind::kList: configs = cudnn_graph_configs(h, *j.pb, limits_); break;
-          case Kind::kLegacy: many = cudnn_legacy_candidates(h, *j.pb, limits_); break;
-          case Kind::kBuild: one = make_cudnn_graph(h, *j.pb, j.configs[it.config], limits_); break;
-          case Kind::kNone: break;
-        }
-      } catch (const std::exception&) {
-        // choose() builds what is missing again (and reports what fails)
-        threw = true;
-        one.reset();
-        many.clear();
-        configs.clear();
-      }
-      const double ms = ms_since(t0);
-      lock.lock();
-      switch (it.kind) {
-        case Kind::kRestore:
-          bd.restore_ms += ms;
-          ++bd.restores;
-          j.made = std::move(one);
-          break;
-        case Kind::kList:
-          bd.list_ms += ms;
-          ++bd.lists;
-          j.configs = std::move(configs);
-          j.built.resize(j.configs.size());
-          j.listed = true;
-          j.list_failed = threw;
-          break;
-        case Kind::kLegacy:
-          bd.add_builds(TacticFamily::kCudnnLegacy, ms, static_cast<int>(many.size()));
-          j.legacy = std::move(many);
-          j.legacy_done = !threw;
-          break;
-        case Kind::kBuild:
-          bd.add_build(j.configs[it.config], ms, one != nullptr);
-          --j.in_flight;
-          if (one) ++j.ok;
-          j.built[it.config] = std::move(one);
-          break;
-        case Kind::kNone: break;
-      }
-      --busy;
-      cv.notify_all();
-    }
-    pool_bd.merge(bd);  // under the mutex
-  };
-  // No more threads (each creates a cuDNN handle) than items that can run at once.
-  size_t items = 0;
-  for (const Job& j : jobs) items += j.id.empty() ? static_cast<size_t>(std::max(1, max_plans)) + 1 : 1;
-  const int n = static_cast<int>(std::min(static_cast<size_t>(std::max(1, threads)), std::max<size_t>(1, items)));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  for (Job& j : jobs) {
-    if (!j.id.empty()) {
-      if (j.made) premade_[j.key] = std::move(j.made);
-      continue;
-    }
-    // Every listed config tried (or max_plans built): complete, in list order. A job the pool
-    // never finished (no thread got a cuDNN handle) is left to choose().
-    if (j.listed && !j.list_failed && (j.next == j.configs.size() || j.ok >= max_plans)) {
-      std::vector<TacticPtr>& c = prebuilt_[j.key];
-      for (TacticPtr& t : j.built)
-        if (t) c.push_back(std::move(t));
-    }
-    if (j.legacy_done) prelegacy_[j.key] = std::move(j.legacy);
-  }
-  pool_bd.prebuild_wall_ms = ms_since(wall0);
-  pool_bd.prebuild_threads = n;
-  stats_.breakdown.merge(pool_bd);
-}
-
-std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std::string& id) {
-  if (TacticPtr t = make_tactic(cudnn_, pb, id, limits_)) return t;
-  TacticLimits one = limits_;
-  one.max_graph_plans = 1;
-  auto g = cudnn_graph_candidates(cudnn_, pb, one);
-  if (!g.empty()) return std::move(g.front());
-  return cudnn_legacy_reference(cudnn_, pb);
-}
-
-std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vector<ConvProblem>& problems,
-                                                                  const std::vector<std::string>& ids, int device,
-                                                                  int threads) {
-  YOLOCU_CHECK(problems.size() == ids.size(), kInternal, "derive_many: ", problems.size(), " problems, ", ids.size(), " ids");
-  // One job per distinct (problem, tactic): layers of the same shape share the built tactic, and so
-  // do the engines of this process (the memo: each execution context's engine derives the same sizes).
-  struct Job {
-    size_t first = 0;               // its first layer
-    std::string sig, memo_key;
-    std::vector<uint8_t> plan;      // the cache file's derived plan of this tactic, if any
-    std::shared_ptr<const ConvTactic> built;  // (from the memo: before the pool runs)
-    std::string text;               // its plan serialised for the file (built here, or the memo's)
-  };
-  std::vector<Job> jobs;
-  std::vector<size_t> job_of(problems.size());
-  for (size_t i = 0; i < problems.size(); ++i) {
-    Job j;
-    j.sig = problems[i].signature();
-    j.memo_key = memo_key_of("derived|" + j.sig + "|b" + std::to_string(problems[i].n) + "|" + ids[i]);
-    const auto same = std::find_if(jobs.begin(), jobs.end(), [&](const Job& o) { return o.memo_key == j.memo_key; });
-    job_of[i] = static_cast<size_t>(same - jobs.begin());
-    if (same != jobs.end()) continue;
-    j.first = i;
-    TacticRecord memo_rec;
-    j.built = memo_find(j.memo_key, nullptr, &memo_rec);
-    const TacticRecord* r = cache_ ? cache_->find_derived(j.sig, problems[i].n) : nullptr;
-    if (r && r->tactic != ids[i]) r = nullptr;
-    if (j.built) {
-      // Derived by another engine of this process: its plan goes into this engine's cache too
-      // (each engine saves its own entries: one without them would drop the other's from the file).
-      if (cache_ && !r && !memo_rec.plan.empty())
-        cache_->put_derived(j.sig, problems[i].n, {memo_rec.tactic, memo_rec.name, 0, memo_rec.plan});
-    } else if (r) {
-      j.plan = plan_bytes(*r);
-    }
-    jobs.push_back(std::move(j));
-  }
-  std::vector<Job*> todo;
-  for (Job& j : jobs)
-    if (!j.built) todo.push_back(&j);
-  std::mutex mutex;
-  size_t next = 0;
-  auto worker = [&] {
-    PoolHandle ph;
-    if (!ph.open(device)) return;
-    for (;;) {
-      Job* j;
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (next == todo.size()) return;
-        j = todo[next++];
-      }
-      const ConvProblem& pb = problems[j->first];
-      try {
-        j->built = make_tactic(ph.h, pb, ids[j->first], limits_, j->plan.empty() ? nullptr : &j->plan);
-      } catch (const std::exception&) {
-        j->built.reset();  // derived below, on the engine's handle (which reports what fails)
-      }
-    }
-  };
-  const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), todo.size()));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  for (Job* j : todo) {
-    const ConvProblem& pb = problems[j->first];
-    if (!j->built) j->built = derive(pb, ids[j->first]);
-    if (j->built->restored_from_plan()) ++stats_.derived_restored;
-    // The plan of a graph tactic built here, serialised and test-restored on the engine's handle as
-    // the tuned layers' plans are (a pool thread's handle restored none of them: H100 at 43cb69b,
-    // CudaEngine.TacticCacheOnDisk found no derived plan in the file).
-    if (cache_ && !j->built->restored_from_plan() && family_of(j->built->id()) == TacticFamily::kCudnnGraph) {
-      j->text = plan_text(cudnn_, pb, limits_, *j->built);
-      if (!j->text.empty()) cache_->put_derived(j->sig, pb.n, {j->built->id(), j->built->name(), 0, j->text});
-    }
-    memo_put(j->memo_key, {j->built->id(), j->built->name(), 0, j->text}, j->built);
-  }
-  std::vector<std::shared_ptr<const ConvTactic>> out(problems.size());
-  for (size_t i = 0; i < problems.size(); ++i) out[i] = jobs[job_of[i]].built;
-  return out;
+  c.out.tactic = std::move(s.passed[static_cast<size_t>(winner)]);
+  stats_.breakdown.add_win(c.out.tactic->id(), s.place[static_cast<size_t>(winner)]);
+  c.out.us = best;
+  TacticRecord chosen{c.out.tactic->id(), c.out.tactic->name(), best};
+  if (family_of(chosen.tactic) == TacticFamily::kCudnnGraph) chosen.plan = serialise(c.pb, *c.out.tactic);
+  if (cache_) cache_->put(c.sig, c.pb.n, chosen);
+  memo_put(c.memo_key, chosen, c.out.tactic);
 }
 
 }  // namespace yolocu::engine

@@ -124,6 +124,24 @@ class Tuner {
   Check check(const ConvProblem& pb, const ConvTactic& t, const ConvBuffers& b, void* y_ref);
   double time_us(const ConvTactic& t, const ConvBuffers& b, int timings);
   void prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref);
+  // choose()'s passes: the cache file's record, this process's memo, else tuning (candidates,
+  // check and brief sweep, full sweep of the finalists).
+  struct Choice;
+  struct Sweep {
+    std::vector<TacticPtr> passed;  // candidates that passed the check and timed
+    std::vector<double> brief;      // their brief-sweep times (us)
+    std::vector<int> place;         // their index in the candidate list
+  };
+  void ensure_prepared(Choice& c);
+  TunedLayer finish(Choice& c);
+  std::string serialise(const ConvProblem& pb, const ConvTactic& t);
+  TacticPtr cached_tactic(Choice& c, const TacticRecord& r, bool* memo_hit);
+  bool choose_from_cache(Choice& c, const TacticRecord& r);
+  bool choose_from_memo(Choice& c);
+  std::vector<TacticPtr> candidates(const Choice& c);
+  Sweep check_and_sweep(Choice& c, std::vector<TacticPtr>& cands);
+  int pick_winner(const Choice& c, const Sweep& s, double* us);
+  void tune(Choice& c);
 
   cudnnHandle_t cudnn_;
   TacticLimits limits_;
