@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
+#include <utility>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/cpu/cpu_plan.hpp"
