@@ -68,7 +68,8 @@ TEST(Ops, EveryOpEveryOpsetAgainstOnnxRuntime) {
 // with kUnsupported naming the node or value), in FP16 and FP32 activations; every other case plans.
 // The CPU engine runs each GPU form (one rank-4 input, the other inputs as constants) like the case.
 TEST(Ops, GpuPlanRefusesExactlyTheListedCases) {
-  YOLOCU_REQUIRE_OP_CASES(dir, "opcases", "");
+  // its own folder: ctest runs it beside EveryOpEveryOpsetAgainstOnnxRuntime, which rewrites "opcases"
+  YOLOCU_REQUIRE_OP_CASES(dir, "opcases_gpu_plan", "");
   int planned = 0, refused = 0;
   for (const test::OpCase& c : test::read_op_cases(dir)) {
     SCOPED_TRACE(c.name);
