@@ -6,8 +6,9 @@
 // alpha dropped without blending). The format is detected from the leading bytes, not the name.
 //
 // Errors: kIo (file cannot be read), kParse (corrupt or truncated data, "<name>: ..."),
-// kUnsupported (neither JPEG nor PNG), kOutOfMemory (header larger than DecodeLimits; checked
-// before any pixel buffer is allocated). Nothing is printed. Unlike OpenCV, a JPEG whose data ends
+// kUnsupported (neither JPEG nor PNG), kOutOfMemory (over a DecodeLimits field, named in the
+// message: a header larger than the pixel limits, checked before any pixel buffer is allocated;
+// too many progressive scans; libjpeg's working memory). Nothing is printed. Unlike OpenCV, a JPEG whose data ends
 // early is an error, not a partly grey image.
 #pragma once
 
@@ -53,13 +54,31 @@ class Image {
   int width_ = 0, height_ = 0;
 };
 
-// Largest image the decoder accepts, checked against the file header before allocating. The
-// limits apply to the image as returned (after an EXIF rotation).
+// What one image may cost the decoder, checked against the file header before any pixel buffer is
+// allocated and while decoding. The defaults keep any input of up to 1 MB under 512 MB of memory
+// and 2 s of CPU (docs/reliability.md) and still take 8K (7680x4320) and 48 MP photos. The pixel
+// limits apply to the image as returned (after an EXIF rotation). The CPU decoder (decode_image),
+// the GPU decoder (CudaJpegDecoder, before nvJPEG sees the image), the Detector and the Python
+// package all take one DecodeLimits; a refusal is kOutOfMemory naming the image and the field.
 struct DecodeLimits {
+  static constexpr int64_t kDefaultMaxPixels = 50'000'000;
+  static constexpr int kDefaultMaxScans = 100;
+  static constexpr int64_t kDefaultMaxDecoderMemory = int64_t{256} << 20;
+
   int max_width = 16384;
   int max_height = 16384;
-  int64_t max_pixels = int64_t{1} << 28;
+  int64_t max_pixels = kDefaultMaxPixels;  // width * height (CLI --max-pixels)
+  // Progressive JPEG scans read before the refusal (libjpeg's progress monitor): each scan walks
+  // the whole image, so a small file of many scans would cost minutes. Real files have <= ~20.
+  int max_scans = kDefaultMaxScans;
+  // libjpeg's own working memory (max_memory_to_use: a progressive JPEG's coefficient buffer, 2
+  // bytes per sample) and the largest PNG ancillary chunk libpng may allocate, in bytes.
+  int64_t max_decoder_memory = kDefaultMaxDecoderMemory;
 };
+
+// kInvalidArgument naming `what` (e.g. "DetectorOptions::decode_limits") and the field when a
+// limit is <= 0. decode_image() and CudaJpegDecoder call it; front ends call it at option parsing.
+void validate_decode_limits(const DecodeLimits& limits, const std::string& what);
 
 // Decodes a JPEG or PNG file. Thread-safe (no shared state).
 Image decode_image_file(const std::string& path, const DecodeLimits& limits = {});

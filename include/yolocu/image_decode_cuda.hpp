@@ -32,6 +32,10 @@
 
 namespace yolocu {
 
+namespace detail {
+class DeviceBudget;  // src/core/device_budget.hpp
+}
+
 // True when this build has nvJPEG (CMake found it; see docs/preprocess.md). Without it the
 // decoder's constructor throws kUnsupported.
 bool nvjpeg_available() noexcept;
@@ -49,6 +53,16 @@ struct CudaJpegDecoderOptions {
   // docs/performance.md section 10). Which ones: evenly spaced in the list (the same list is split the same way every
   // time). 0: none.
   float cpu_share = 0;
+  // Device memory of the decoded-image buffer: charged to `device_budget` when set (the owner's,
+  // e.g. a Detector context's max_device_memory budget; it must outlive the decoder), else to a
+  // budget of the decoder's own of max_device_memory bytes (0: no limit). A call whose buffer would
+  // go over it throws kOutOfMemory naming the budget before anything is allocated, and the decoder
+  // stays usable for smaller images. nvJPEG's own working buffers are not counted.
+  detail::DeviceBudget* device_budget = nullptr;
+  uint64_t max_device_memory = 0;
+  // A buffer larger than this is given back and allocated again at the size needed when a call
+  // needs less than a quarter of it, so that one large image does not keep its memory for good.
+  size_t shrink_above_bytes = size_t{64} << 20;
 };
 
 // How the images of a decode() call (or all calls: totals()) were decoded.

@@ -4,6 +4,8 @@
 // Both libraries report errors through a callback that must not return: ours longjmp back to a
 // small C-style function (no C++ objects with destructors live between setjmp and longjmp), which
 // returns false; the C++ caller then throws yolocu::Error. Nothing is printed.
+#include <algorithm>
+#include <climits>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +39,10 @@ namespace {
 using detail::fail;
 
 constexpr size_t kMaxMessage = 256;
+// libpng: the largest ancillary chunk it may allocate (its own default), how many unknown or text
+// chunks it keeps. (Its IHDR limit of 1,000,000 pixels a side stays; DecodeLimits is checked after.)
+constexpr int64_t kMaxPngChunkBytes = 8'000'000;
+constexpr png_uint_32 kMaxPngChunks = 1000;
 
 void check_limits(int w, int h, const DecodeLimits& limits, const std::string& name) {
   detail::check_decode_limits(w, h, limits, name);
@@ -105,6 +111,8 @@ struct JpegErrorManager {
   jpeg_error_mgr pub;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  int scan_limit;       // DecodeLimits::max_scans (0: none); zeroed by JpegDecoder's memset
+  bool scans_exceeded;  // the progress monitor stopped the decode
 };
 
 void jpeg_on_error(j_common_ptr cinfo) {
@@ -124,18 +132,48 @@ void jpeg_on_message(j_common_ptr cinfo, int level) {
 
 void jpeg_silent(j_common_ptr) {}
 
+// The error manager and the progress monitor of one decompressor: libjpeg calls the monitor once
+// per iMCU row while it reads a progressive file's scans, so a file of many scans stops at the
+// first row of the scan over the limit.
+struct JpegProgress {
+  jpeg_progress_mgr pub;
+  JpegErrorManager* err;
+};
+
+void jpeg_on_progress(j_common_ptr cinfo) {
+  auto* p = reinterpret_cast<JpegProgress*>(cinfo->progress);
+  const auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (p->err->scan_limit > 0 && d->input_scan_number > p->err->scan_limit) {
+    p->err->scans_exceeded = true;
+    std::snprintf(p->err->message, sizeof p->err->message, "more than %d scans", p->err->scan_limit);
+    std::longjmp(p->err->jump, 1);
+  }
+}
+
+// libjpeg's answers when max_memory_to_use is too small for its buffers (no backing store here).
+bool jpeg_memory_refusal(int msg_code) {
+  return msg_code == JERR_NO_BACKING_STORE || msg_code == JERR_OUT_OF_MEMORY || msg_code == JERR_TFILE_CREATE;
+}
+
 struct JpegDecoder {
   jpeg_decompress_struct cinfo;
   JpegErrorManager err;
+  JpegProgress progress;
+  long memory_limit = 0;  // max_memory_to_use, set once the decompressor exists
   bool created = false;
 
-  JpegDecoder() {
+  explicit JpegDecoder(const DecodeLimits& limits = {}) {
     std::memset(&cinfo, 0, sizeof cinfo);
     std::memset(&err, 0, sizeof err);
+    std::memset(&progress, 0, sizeof progress);
     cinfo.err = jpeg_std_error(&err.pub);
     err.pub.error_exit = jpeg_on_error;
     err.pub.emit_message = jpeg_on_message;
     err.pub.output_message = jpeg_silent;
+    err.scan_limit = limits.max_scans;
+    progress.pub.progress_monitor = jpeg_on_progress;
+    progress.err = &err;
+    memory_limit = static_cast<long>(std::min<int64_t>(limits.max_decoder_memory, LONG_MAX));
   }
   ~JpegDecoder() {
     if (created) jpeg_destroy_decompress(&cinfo);
@@ -148,6 +186,8 @@ bool jpeg_read_header_c(JpegDecoder& j, const uint8_t* data, size_t size) {
   if (setjmp(j.err.jump)) return false;
   jpeg_create_decompress(&j.cinfo);
   j.created = true;
+  j.cinfo.mem->max_memory_to_use = j.memory_limit;
+  j.cinfo.progress = &j.progress.pub;  // after jpeg_create_decompress, which zeroes the struct
   jpeg_mem_src(&j.cinfo, data, static_cast<unsigned long>(size));
   jpeg_save_markers(&j.cinfo, JPEG_APP0 + 1, 0xffff);
   jpeg_read_header(&j.cinfo, TRUE);
@@ -195,15 +235,27 @@ int saved_orientation(const JpegDecoder& j) {
   return 1;
 }
 
-Image decode_jpeg(const uint8_t* data, size_t size, const DecodeLimits& limits,
-                  const std::string& name) {
-  JpegDecoder j;
-  if (!jpeg_read_header_c(j, data, size)) fail(ErrorCode::kParse, name, ": JPEG: ", j.err.message);
-  const int orientation = saved_orientation(j);
+// kOutOfMemory naming the limit when the decode stopped at one, else kParse with libjpeg's message.
+[[noreturn]] void jpeg_fail(const JpegDecoder& j, const DecodeLimits& limits, const std::string& name) {
+  if (j.err.scans_exceeded) detail::check_scan_limit(limits.max_scans + 1, limits, name);
+  if (jpeg_memory_refusal(j.err.pub.msg_code)) {
+    fail(ErrorCode::kOutOfMemory, name, ": JPEG: decoding needs more working memory than the decode limit (",
+         "DecodeLimits max_decoder_memory ", limits.max_decoder_memory, " bytes): ", j.err.message);
+  }
+  fail(ErrorCode::kParse, name, ": JPEG: ", j.err.message);
+}
+
+// The pixels as coded; the decompressor (and a progressive file's coefficient buffer) is gone
+// before the caller rotates, so the two never coexist with the rotated copy.
+Image decode_jpeg_pixels(const uint8_t* data, size_t size, const DecodeLimits& limits, const std::string& name,
+                         int* orientation) {
+  JpegDecoder j(limits);
+  if (!jpeg_read_header_c(j, data, size)) jpeg_fail(j, limits, name);
+  *orientation = saved_orientation(j);
   const int w = static_cast<int>(j.cinfo.output_width), h = static_cast<int>(j.cinfo.output_height);
   YOLOCU_CHECK(j.cinfo.output_width <= 0x7fffffffu && j.cinfo.output_height <= 0x7fffffffu, kParse,
                name, ": JPEG: invalid image size");
-  if (orientation_transposes(orientation)) {
+  if (orientation_transposes(*orientation)) {
     check_limits(h, w, limits, name);
   } else {
     check_limits(w, h, limits, name);
@@ -212,8 +264,14 @@ Image decode_jpeg(const uint8_t* data, size_t size, const DecodeLimits& limits,
   std::vector<uint8_t> cmyk;
   if (j.cinfo.out_color_space == JCS_CMYK) cmyk.resize(static_cast<size_t>(w) * 4);
   if (!jpeg_read_pixels_c(j, img.data(), img.pitch_bytes(), cmyk.empty() ? nullptr : cmyk.data())) {
-    fail(ErrorCode::kParse, name, ": JPEG: ", j.err.message);
+    jpeg_fail(j, limits, name);
   }
+  return img;
+}
+
+Image decode_jpeg(const uint8_t* data, size_t size, const DecodeLimits& limits, const std::string& name) {
+  int orientation = 1;
+  Image img = decode_jpeg_pixels(data, size, limits, name, &orientation);
   return apply_orientation(std::move(img), orientation);
 }
 
@@ -289,6 +347,11 @@ Image decode_png(const uint8_t* data, size_t size, const DecodeLimits& limits,
   p.end = png_create_info_struct(p.png);
   YOLOCU_CHECK(p.info != nullptr && p.end != nullptr, kOutOfMemory, name,
                ": PNG: cannot create the decoder");
+  // libpng's own caps: ancillary chunks (iCCP, zTXt, sPLT: decompressed into memory) and how many
+  // of them are kept; the image itself is checked against DecodeLimits right after the header.
+  png_set_chunk_malloc_max(p.png, static_cast<png_alloc_size_t>(
+                                      std::min<int64_t>(limits.max_decoder_memory, kMaxPngChunkBytes)));
+  png_set_chunk_cache_max(p.png, kMaxPngChunks);
   if (!png_read_header_c(p, &src)) fail(ErrorCode::kParse, name, ": PNG: ", src.message);
   const png_uint_32 w = png_get_image_width(p.png, p.info), h = png_get_image_height(p.png, p.info);
   YOLOCU_CHECK(w <= 0x7fffffffu && h <= 0x7fffffffu, kParse, name, ": PNG: invalid image size");
@@ -320,6 +383,38 @@ void check_decode_limits(int w, int h, const DecodeLimits& limits, const std::st
                kOutOfMemory, name, ": image of ", w, "x", h,
                " pixels exceeds the decode limit (DecodeLimits max_width ", limits.max_width,
                ", max_height ", limits.max_height, ", max_pixels ", limits.max_pixels, ")");
+}
+
+void check_scan_limit(int scans, const DecodeLimits& limits, const std::string& name) {
+  YOLOCU_CHECK(scans <= limits.max_scans, kOutOfMemory, name, ": JPEG: progressive image of more than ",
+               limits.max_scans, " scans exceeds the decode limit (DecodeLimits max_scans ", limits.max_scans, ")");
+}
+
+int count_jpeg_scans(const uint8_t* d, size_t n) {
+  int scans = 0;
+  size_t i = 2;  // after SOI
+  while (i + 1 < n) {
+    if (d[i] != 0xFF) {
+      ++i;
+      continue;
+    }
+    const uint8_t m = d[i + 1];
+    if (m == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    i += 2;
+    if (m == 0xD9) break;                                              // EOI
+    if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD8)) continue;  // stuffing, TEM, RSTn, SOI
+    if (i + 1 >= n) break;
+    const size_t len = size_t{d[i]} << 8 | d[i + 1];
+    if (len < 2) break;
+    i += len;
+    if (m != 0xDA) continue;
+    ++scans;  // the entropy-coded data runs to the next marker other than RSTn or a stuffed 0
+    while (i + 1 < n && !(d[i] == 0xFF && d[i + 1] != 0x00 && !(d[i + 1] >= 0xD0 && d[i + 1] <= 0xD7))) ++i;
+  }
+  return scans;
 }
 
 JpegHeader read_jpeg_header(const uint8_t* data, size_t size, const std::string& name) {
@@ -364,6 +459,7 @@ DecodePlan plan_gpu_decode(const void* data, size_t size, const DecodeLimits& li
   plan.height = transposed ? h.width : h.height;
   plan.progressive = h.progressive;
   check_decode_limits(plan.width, plan.height, limits, name);
+  if (h.progressive) check_scan_limit(count_jpeg_scans(d, size), limits, name);
   if (h.orientation >= 2 && h.orientation <= 8) {
     plan.route = DecodeRoute::kCpuOrientation;
   } else if (h.components != 1 && h.components != 3) {
@@ -376,8 +472,16 @@ DecodePlan plan_gpu_decode(const void* data, size_t size, const DecodeLimits& li
 
 }  // namespace detail
 
+void validate_decode_limits(const DecodeLimits& l, const std::string& what) {
+  YOLOCU_CHECK(l.max_width > 0 && l.max_height > 0 && l.max_pixels > 0 && l.max_scans > 0 && l.max_decoder_memory > 0,
+               kInvalidArgument, what, ": decode limits must be > 0, got max_width ", l.max_width, ", max_height ",
+               l.max_height, ", max_pixels ", l.max_pixels, ", max_scans ", l.max_scans, ", max_decoder_memory ",
+               l.max_decoder_memory);
+}
+
 Image decode_image(const void* data, size_t size, const DecodeLimits& limits,
                    const std::string& name) {
+  validate_decode_limits(limits, name);
   YOLOCU_CHECK(data != nullptr || size == 0, kInvalidArgument, name, ": data is null");
   YOLOCU_CHECK(size > 0, kParse, name, ": empty (0 bytes), not an image");
   const auto* d = static_cast<const uint8_t*>(data);

@@ -22,6 +22,7 @@
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
+#include "core/device_budget.hpp"
 #include "preprocess/image_decode_plan.hpp"
 
 #ifdef YOLOCU_WITH_NVJPEG
@@ -76,25 +77,31 @@ constexpr size_t kOffsetAlign = 256;  // start of each image in the output buffe
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-// Grow-only device buffer (a reallocation only for a larger call than ever before).
+// The decoded-image buffer: grown for a larger call than ever before (and a quarter more, so that
+// calls of slightly larger images do not each reallocate: cudaFree waits for the whole device),
+// shrunk when a call needs under a quarter of a buffer over `shrink_above`. Every byte is charged
+// to the budget before cudaMalloc and refunded on free.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  // Grows to `bytes` and a quarter more, so that calls of slightly larger images do not each
-  // reallocate (cudaFree waits for the whole device).
+  ~DeviceBuffer() { release(); }
+  void set_budget(detail::DeviceBudget* budget, size_t shrink_above) {
+    budget_ = budget;
+    shrink_above_ = shrink_above;
+  }
   void reserve(size_t bytes) {
-    if (bytes <= size_) return;
-    cudaFree(ptr_);  // synchronises the device: no earlier call's work still writes the old buffer
-    ptr_ = nullptr;
-    size_ = 0;
-    bytes += bytes / 4;
+    const bool shrink = size_ > shrink_above_ && bytes < size_ / 4;
+    if (bytes <= size_ && !shrink) return;
+    release();  // synchronises the device: no earlier call's work still writes the old buffer
+    if (!shrink) bytes += bytes / 4;
+    if (budget_ != nullptr) budget_->charge(bytes, "the nvJPEG decoder's output buffer for the decoded images");
     const cudaError_t e = cudaMalloc(&ptr_, bytes);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       ptr_ = nullptr;
+      if (budget_ != nullptr) budget_->refund(bytes);
       detail::fail(ErrorCode::kOutOfMemory, "CudaJpegDecoder: cannot allocate ", bytes,
                    " bytes of device memory for the decoded images: ", cudaGetErrorString(e));
     }
@@ -104,8 +111,16 @@ class DeviceBuffer {
   size_t size() const { return size_; }
 
  private:
+  void release() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    if (budget_ != nullptr && size_ > 0) budget_->refund(size_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
   void* ptr_ = nullptr;
   size_t size_ = 0;
+  detail::DeviceBudget* budget_ = nullptr;
+  size_t shrink_above_ = SIZE_MAX;
 };
 
 }  // namespace
@@ -129,7 +144,8 @@ struct CudaJpegDecoder::Impl {
   nvjpegBufferDevice_t device_buffer = nullptr;
   nvjpegJpegStream_t streams[2] = {nullptr, nullptr};
   nvjpegDecodeParams_t params = nullptr;
-  DeviceBuffer out;
+  std::unique_ptr<detail::DeviceBudget> own_budget;  // when options.device_budget is null
+  DeviceBuffer out;  // after own_budget: refunds to it on destruction
   // cpu_share: the CPU-decoded share goes up on a stream of its own (a copy from pageable memory on
   // the decode stream would wait for nvJPEG's work), which the decode stream then waits for.
   cudaStream_t side = nullptr;
@@ -160,6 +176,13 @@ struct CudaJpegDecoder::Impl {
     YOLOCU_CHECK(o.device >= 0, kInvalidArgument, "CudaJpegDecoder: device must be >= 0, got ", o.device);
     YOLOCU_CHECK(o.cpu_share >= 0.f && o.cpu_share <= 0.9f, kInvalidArgument,
                  "CudaJpegDecoder: cpu_share must be in [0, 0.9], got ", o.cpu_share);
+    validate_decode_limits(o.limits, "CudaJpegDecoderOptions::limits");
+    detail::DeviceBudget* budget = o.device_budget;
+    if (budget == nullptr) {
+      own_budget = std::make_unique<detail::DeviceBudget>(o.max_device_memory, "CudaJpegDecoderOptions::max_device_memory");
+      budget = own_budget.get();
+    }
+    out.set_budget(budget, o.shrink_above_bytes);
     YOLOCU_CUDA_CHECK(cudaSetDevice(o.device));
     pool = detail::make_nvjpeg_device_pool(o.device);
     dev_allocator = detail::nvjpeg_device_allocator(pool);

@@ -18,6 +18,12 @@ bool is_png(const uint8_t* data, size_t size);   // the 8-byte PNG signature
 // limits: the checks decode_image() makes, with its messages.
 void check_decode_limits(int width, int height, const DecodeLimits& limits, const std::string& name);
 
+// kOutOfMemory naming DecodeLimits::max_scans when `scans` is over it (decode_image()'s message).
+void check_scan_limit(int scans, const DecodeLimits& limits, const std::string& name);
+// The number of scans (SOS markers) of a JPEG, by walking its markers and entropy-coded data
+// without decoding: what the progress monitor would count, for the GPU path's check before nvJPEG.
+int count_jpeg_scans(const uint8_t* data, size_t size);
+
 // A JPEG's header as libjpeg reads it (the same calls as decode_image()).
 struct JpegHeader {
   int width = 0, height = 0;  // as coded, before the EXIF orientation
@@ -52,7 +58,8 @@ struct DecodePlan {
 };
 // The routing decision for one image, from its header only (no pixel is decoded). Errors as
 // decode_image(): kInvalidArgument (null data with a size), kParse (empty; a corrupt or truncated
-// JPEG header), kOutOfMemory (a JPEG larger than `limits`, checked before anything is allocated).
+// JPEG header), kOutOfMemory (a JPEG larger than `limits`, or progressive with more scans than
+// max_scans, checked before anything is allocated).
 DecodePlan plan_gpu_decode(const void* data, size_t size, const DecodeLimits& limits, const std::string& name);
 
 }  // namespace yolocu::detail

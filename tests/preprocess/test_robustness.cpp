@@ -11,6 +11,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "preprocess/bomb_images.hpp"
+#include "preprocess/image_decode_plan.hpp"
 #include "preprocess/preprocess_test_util.hpp"
 #include "test_util.hpp"
 #include "yolocu/error.hpp"
@@ -206,6 +208,69 @@ TEST(Robustness, RandomCorruptionNeverCrashes) {
       }
     }
   }
+}
+
+// The limits of DecodeLimits beyond the pixel count (the measured bomb set: test_decode_bombs.cpp).
+TEST(Robustness, ProgressiveScanLimit) {
+  const std::vector<uint8_t> bomb = test::progressive_scan_bomb(64, 48, 1, 40);
+  EXPECT_EQ(detail::count_jpeg_scans(bomb.data(), bomb.size()), 40);
+  EXPECT_FALSE(decode_bytes(bomb).threw) << decode_bytes(bomb).message;  // 40 <= the default 100
+  DecodeLimits few;
+  few.max_scans = 39;
+  const Outcome o = decode_bytes(bomb, few);
+  EXPECT_EQ(o.code, ErrorCode::kOutOfMemory) << o.message;
+  EXPECT_NE(o.message.find("test.bin: JPEG: progressive image of more than 39 scans"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("max_scans 39"), std::string::npos) << o.message;
+  // the GPU path's plan refuses it from the markers alone, with the same message
+  std::string plan_message;
+  EXPECT_EQ(test::code_of([&] { detail::plan_gpu_decode(bomb.data(), bomb.size(), few, "test.bin"); }, &plan_message),
+            ErrorCode::kOutOfMemory);
+  EXPECT_EQ(plan_message, o.message);
+  few.max_scans = 40;
+  EXPECT_FALSE(decode_bytes(bomb, few).threw);
+  EXPECT_NO_THROW(detail::plan_gpu_decode(bomb.data(), bomb.size(), few, "test.bin"));
+}
+
+TEST(Robustness, CountScansOfRealAndBrokenFiles) {
+  const std::vector<uint8_t> jpg = small_jpeg();
+  EXPECT_EQ(detail::count_jpeg_scans(jpg.data(), jpg.size()), 1);
+  for (size_t n = 0; n < jpg.size(); n += 7) detail::count_jpeg_scans(jpg.data(), n);  // no overread (ASan)
+  const std::vector<uint8_t> junk(300, 0xFF);
+  EXPECT_EQ(detail::count_jpeg_scans(junk.data(), junk.size()), 0);
+}
+
+TEST(Robustness, DecoderMemoryLimit) {
+  const std::vector<uint8_t> bomb = test::progressive_scan_bomb(512, 512, 3, 4);  // 1.5 MB of coefficients
+  EXPECT_FALSE(decode_bytes(bomb).threw);
+  DecodeLimits small;
+  small.max_decoder_memory = 1 << 20;
+  const Outcome o = decode_bytes(bomb, small);
+  EXPECT_EQ(o.code, ErrorCode::kOutOfMemory) << o.message;
+  EXPECT_NE(o.message.find("test.bin: JPEG:"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("max_decoder_memory 1048576"), std::string::npos) << o.message;
+}
+
+TEST(Robustness, DeclaredSizesOverTheDefaultLimits) {
+  for (const auto& b : {test::baseline_size_bomb(16000, 16000), test::baseline_size_bomb(65000, 100),
+                        test::png_header_only(16384, 16384), test::png_header_only(7100, 7100)}) {
+    const Outcome o = decode_bytes(b);
+    EXPECT_EQ(o.code, ErrorCode::kOutOfMemory) << o.message;
+    EXPECT_NE(o.message.find("test.bin: image of "), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find("exceeds the decode limit"), std::string::npos) << o.message;
+  }
+  // libpng's own IHDR cap (1,000,000 a side) and PNG's (2^31 - 1)
+  EXPECT_EQ(decode_bytes(test::png_header_only(2000000, 1)).code, ErrorCode::kParse);
+  EXPECT_EQ(decode_bytes(test::png_header_only(0x80000000u, 1)).code, ErrorCode::kParse);
+}
+
+TEST(Robustness, InvalidLimitsAreNamed) {
+  DecodeLimits bad;
+  bad.max_scans = 0;
+  const Outcome o = decode_bytes(small_jpeg(), bad);
+  EXPECT_EQ(o.code, ErrorCode::kInvalidArgument) << o.message;
+  EXPECT_NE(o.message.find("max_scans 0"), std::string::npos) << o.message;
+  EXPECT_THROW(validate_decode_limits(bad, "DetectorOptions::decode_limits"), Error);
+  EXPECT_NO_THROW(validate_decode_limits(DecodeLimits{}, "defaults"));
 }
 
 }  // namespace
