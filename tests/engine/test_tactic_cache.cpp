@@ -1,9 +1,12 @@
 // The GPU engine's tactic cache file (host-only, no GPU): round trip, several devices in one file,
 // and every kind of bad file ignored with a warning naming the file and the reason, never trusted.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -197,6 +200,72 @@ TEST(TacticCache, UnwritablePathIsAWarningNotAnError) {
   write(blocker, "x");
   EXPECT_FALSE(c.save(blocker + "/sub/tactics.json", &warning));
   EXPECT_NE(warning.find("not written"), std::string::npos) << warning;
+}
+
+TEST(TacticCache, SaveMergesByKeyWithWhatOthersSaved) {
+  const std::string path = scratch_file("merge.json");
+  std::remove(path.c_str());
+  TacticCache a("GPU"), b("GPU");
+  std::string warning;
+  ASSERT_TRUE(a.load(path, &warning));
+  ASSERT_TRUE(b.load(path, &warning));
+  a.put("only a", 1, {"cudnn:GEMM", "", 1});
+  a.put("both", 1, {"cudnn:GEMM", "", 1});
+  b.put("only b", 1, {"cudnn:FFT", "", 2});
+  b.put("both", 1, {"cudnn:FFT", "", 2});
+  ASSERT_TRUE(a.save(path, &warning)) << warning;
+  ASSERT_TRUE(b.save(path, &warning)) << warning;  // b did not load a's entries: they stay
+  TacticCache c("GPU");
+  ASSERT_TRUE(c.load(path, &warning)) << warning;
+  EXPECT_EQ(c.size(), 3u);
+  ASSERT_NE(c.find("only a", 1), nullptr);
+  ASSERT_NE(c.find("only b", 1), nullptr);
+  EXPECT_EQ(c.find("both", 1)->tactic, "cudnn:FFT");  // the last save wins on the same key
+}
+
+// Several processes saving into one file at the same time, each several times: every entry of
+// every process is in the file at the end (without the lock and the merge, most were lost).
+TEST(TacticCache, ProcessesSavingAtOnceLoseNothing) {
+  const std::string path = scratch_file("processes.json");
+  std::remove(path.c_str());
+  constexpr int kProcesses = 8, kRounds = 5, kPerRound = 6;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      TacticCache c(p % 2 == 0 ? "GPU even" : "GPU odd");
+      std::string warning;
+      bool ok = true;
+      for (int r = 0; r < kRounds; ++r) {
+        for (int i = 0; i < kPerRound; ++i)
+          c.put("p" + std::to_string(p) + " r" + std::to_string(r) + " i" + std::to_string(i), 1,
+                {"cudnn:GEMM", "", 1.0 + i});
+        ok = c.save(path, &warning) && ok;
+      }
+      _exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child's save failed";
+  }
+  std::string warning;
+  TacticCache even("GPU even"), odd("GPU odd");
+  ASSERT_TRUE(even.load(path, &warning)) << warning;
+  ASSERT_TRUE(odd.load(path, &warning)) << warning;
+  EXPECT_EQ(even.size(), size_t{kProcesses / 2 * kRounds * kPerRound});
+  EXPECT_EQ(odd.size(), size_t{kProcesses / 2 * kRounds * kPerRound});
+  for (int p = 0; p < kProcesses; ++p) {
+    const TacticCache& c = p % 2 == 0 ? even : odd;
+    for (int r = 0; r < kRounds; ++r)
+      for (int i = 0; i < kPerRound; ++i)
+        EXPECT_NE(c.find("p" + std::to_string(p) + " r" + std::to_string(r) + " i" + std::to_string(i), 1), nullptr);
+  }
+  // no temporary file is left behind
+  for (const auto& e : std::filesystem::directory_iterator(test::scratch_dir("tactic_cache")))
+    EXPECT_EQ(e.path().filename().string().find("processes.json.tmp"), std::string::npos) << e.path();
 }
 
 TEST(TacticCache, DefaultPath) {

@@ -1,7 +1,14 @@
-// The tactic cache file: JSON through nlohmann::json, strict schema, atomic replace on save.
+// The tactic cache file: JSON through nlohmann::json, strict schema; saves merge by key under an
+// advisory lock and replace the file atomically (unique temporary name, fsync, rename).
 #include "engine/cuda/tactics/tactic_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +24,30 @@ namespace {
 using json = nlohmann::json;
 constexpr const char* kFormat = "yolocu-tactic-cache";
 
+// A cache file is a few MB at most (plans are capped at kMaxPlanBytes each); its JSON is 4 levels
+// deep. Larger or deeper files are refused before parsing (nlohmann's dump() recurses per level).
+constexpr uintmax_t kMaxFileBytes = uintmax_t{256} << 20;
+constexpr int kMaxDepth = 16;
+
+bool too_deep(const std::string& text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 // Parses the file into a json object. Returns false with a reason if it is not a cache of ours.
 bool read_file(const std::string& path, json* out, std::string* why, bool* missing) {
   *missing = false;
@@ -29,6 +60,11 @@ bool read_file(const std::string& path, json* out, std::string* why, bool* missi
     *why = "it is a directory";
     return false;
   }
+  const uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxFileBytes) {
+    *why = "it is " + std::to_string(bytes) + " bytes, over the " + std::to_string(kMaxFileBytes >> 20) + " MiB limit";
+    return false;
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     *why = "it cannot be read";
@@ -36,7 +72,12 @@ bool read_file(const std::string& path, json* out, std::string* why, bool* missi
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  const std::string text = ss.str();
+  if (too_deep(text)) {
+    *why = "its JSON is nested more than " + std::to_string(kMaxDepth) + " levels deep";
+    return false;
+  }
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     *why = "it is not valid JSON";
     return false;
@@ -89,6 +130,83 @@ bool parse_entries(const json& dev, std::map<std::string, TacticRecord>* out, st
     r.us = e["us"].get<double>();
     r.loaded = true;
     out->emplace(it.key(), std::move(r));
+  }
+  return true;
+}
+
+// An advisory lock (flock) on a file of its own beside the cache, so that processes saving at the
+// same time merge one after the other instead of replacing each other's entries. Waits up to
+// kLockWaitMs, then gives up (the cache is an optimisation: the engine works on without it).
+constexpr int kLockWaitMs = 10000;
+
+class FileLock {
+ public:
+  FileLock() = default;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock() {
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
+  }
+  bool acquire(const std::string& path, std::string* why) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      *why = "cannot open the lock file '" + path + "': " + std::strerror(errno);
+      return false;
+    }
+    for (int waited = 0;; waited += 10) {
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+      if (errno != EWOULDBLOCK && errno != EINTR) break;
+      if (waited >= kLockWaitMs) {
+        *why = "another process held the lock file '" + path + "' for " + std::to_string(kLockWaitMs / 1000) + " s";
+        return false;
+      }
+      ::usleep(10000);
+    }
+    *why = "cannot lock '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// `text` into a temporary file of a unique name beside `path` (mkstemp), fsync'd, renamed over
+// `path`, and the folder fsync'd: a crash leaves the old file or the new one, never a mix.
+bool write_durably(const std::string& path, const std::string& text, std::string* warning) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    if (warning) *warning = "tactic cache '" + path + "' not written: cannot create '" + tmp + "': " + std::strerror(errno);
+    return false;
+  }
+  const bool written = write_all(fd, text) && ::fsync(fd) == 0;
+  ::fchmod(fd, 0644);
+  ::close(fd);
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    if (warning) *warning = "tactic cache '" + path + "' not written: " + (written ? "cannot rename '" + tmp + "': " : "cannot write '" + tmp + "': ") + err;
+    return false;
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
   }
   return true;
 }
@@ -179,38 +297,31 @@ bool TacticCache::load(const std::string& path, std::string* warning) {
 }
 
 bool TacticCache::save(const std::string& path, std::string* warning) const {
-  json j;
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   std::string why;
+  FileLock lock;
+  if (!lock.acquire(path + ".lock", &why)) {
+    if (warning) *warning = "tactic cache '" + path + "' not written: " + why;
+    return false;
+  }
+  // Under the lock: what the file holds now (other processes' entries included), ours merged in
+  // by key, written to a temporary file of a unique name, flushed to disk, renamed into place.
+  json j;
   bool missing = false;
   if (!read_file(path, &j, &why, &missing))
     j = json{{"format", kFormat}, {"version", kVersion}, {"devices", json::object()}};
-  json dev = json::object();
+  json& devs = j["devices"];
+  json dev = devs.contains(device_key_) ? devs[device_key_] : json::object();
+  std::map<std::string, TacticRecord> theirs;
+  if (!parse_entries(dev, &theirs, &why)) dev = json::object();  // a malformed device entry: ours replace it
   for (const auto& [k, r] : entries_) {
     dev[k] = json{{"tactic", r.tactic}, {"name", r.name}, {"us", r.us}};
     if (!r.plan.empty()) dev[k]["plan"] = r.plan;
   }
-  j["devices"][device_key_] = std::move(dev);
-
-  std::error_code ec;
-  const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << j.dump(1) << '\n';
-    if (!f.good()) {
-      std::remove(tmp.c_str());
-      if (warning) *warning = "tactic cache '" + path + "' not written: cannot write '" + tmp + "'";
-      return false;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    if (warning) *warning = "tactic cache '" + path + "' not written: " + ec.message();
-    return false;
-  }
-  return true;
+  devs[device_key_] = std::move(dev);
+  return write_durably(path, j.dump(1) + "\n", warning);
 }
 
 std::string TacticCache::derived_key(const std::string& signature, int batch) {

@@ -51,8 +51,11 @@ class TacticCache {
   // Reads `path`. A missing file is no warning (returns true, nothing loaded); an unusable one
   // returns false with `*warning` saying why, and nothing of it is used.
   bool load(const std::string& path, std::string* warning);
-  // Writes the entries of this device merged into what the file holds now (other devices' entries
-  // kept; a corrupt file is replaced), through a temporary file renamed into place. Returns false
+  // Writes the entries of this device merged by key into what the file holds now (entries other
+  // processes saved meanwhile and other devices' entries kept; ours win on the same key; a corrupt
+  // file or device entry is replaced). Holds an advisory lock (flock on "<path>.lock", waiting up
+  // to 10 s) while it reads, merges and writes, so that processes saving at once lose nothing;
+  // writes a temporary file of a unique name, fsyncs it and renames it into place. Returns false
   // with `*warning` if the file cannot be written (the engine works on without it).
   bool save(const std::string& path, std::string* warning) const;
 
