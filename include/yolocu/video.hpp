@@ -45,6 +45,14 @@ enum class SourceKind { kFile, kNetwork, kCamera, kImageSequence };
 const char* source_kind_name(SourceKind kind) noexcept;
 SourceKind classify_source(const std::string& source);
 
+// `text` with the credentials of every URL in it removed, for anything printed, logged, written or
+// named after a source: "scheme://user:pass@host/..." -> "scheme://***@host/...", and the values of
+// query parameters that carry secrets (password, passwd, pwd, pass, token, access_token, auth, key,
+// apikey, api_key, secret, signature, sig) -> "***". Other text is returned unchanged. The library
+// uses it in SourceInfo::source, every error message and FFmpeg's log lines; front ends apply it
+// to the source strings they print or write themselves (JSONL, output file names).
+std::string redact_source(const std::string& text);
+
 // The decoder backend. kCpu: libavcodec software decoding + BGR conversion, host frames. kCuda:
 // NVDEC, frames in device memory as NV12 (kUnsupported where it cannot be had, see above; if the
 // GPU refuses a stream at its first picture, e.g. a profile NVDEC lacks, that source goes on
@@ -134,7 +142,7 @@ struct VideoSourceOptions {
 
 // What open() found.
 struct SourceInfo {
-  std::string source;        // as given
+  std::string source;        // as given, credentials removed (redact_source)
   SourceKind kind = SourceKind::kFile;
   int width = 0, height = 0; // of the video stream (the first frame's for image sequences)
   double fps = 0;            // the stream's frame rate as FFmpeg guesses it; 0 when unknown

@@ -46,7 +46,7 @@ const char* stream_state_name(StreamState state) noexcept;
 
 struct StreamStatus {
   int stream_id = 0;
-  std::string source;
+  std::string source;  // as given, credentials removed (redact_source)
   StreamState state = StreamState::kOpening;
   SourceInfo info;          // of the current (last) connection; empty before the first open
   int64_t delivered = 0;    // frames handed out by next_batch()

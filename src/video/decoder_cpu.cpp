@@ -30,6 +30,7 @@ class CpuDecoder final : public Decoder {
                  ": avcodec_parameters_to_context failed");
     ctx_->thread_count = options.decoder_threads;
     ctx_->pkt_timebase = stream.time_base;
+    ctx_->max_pixels = options.limits.max_pixels;  // a mid-stream size change over the limit: refused before allocating
     clear_last_ffmpeg_log();
     const int err = avcodec_open2(ctx_.get(), codec, nullptr);
     YOLOCU_CHECK(err >= 0, kUnsupported, source, ": cannot open the ", codec->name, " decoder: ", av_error_string(err),

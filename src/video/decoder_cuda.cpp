@@ -111,6 +111,7 @@ class CudaDecoder final : public Decoder {
     // margin (5) take the rest, hence at most 16 extra (VideoSourceOptions::max_frames_held)
     ctx_->extra_hw_frames = std::clamp(options.max_frames_held, 0, 16);
     ctx_->pkt_timebase = stream.time_base;
+    ctx_->max_pixels = options.limits.max_pixels;  // a mid-stream size change over the limit: refused before allocating
     clear_last_ffmpeg_log();
     const int err = avcodec_open2(ctx_.get(), codec, nullptr);
     YOLOCU_CHECK(err >= 0, kUnsupported, source, ": cannot open the ", codec->name, " decoder with NVDEC: ",

@@ -40,17 +40,32 @@ bool Demuxer::timed_out() const noexcept {
   return d != 0 && av_gettime_relative() > d;
 }
 
+// Every URL FFmpeg opens for this input (the source itself, and what a playlist names) passes
+// the source's InputPolicy first; FFmpeg's own io_open does the rest.
+int Demuxer::io_open(AVFormatContext* s, AVIOContext** pb, const char* url, int flags, AVDictionary** options) {
+  auto* d = static_cast<Demuxer*>(s->opaque);
+  std::string why;
+  if (d == nullptr || url == nullptr || !url_allowed(d->policy_, url, &why)) {
+    if (d != nullptr && url != nullptr && d->refused_.empty()) d->refused_ = redact_source(url) + ": " + why;
+    return AVERROR(EPERM);
+  }
+  return d->default_io_open_(s, pb, url, flags, options);
+}
+
 Demuxer::Demuxer(const std::string& source, SourceKind kind, const VideoSourceOptions& options)
-    : source_(source), kind_(kind), options_(options) {
+    : source_(redact_source(source)), kind_(kind), options_(options), policy_(input_policy(source, kind)) {
   ensure_ffmpeg_initialised();
   clear_last_ffmpeg_log();
   std::string url = source;
   const AVInputFormat* input_format = nullptr;
   AVDictionary* dict = nullptr;
+  av_dict_set(&dict, "protocol_whitelist", policy_.protocols.c_str(), 0);
+  if (!policy_.formats.empty()) av_dict_set(&dict, "format_whitelist", policy_.formats.c_str(), 0);
+  if (kind == SourceKind::kNetwork) av_dict_set(&dict, "http_persistent", "0", 0);  // every segment through io_open
   if (kind == SourceKind::kCamera) {
     if (url.rfind("/dev/", 0) != 0) url = "/dev/video" + url;  // "0" -> /dev/video0
     input_format = av_find_input_format("video4linux2");
-    YOLOCU_CHECK(input_format, kUnsupported, source,
+    YOLOCU_CHECK(input_format, kUnsupported, source_,
                  ": cameras need FFmpeg's libavdevice (V4L2), which this yolocu was built without "
                  "(Debian: libavdevice-dev, then reconfigure)");
   } else if (kind == SourceKind::kNetwork && url.rfind("rtsp", 0) == 0) {
@@ -60,27 +75,31 @@ Demuxer::Demuxer(const std::string& source, SourceKind kind, const VideoSourceOp
   YOLOCU_CHECK(ic, kOutOfMemory, "avformat_alloc_context failed");
   ic->interrupt_callback.callback = &Demuxer::interrupt_callback;
   ic->interrupt_callback.opaque = this;
+  ic->opaque = this;
+  default_io_open_ = ic->io_open;
+  ic->io_open = &Demuxer::io_open;
   arm(kind == SourceKind::kFile ? 0 : options.open_timeout_s);
   int err = avformat_open_input(&ic, url.c_str(), input_format, &dict);  // frees ic on failure
   av_dict_free(&dict);
   if (err < 0) {
-    if (stopped()) detail::fail(ErrorCode::kIo, source, ": opening was interrupted");
+    if (stopped()) detail::fail(ErrorCode::kIo, source_, ": opening was interrupted");
     if (timed_out())
-      detail::fail(ErrorCode::kIo, source, ": no answer within ", seconds(options.open_timeout_s), " (unreachable?)");
+      detail::fail(ErrorCode::kIo, source_, ": no answer within ", seconds(options.open_timeout_s), " (unreachable?)");
     if (err == AVERROR(ENOENT))
-      detail::fail(ErrorCode::kIo, source, kind == SourceKind::kCamera ? ": no such camera device" : ": no such file");
+      detail::fail(ErrorCode::kIo, source_, kind == SourceKind::kCamera ? ": no such camera device" : ": no such file");
     if (err == AVERROR_INVALIDDATA)
-      detail::fail(ErrorCode::kParse, source, ": not a video file FFmpeg can read (", av_error_string(err), ")",
+      detail::fail(ErrorCode::kParse, source_, ": not a video file FFmpeg can read (", av_error_string(err), ")",
                    ffmpeg_log_suffix());
-    detail::fail(ErrorCode::kIo, source, ": cannot open: ", av_error_string(err), ffmpeg_log_suffix());
+    if (!refused_.empty()) detail::fail(ErrorCode::kIo, source_, ": refused to open ", refused_);
+    detail::fail(ErrorCode::kIo, source_, ": cannot open: ", av_error_string(err), ffmpeg_log_suffix());
   }
   format_.reset(ic);
   err = avformat_find_stream_info(ic, nullptr);
   if (err < 0) {
-    if (stopped() || timed_out()) detail::fail(ErrorCode::kIo, source, ": no stream information within ",
+    if (stopped() || timed_out()) detail::fail(ErrorCode::kIo, source_, ": no stream information within ",
                                                 seconds(options.open_timeout_s));
-    detail::fail(ErrorCode::kParse, source, ": cannot read the stream parameters: ", av_error_string(err),
-                 ffmpeg_log_suffix());
+    detail::fail(ErrorCode::kParse, source_, ": cannot read the stream parameters: ", av_error_string(err),
+                 refused_.empty() ? std::string() : " (refused to open " + refused_ + ")", ffmpeg_log_suffix());
   }
   arm(0);
   std::string kinds;
@@ -90,7 +109,7 @@ Demuxer::Demuxer(const std::string& source, SourceKind kind, const VideoSourceOp
     const char* n = av_get_media_type_string(t);
     kinds += std::string(kinds.empty() ? "" : ", ") + (n ? n : "unknown");
   }
-  YOLOCU_CHECK(stream_index_ >= 0, kParse, source, ": no video stream (", ic->nb_streams, " streams",
+  YOLOCU_CHECK(stream_index_ >= 0, kParse, source_, ": no video stream (", ic->nb_streams, " streams",
                kinds.empty() ? std::string() : ": " + kinds, ")");
   for (unsigned i = 0; i < ic->nb_streams; ++i)
     if (static_cast<int>(i) != stream_index_) ic->streams[i]->discard = AVDISCARD_ALL;

@@ -1,5 +1,7 @@
 // Demuxer: opens one FFmpeg input (file, URL, V4L2 device) and reads the packets of its first video
-// stream (the stream cv2.VideoCapture picks). Every blocking FFmpeg call is bounded by a deadline
+// stream (the stream cv2.VideoCapture picks). FFmpeg opens only what the source's InputPolicy
+// allows (protocol and format whitelists, every URL checked against the source's host); messages
+// name the source with its credentials removed. Every blocking FFmpeg call is bounded by a deadline
 // (open_timeout_s, read_timeout_s) and can be interrupted from another thread, through libavformat's
 // interrupt callback.
 #pragma once
@@ -9,6 +11,7 @@
 #include <string>
 
 #include "video/ffmpeg_util.hpp"
+#include "video/input_policy.hpp"
 #include "yolocu/video.hpp"
 
 namespace yolocu::video {
@@ -31,13 +34,17 @@ class Demuxer {
 
  private:
   static int interrupt_callback(void* self) noexcept;
+  static int io_open(AVFormatContext* s, AVIOContext** pb, const char* url, int flags, AVDictionary** options);
   bool stopped() const noexcept;
   void arm(double seconds) noexcept;
   bool timed_out() const noexcept;
 
-  std::string source_;
+  std::string source_;  // redacted (redact_source), for messages
   SourceKind kind_;
   VideoSourceOptions options_;
+  InputPolicy policy_;
+  int (*default_io_open_)(AVFormatContext*, AVIOContext**, const char*, int, AVDictionary**) = nullptr;
+  std::string refused_;  // the first URL io_open refused, and why
   std::atomic<bool> interrupted_{false};
   std::atomic<int64_t> deadline_us_{0};  // av_gettime_relative() clock; 0 = none
   FormatContextPtr format_;

@@ -15,10 +15,10 @@ namespace {
 class FfmpegSource final : public RawSource {
  public:
   FfmpegSource(const std::string& source, SourceKind kind, const VideoSourceOptions& options)
-      : demuxer_(source, kind, options), packet_(make_packet()), picture_(make_frame()) {
+      : demuxer_(source, kind, options), packet_(make_packet()), picture_(make_frame()), limits_(options.limits) {
     const AVStream& st = demuxer_.stream();
-    decoder_ = open_decoder(st, options, source, &info_.decoder_note);
-    info_.source = source;
+    info_.source = redact_source(source);
+    decoder_ = open_decoder(st, options, info_.source, &info_.decoder_note);
     info_.kind = kind;
     info_.width = st.codecpar->width;
     info_.height = st.codecpar->height;
@@ -36,6 +36,7 @@ class FfmpegSource final : public RawSource {
     for (int failures = 0;;) {
       const int r = decoder_->receive(picture_.get());
       if (r == 0) {
+        check_frame_size();
         const std::string note = decoder_->fallback_note();
         if (!note.empty()) {
           std::lock_guard<std::mutex> lock(mu_);
@@ -93,6 +94,16 @@ class FfmpegSource final : public RawSource {
     frame.index = stats_.decoded++;
   }
 
+  // A stream may change its frame size mid-way: every decoded picture is checked again (libavcodec's
+  // max_pixels, set from the same limits, refuses the largest before allocating them).
+  void check_frame_size() const {
+    const int w = picture_->width, h = picture_->height;
+    YOLOCU_CHECK(w <= limits_.max_width && h <= limits_.max_height && int64_t{w} * h <= limits_.max_pixels, kOutOfMemory,
+                 info_.source, ": a frame of ", w, "x", h, " (the stream changed size mid-way) exceeds the decode limit ",
+                 "(DecodeLimits max_width ", limits_.max_width, ", max_height ", limits_.max_height, ", max_pixels ",
+                 limits_.max_pixels, ")");
+  }
+
   void problem(const std::string& what) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.corrupt;
@@ -109,6 +120,7 @@ class FfmpegSource final : public RawSource {
   std::unique_ptr<Decoder> decoder_;
   PacketPtr packet_;
   FramePtr picture_;
+  DecodeLimits limits_;
   SourceInfo info_;
   double time_base_ = 0;
   int64_t start_time_ = AV_NOPTS_VALUE;

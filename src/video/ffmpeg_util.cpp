@@ -1,6 +1,8 @@
 // FFmpeg plumbing: RAII allocation, error strings, one-time set-up, log capture.
 #include "video/ffmpeg_util.hpp"
 
+#include "yolocu/video.hpp"
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -72,9 +74,11 @@ void ensure_ffmpeg_initialised() {
   });
 }
 
-std::string last_ffmpeg_log() { return t_last_log; }
+std::string last_ffmpeg_log() { return redact_source(t_last_log); }  // FFmpeg's lines may quote the URL
 void clear_last_ffmpeg_log() { t_last_log.clear(); }
 
-std::string ffmpeg_log_suffix() { return t_last_log.empty() ? std::string() : " (FFmpeg: " + t_last_log + ")"; }
+std::string ffmpeg_log_suffix() {
+  return t_last_log.empty() ? std::string() : " (FFmpeg: " + redact_source(t_last_log) + ")";
+}
 
 }  // namespace yolocu::video

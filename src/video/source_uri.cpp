@@ -31,7 +31,58 @@ bool has_number_pattern(const std::string& s) {
   return false;
 }
 
+bool secret_key(std::string key) {
+  key = lower(key);
+  static const char* const kKeys[] = {"password", "passwd", "pwd", "pass", "token", "access_token", "auth",
+                                      "key", "apikey", "api_key", "secret", "signature", "sig"};
+  return std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; });
+}
+
+bool url_char(char c) {
+  return !std::isspace(static_cast<unsigned char>(c)) && c != '"' && c != '\'' && c != '<' && c != '>';
+}
+
+// One URL starting at `begin` (just after "://") up to the first character no URL holds.
+std::string redact_one(const std::string& url) {
+  std::string out = url;
+  const size_t path = out.find_first_of("/?#");
+  const size_t at = out.rfind('@', path == std::string::npos ? std::string::npos : path);
+  if (at != std::string::npos && (path == std::string::npos || at < path)) out = "***" + out.substr(at);
+  const size_t q = out.find('?');
+  if (q == std::string::npos) return out;
+  std::string r = out.substr(0, q + 1);
+  size_t i = q + 1;
+  while (i <= out.size()) {
+    size_t e = out.find_first_of("&#", i);
+    if (e == std::string::npos) e = out.size();
+    const std::string pair = out.substr(i, e - i);
+    const size_t eq = pair.find('=');
+    r += eq != std::string::npos && secret_key(pair.substr(0, eq)) ? pair.substr(0, eq) + "=***" : pair;
+    if (e >= out.size()) break;
+    r += out[e];
+    if (out[e] == '#') {
+      r += out.substr(e + 1);
+      break;
+    }
+    i = e + 1;
+  }
+  return r;
+}
+
 }  // namespace
+
+std::string redact_source(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  for (size_t s = text.find("://"); s != std::string::npos; s = text.find("://", i)) {
+    size_t e = s + 3;
+    while (e < text.size() && url_char(text[e])) ++e;
+    out += text.substr(i, s + 3 - i);
+    out += redact_one(text.substr(s + 3, e - s - 3));
+    i = e;
+  }
+  return out + text.substr(std::min(i, text.size()));
+}
 
 const char* source_kind_name(SourceKind kind) noexcept {
   switch (kind) {

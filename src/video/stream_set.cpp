@@ -28,7 +28,8 @@ const char* stream_state_name(StreamState s) noexcept {
 
 struct StreamSet::Impl {
   struct Stream {
-    StreamStatus status;
+    StreamStatus status;   // status.source: redacted
+    std::string url;       // the source as given, for FrameSource::open only
     SourceKind kind = SourceKind::kFile;
     std::deque<VideoFrame> queue;
     bool ended = false;          // the reader thread is done; nothing more will be queued
@@ -97,7 +98,7 @@ struct StreamSet::Impl {
       std::string error;
       std::unique_ptr<FrameSource> src;  // outlives `current` (reset under the lock first)
       try {
-        src = FrameSource::open(s.status.source, source_options);
+        src = FrameSource::open(s.url, source_options);
         {
           std::lock_guard<std::mutex> lock(mu);
           s.status.info = src->info();
@@ -195,7 +196,8 @@ StreamSet::StreamSet(const std::vector<std::string>& sources, const StreamOption
   for (size_t i = 0; i < sources.size(); ++i) {
     auto s = std::make_unique<Impl::Stream>();
     s->status.stream_id = static_cast<int>(i);
-    s->status.source = sources[i];
+    s->url = sources[i];
+    s->status.source = redact_source(sources[i]);  // what status() reports and messages print
     s->kind = classify_source(sources[i]);
     impl_->streams.push_back(std::move(s));
   }

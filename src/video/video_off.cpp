@@ -16,7 +16,7 @@ constexpr const char* kHow =
 namespace video {
 
 std::unique_ptr<RawSource> open_ffmpeg_source(const std::string& source, SourceKind, const VideoSourceOptions&) {
-  detail::fail(ErrorCode::kUnsupported, source, ": video files, network streams and cameras: ", kHow);
+  detail::fail(ErrorCode::kUnsupported, redact_source(source), ": video files, network streams and cameras: ", kHow);
 }
 
 }  // namespace video

@@ -87,6 +87,20 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 }
 
 LocalHttpServer::LocalHttpServer(std::string body, long stall_after) : body_(std::move(body)), stall_after_(stall_after) {
+  start();
+}
+
+LocalHttpServer::LocalHttpServer(std::map<std::string, std::string> files)
+    : stall_after_(-1), files_(std::move(files)), by_name_(true) {
+  start();
+}
+
+std::vector<std::string> LocalHttpServer::requests() const {
+  std::lock_guard<std::mutex> lock(requests_mu_);
+  return requests_;
+}
+
+void LocalHttpServer::start() {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -114,7 +128,8 @@ std::string LocalHttpServer::url(const std::string& name) const {
 }
 
 void LocalHttpServer::serve() {
-  while (!stop_.load()) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(kLifetimeS);
+  while (!stop_.load() && connections_.load() < kMaxRequests && std::chrono::steady_clock::now() < end) {
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) continue;
     const int fd = ::accept(listen_fd_, nullptr, nullptr);
@@ -135,11 +150,26 @@ void LocalHttpServer::handle(int fd) {
     if (n <= 0) break;
     req.append(buf, static_cast<size_t>(n));
   }
+  std::string body = body_, status = "200 OK";
+  if (by_name_) {
+    const size_t sp = req.find(' '), sp2 = sp == std::string::npos ? sp : req.find(' ', sp + 1);
+    const std::string path = sp2 == std::string::npos ? "" : req.substr(sp + 1, sp2 - sp - 1);
+    std::string host;
+    const size_t h = req.find("\r\nHost: ");
+    if (h != std::string::npos) host = req.substr(h + 8, req.find("\r\n", h + 8) - h - 8);
+    {
+      std::lock_guard<std::mutex> lock(requests_mu_);
+      requests_.push_back("GET " + path + " host=" + host);
+    }
+    const auto it = path.empty() ? files_.end() : files_.find(path.substr(1));
+    body = it == files_.end() ? std::string() : it->second;
+    if (it == files_.end()) status = "404 Not Found";
+  }
   // the whole body's length even when stalling; no Accept-Ranges: FFmpeg reads it as an unseekable stream
-  const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                           std::to_string(body_.size()) + "\r\nConnection: close\r\n\r\n";
-  const size_t limit = stall_after_ >= 0 ? std::min(body_.size(), static_cast<size_t>(stall_after_)) : body_.size();
-  std::string out = head + body_.substr(0, limit);
+  const std::string head = "HTTP/1.1 " + status + "\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+  const size_t limit = stall_after_ >= 0 ? std::min(body.size(), static_cast<size_t>(stall_after_)) : body.size();
+  std::string out = head + body.substr(0, limit);
   size_t sent = 0;
   while (sent < out.size() && !stop_.load()) {
     pollfd p{fd, POLLOUT, 0};

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,18 +42,33 @@ void write_bytes(const std::string& path, const std::string& bytes);
 // stall_after >= 0 it sends only that many bytes and then holds the connection open, sending
 // nothing, until the server stops (a camera that stopped sending). Bounded: it stops in its
 // destructor, and every wait inside polls the stop flag.
+//
+// With `files` instead, GET /<name> serves files[name] (404 for others), and every request's path and
+// Host header are recorded (requests()). Either way it answers at most kMaxRequests connections and
+// stops accepting after kLifetimeS seconds.
 class LocalHttpServer {
  public:
+  static constexpr int kMaxRequests = 64;
+  static constexpr int kLifetimeS = 60;
   explicit LocalHttpServer(std::string body, long stall_after = -1);
+  explicit LocalHttpServer(std::map<std::string, std::string> files);
   ~LocalHttpServer();
   std::string url(const std::string& name = "clip.mp4") const;
+  int port() const { return port_; }
   int connections() const { return connections_.load(); }
+  // "GET /path host=<Host header>" per request so far.
+  std::vector<std::string> requests() const;
 
  private:
+  void start();
   void serve();
   void handle(int fd);
   std::string body_;
   long stall_after_;
+  std::map<std::string, std::string> files_;
+  bool by_name_ = false;
+  mutable std::mutex requests_mu_;
+  std::vector<std::string> requests_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
