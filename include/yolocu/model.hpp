@@ -84,8 +84,23 @@ struct Model {
   int stride() const;
 };
 
+// What a model file may cost to load. The counts are read from the protobuf wire format before
+// the model is parsed (a 10 MB file of 400,000 nodes would otherwise take ~850 MB and a minute):
+// over a cap, kUnsupported (counts) or kOutOfMemory (memory) naming the file, the count and the
+// field. YOLO exports have well under 1,000 nodes and initializers.
 struct LoadOptions {
+  static constexpr int64_t kDefaultMaxNodes = 100'000;
+  static constexpr int64_t kDefaultMaxInitializers = 100'000;
+  // Parsing memory estimated per node / initializer, beyond the file's own bytes (held about three
+  // times: the file, protobuf's copy, the converted tensors), for max_memory.
+  static constexpr uint64_t kParsedNodeBytes = 2048;
+  static constexpr uint64_t kParsedInitializerBytes = 1024;
+
   uint64_t max_file_bytes = uint64_t{2} << 30;  // protobuf's hard limit is 2 GiB
+  int64_t max_nodes = kDefaultMaxNodes;
+  int64_t max_initializers = kDefaultMaxInitializers;
+  // The memory budget loading may use (the CLI's --max-memory, DetectorOptions::max_memory); 0: none.
+  uint64_t max_memory = 0;
 };
 
 Model load_onnx(const std::string& path, const LoadOptions& options = {});

@@ -462,10 +462,14 @@ PoolParams pool_params(const Node& n, const Shape& x) {
   return {k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0], d[1], n.attr_int("ceil_mode", 0) != 0};
 }
 
-int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, bool ceil_mode) {
-  const int64_t span = in + p0 + p1 - d * (k - 1) - 1;
+// Output size of a window along one axis; every step checked (a dilation of 2^24 times a kernel
+// declared by a graph input overflowed `d * (k - 1)`).
+int64_t pool_out(const Node& n, int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, bool ceil_mode) {
+  const char* what = "the window's extent";
+  const int64_t extent = checked_add(n, checked_mul(n, d, checked_sub(n, k, 1, what), what), 1, what);
+  const int64_t span = checked_sub(n, checked_add(n, checked_add(n, in, p0, what), p1, what), extent, what);
   if (span < 0) return 0;
-  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  int64_t o = (ceil_mode ? checked_add(n, span, s - 1, what) / s : span / s) + 1;
   if (ceil_mode && (o - 1) * s >= in + p0) --o;  // last window must start inside the input or left pad
   return o;
 }
@@ -477,8 +481,8 @@ void infer_maxpool(const Node& n, int64_t, const Metas& in, Metas& out) {
   const Shape& x = in[0].shape;
   out.resize(1);
   out[0].dtype = in[0].dtype;
-  out[0].shape = {x[0], x[1], pool_out(x[2], p.kh, p.sh, p.ph0, p.ph1, p.dh, p.ceil),
-                  pool_out(x[3], p.kw, p.sw, p.pw0, p.pw1, p.dw, p.ceil)};
+  out[0].shape = {x[0], x[1], pool_out(n, x[2], p.kh, p.sh, p.ph0, p.ph1, p.dh, p.ceil),
+                  pool_out(n, x[3], p.kw, p.sw, p.pw0, p.pw1, p.dw, p.ceil)};
 }
 
 void compute_maxpool(const Node& n, int64_t, const In& in, const Out& out) {
@@ -684,8 +688,8 @@ void infer_conv(const Node& n, int64_t, const Metas& in, Metas& out) {
   const auto& d = win.dilations;
   out.resize(1);
   out[0].dtype = in[0].dtype;
-  out[0].shape = {x[0], w[0], pool_out(x[2], w[2], s[0], p[0], p[2], d[0], false),
-                  pool_out(x[3], w[3], s[1], p[1], p[3], d[1], false)};
+  out[0].shape = {x[0], w[0], pool_out(n, x[2], w[2], s[0], p[0], p[2], d[0], false),
+                  pool_out(n, x[3], w[3], s[1], p[1], p[3], d[1], false)};
   YOLOCU_CHECK(out[0].shape[2] > 0 && out[0].shape[3] > 0, kInvalidArgument, n.describe(), ": input ", shape_str(x),
                " is smaller than the kernel");
 }

@@ -33,6 +33,33 @@ inline void need_inputs(const Node& n, const Metas& in, size_t lo, size_t hi) {
 inline const ValueMeta* opt(const Metas& in, size_t i) { return i < in.size() && in[i].present ? &in[i] : nullptr; }
 inline const Tensor* opt(const In& in, size_t i) { return i < in.size() ? in[i] : nullptr; }
 
+// Overflow-checked int64 arithmetic for shape inference: kInvalidArgument naming the node and
+// what was computed ("<what> overflows int64"), never a wrapped value.
+inline int64_t checked_add(const Node& n, int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  YOLOCU_CHECK(!__builtin_add_overflow(a, b, &r), kInvalidArgument, n.describe(), ": ", what, " (", a, " + ", b,
+               ") overflows int64");
+  return r;
+}
+inline int64_t checked_sub(const Node& n, int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  YOLOCU_CHECK(!__builtin_sub_overflow(a, b, &r), kInvalidArgument, n.describe(), ": ", what, " (", a, " - ", b,
+               ") overflows int64");
+  return r;
+}
+inline int64_t checked_mul(const Node& n, int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  YOLOCU_CHECK(!__builtin_mul_overflow(a, b, &r), kInvalidArgument, n.describe(), ": ", what, " (", a, " * ", b,
+               ") overflows int64");
+  return r;
+}
+// The product of s[begin, end).
+inline int64_t checked_product(const Node& n, const Shape& s, size_t begin, size_t end, const char* what) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < s.size(); ++i) p = checked_mul(n, p, s[i], what);
+  return p;
+}
+
 inline int64_t norm_axis(const Node& n, int64_t axis, int64_t rank) {
   // [-rank, rank - 1]: an empty range for a scalar (found by fuzzing: Concat of a scalar read s[0])
   YOLOCU_CHECK(axis >= -rank && axis < rank, kInvalidArgument, n.describe(), ": axis ", axis,

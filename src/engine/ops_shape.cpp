@@ -127,7 +127,10 @@ void infer_flatten(const Node& n, int64_t, const Metas& in, Metas& out) {
   if (axis < 0) axis += r;
   YOLOCU_CHECK(axis >= 0 && axis <= r, kInvalidArgument, n.describe(), ": axis out of range");
   int64_t a = 1, b = 1;
-  for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= in[0].shape[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t& side = i < axis ? a : b;
+    side = checked_mul(n, side, in[0].shape[static_cast<size_t>(i)], "the flattened size");
+  }
   out.resize(1);
   out[0].dtype = in[0].dtype;
   out[0].shape = {a, b};
@@ -232,7 +235,8 @@ void infer_concat(const Node& n, int64_t, const Metas& in, Metas& out) {
       YOLOCU_CHECK(d == axis || m.shape[static_cast<size_t>(d)] == in[0].shape[static_cast<size_t>(d)], kInvalidArgument,
                    n.describe(), ": input shapes ", shape_str(m.shape), " and ", shape_str(in[0].shape),
                    " differ outside axis ", axis);
-    s[static_cast<size_t>(axis)] += m.shape[static_cast<size_t>(axis)];
+    s[static_cast<size_t>(axis)] =
+        checked_add(n, s[static_cast<size_t>(axis)], m.shape[static_cast<size_t>(axis)], "the concatenated axis");
   }
   out.resize(1);
   out[0].dtype = in[0].dtype;

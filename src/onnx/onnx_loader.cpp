@@ -1,6 +1,7 @@
 // ONNX protobuf -> yolocu IR. Everything read from the file is validated before it is used.
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cstring>
 #include <set>
 #include <unordered_map>
@@ -10,6 +11,9 @@
 #include "core/file_util.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/onnx.pb.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 namespace yolocu {
 namespace {
@@ -229,10 +233,59 @@ Model parse_onnx(const void* data, size_t size, const std::string& name, const L
 }
 
 namespace {
+struct GraphCounts {
+  int64_t nodes = 0, initializers = 0;
+};
+
+// Counts GraphProto.node (field 1) and .initializer (field 5) inside ModelProto.graph (field 7) on
+// the wire, skipping everything else unparsed. False for malformed framing (the parse reports it).
+bool count_graph(const void* data, size_t size, GraphCounts* c) {
+  namespace io = google::protobuf::io;
+  using Wfl = google::protobuf::internal::WireFormatLite;
+  io::CodedInputStream in(static_cast<const uint8_t*>(data), static_cast<int>(size));
+  while (const uint32_t tag = in.ReadTag()) {
+    if (Wfl::GetTagFieldNumber(tag) != 7 || Wfl::GetTagWireType(tag) != Wfl::WIRETYPE_LENGTH_DELIMITED) {
+      if (!Wfl::SkipField(&in, tag)) return false;
+      continue;
+    }
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) return false;
+    const auto limit = in.PushLimit(static_cast<int>(std::min<uint32_t>(length, INT32_MAX)));
+    while (const uint32_t t = in.ReadTag()) {
+      if (Wfl::GetTagWireType(t) == Wfl::WIRETYPE_LENGTH_DELIMITED) {
+        if (Wfl::GetTagFieldNumber(t) == 1) ++c->nodes;
+        if (Wfl::GetTagFieldNumber(t) == 5) ++c->initializers;
+      }
+      if (!Wfl::SkipField(&in, t)) return false;
+    }
+    in.PopLimit(limit);
+  }
+  return true;
+}
+
+// The LoadOptions caps, before anything of the model is parsed.
+void check_load_limits(const void* data, size_t size, const std::string& name, const LoadOptions& o) {
+  GraphCounts c;
+  if (!count_graph(data, size, &c)) return;  // the parse that follows names the broken framing
+  YOLOCU_CHECK(c.nodes <= o.max_nodes, kUnsupported, name, ": the graph has ", c.nodes,
+               " nodes, over the limit (LoadOptions max_nodes ", o.max_nodes, ")");
+  YOLOCU_CHECK(c.initializers <= o.max_initializers, kUnsupported, name, ": the graph has ", c.initializers,
+               " initializers, over the limit (LoadOptions max_initializers ", o.max_initializers, ")");
+  if (o.max_memory == 0) return;
+  const uint64_t need = 3 * uint64_t{size} + static_cast<uint64_t>(c.nodes) * LoadOptions::kParsedNodeBytes +
+                        static_cast<uint64_t>(c.initializers) * LoadOptions::kParsedInitializerBytes;
+  YOLOCU_CHECK(need <= o.max_memory, kOutOfMemory, name, ": loading the model (", size, " bytes, ", c.nodes,
+               " nodes, ", c.initializers, " initializers) needs about ", need,
+               " bytes, over the memory budget (max_memory ", o.max_memory, " bytes)");
+}
+
 Model parse_onnx_checked(const void* data, size_t size, const std::string& name, const LoadOptions& options) {
   YOLOCU_CHECK(size > 0, kParse, name, ": empty file, not an ONNX model");
   YOLOCU_CHECK(size <= options.max_file_bytes && size < (size_t{1} << 31), kUnsupported, name, ": ",
                size, " bytes is above the 2 GiB protobuf limit");
+  YOLOCU_CHECK(options.max_nodes > 0 && options.max_initializers >= 0, kInvalidArgument, name,
+               ": LoadOptions max_nodes must be > 0 and max_initializers >= 0");
+  check_load_limits(data, size, name, options);
   pb::ModelProto mp;
   YOLOCU_CHECK(mp.ParseFromArray(data, static_cast<int>(size)), kParse, name,
                ": not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");

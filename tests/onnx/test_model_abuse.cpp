@@ -400,3 +400,60 @@ TEST(ModelAbuse, ExternalDataOutsideTheModelFolderIsNeverRead) {
     EXPECT_ERROR(load_and_run(b), kUnsupported, "'w'", "external data");
   }
 }
+
+// LoadOptions caps, checked on the wire before parsing: 400,000 Relu nodes in a few MB are refused
+// at once (they used to take ~850 MB and over a minute), and the memory budget covers the parse.
+TEST(ModelAbuse, NodeAndInitializerCountsCappedBeforeParsing) {
+  Builder b(13);
+  b.input("x", {1, 1});
+  b.output("y");
+  std::string prev = "x";
+  for (int i = 0; i < 400000; ++i) {
+    const std::string out = i + 1 == 400000 ? "y" : "r" + std::to_string(i);
+    b.node("Relu", {prev}, {out});
+    prev = out;
+  }
+  const std::string bytes = b.bytes();
+  std::string message;
+  EXPECT_EQ(test::code_of([&] { parse_onnx(bytes.data(), bytes.size(), "relus.onnx"); }, &message),
+            ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("relus.onnx: the graph has 400000 nodes"), std::string::npos) << message;
+  EXPECT_NE(message.find("max_nodes 100000"), std::string::npos) << message;
+
+  Builder inits(13);
+  inits.input("x", {1});
+  inits.output("y");
+  inits.node("Relu", {"x"}, {"y"});
+  for (int i = 0; i < 20; ++i) inits.init_i("c" + std::to_string(i), {1});
+  const std::string ib = inits.bytes();
+  LoadOptions few;
+  few.max_initializers = 19;
+  EXPECT_EQ(test::code_of([&] { parse_onnx(ib.data(), ib.size(), "inits.onnx", few); }, &message),
+            ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("20 initializers"), std::string::npos) << message;
+  few.max_initializers = 20;
+  EXPECT_NO_THROW(parse_onnx(ib.data(), ib.size(), "inits.onnx", few));
+}
+
+TEST(ModelAbuse, MemoryBudgetCoversParsing) {
+  Builder b(13);
+  b.input("x", {1, 1});
+  b.output("y");
+  std::string prev = "x";
+  for (int i = 0; i < 5000; ++i) {
+    const std::string out = i + 1 == 5000 ? "y" : "r" + std::to_string(i);
+    b.node("Relu", {prev}, {out});
+    prev = out;
+  }
+  const std::string bytes = b.bytes();
+  LoadOptions o;
+  o.max_memory = 1 << 20;  // 5,000 nodes x 2 KiB > 1 MiB
+  std::string message;
+  EXPECT_EQ(test::code_of([&] { parse_onnx(bytes.data(), bytes.size(), "chain.onnx", o); }, &message),
+            ErrorCode::kOutOfMemory);
+  EXPECT_NE(message.find("chain.onnx: loading the model"), std::string::npos) << message;
+  EXPECT_NE(message.find("max_memory 1048576"), std::string::npos) << message;
+  o.max_memory = 64 << 20;
+  EXPECT_NO_THROW(parse_onnx(bytes.data(), bytes.size(), "chain.onnx", o));
+}
+
