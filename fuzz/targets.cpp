@@ -1,12 +1,17 @@
 #include "targets.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/cuda/gpu_steps.hpp"
+#include "engine/cuda/tactics/tactic_cache.hpp"
 #include "engine/plan.hpp"
 #include "preprocess/image_decode_plan.hpp"
 #include "yolocu/engine.hpp"
@@ -147,7 +152,59 @@ void labels(const uint8_t* data, size_t size) {
   }
 }
 
+namespace {
+
+// Two files of this process's own (made once) for the cache harness.
+const std::string& cache_file(int which) {
+  static const std::string paths[2] = [] {
+    std::string a = "/tmp/yolocu-fuzz-cache-XXXXXX", b = a;
+    const int fa = ::mkstemp(a.data()), fb = ::mkstemp(b.data());
+    if (fa >= 0) ::close(fa);
+    if (fb >= 0) ::close(fb);
+    std::atexit([] {
+      for (int i = 0; i < 2; ++i) std::remove(cache_file(i).c_str());
+      for (int i = 0; i < 2; ++i) std::remove((cache_file(i) + ".lock").c_str());
+    });
+    return std::array<std::string, 2>{a, b};
+  }();
+  return paths[which];
+}
+
+void write_file(const std::string& path, const uint8_t* data, size_t size) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return;
+  if (size > 0) std::fwrite(data, 1, size, f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+void tactic_cache(const uint8_t* data, size_t size) {
+  using engine::TacticCache;
+  const std::string& in = cache_file(0);
+  write_file(in, data, size);
+  TacticCache c("GPU");
+  std::string warning;
+  const bool loaded = c.load(in, &warning);
+  if (!loaded && warning.empty()) __builtin_trap();  // an unusable file always says why
+  for (const char* sig : {"fp16 x32 conv", "sig"})
+    if (const engine::TacticRecord* r = c.find(sig, 1)) {
+      std::vector<uint8_t> plan;
+      if (!r->plan.empty() && !TacticCache::decode_plan(r->plan, &plan)) __builtin_trap();  // load checked it
+    }
+  // Saving merges into whatever the file holds: the result must load, with our entry in it.
+  c.put("fuzz sig", 1, {"cudnn:GEMM", "gemm", 1.5, TacticCache::encode_plan({1, 2, 3})});
+  if (!c.save(in, &warning)) return;  // e.g. /tmp full: a warning, not a finding
+  TacticCache again("GPU");
+  if (!again.load(in, &warning) || again.find("fuzz sig", 1) == nullptr || again.size() < c.size()) __builtin_trap();
+  // another device's entries saved into it are kept beside
+  TacticCache other("GPU 2");
+  other.put("x", 2, {"own:conv", "", 0});
+  if (other.save(in, &warning) && (!again.load(in, &warning) || again.find("fuzz sig", 1) == nullptr)) __builtin_trap();
+}
+
 Target target(const std::string& name) {
+  if (name == "tactic_cache") return tactic_cache;
   if (name == "onnx") return onnx_model;
   if (name == "image") return image;
   if (name == "npy") return npy;

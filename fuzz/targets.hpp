@@ -31,7 +31,12 @@ void npy(const uint8_t* data, size_t size);
 // the text for parse_yolo_labels; its boxes then go through MapEvaluator as detections and labels.
 void labels(const uint8_t* data, size_t size);
 
-// The harness named `name` ("onnx", "image", "npy", "labels"), nullptr for another name.
+// A GPU tactic cache file (JSON, host-only code): TacticCache::load of the bytes, then a save that
+// merges an entry into them and must give a file that loads with that entry (a save never writes
+// a file the next load refuses), and a second device's save beside it.
+void tactic_cache(const uint8_t* data, size_t size);
+
+// The harness named `name` ("onnx", "image", "npy", "labels", "tactic_cache"), nullptr for another name.
 using Target = void (*)(const uint8_t*, size_t);
 Target target(const std::string& name);
 

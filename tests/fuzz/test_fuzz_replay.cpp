@@ -50,7 +50,7 @@ class FuzzReplay : public ::testing::TestWithParam<std::string> {};
 TEST_P(FuzzReplay, SeedCorpus) { replay(GetParam(), kFuzzDir + "/corpus/" + GetParam(), 5); }
 TEST_P(FuzzReplay, Regressions) { replay(GetParam(), kFuzzDir + "/regressions/" + GetParam(), 0); }
 
-INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzReplay, ::testing::Values("onnx", "image", "npy", "labels"),
+INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzReplay, ::testing::Values("onnx", "image", "npy", "labels", "tactic_cache"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 // The seed models are valid: each loads, plans and runs on the CPU engine (a seed that fails early
