@@ -87,9 +87,13 @@ Demuxer::Demuxer(const std::string& source, SourceKind kind, const VideoSourceOp
       detail::fail(ErrorCode::kIo, source_, ": no answer within ", seconds(options.open_timeout_s), " (unreachable?)");
     if (err == AVERROR(ENOENT))
       detail::fail(ErrorCode::kIo, source_, kind == SourceKind::kCamera ? ": no such camera device" : ": no such file");
+    if (err == AVERROR(EINVAL) && last_ffmpeg_log().find("whitelist") != std::string::npos)
+      detail::fail(ErrorCode::kParse, source_, ": not a video ", kind == SourceKind::kFile ? "file" : "stream",
+                   " yolocu opens (FFmpeg found a format or protocol this source kind may not use; docs/reliability.md)",
+                   ffmpeg_log_suffix());
     if (err == AVERROR_INVALIDDATA)
       detail::fail(ErrorCode::kParse, source_, ": not a video file FFmpeg can read (", av_error_string(err), ")",
-                   ffmpeg_log_suffix());
+                   refused_.empty() ? std::string() : "; refused to open " + refused_, ffmpeg_log_suffix());
     if (!refused_.empty()) detail::fail(ErrorCode::kIo, source_, ": refused to open ", refused_);
     detail::fail(ErrorCode::kIo, source_, ": cannot open: ", av_error_string(err), ffmpeg_log_suffix());
   }

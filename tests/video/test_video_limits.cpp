@@ -97,6 +97,7 @@ TEST(VideoLimits, HlsPlaylistNeverReachesAnotherHost) {
     EXPECT_EQ(r.find("host=localhost"), std::string::npos) << r;
   }
   EXPECT_TRUE(server.requests().empty()) << "the other host was asked: " << server.requests().front();
+  EXPECT_NE(error.find("refused to open http://localhost:"), std::string::npos) << error;
   bool playlist = false, same = false;
   for (const std::string& r : hls.requests()) {
     playlist = playlist || r.find("GET /list.m3u8") == 0;
