@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "preprocess/bomb_images.hpp"
 #include "preprocess/jpeg_variants.hpp"
 #include "preprocess/preprocess_test_util.hpp"
 #include "test_util.hpp"
@@ -379,6 +380,53 @@ TEST(DecodeCuda, BufferGrowsAndImagesDoNotOverlap) {
   // the same bytes decode to the same pixels at every position of the batch
   EXPECT_TRUE(exact(download(v[0]), download(v[2])));
   EXPECT_TRUE(dec.decode({}, stream.get()).empty());
+}
+
+// The output buffer is charged to a device budget (max_device_memory or the owner's), refuses
+// before allocating, stays usable, and is given back after one large image.
+TEST(DecodeCuda, OutputBufferChargedToTheBudgetAndShrunk) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<uint8_t> small = test::encode_jpeg(test::jpeg_test_pattern(64, 48));
+  const std::vector<uint8_t> big = test::encode_jpeg(test::jpeg_test_pattern(1920, 1080));
+  Stream stream;
+  CudaJpegDecoderOptions o;
+  o.max_device_memory = 1 << 20;  // the small image's slot fits, 1920x1080x3 does not
+  o.shrink_above_bytes = 1 << 20;
+  CudaJpegDecoder capped(o);
+  std::string message;
+  EXPECT_EQ(code_of([&] { capped.decode({{big.data(), big.size(), "big.jpg"}}, stream.get()); }, &message),
+            ErrorCode::kOutOfMemory);
+  EXPECT_NE(message.find("CudaJpegDecoderOptions::max_device_memory"), std::string::npos) << message;
+  EXPECT_NE(message.find("nvJPEG decoder's output buffer"), std::string::npos) << message;
+  EXPECT_NO_THROW(capped.decode({{small.data(), small.size(), "small.jpg"}}, stream.get()));
+  stream.sync();
+
+  o.max_device_memory = 0;
+  CudaJpegDecoder dec(o);
+  dec.decode({{big.data(), big.size(), "big.jpg"}}, stream.get());
+  stream.sync();
+  const size_t grown = dec.device_bytes();
+  EXPECT_GE(grown, size_t{1920} * 3 * 1080);
+  dec.decode({{small.data(), small.size(), "small.jpg"}}, stream.get());
+  stream.sync();
+  EXPECT_LT(dec.device_bytes(), grown / 4) << "the buffer was not given back after the large image";
+}
+
+// The GPU path refuses the same bombs as the CPU decoder, before nvJPEG sees them.
+TEST(DecodeCuda, ScanAndPixelLimitsBeforeNvjpeg) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<uint8_t> scans = test::progressive_scan_bomb(640, 480, 1, 200);
+  const std::vector<uint8_t> huge = test::progressive_scan_bomb(16384, 16384, 1, 2);
+  CudaJpegDecoder dec;
+  Stream stream;
+  std::string message;
+  EXPECT_EQ(code_of([&] { dec.decode({{scans.data(), scans.size(), "scans.jpg"}}, stream.get()); }, &message),
+            ErrorCode::kOutOfMemory);
+  EXPECT_NE(message.find("scans.jpg: JPEG: progressive image of more than 100 scans"), std::string::npos) << message;
+  EXPECT_EQ(code_of([&] { dec.decode({{huge.data(), huge.size(), "huge.jpg"}}, stream.get()); }, &message),
+            ErrorCode::kOutOfMemory);
+  EXPECT_NE(message.find("max_pixels"), std::string::npos) << message;
+  EXPECT_EQ(dec.device_bytes(), 0u) << "nothing is allocated for a refused image";
 }
 
 }  // namespace
