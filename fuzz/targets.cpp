@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -154,22 +153,22 @@ void labels(const uint8_t* data, size_t size) {
 
 namespace {
 
-// Two files of this process's own (made once) for the cache harness, in memory (/dev/shm) where
+// A file of this process's own (made once) for the cache harness, in memory (/dev/shm) where
 // there is one: every save fsyncs, which costs ~15 ms on a disk and nothing there.
-const std::string& cache_file(int which) {
-  static const std::array<std::string, 2> paths = [] {
+const std::string& cache_file() {
+  // never destroyed: the exit handler below runs after function-local statics are gone
+  static const std::string& path = *new std::string([] {
     const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    std::string a = dir + "/yolocu-fuzz-cache-XXXXXX", b = a;
-    const int fa = ::mkstemp(a.data()), fb = ::mkstemp(b.data());
-    if (fa >= 0) ::close(fa);
-    if (fb >= 0) ::close(fb);
+    std::string p = dir + "/yolocu-fuzz-cache-XXXXXX";
+    const int fd = ::mkstemp(p.data());
+    if (fd >= 0) ::close(fd);
     std::atexit([] {
-      for (int i = 0; i < 2; ++i) std::remove(cache_file(i).c_str());
-      for (int i = 0; i < 2; ++i) std::remove((cache_file(i) + ".lock").c_str());
+      std::remove(cache_file().c_str());
+      std::remove((cache_file() + ".lock").c_str());
     });
-    return std::array<std::string, 2>{a, b};
-  }();
-  return paths[which];
+    return p;
+  }());
+  return path;
 }
 
 void write_file(const std::string& path, const uint8_t* data, size_t size) {
@@ -183,7 +182,7 @@ void write_file(const std::string& path, const uint8_t* data, size_t size) {
 
 void tactic_cache(const uint8_t* data, size_t size) {
   using engine::TacticCache;
-  const std::string& in = cache_file(0);
+  const std::string& in = cache_file();
   write_file(in, data, size);
   TacticCache c("GPU");
   std::string warning;
