@@ -71,12 +71,15 @@ if [ "${FUZZ_SECONDS:-20}" != "0" ]; then
 fi
 
 echo "== Python package: wheel (pip, scikit-build-core + nanobind), pytest =="
-# The wheel a user's `pip install .` builds here: with CUDA where the toolkit is (its GPU tests skip
-# visibly without a device). Its own build folder at the depth of build/ and with build/'s warning
-# flags, so that ccache serves the library's objects from the Release build above.
+# CUDA in the extension only where a GPU can run it (its GPU tests skip visibly otherwise): a CUDA
+# wheel compiles the CUDA library a second time, which CI's time does not allow. The CUDA wheel in a
+# new venv is scripts/check-clean-install.sh --cuda's. Its own build folder at the depth of build/
+# and with build/'s warning flags, so that ccache serves the C++ objects of the Release build above.
+py_cuda=OFF
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then py_cuda=AUTO; fi
 rm -f build-py/dist/yolocu-*.whl
-CMAKE_BUILD_PARALLEL_LEVEL=$jobs .venv/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
-  -C build-dir=build-wheel -C cmake.define.YOLOCU_WERROR=ON -w build-py/dist .
+YOLOCU_CUDA=$py_cuda CMAKE_BUILD_PARALLEL_LEVEL=$jobs .venv/bin/python -m pip wheel -q --disable-pip-version-check \
+  --no-build-isolation --no-deps -C build-dir=build-wheel -C cmake.define.YOLOCU_WERROR=ON -w build-py/dist .
 for venv in .venv .venv-serve; do  # the wheel anew, then what it depends on that the venv lacks (a CUDA build: NVIDIA's wheels)
   $venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build-py/dist/yolocu-*.whl
   $venv/bin/python -m pip install -q --disable-pip-version-check build-py/dist/yolocu-*.whl

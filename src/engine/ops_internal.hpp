@@ -169,6 +169,14 @@ void compute_split(const Node& n, int64_t opset, const In& in, const Out& out);
 void compute_transpose(const Node& n, int64_t, const In& in, const Out& out);
 void compute_where(const Node&, int64_t, const In& in, const Out& out);
 void infer_concat(const Node& n, int64_t, const Metas& in, Metas& out);
+// ops_spatial.cpp
+void infer_maxpool(const Node& n, int64_t, const Metas& in, Metas& out);
+void compute_maxpool(const Node& n, int64_t, const In& in, const Out& out);
+void infer_resize(const Node& n, int64_t opset, const Metas& in, Metas& out);
+void compute_resize(const Node& n, int64_t opset, const In& in, const Out& out);
+void infer_conv(const Node& n, int64_t, const Metas& in, Metas& out);
+void compute_conv(const Node& n, int64_t, const In& in, const Out& out);
+
 void infer_constant_of_shape(const Node& n, int64_t, const Metas& in, Metas& out);
 void infer_expand(const Node& n, int64_t, const Metas& in, Metas& out);
 void infer_flatten(const Node& n, int64_t, const Metas& in, Metas& out);

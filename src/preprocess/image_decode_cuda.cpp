@@ -290,6 +290,37 @@ struct CudaJpegDecoder::Impl {
     return ok(nvjpegDecodeJpegDevice(handle, decoder, decoupled_state, dst, stream), "nvjpegDecodeJpegDevice", im);
   }
 
+  // Waits for the images decoded on CPU threads (every job finishes before anything throws; the
+  // first error is rethrown) and uploads them on the side stream, which `stream` then waits for.
+  void finish_cpu_share(const std::vector<EncodedImage>& images, const std::vector<size_t>& shared,
+                        std::vector<std::future<Image>>& shared_jobs, const std::vector<ImageView>& views,
+                        cudaStream_t stream, JpegDecodeCounts& counts) {
+    std::vector<Image> done(shared.size());
+    std::exception_ptr first_error;
+    for (size_t s_ = 0; s_ < shared.size(); ++s_) {  // every job finishes before anything throws
+      try {
+        done[s_] = shared_jobs[s_].get();
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+    if (first_error) std::rethrow_exception(first_error);
+    for (size_t s_ = 0; s_ < shared.size(); ++s_) {
+      const size_t i = shared[s_];
+      const Image& im = done[s_];
+      YOLOCU_CHECK(im.width() == views[i].width && im.height() == views[i].height, kInternal, images[i].name,
+                   ": the CPU decoder's size ", im.width(), "x", im.height(), " differs from the header's ",
+                   views[i].width, "x", views[i].height);
+      YOLOCU_CUDA_CHECK(cudaMemcpy2DAsync(const_cast<uint8_t*>(views[i].data), views[i].pitch_bytes, im.data(),
+                                          im.pitch_bytes(), im.pitch_bytes(), static_cast<size_t>(im.height()),
+                                          cudaMemcpyHostToDevice, side));
+    }
+    YOLOCU_CUDA_CHECK(cudaEventRecord(side_done, side));
+    YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done, 0));
+    // `done` may go now: a copy from pageable memory returns once its bytes are staged
+    counts.cpu_shared += static_cast<int64_t>(shared.size());
+  }
+
   std::vector<ImageView> decode(const std::vector<EncodedImage>& images, cudaStream_t stream, JpegDecodeCounts* counts_out) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options.device));
     const size_t n = images.size();
@@ -411,32 +442,7 @@ struct CudaJpegDecoder::Impl {
       }
     }
     // 5. The CPU's share: waited for (an error is the CPU decoder's), uploaded on the side stream.
-    if (!shared.empty()) {
-      std::vector<Image> done(shared.size());
-      std::exception_ptr first_error;
-      for (size_t s_ = 0; s_ < shared.size(); ++s_) {  // every job finishes before anything throws
-        try {
-          done[s_] = shared_jobs[s_].get();
-        } catch (...) {
-          if (!first_error) first_error = std::current_exception();
-        }
-      }
-      if (first_error) std::rethrow_exception(first_error);
-      for (size_t s_ = 0; s_ < shared.size(); ++s_) {
-        const size_t i = shared[s_];
-        const Image& im = done[s_];
-        YOLOCU_CHECK(im.width() == views[i].width && im.height() == views[i].height, kInternal, images[i].name,
-                     ": the CPU decoder's size ", im.width(), "x", im.height(), " differs from the header's ",
-                     views[i].width, "x", views[i].height);
-        YOLOCU_CUDA_CHECK(cudaMemcpy2DAsync(const_cast<uint8_t*>(views[i].data), views[i].pitch_bytes, im.data(),
-                                            im.pitch_bytes(), im.pitch_bytes(), static_cast<size_t>(im.height()),
-                                            cudaMemcpyHostToDevice, side));
-      }
-      YOLOCU_CUDA_CHECK(cudaEventRecord(side_done, side));
-      YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done, 0));
-      // `done` may go now: a copy from pageable memory returns once its bytes are staged
-      counts.cpu_shared += static_cast<int64_t>(shared.size());
-    }
+    if (!shared.empty()) finish_cpu_share(images, shared, shared_jobs, views, stream, counts);
     totals.gpu_hardware += counts.gpu_hardware;
     totals.gpu_hybrid += counts.gpu_hybrid;
     totals.cpu_not_jpeg += counts.cpu_not_jpeg;
