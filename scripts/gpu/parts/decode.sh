@@ -84,7 +84,7 @@ from_jpeg() {
 
 # Every combination of FROM_JPEG_DECODE ("gpu cpu"; gpu: nvJPEG rows only), FROM_JPEG_CPU_SHARE ("0";
 # "0 0.25": nvJPEG rows with that share of each batch decoded on CPU threads beside it),
-# FROM_JPEG_CONTEXTS ("3": as many run_detector calls at once) and FROM_JPEG_GRAPHS ("default").
+# FROM_JPEG_CONTEXTS ("3": as many detector calls at once through run_pipeline) and FROM_JPEG_GRAPHS ("default").
 from_jpeg_rows() {
   local dec share ctx graphs
   for dec in ${FROM_JPEG_DECODE:-gpu cpu}; do
