@@ -56,17 +56,18 @@ inline std::vector<OpCase> read_op_cases(const std::string& dir, int opset = 0) 
   return cases;
 }
 
-// A case as CudaEngine takes it: one float32 input of rank 4 and batch 1. The case's first float32
-// input becomes that input (a rank-4 batch-1 one as it is; any other shape through a leading
-// Reshape from [1, 1, 1, numel], a view on both engines); its other inputs become initializers
-// holding the case's values. `model` is null when the case has no float32 input (its ops read
-// int64 / bool values only, or nothing: they fold at plan time on both engines).
+// A case as CudaEngine takes it: one float32 input of rank 4. The case's first float32 input
+// becomes that input (a rank-4 batch-1 one as it is; with `own_batch` a rank-4 one of any batch
+// as it is, run at that batch; any other shape through a leading Reshape from [1, 1, 1, numel], a
+// view on both engines); its other inputs become initializers holding the case's values. `model`
+// is null when the case has no float32 input (its ops read int64 / bool values only, or nothing:
+// they fold at plan time on both engines).
 struct GpuForm {
   std::shared_ptr<const Model> model;
   Tensor input;
 };
 
-inline GpuForm gpu_form(const Model& original, const std::vector<Tensor>& inputs) {
+inline GpuForm gpu_form(const Model& original, const std::vector<Tensor>& inputs, bool own_batch = false) {
   Model m = original;
   int image = -1;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -79,7 +80,7 @@ inline GpuForm gpu_form(const Model& original, const std::vector<Tensor>& inputs
   }
   ValueInfo in = m.graph.inputs[static_cast<size_t>(image)];
   const Tensor& x = inputs[static_cast<size_t>(image)];
-  if (x.rank() == 4 && x.dim(0) == 1) {
+  if (x.rank() == 4 && (x.dim(0) == 1 || own_batch)) {
     g.input = x;
   } else {
     const std::string name = in.name + ":gpu_input", shape_name = in.name + ":gpu_shape";
@@ -227,6 +228,14 @@ inline std::vector<EdgeCase> edge_cases() {
   return c;
 }
 
+// The cases of batch > 1 whose GPU form runs at their own batch (gpu_form's own_batch): their
+// graphs scale with the batch (no constant holds it) and convolve the input, which the GPU engine
+// refuses behind a batch-1 input (images folded into dim 0). Other batch-2 cases (reshapes and
+// constants of batch 2) keep the folded form: their ops do not care.
+inline bool runs_at_own_batch(const std::string& base) {
+  return base == "Conv" || base == "ConvGroup" || base == "FuseConcatBatch2";
+}
+
 // The cases the GPU engine refuses by design, by case name (all opsets), with what its error says
 // (a part of the message, which also names the node or value): "no float input" for a case without
 // a GPU form; "setup" for one its planner takes and its build refuses (checked on a GPU only).
@@ -251,6 +260,9 @@ inline std::string gpu_refusal(const std::string& base) {
       {"Shape", "is a constant or an input"},
       // batched matrix products only (YOLO11's attention)
       {"MatMulVec", "1-D operands"},
+      // a batch of 2 behind its form's batch-1 input (its second level is a constant of batch 2):
+      // the head's convolution is refused ("images in dim 0"); FuseDetectHeadBatch1 runs
+      {"FuseDetectHead", "setup"},
   };
   const auto it = kGpuRefusals.find(base);
   return it == kGpuRefusals.end() ? std::string() : it->second;

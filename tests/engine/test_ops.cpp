@@ -37,7 +37,8 @@ TEST(Ops, EveryOpEveryOpsetAgainstOnnxRuntime) {
           {"FuseResidualShared16", 2}, {"FuseResidualShared8", 2}, {"FuseResidualMixed", 5},
           {"FuseConcat", 5},           {"FuseConcatRepeated", 4}, {"FuseConcatOutput", 4},  // 2 SiLU pairs (+ the
           {"FuseConcatBatch2", 4},     {"FuseConcatNested", 6},                             // in-place Concats)
-          {"FuseDetectHead", 24}};  // 2 levels x 12 tail nodes + the merging Concat - 1 step
+          {"FuseDetectHead", 24},      {"FuseDetectHeadBatch1", 24}};  // 2 levels x 12 tail nodes + the
+                                                                         // merging Concat - 1 step
       const auto fused = kFused.find(c.base);
       if (fused != kFused.end()) {
         EXPECT_EQ(engine.stats().fused_nodes, fused->second) << "fused nodes";

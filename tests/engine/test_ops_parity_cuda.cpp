@@ -53,10 +53,10 @@ Bound bound_of(Precision p, const std::string& base) {
   return {2e-3, 2e-3, false};
 }
 
-CudaEngineOptions gpu_options(Precision p) {
+CudaEngineOptions gpu_options(Precision p, int max_batch) {
   CudaEngineOptions o;
   o.precision = p;
-  o.max_batch = 1;
+  o.max_batch = max_batch;  // the case's batch: its static input is run at that batch
   o.tactic_cache = "none";  // tuned in this process only (the memo shares them across cases)
   o.max_graph_plans = 2;    // every candidate is checked anyway; fewer plan compilations
   o.print_warnings = false;
@@ -101,7 +101,7 @@ void run_case(const std::string& name, const std::string& base, const std::strin
   const std::string what = name + (half ? " fp16" : " fp32");
   std::unique_ptr<CudaEngine> gpu;
   try {
-    gpu = std::make_unique<CudaEngine>(g.model, gpu_options(p));
+    gpu = std::make_unique<CudaEngine>(g.model, gpu_options(p, static_cast<int>(g.input.dim(0))));
   } catch (const Error& e) {
     if (refusal.empty()) {
       ADD_FAILURE() << what << ": the GPU engine refuses it: " << e.what();
@@ -140,7 +140,7 @@ TEST_P(OpsParity, EveryOpCaseCpuVsGpu) {
   int refused = 0;
   for (const test::OpCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const test::GpuForm g = test::gpu_form(*c.model(), c.inputs());
+    const test::GpuForm g = test::gpu_form(*c.model(), c.inputs(), test::runs_at_own_batch(c.base));
     if (!g.model) {
       EXPECT_EQ(test::gpu_refusal(c.base), "no float input") << c.name << " has no GPU form: list it";
       std::printf("[ %-34s ] no GPU form (no float32 input): folds at plan time\n", c.name.c_str());
@@ -156,6 +156,38 @@ TEST_P(OpsParity, EveryOpCaseCpuVsGpu) {
 
 INSTANTIATE_TEST_SUITE_P(Opsets, OpsParity, ::testing::Range(11, 19),
                          [](const ::testing::TestParamInfo<int>& i) { return "Opset" + std::to_string(i.param); });
+
+// Images folded into dim 0 behind a batch-1 input (a Reshape from [1, 1, 1, n] to [2, c, h, w]):
+// the engine plans convolutions with the network input's batch in dim 0, so it must refuse them,
+// naming the node, rather than convolve one image of two.
+TEST(OpsParity, FoldedBatchIsRefused) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string dir = test::scratch_dir("opcases_parity");
+  if (test::python().empty()) GTEST_SKIP() << "no .venv python with onnx/onnxruntime (run scripts/setup.sh)";
+  std::string log;
+  ASSERT_EQ(test::run_command(test::op_cases_command(dir, ""), &log), 0) << log;
+  int folded = 0;
+  for (const test::OpCase& c : test::read_op_cases(dir, 17)) {
+    if (c.base != "Conv" && c.base != "ConvGroup") continue;
+    const std::vector<Tensor> in = c.inputs();
+    if (in.empty() || in[0].rank() != 4 || in[0].dim(0) < 2) continue;
+    SCOPED_TRACE(c.name);
+    const test::GpuForm g = test::gpu_form(*c.model(), in);  // folded behind a batch-1 input
+    ASSERT_TRUE(g.model);
+    for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+      try {
+        CudaEngine e(g.model, gpu_options(p, 1));
+        ADD_FAILURE() << c.name << ": the GPU engine took a convolution over images folded into dim 0";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+        EXPECT_NE(std::string(e.what()).find("images in dim 0"), std::string::npos) << e.what();
+        std::printf("[ %-34s ] folded batch refused: %s\n", c.name.c_str(), e.what());
+      }
+    }
+    ++folded;
+  }
+  EXPECT_GE(folded, 2) << "the op cases have no batch-2 Conv / ConvGroup case left to fold";
+}
 
 TEST(OpsParity, EdgeShapesCpuVsGpu) {
   YOLOCU_REQUIRE_GPU();

@@ -90,10 +90,20 @@ def fusion_cases(opset):
                                    ("FuseConcatNested", [("Concat", ["t", "u"], ["y1"], dict(axis=1)),
                                                          ("Concat", ["y1", "m"], ["y"], dict(axis=1))], 1, ["z"])]:
         c.append((name, graph_case(opset, name.lower(), trunk + cat + head, [("x", f32(batch, 16, 8, 10))], inits, outs)))
-    # A Detect head as export.py writes it: 2 levels, 3 anchors, 2 classes (no = 7), strides 8 / 16
+    # A Detect head as export.py writes it: 2 levels, 3 anchors, 2 classes (no = 7), strides 8 / 16;
+    # at batch 2 and at batch 1 (the GPU engine's parity test runs its form at batch 1: its second
+    # level becomes a constant there, and a batch of 2 behind a batch-1 input is refused)
+    for name, batch in [("FuseDetectHead", 2), ("FuseDetectHeadBatch1", 1)]:
+        c.append((name, detect_head_case(opset, batch)))
+    c += sppf_cases(opset)
+    return c
+
+
+def detect_head_case(opset, batch):
+    """YOLOv5's Detect head as export.py writes it (2 levels, 3 anchors, 2 classes: no = 7)."""
     na, nc = 3, 2
     no = nc + 5
-    inputs = [("p3", f32(2, 16, 6, 8)), ("p4", f32(2, 16, 3, 4))]
+    inputs = [("p3", f32(batch, 16, 6, 8)), ("p4", f32(batch, 16, 3, 4))]
     inits, nodes, merged = [], [], []
     for i, (name, a) in enumerate(inputs):
         ny, nx = a.shape[2], a.shape[3]
@@ -104,10 +114,10 @@ def fusion_cases(opset):
         anchor_grid = np.broadcast_to(anchors.reshape(1, na, 1, 1, 2), (1, na, ny, nx, 2)).copy()
         p = f"l{i}_"
         inits += [(p + "w", f32(na * no, 16, 1, 1) * 0.5), (p + "b", f32(na * no)),
-                  (p + "shape5", np.array([2, na, no, ny, nx], np.int64)), (p + "two", np.array(2, np.float32)),
+                  (p + "shape5", np.array([batch, na, no, ny, nx], np.int64)), (p + "two", np.array(2, np.float32)),
                   (p + "grid", grid.astype(np.float32)), (p + "stride", np.array(stride, np.float32)),
                   (p + "two_b", np.array(2, np.float32)), (p + "pow", np.array(2, np.float32)),
-                  (p + "anchor", anchor_grid), (p + "shape3", np.array([2, na * ny * nx, no], np.int64))]
+                  (p + "anchor", anchor_grid), (p + "shape3", np.array([batch, na * ny * nx, no], np.int64))]
         split = [2, 2, no - 4]
         if opset >= 13:
             inits.append((p + "split", np.array(split, np.int64)))
@@ -126,9 +136,7 @@ def fusion_cases(opset):
                   ("Reshape", [p + "cat", p + "shape3"], [p + "rows"], None)]
         merged.append(p + "rows")
     nodes.append(("Concat", merged, ["output0"], dict(axis=1)))
-    c.append(("FuseDetectHead", graph_case(opset, "detect", nodes, inputs, inits, ["output0"])))
-    c += sppf_cases(opset)
-    return c
+    return graph_case(opset, f"detect{batch}", nodes, inputs, inits, ["output0"])
 
 
 # SPPF as YOLOv5 / v8 export it (cv1 -> three chained stride-1 max pools -> Concat with their input

@@ -37,6 +37,12 @@ ConvInfo make_layer(const SetupContext& ctx, const engine::GpuStep& st, const Te
   const Shape& ys = ctx.val(ci.y).shape;
   YOLOCU_CHECK(xs[1] == int64_t{cg} * p.group, kInvalidArgument, n.describe(), ": input has ", xs[1],
                " channels, weights expect ", int64_t{cg} * p.group);
+  // Convolutions are planned and tuned with the batch in dim 0 (p.n = max_batch, launched at the
+  // run's batch): a value holding several images per batch item (a Reshape folding them into dim
+  // 0) would be convolved only in part.
+  YOLOCU_CHECK(xs[0] == ctx.options.max_batch && ys[0] == ctx.options.max_batch, kUnsupported, n.describe(),
+               ": its input has ", xs[0], " images in dim 0 where the engine's batch is ", ctx.options.max_batch,
+               " (the GPU engine convolves only values whose dim 0 is the network input's batch)");
   p.n = ctx.options.max_batch;
   p.c = static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(ci.x)]);
   p.h = static_cast<int>(xs[2]);

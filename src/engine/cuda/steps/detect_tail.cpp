@@ -16,6 +16,11 @@ class DetectTailStep final : public Step {
  public:
   using Step::Step;
   void setup(SetupContext& ctx) override {
+    // The kernel writes ctx.batch images of `rows` rows: every level must hold one image per item.
+    for (int id : st_.in)
+      YOLOCU_CHECK(ctx.val(id).shape[0] == ctx.options.max_batch, kUnsupported, st_.label, ": the Detect head's input '",
+                   ctx.val(id).name, "' has ", ctx.val(id).shape[0], " images in dim 0 where the engine's batch is ",
+                   ctx.options.max_batch);
     for (const engine::DetectLevel& L : ctx.sp.heads[static_cast<size_t>(st_.head)].levels) {
       std::vector<float> t;
       engine::tail::tables_of(L, &t);
