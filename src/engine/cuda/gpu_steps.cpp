@@ -10,24 +10,11 @@ namespace yolocu::engine {
 
 const char* gpu_step_kind_name(GpuStepKind k) noexcept {
   switch (k) {
-    case GpuStepKind::kConv: return "Conv";
-    case GpuStepKind::kToNhwc: return "ToNhwc";
-    case GpuStepKind::kToPlain: return "ToPlain";
-    case GpuStepKind::kEltwiseNhwc: return "EltwiseNhwc";
-    case GpuStepKind::kConcatNhwc: return "ConcatNhwc";
-    case GpuStepKind::kMaxPool: return "MaxPool";
-    case GpuStepKind::kSppf: return "Sppf";
-    case GpuStepKind::kResize: return "Resize";
-    case GpuStepKind::kUnary: return "Unary";
-    case GpuStepKind::kBinary: return "Binary";
-    case GpuStepKind::kGather: return "Gather";
-    case GpuStepKind::kConcat: return "Concat";
-    case GpuStepKind::kCopy: return "Copy";
-    case GpuStepKind::kSplitNhwc: return "SplitNhwc";
-    case GpuStepKind::kSoftmax: return "Softmax";
-    case GpuStepKind::kMatMul: return "MatMul";
-    case GpuStepKind::kView: return "View";
-    case GpuStepKind::kDetectTail: return "DetectTail";
+#define YOLOCU_GPU_STEP(kind, name, factory) \
+  case GpuStepKind::kind:                    \
+    return name;
+#include "engine/cuda/step_kinds.def"
+#undef YOLOCU_GPU_STEP
   }
   return "?";
 }

@@ -21,25 +21,11 @@ namespace yolocu::engine {
 
 enum class Layout : uint8_t { kNone, kPlain, kNhwc };
 
+// The kinds, with what each does: step_kinds.def.
 enum class GpuStepKind {
-  kConv,         // cuDNN convolution + our bias / SiLU / residual epilogue (NHWC -> NHWC)
-  kToNhwc,       // plain float32 NCHW -> NHWC activation dtype
-  kToPlain,      // NHWC activation dtype -> plain float32 NCHW
-  kEltwiseNhwc,  // same-shape unary / binary op on NHWC values (flat)
-  kConcatNhwc,   // channel concat on NHWC values: strided row copies of the inputs not written in place
-  kSplitNhwc,    // channel split of an NHWC value (YOLOv8's C2f): one step per output, a strided row copy
-  kMaxPool,      // NHWC
-  kSppf,         // NHWC: Concat(x, MaxPool(x), MaxPool^2(x), MaxPool^3(x)), stride-1 "same" pools, one kernel
-  kResize,       // nearest, NHWC, per-axis source index tables
-  kUnary,        // plain
-  kBinary,       // plain, numpy broadcasting (constants allowed)
-  kGather,       // plain: Transpose / Slice / Split (one step per output) as a strided gather
-  kConcat,       // plain, any axis
-  kSoftmax,      // plain, one axis (opset >= 13) or the trailing axes from `axis` (opset < 13)
-  kMatMul,       // plain float32, numpy.matmul with broadcast batch axes (YOLO11's attention)
-  kCopy,         // plain copy (Cast between float types after fp16 -> fp32 planning)
-  kView,         // Reshape / Flatten / Squeeze / Unsqueeze / Identity: aliases its input, no work
-  kDetectTail,   // the Detect head's tail (engine::DetectHead): NHWC head convs -> plain merged output
+#define YOLOCU_GPU_STEP(kind, name, factory) kind,
+#include "engine/cuda/step_kinds.def"
+#undef YOLOCU_GPU_STEP
 };
 
 const char* gpu_step_kind_name(GpuStepKind k) noexcept;

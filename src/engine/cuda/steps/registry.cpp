@@ -1,4 +1,5 @@
-// The step registry: the factory of every engine::GpuStepKind, each defined in its own file here.
+// The step registry: the factory of every engine::GpuStepKind (step_kinds.def), each defined in its
+// own file here.
 #include <iterator>
 #include <memory>
 
@@ -11,24 +12,10 @@ using engine::GpuStep;
 using engine::GpuStepKind;
 using StepFactory = std::unique_ptr<Step> (*)(const GpuStep&);
 
-std::unique_ptr<Step> make_conv_step(const GpuStep&);
-std::unique_ptr<Step> make_to_nhwc_step(const GpuStep&);
-std::unique_ptr<Step> make_to_plain_step(const GpuStep&);
-std::unique_ptr<Step> make_eltwise_nhwc_step(const GpuStep&);
-std::unique_ptr<Step> make_concat_nhwc_step(const GpuStep&);
-std::unique_ptr<Step> make_split_nhwc_step(const GpuStep&);
-std::unique_ptr<Step> make_maxpool_step(const GpuStep&);
-std::unique_ptr<Step> make_sppf_step(const GpuStep&);
-std::unique_ptr<Step> make_resize_step(const GpuStep&);
-std::unique_ptr<Step> make_unary_step(const GpuStep&);
-std::unique_ptr<Step> make_binary_step(const GpuStep&);
-std::unique_ptr<Step> make_gather_step(const GpuStep&);
-std::unique_ptr<Step> make_concat_step(const GpuStep&);
-std::unique_ptr<Step> make_softmax_step(const GpuStep&);
-std::unique_ptr<Step> make_matmul_step(const GpuStep&);
-std::unique_ptr<Step> make_copy_step(const GpuStep&);
-std::unique_ptr<Step> make_view_step(const GpuStep&);
-std::unique_ptr<Step> make_detect_tail_step(const GpuStep&);
+// Each kind's factory, defined in its own file (step_kinds.def lists them).
+#define YOLOCU_GPU_STEP(kind, name, factory) std::unique_ptr<Step> factory(const GpuStep&);
+#include "engine/cuda/step_kinds.def"
+#undef YOLOCU_GPU_STEP
 
 namespace {
 
@@ -38,24 +25,9 @@ struct Entry {
 };
 
 constexpr Entry kRegistry[] = {
-    {GpuStepKind::kConv, make_conv_step},
-    {GpuStepKind::kToNhwc, make_to_nhwc_step},
-    {GpuStepKind::kToPlain, make_to_plain_step},
-    {GpuStepKind::kEltwiseNhwc, make_eltwise_nhwc_step},
-    {GpuStepKind::kConcatNhwc, make_concat_nhwc_step},
-    {GpuStepKind::kSplitNhwc, make_split_nhwc_step},
-    {GpuStepKind::kMaxPool, make_maxpool_step},
-    {GpuStepKind::kSppf, make_sppf_step},
-    {GpuStepKind::kResize, make_resize_step},
-    {GpuStepKind::kUnary, make_unary_step},
-    {GpuStepKind::kBinary, make_binary_step},
-    {GpuStepKind::kGather, make_gather_step},
-    {GpuStepKind::kConcat, make_concat_step},
-    {GpuStepKind::kSoftmax, make_softmax_step},
-    {GpuStepKind::kMatMul, make_matmul_step},
-    {GpuStepKind::kCopy, make_copy_step},
-    {GpuStepKind::kView, make_view_step},
-    {GpuStepKind::kDetectTail, make_detect_tail_step},
+#define YOLOCU_GPU_STEP(kind, name, factory) {GpuStepKind::kind, factory},
+#include "engine/cuda/step_kinds.def"
+#undef YOLOCU_GPU_STEP
 };
 
 }  // namespace

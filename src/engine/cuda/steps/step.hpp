@@ -4,8 +4,9 @@
 // kernels per run (launch); it reads and writes the values of its engine::GpuStep. What it sees of
 // the engine comes in a context: SetupContext at build time, LaunchContext per launch.
 //
-// Adding a kind: its GpuStepKind (gpu_steps.hpp) and planning rule (planning/lowering.cpp), its
-// file here, and its line in registry.cpp.
+// Adding a kind: its file here (the class and its factory) and its line in ../step_kinds.def
+// (which makes the enumerator, its name and its registry entry); planning/ then emits it where it
+// applies (lowering.cpp for an op, fusion.cpp for a pattern).
 #pragma once
 
 #include <cuda_runtime_api.h>
