@@ -58,7 +58,7 @@ inline std::vector<OpCase> read_op_cases(const std::string& dir, int opset = 0) 
 
 // A case as CudaEngine takes it: one float32 input of rank 4. The case's first float32 input
 // becomes that input (a rank-4 batch-1 one as it is; with `own_batch` a rank-4 one of any batch
-// as it is, run at that batch; any other shape through a leading Reshape from [1, 1, 1, numel], a
+// as it is, its batch axis declared dynamic, run at that batch; any other shape through a leading Reshape from [1, 1, 1, numel], a
 // view on both engines); its other inputs become initializers holding the case's values. `model`
 // is null when the case has no float32 input (its ops read int64 / bool values only, or nothing:
 // they fold at plan time on both engines).
@@ -100,6 +100,8 @@ inline GpuForm gpu_form(const Model& original, const std::vector<Tensor>& inputs
   in.has_shape = true;
   in.dims.clear();
   for (int64_t d : g.input.shape()) in.dims.push_back(Dim{d, ""});
+  // run at its own batch: a batch axis the engine may scale (it refuses a fixed batch above 1)
+  if (g.input.dim(0) > 1) in.dims[0] = Dim{-1, "batch"};
   m.graph.inputs = {in};
   g.model = std::make_shared<const Model>(std::move(m));
   return g;
