@@ -3,8 +3,9 @@
 # backend libtriton_yolocu.so and the CLI with CUDA for sm_90 into build-gpu/, and packs into
 # .gpu-serve/bundle.tar.xz (git-ignored): the backend, the CLI, the non-system shared libraries they
 # load (found with ldd), the tritonserver of the nvidia-pytriton wheel in .venv-serve with the
-# libraries it loads, the tritonclient wheel (gRPC client for bench/serve_load.py), yolov5n.onnx and
-# coco128's images. Then one device call with carry [".gpu-serve"]:  bash scripts/gpu/serve_run.sh
+# libraries it loads, the tritonclient wheel (gRPC client for bench/serve_load.py), Triton's
+# perf_analyzer with its libraries, yolov5n.onnx and coco128's images. Then one device call with
+# carry [".gpu-serve"]:  bash scripts/gpu/serve_run.sh
 # Environment: YOLOCU_DATA_DIR, CUDA_ARCH (90), JOBS (2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,6 +48,24 @@ rm -rf .gpu-serve && mkdir -p .gpu-serve/wheels
 "$root/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 -d .gpu-serve/wheels tritonclient==2.73.0 python-rapidjson==1.25
+
+# Triton's own load generator, perf_analyzer: the C++ client that tritonclient's manylinux wheels
+# carried (2.41.0's; today's py3-none-any wheel has none), with the two libraries it loads that the GPU machine lacks:
+# libb64 (Debian's libb64-0d) and the CUDA 12 runtime (NVIDIA's nvidia-cuda-runtime-cu12 wheel).
+pa=$stage/perf
+mkdir -p "$pa/bin" "$pa/lib" "$stage/pa-tmp"
+"$root/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --platform manylinux1_x86_64 --platform manylinux2014_x86_64 -d "$stage/pa-tmp" \
+  tritonclient==2.41.0 nvidia-cuda-runtime-cu12==12.6.77
+(cd "$stage/pa-tmp" && apt-get download -q libb64-0d >/dev/null 2>&1) || { echo "apt-get download libb64-0d failed" >&2; exit 1; }
+(cd "$stage/pa-tmp" && for w in *.whl; do python3 -m zipfile -e "$w" x >/dev/null; done && dpkg-deb -x libb64-0d_*.deb deb)
+cp "$stage"/pa-tmp/x/tritonclient-2.41.0.data/data/bin/perf_analyzer "$pa/bin/" && chmod +x "$pa/bin/perf_analyzer"
+cp -L "$stage"/pa-tmp/x/nvidia/cuda_runtime/lib/libcudart.so.12 "$stage"/pa-tmp/deb/usr/lib/x86_64-linux-gnu/libb64.so.0d "$pa/lib/"
+rm -rf "$stage/pa-tmp"
+if LD_LIBRARY_PATH=$pa/lib ldd "$pa/bin/perf_analyzer" | grep "not found" >&2; then
+  echo "perf_analyzer misses the libraries above" >&2
+  exit 1
+fi
 
 cp "$data/models/yolov5n.onnx" "$stage/data/models/"
 cp -r "$data/coco128/images" "$stage/data/coco128/"

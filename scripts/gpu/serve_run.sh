@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The GPU-machine run of the serving measurement (docs/serving.md, docs/performance.md section 8):
 # tritonserver with the yolocu backend on this machine's GPUs, loaded with JPEG bytes of coco128 over
-# gRPC by bench/serve_load.py (requests of 8 and of 1 image, closed loop; then 1-image requests at
-# half the measured rate for the p99 latency), beside `yolocu bench --from-jpeg` in the same call;
+# gRPC by bench/serve_load.py (Python clients; requests of 8 and of 1 image, closed loop; then
+# 1-image requests at half the measured rate for the p99 latency) and by Triton's perf_analyzer (C++,
+# async; the same three loads), beside `yolocu bench --from-jpeg` in the same call;
 # then the model unloaded and loaded twice through the repository API (GPU memory each time); with
 # two or more GPUs the same loads on one instance group spanning two GPUs.
 # Needs .gpu-serve/bundle.tar.xz from scripts/gpu/serve_bundle.sh (carry [".gpu-serve"]).
 #   bash scripts/gpu/serve_run.sh
 # Environment: SERVE_MAX_BATCH (32), SERVE_INSTANCES (2 per GPU), SERVE_PROCS (12 client processes),
-# SERVE_THREADS (8 requests in flight per process), SERVE_SECONDS (15 per load), SERVE_DECODE (gpu).
+# SERVE_THREADS (8 requests in flight per process), SERVE_SECONDS (15 per load), SERVE_DECODE (gpu),
+# PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -59,6 +61,25 @@ load() {  # load <name> <images per request> [rate]
     --threads "$threads" --seconds "$secs" ${3:+--rate "$3"} --json "$out/load_$1.json" 2>&1 | tee "$out/load_$1.log" | tail -1
 }
 
+# Triton's perf_analyzer (carried, with its libraries in perf/lib): async gRPC, real JPEGs round robin
+# (bench/perf_analyzer_input.py), requests of $2 images, $3 requests in flight, or an open-loop
+# request rate $4; its CSV (images/s, latency percentiles in us) in $out/pa_<name>.csv.
+pa_json=$g/pa_images.json
+python3 bench/perf_analyzer_input.py --images "$imgs" --out "$pa_json" >/dev/null
+pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
+  local mode=(--concurrency-range "$3")
+  [ -n "${4:-}" ] && mode=(--request-rate-range "$4")
+  LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
+    --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
+    --stability-percentage 20 -f "$out/pa_$1.csv" >"$out/pa_$1.log" 2>&1
+  python3 - "$out/pa_$1.csv" "$1" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1.log"; }
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+print(f"perf_analyzer {sys.argv[2]}: {float(row['Inferences/Second']):.1f} images/s, p50 {int(row['p50 latency']) / 1000:.2f} ms, "
+      f"p99 {int(row['p99 latency']) / 1000:.2f} ms")
+PY
+}
+
 gpu0_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | tr -d ' '; }
 repo_api() { curl -sf -X POST "localhost:8000/v2/repository/models/yolo/$1" -d '{}' >/dev/null; }
 unload_cycles() {  # the model unloaded and loaded twice through the repository API: GPU 0's memory each time
@@ -84,6 +105,11 @@ if serve "0" gpu1; then
   rate=$(python3 -c "import json; print(round(json.load(open('$out/load_gpu1_b1.json'))['requests_per_s'] / 2))")
   echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
   load gpu1_b1_half 1 "$rate"
+  echo "-- perf_analyzer"
+  pa gpu1_b8 8 "${PA_INFLIGHT_B8:-32}" | tee -a "$out/pa_summary.txt"
+  pa gpu1_b1 1 "${PA_INFLIGHT_B1:-128}" | tee -a "$out/pa_summary.txt"
+  pa_rate=$(python3 -c "import csv; print(round(float(next(csv.DictReader(open('$out/pa_gpu1_b1.csv')))['Inferences/Second']) / 2))" 2>/dev/null)
+  [ -n "$pa_rate" ] && pa gpu1_b1_half 1 - "$pa_rate" | tee -a "$out/pa_summary.txt"
   curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
   unload_cycles
   stop
@@ -93,6 +119,8 @@ if [ "$ngpu" -ge 2 ]; then
   if serve "0, 1" gpu2; then
     load gpu2_b8 8
     load gpu2_b1 1
+    pa gpu2_b8 8 "$((2 * ${PA_INFLIGHT_B8:-32}))" | tee -a "$out/pa_summary.txt"
+    pa gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))" | tee -a "$out/pa_summary.txt"
     stop
   fi
 fi
@@ -101,3 +129,4 @@ tar -C "$out" -czf "$out/logs.tar.gz" --exclude logs.tar.gz --exclude tactics.js
 echo "== summary"
 grep -hE "^cuda |images/s" "$out/bench_from_jpeg.log" | tail -3
 for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -1 "$f")"; done
+cat "$out/pa_summary.txt" 2>/dev/null
