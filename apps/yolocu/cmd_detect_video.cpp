@@ -126,7 +126,8 @@ VideoRunOptions video_options(const Args& args, const std::string& out_dir) {
   return r;
 }
 
-// A file-name stem per source, made unique.
+}  // namespace
+
 std::vector<std::string> source_stems(const std::vector<std::string>& sources) {
   std::vector<std::string> stems;
   std::map<std::string, int> seen;
@@ -137,6 +138,8 @@ std::vector<std::string> source_stems(const std::vector<std::string>& sources) {
   }
   return stems;
 }
+
+namespace {
 
 // Frames batched across streams come in every size up to the batch (streams start, stall and end
 // at different times), and a size the GPU build did not tune builds its plans on first use:
@@ -207,7 +210,9 @@ class VideoRun {
  public:
   VideoRun(Detector& detector, const std::vector<std::string>& sources, const VideoRunOptions& o, FrameStage* stage)
       : det_(detector), sources_(sources), stems_(source_stems(sources)), o_(o), names_(detector.class_names()),
-        jsonl_(o.jsonl_path), tty_(isatty(fileno(stderr)) != 0), stage_(stage), cmd_(stage ? stage->command() : "detect") {}
+        jsonl_(o.jsonl_path), tty_(isatty(fileno(stderr)) != 0), stage_(stage), cmd_(stage ? stage->command() : "detect") {
+    if (stage_) stage_->begin(names_, stems_);
+  }
 
   // The batches of the streams until they end (or Ctrl-C stops them); the clock starts here.
   void run(StreamSet& streams, size_t batch_size) {

@@ -22,6 +22,9 @@ class FrameStage {
   virtual ~FrameStage() = default;
   // The command's name in messages ("track").
   virtual const char* command() const = 0;
+  // Once, before the first frame: the detector's class names (they outlive the stage) and the file
+  // stem of each stream (the names of its --save video).
+  virtual void begin(const std::vector<std::string>& class_names, const std::vector<std::string>& stems) = 0;
   // Every frame, in order within its stream, on the run's thread, after detection. Replaces `dets`
   // by the objects to write and draw and fills `json`. `frame` may be copied to the host here
   // (frame.image) when the stage needs its pixels.
