@@ -11,6 +11,7 @@
 #include "paths.hpp"
 #include "track_commands.hpp"
 #include "yolocu/error.hpp"
+#include "yolocu/track_count.hpp"
 
 namespace yolocu::cli {
 namespace {
@@ -45,8 +46,13 @@ void print_help() {
 TrackStageOptions track_options(const Args& args, const std::string& out_dir, bool detections) {
   TrackStageOptions o;
   o.tracker = load_tracker_config(args.get("tracker", "bytetrack.yaml"));
-  for (const std::string& s : args.all("count-line")) o.regions.push_back(parse_count_region(s, true));
-  for (const std::string& s : args.all("count-zone")) o.regions.push_back(parse_count_region(s, false));
+  try {
+    for (const std::string& s : args.all("count-line")) o.regions.push_back(parse_count_region(s, true));
+    for (const std::string& s : args.all("count-zone")) o.regions.push_back(parse_count_region(s, false));
+    TrackCounter check(o.regions);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   const long trail = args.get_int("trail", 30);
   if (trail < 0 || trail > 10000) throw UsageError("--trail must be in 0..10000");
   o.trail_frames = static_cast<int>(trail);
