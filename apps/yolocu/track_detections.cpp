@@ -4,8 +4,10 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
+#include "commands.hpp"
 #include "json_out.hpp"
 #include "track_commands.hpp"
 #include "yolocu/error.hpp"
@@ -63,6 +65,7 @@ int track_detections(const std::string& path, TrackStage& stage, const std::stri
   std::FILE* out = jsonl_path == "-" ? stdout : std::fopen(jsonl_path.c_str(), "wb");
   if (!out) throw Error(ErrorCode::kIo, jsonl_path + ": cannot open for writing (--jsonl)");
   std::map<int64_t, int64_t> next_frame;  // per stream
+  std::set<std::string> stems;
   std::string text;
   int64_t line_no = 0, frames = 0, objects = 0;
   try {
@@ -79,6 +82,11 @@ int track_detections(const std::string& path, TrackStage& stage, const std::stri
       if (!line.is_object()) bad(where, "not a JSON object");
       const int64_t stream = whole(line, "stream", 0, 0, where);
       if (stream > 1000000) bad(where, "\"stream\" beyond 1000000");
+      if (!next_frame.count(stream) && line.contains("source") && line["source"].is_string()) {
+        std::string stem = source_stems({line["source"].get<std::string>()})[0];  // the MOT file's name
+        if (!stems.insert(stem).second) stem += "_" + std::to_string(stream);
+        stage.name_stream(static_cast<int>(stream), stem);
+      }
       const int64_t frame = whole(line, "frame", next_frame[stream], 0, where);
       next_frame[stream] = frame + 1;
       Detections dets = read_detections(line, where);

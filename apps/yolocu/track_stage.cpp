@@ -43,6 +43,12 @@ void TrackStage::begin(const std::vector<std::string>& class_names, const std::v
   stems_ = stems;
 }
 
+void TrackStage::name_stream(int stream, const std::string& stem) {
+  if (stream < 0 || streams_.count(stream)) return;
+  if (stems_.size() <= static_cast<size_t>(stream)) stems_.resize(static_cast<size_t>(stream) + 1);
+  stems_[static_cast<size_t>(stream)] = stem;
+}
+
 TrackStage::~TrackStage() {
   for (auto& [id, s] : streams_)
     if (s->mot) {  // not finished (an error): the partial file goes, a previous good one stays
@@ -60,7 +66,7 @@ TrackStage::Stream& TrackStage::stream(int id) {
   if (gmc_ && !o_.warps_given) s->motion = make_camera_motion(o_.tracker.gmc_method);
   if (!o_.mot_dir.empty()) {
     const std::string stem =
-        static_cast<size_t>(id) < stems_.size() ? stems_[static_cast<size_t>(id)] : "stream" + std::to_string(id);
+        static_cast<size_t>(id) < stems_.size() && !stems_[static_cast<size_t>(id)].empty() ? stems_[static_cast<size_t>(id)] : "stream" + std::to_string(id);
     s->mot_path = (fs::path(o_.mot_dir) / (stem + ".txt")).string();
     s->mot_tmp = s->mot_path + ".part";
     s->mot = std::fopen(s->mot_tmp.c_str(), "wb");

@@ -42,6 +42,8 @@ class TrackStage : public FrameStage {
   // order), `json` filled (track_id and index per object, counts and crossings per line).
   // `frame_number` is the MOT file's frame column. `warp`: the camera motion, BoT-SORT only.
   void track(int stream, int64_t frame_number, Detections& dets, FrameJson& json, const Warp2x3* warp);
+  // The file stem of `stream`'s MOT file, before its first frame (--detections: from its source).
+  void name_stream(int stream, const std::string& stem);
   // Whether frames are needed to estimate camera motion (BoT-SORT with gmc_method other than none).
   bool needs_frames() const { return gmc_; }
 

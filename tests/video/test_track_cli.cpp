@@ -123,6 +123,23 @@ TEST(TrackCli, CountsOfAGeneratedCrossing) {
   EXPECT_EQ(n, 80);
 }
 
+// --detections names each stream's MOT file after its first line's source (unique: a second stream
+// of the same name gets _<stream>); a stream without a source is stream<N>.
+TEST(TrackCli, MotFilesNamedAfterSources) {
+  const std::string dir = test::scratch_dir("track_cli_mot_names");
+  fs::remove_all(dir + "/run");
+  test::write_bytes(dir + "/in.jsonl",
+                    "{\"source\": \"cams/a.mp4\", \"detections\": [{\"box\": [1, 2, 30, 40], \"confidence\": 0.9, \"class_id\": 0}]}\n"
+                    "{\"source\": \"other/a.mp4\", \"stream\": 1, \"detections\": []}\n"
+                    "{\"stream\": 2, \"detections\": []}\n");
+  std::string log;
+  ASSERT_EQ(test::run_command(cli() + " track --detections '" + dir + "/in.jsonl' --save-txt --output-dir '" + dir +
+                                  "/run' --jsonl '" + dir + "/out.jsonl'", &log), 0) << log;
+  EXPECT_EQ(test::read_bytes(dir + "/run/a.txt"), "1,1,1.000,2.000,29.000,38.000,0.90000,-1,-1,-1\n");
+  EXPECT_TRUE(fs::exists(dir + "/run/a_1.txt")) << log;
+  EXPECT_TRUE(fs::exists(dir + "/run/stream2.txt")) << log;
+}
+
 TEST(TrackCli, VideoWithSaveTxtAndJsonl) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_VIDEO(h264, "clip_h264.mp4");
