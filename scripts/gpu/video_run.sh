@@ -12,12 +12,13 @@
 # Logs under $OUT (or ./gpu-out): logs.tar.gz and summary.txt. Everything takes about 8-10 minutes,
 # so within a call's 10 minutes run it as two calls: SKIP_BENCH=1 (probe, tests, sanitizers, CLI),
 # then SKIP_TESTS=1 (probe, benchmark).
-#   5. tracking (issue #34; TRACK_ONLY=1 runs just this and the probe): 32 streams (TRACK_STREAMS) of
+#   5. tracking (issue #34), only with TRACK=1 (with the rest) or TRACK_ONLY=1 (just this and the probe,
+#      ~3 minutes; the third call after the two above): 32 streams (TRACK_STREAMS) of
 #      the 1080p clip, yolov5n FP16 batch 32: bench_track (detection vs detection + 32 ByteTrack
 #      trackers and counting lines, decoding excluded) and yolocu detect vs yolocu track end to end
 #      (NVDEC, frames/s of each and the difference).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
-# SKIP_TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32).
+# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -156,7 +157,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "warm-up before the $k streams open: first start (--decoder cpu, cold cache): $(warm_of "$out/detect_cpu_$k.log"); second start (--decoder cuda, the same cache file): $(warm_of "$out/detect_cuda_$k.log")" | tee -a "$summary"
 fi
 
-if [ "${SKIP_TRACK:-0}" != 1 ]; then
+if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
   step "tracking: ${TRACK_STREAMS:-32} streams, detect vs detect + track"
   unset YOLOCU_TUNE_QUICK
   export YOLOCU_TACTIC_CACHE=$out/track_tactics.json
