@@ -64,7 +64,8 @@ class TrackCounter {
   explicit TrackCounter(std::vector<CountRegion> regions, int forget_after = 1000);
 
   // One frame's tracker output (rows of Tracker::update); returns the crossings of this frame in
-  // the order of `tracks`, then regions.
+  // the order of `tracks`, then regions. kInvalidArgument (nothing changed) for a non-finite box or
+  // a class beyond +-1e9.
   std::vector<CountEvent> update(const std::vector<TrackOutput>& tracks);
 
   const std::vector<CountRegion>& regions() const { return regions_; }

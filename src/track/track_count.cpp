@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <tuple>
 #include <utility>
 
@@ -103,6 +104,10 @@ bool TrackCounter::crosses(size_t region, const Seen& from, double x, double y, 
 }
 
 std::vector<CountEvent> TrackCounter::update(const std::vector<TrackOutput>& tracks) {
+  for (const TrackOutput& t : tracks)
+    YOLOCU_CHECK(std::isfinite(t.x1) && std::isfinite(t.y1) && std::isfinite(t.x2) && std::isfinite(t.y2) &&
+                     std::fabs(t.cls) < 1e9f,
+                 kInvalidArgument, "TrackCounter: track ", t.track_id, " has a non-finite box or a class out of range");
   ++frame_;
   std::vector<CountEvent> events;
   for (RegionCounts& c : counts_) c.inside.clear();
@@ -129,7 +134,7 @@ std::vector<CountEvent> TrackCounter::update(const std::vector<TrackOutput>& tra
         continue;
       }
       counted_.erase(counted_.lower_bound(std::make_tuple(it->first, size_t{0}, false)),
-                     counted_.lower_bound(std::make_tuple(it->first + 1, size_t{0}, false)));
+                     counted_.upper_bound(std::make_tuple(it->first, std::numeric_limits<size_t>::max(), true)));
       it = last_.erase(it);
     }
   }

@@ -2,6 +2,7 @@
 // their geometry (worked out by hand in the comments, not by the counter).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -110,6 +111,17 @@ TEST(TrackCount, BadRegionsAreRefused) {
   for (const char* bad : {"1,2,3,4", "0,0,1,1,2,2,3"}) EXPECT_THROW(parse_count_region(bad, false), Error) << bad;
   EXPECT_THROW(TrackCounter({parse_count_region("5,5,5,5", true)}), Error);             // zero length
   EXPECT_THROW(TrackCounter({parse_count_region("0,0,1,1,2,2", false)}), Error);        // zero area
+  TrackCounter counter({parse_count_region("0,100,200,100", true)});
+  TrackOutput bad = at(1, 50, 50);
+  bad.x2 = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(counter.update({bad}), Error);
+  bad = at(1, 50, 50, 0);
+  bad.cls = 3e9f;
+  EXPECT_THROW(counter.update({bad}), Error);
+  // the largest ids are forgotten like any other (no overflow in the bookkeeping)
+  counter.update({at(std::numeric_limits<int64_t>::max(), 50, 50)});
+  for (int f = 0; f < 1100; ++f) counter.update({});
+  EXPECT_TRUE(counter.update({at(std::numeric_limits<int64_t>::max(), 50, 150)}).empty());
 }
 
 }  // namespace
