@@ -168,6 +168,30 @@ TEST(TrackCli, VideoWithSaveTxtAndJsonl) {
   EXPECT_TRUE(fs::exists(dir + "/run/clip_h264.mp4")) << log;
 }
 
+// detect's JSON lines through --detections give what track --source gives on the same clip: the
+// detect output is accepted as is, and both paths run the same trackers.
+TEST(TrackCli, DetectJsonlThroughDetectionsEqualsTrackSource) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_VIDEO(h264, "clip_h264.mp4");
+  const std::string dir = test::scratch_dir("track_cli_roundtrip");
+  const std::string common = " --model '" + model + "' --device cpu --source '" + h264 + "' --frames 20 --quiet";
+  std::string log;
+  ASSERT_EQ(test::run_command(cli() + " detect" + common + " --jsonl '" + dir + "/dets.jsonl'", &log), 0) << log;
+  const std::string regions = " --count-line 0,240,640,240 --count-zone 100,100,500,100,500,400,100,400";
+  ASSERT_EQ(test::run_command(cli() + " track" + common + regions + " --jsonl '" + dir + "/direct.jsonl'", &log), 0) << log;
+  ASSERT_EQ(test::run_command(cli() + " track --detections '" + dir + "/dets.jsonl'" + regions + " --jsonl '" + dir +
+                                  "/via.jsonl' --quiet", &log), 0) << log;
+  const std::vector<Json> direct = read_jsonl(dir + "/direct.jsonl"), via = read_jsonl(dir + "/via.jsonl");
+  ASSERT_EQ(direct.size(), 20u);
+  ASSERT_EQ(via.size(), direct.size());
+  size_t objects = 0;
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(via[i], direct[i]) << "line " << i + 1;
+    objects += direct[i]["detections"].size();
+  }
+  EXPECT_GT(objects, 10u);
+}
+
 TEST(TrackCli, UsageErrors) {
   const std::string dir = test::scratch_dir("track_cli_usage");
   test::write_bytes(dir + "/bad.jsonl", "{\"stream\": 0, \"detections\": [{\"box\": [1, 2, 3], \"confidence\": 0.5, \"class_id\": 0}]}\n");
