@@ -123,12 +123,19 @@ class Tracker:
         """Frames seen since the start or the last reset()."""
         return self._t.frame_id
 
-    def update(self, xyxy, conf, cls, img=None, warp=None):
+    def update(self, xyxy, conf=None, cls=None, img=None, warp=None):
         """Advances one frame. xyxy: N x 4 boxes (pixels), conf: N scores, cls: N class ids (any array
-        or tensor on the CPU). img: the BGR frame, for BoT-SORT's camera-motion estimate (sparseOptFlow,
-        OpenCV). warp: instead of img, the 2x3 camera motion from the previous frame to this one.
-        Returns an N x 8 float32 array [x1, y1, x2, y2, track_id, score, cls, idx]: the confirmed tracks
-        matched in this frame, the box being the Kalman state, idx the index of the matched detection."""
+        or tensor on the CPU); or, as ultralytics' trackers take it, one object with .xyxy, .conf and
+        .cls (e.g. ultralytics' Boxes) and conf, cls left out. img: the BGR frame, for BoT-SORT's
+        camera-motion estimate (sparseOptFlow, OpenCV). warp: instead of img, the 2x3 camera motion
+        from the previous frame to this one. Returns an N x 8 float32 array [x1, y1, x2, y2,
+        track_id, score, cls, idx]: the confirmed tracks matched in this frame, the box being the
+        Kalman state, idx the index of the matched detection."""
+        if conf is None and cls is None and all(hasattr(xyxy, k) for k in ("xyxy", "conf", "cls")):
+            xyxy, conf, cls = xyxy.xyxy, xyxy.conf, xyxy.cls
+        if conf is None or cls is None:
+            raise TypeError("update(xyxy, conf, cls): give the scores and classes, or one object with .xyxy, .conf, .cls")
+        xyxy, conf, cls = (v.cpu().numpy() if hasattr(v, "cpu") and hasattr(v, "numpy") else v for v in (xyxy, conf, cls))
         xyxy = np.ascontiguousarray(np.asarray(xyxy, dtype=np.float32))
         if xyxy.size == 0:
             xyxy = xyxy.reshape(0, 4)

@@ -133,3 +133,15 @@ def test_names_dicts_and_bad_input():
     with pytest.raises(ValueError, match="needs img"):
         yolocu.Tracker("botsort.yaml").update(np.zeros((0, 4)), [], [])
     assert t.update(np.zeros((0, 4)), [], []).shape == (0, 8)
+    with pytest.raises(TypeError, match="give the scores and classes"):
+        t.update(np.zeros((0, 4)))
+
+
+def test_boxes_object_as_ultralytics_passes_it():
+    """update(boxes) with .xyxy, .conf, .cls (ultralytics' Boxes) gives ultralytics' rows too."""
+    from types import SimpleNamespace
+    frames = read_dets(os.path.join(refs_dir(), "crossing_1.dets"))
+    want = read_outputs(os.path.join(REFS, "crossing_1.bytetrack.out"), len(frames))
+    t = yolocu.Tracker("bytetrack.yaml")
+    got = [t.update(SimpleNamespace(xyxy=d[:, :4], conf=d[:, 4], cls=d[:, 5])) for d, _ in frames]
+    compare("boxes object crossing_1", got, want)
