@@ -247,9 +247,11 @@ int cmd_detect(int argc, char** argv) {
   const std::string model = args.require("model");
   if (!args.has("source")) return detect_images(args, model);
   if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
+  for (const char* o : {"save-txt", "save-img", "dump"})
+    if (args.flag(o) || args.has(o)) throw UsageError(std::string("--") + o + " is for images; with --source use --save, --save-frames or --jsonl");
   check_model_file(model);
   return cmd_detect_video(args, detector_options(args, family_postprocess_options()),
-                          args.get("output-dir", args.get("project", "runs/detect")));
+                          args.get("output-dir", args.get("project", "runs/detect")), nullptr);
 }
 
 }  // namespace yolocu::cli

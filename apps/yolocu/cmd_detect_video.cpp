@@ -22,6 +22,7 @@
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "paths.hpp"
+#include "video_stage.hpp"
 #include "yolocu/annotate.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/video.hpp"
@@ -56,13 +57,17 @@ std::string source_stem(const std::string& source) {
 }
 
 std::string frame_jsonl(const std::string& source, const VideoFrame& f, const Detections& dets,
-                        const std::vector<std::string>& names) {
+                        const std::vector<std::string>& names, const FrameJson& extra) {
   std::string s = "{\"source\": " + json_string(source) + ", \"stream\": " + std::to_string(f.stream_id) +
                   ", \"frame\": " + std::to_string(f.index) + ", \"pts\": " + json_number(f.pts) +
                   ", \"width\": " + std::to_string(f.width()) + ", \"height\": " + std::to_string(f.height()) +
                   ", \"detections\": [";
-  for (size_t i = 0; i < dets.size(); ++i) s += (i ? ", " : "") + detection_json(dets[i], names);
-  return s + "]}\n";
+  for (size_t i = 0; i < dets.size(); ++i) {
+    std::string d = detection_json(dets[i], names);
+    if (i < extra.object_members.size()) d.insert(d.size() - 1, extra.object_members[i]);
+    s += (i ? ", " : "") + d;
+  }
+  return s + "]" + extra.line_members + "}\n";
 }
 
 class JsonlOut {
@@ -121,7 +126,8 @@ VideoRunOptions video_options(const Args& args, const std::string& out_dir) {
   return r;
 }
 
-// A file-name stem per source, made unique.
+}  // namespace
+
 std::vector<std::string> source_stems(const std::vector<std::string>& sources) {
   std::vector<std::string> stems;
   std::map<std::string, int> seen;
@@ -132,6 +138,8 @@ std::vector<std::string> source_stems(const std::vector<std::string>& sources) {
   }
   return stems;
 }
+
+namespace {
 
 // Frames batched across streams come in every size up to the batch (streams start, stall and end
 // at different times), and a size the GPU build did not tune builds its plans on first use:
@@ -200,16 +208,18 @@ std::vector<Detections> detect_frames(Detector& detector, const std::vector<Vide
 // The outputs of a --source run: JSON lines, annotated frames and videos, progress and summary.
 class VideoRun {
  public:
-  VideoRun(Detector& detector, const std::vector<std::string>& sources, const VideoRunOptions& o)
+  VideoRun(Detector& detector, const std::vector<std::string>& sources, const VideoRunOptions& o, FrameStage* stage)
       : det_(detector), sources_(sources), stems_(source_stems(sources)), o_(o), names_(detector.class_names()),
-        jsonl_(o.jsonl_path), tty_(isatty(fileno(stderr)) != 0) {}
+        jsonl_(o.jsonl_path), tty_(isatty(fileno(stderr)) != 0), stage_(stage), cmd_(stage ? stage->command() : "detect") {
+    if (stage_) stage_->begin(names_, stems_);
+  }
 
   // The batches of the streams until they end (or Ctrl-C stops them); the clock starts here.
   void run(StreamSet& streams, size_t batch_size) {
     t0_ = last_progress_ = std::chrono::steady_clock::now();
     std::vector<VideoFrame> batch;
     while (streams.next_batch(batch, batch_size)) {
-      const std::vector<Detections> results = detect_frames(det_, batch);
+      std::vector<Detections> results = detect_frames(det_, batch);
       for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
       jsonl_.flush();
       print_messages(streams);
@@ -225,10 +235,11 @@ class VideoRun {
       try {
         w->close();
       } catch (const Error& e) {
-        std::fprintf(stderr, "yolocu detect: %s: --save: %s\n", sources_[static_cast<size_t>(id)].c_str(), e.what());
+        std::fprintf(stderr, "yolocu %s: %s: --save: %s\n", cmd_, sources_[static_cast<size_t>(id)].c_str(), e.what());
         status_ = 1;
       }
     }
+    if (stage_) stage_->finish();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     int64_t dropped = 0;
     for (const StreamStatus& st : streams.status()) {
@@ -247,15 +258,18 @@ class VideoRun {
   }
 
  private:
-  void write_frame(StreamSet& streams, VideoFrame& f, const Detections& dets) {
+  void write_frame(StreamSet& streams, VideoFrame& f, Detections& dets) {
     const std::string& src = sources_[static_cast<size_t>(f.stream_id)];
     frames_++;
     detections_ += dets.size();
-    jsonl_.write(frame_jsonl(src, f, dets, names_));
+    FrameJson extra;
+    if (stage_) stage_->process(f, dets, extra);
+    jsonl_.write(frame_jsonl(src, f, dets, names_, extra));
     if (o_.verbose) std::fprintf(stderr, "%s frame %" PRId64 ": %zu detections\n", src.c_str(), f.index, dets.size());
     if (!o_.save && !o_.save_frames) return;
-    if (f.location == MemoryLocation::kDevice) f.image = frame_to_host_bgr(f);  // NVDEC frame: copied back
-    draw_detections(f.image, dets, names_);
+    if (f.location == MemoryLocation::kDevice && f.image.empty()) f.image = frame_to_host_bgr(f);  // NVDEC frame: copied back
+    if (stage_) stage_->draw(f.image, f.stream_id, dets);
+    else draw_detections(f.image, dets, names_);
     const std::string& stem = stems_[static_cast<size_t>(f.stream_id)];
     if (o_.save_frames) {
       const fs::path dir = fs::path(o_.out_dir) / stem;
@@ -277,14 +291,14 @@ class VideoRun {
         wo.gpu = det_.device() == Device::kCuda;  // NVENC first, libx264 / MPEG-4 if it does not open
         w = VideoWriter::open((fs::path(o_.out_dir) / (stem + ".mp4")).string(), f.width(), f.height(), fps, wo);
         if (wo.gpu && !w->fallback_reason().empty() && !o_.quiet)
-          std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s (%s)\n", src.c_str(),
+          std::fprintf(stderr, "yolocu %s: %s: --save encodes with %s (%s)\n", cmd_, src.c_str(),
                        w->encoder_name().c_str(), w->fallback_reason().c_str());
         else if (o_.verbose)
-          std::fprintf(stderr, "yolocu detect: %s: --save encodes with %s\n", src.c_str(), w->encoder_name().c_str());
+          std::fprintf(stderr, "yolocu %s: %s: --save encodes with %s\n", cmd_, src.c_str(), w->encoder_name().c_str());
       }
       w->write(f.view());
     } catch (const Error& e) {  // e.g. the stream changed size: that stream's video stops, the rest goes on
-      std::fprintf(stderr, "yolocu detect: %s: --save: %s\n", src.c_str(), e.what());
+      std::fprintf(stderr, "yolocu %s: %s: --save: %s\n", cmd_, src.c_str(), e.what());
       writer_failed_.insert(f.stream_id);
       status_ = 1;
     }
@@ -293,7 +307,7 @@ class VideoRun {
   void print_messages(StreamSet& streams) {
     for (const std::string& m : streams.take_messages())
       if (!o_.quiet || m.find("failed") != std::string::npos)
-        std::fprintf(stderr, "%syolocu detect: %s\n", tty_ ? "\r" : "", m.c_str());
+        std::fprintf(stderr, "%syolocu %s: %s\n", tty_ ? "\r" : "", cmd_, m.c_str());
   }
 
   void print_progress(StreamSet& streams) {
@@ -321,6 +335,8 @@ class VideoRun {
   const std::vector<std::string>& names_;
   JsonlOut jsonl_;
   const bool tty_;
+  FrameStage* stage_;
+  const char* cmd_;
   std::map<int, std::unique_ptr<VideoWriter>> writers_;
   std::set<int> writer_failed_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_progress_ = t0_;
@@ -338,12 +354,11 @@ void add_video_options(std::vector<std::string>& valued, std::vector<std::string
   for (const char* f : {"save", "save-frames"}) flags.push_back(f);
 }
 
-int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, const std::string& out_dir) {
+int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, const std::string& out_dir,
+                     FrameStage* stage) {
   const std::string model = args.require("model");
   const std::string source_arg = args.require("source");
   if (!args.positional().empty()) throw UsageError("give inputs either as PATHs or with --source, not both");
-  for (const char* o : {"save-txt", "save-img", "dump"})
-    if (args.flag(o) || args.has(o)) throw UsageError(std::string("--") + o + " is for images; with --source use --save, --save-frames or --jsonl");
   VideoRunOptions vo = video_options(args, out_dir);
 
   // every path is checked before the model is loaded
@@ -365,7 +380,7 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
       args.has("batch") ? static_cast<size_t>(detector_opts.max_batch) : std::min<size_t>(sources.size(), 16);
   warm_up_batch_sizes(*detector, batch_size, vo.quiet);
 
-  VideoRun run(*detector, sources, vo);
+  VideoRun run(*detector, sources, vo, stage);
   StreamSet streams(sources, vo.streams);
   try {
     InterruptWatcher watcher(streams);

@@ -14,9 +14,14 @@ int cmd_inspect(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_track(int argc, char** argv);
 
-// yolocu detect --source (cmd_detect_video.cpp): the option names it adds to detect's, and the run.
+class FrameStage;
+// yolocu detect --source (cmd_detect_video.cpp): the option names it adds to detect's, and the run;
+// `stage` (yolocu track's trackers; nullptr for detect) sits between the detector and the outputs.
 void add_video_options(std::vector<std::string>& valued, std::vector<std::string>& flags);
-int cmd_detect_video(const Args& args, const DetectorOptions& options, const std::string& out_dir);
+int cmd_detect_video(const Args& args, const DetectorOptions& options, const std::string& out_dir, FrameStage* stage);
+// A file-name stem per source, made unique (the names of --save videos).
+std::vector<std::string> source_stems(const std::vector<std::string>& sources);
 
 }  // namespace yolocu::cli

@@ -19,6 +19,7 @@ void usage(FILE* f) {
                "usage: yolocu <command> [options]\n\n"
                "commands:\n"
                "  detect    detect objects in images (JSON, YOLO txt, annotated JPEGs, stage dumps)\n"
+               "  track     track objects over video and streams (ByteTrack, BoT-SORT): ids, counts, MOT files\n"
                "  eval      mAP of a model over a labelled image folder (val.py metrics)\n"
                "  bench     latency (median, p90, p99) and throughput of detection, per stage and batch size\n"
                "  infer     run an ONNX model on .npy tensors, write every output as .npy\n"
@@ -26,13 +27,15 @@ void usage(FILE* f) {
                "yolocu <command> --help shows the options of a command.\n");
 }
 
-// yolocu detect --source runs decoder threads next to the CPU engine's OpenMP threads; with
+// yolocu detect --source and yolocu track run decoder threads next to the CPU engine's OpenMP threads; with
 // libgomp's default active waiting the OpenMP threads spin between layers and starve the decoders
 // (on the 2-core machine, 1080p H.264 + yolov5n: 1.7 frames/s active, 9.6-13 passive; docs/video.md).
 // libgomp reads OMP_WAIT_POLICY once, when it is loaded, so the CLI restarts itself with PASSIVE
 // unless the caller chose a policy.
 void prefer_passive_openmp_for_video(int argc, char** argv) {
-  if (argc < 3 || std::strcmp(argv[1], "detect") != 0 || std::getenv("OMP_WAIT_POLICY")) return;
+  if (argc < 3 || (std::strcmp(argv[1], "detect") != 0 && std::strcmp(argv[1], "track") != 0) ||
+      std::getenv("OMP_WAIT_POLICY"))
+    return;
   bool video = false;
   for (int i = 2; i < argc; ++i)
     video = video || !std::strcmp(argv[i], "--source") || !std::strncmp(argv[i], "--source=", 9);
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
     if (cmd == "detect") return yolocu::cli::cmd_detect(argc, argv);
     if (cmd == "eval") return yolocu::cli::cmd_eval(argc, argv);
     if (cmd == "bench") return yolocu::cli::cmd_bench(argc, argv);
+    if (cmd == "track") return yolocu::cli::cmd_track(argc, argv);
     std::fprintf(stderr, "yolocu: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

@@ -49,6 +49,14 @@ TrackerConfig parse_tracker_config(const std::string& yaml_text, const std::stri
 // Reads and parses a file; kIo when it cannot be read.
 TrackerConfig read_tracker_config(const std::string& path);
 
+// ultralytics' default tracker files (8.4.190, settings only), by name: "bytetrack.yaml" /
+// "botsort.yaml" (also without ".yaml"); "" for another name. botsort.yaml's gmc_method is
+// sparseOptFlow, which a Tracker runs only with a caller-supplied warp (see GmcMethod).
+std::string default_tracker_yaml(const std::string& name);
+// A tracker argument as ultralytics takes it: the YAML file at that path when it exists, else the
+// default of that name; kIo when neither.
+TrackerConfig load_tracker_config(const std::string& name_or_path);
+
 // One detection of a frame, as the detector gives it.
 struct TrackInput {
   float x1, y1, x2, y2;

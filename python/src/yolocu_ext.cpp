@@ -498,6 +498,8 @@ bool cuda_available() {
 
 }  // namespace
 
+void bind_tracker(nb::module_& m);  // tracker_ext.cpp
+
 NB_MODULE(_yolocu, m) {
   m.doc() = "yolocu's C++ core (nanobind). Use the `yolocu` package, not this module.";
 
@@ -565,6 +567,7 @@ NB_MODULE(_yolocu, m) {
            "Makes every context ready for these batch sizes (default: 1..batch); the GIL is released.");
   m.def("decode", &decode, "source"_a, "Decodes a JPEG/PNG (path or bytes) to an HxWx3 uint8 BGR array.");
   m.def("cuda_available", &cuda_available, "True when this build has CUDA and a GPU is usable.");
+  bind_tracker(m);
 #if defined(YOLOCU_WITH_CUDA)
   m.attr("with_cuda") = true;
 #else

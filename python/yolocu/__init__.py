@@ -30,6 +30,7 @@ except ImportError as _e:
 finally:
     _sys.setdlopenflags(_flags)
 from .detector import Detector, Results, decode, eval, list_images
+from .tracker import Tracker
 
 __version__ = "0.1.0"
 with_cuda: bool = bool(_yolocu.with_cuda)
@@ -40,4 +41,4 @@ def cuda_available() -> bool:
     return bool(_yolocu.cuda_available())
 
 
-__all__ = ["Detector", "Results", "eval", "decode", "list_images", "cuda_available", "with_cuda", "__version__"]
+__all__ = ["Detector", "Results", "Tracker", "eval", "decode", "list_images", "cuda_available", "with_cuda", "__version__"]

@@ -90,11 +90,12 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig PKG_CONFIG_PATH= cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=ON -DYOLOCU_DATA_DIR="$data" "${launcher[@]}" \
+  -DYOLOCU_CLI_OPENCV=OFF \
   >"$work/cmake.log" 2>&1 || { tail -20 "$work/cmake.log"; exit 1; }
 grep -q "video input on: libavformat" "$work/cmake.log" || { echo "[video-bundle] yolocu did not find the minimal FFmpeg" >&2; exit 1; }
 grep -q "FFMPEG_LIBRARY_DIRS:INTERNAL=$prefix/lib" "$bdir/CMakeCache.txt" ||
   { echo "[video-bundle] $bdir uses another FFmpeg than $prefix (delete $bdir and rerun)" >&2; exit 1; }
-targets="yolocu_cli bench_video_decode test_video_cuda test_nv12_convert test_letterbox_image_cuda test_device_image_cuda"
+targets="yolocu_cli bench_video_decode bench_track test_video_cuda test_nv12_convert test_letterbox_image_cuda test_device_image_cuda"
 echo "[video-bundle] building $targets in $bdir (-j$jobs)"
 cmake --build "$bdir" -j"$jobs" --target $targets
 

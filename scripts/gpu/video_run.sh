@@ -12,8 +12,13 @@
 # Logs under $OUT (or ./gpu-out): logs.tar.gz and summary.txt. Everything takes about 8-10 minutes,
 # so within a call's 10 minutes run it as two calls: SKIP_BENCH=1 (probe, tests, sanitizers, CLI),
 # then SKIP_TESTS=1 (probe, benchmark).
+#   5. tracking (issue #34), only with TRACK=1 (with the rest) or TRACK_ONLY=1 (just this and the probe,
+#      ~3 minutes; the third call after the two above): 32 streams (TRACK_STREAMS) of
+#      the 1080p clip, yolov5n FP16 batch 32: bench_track (detection vs detection + 32 ByteTrack
+#      trackers and counting lines, decoding excluded) and yolocu detect vs yolocu track end to end
+#      (NVDEC, frames/s of each and the difference).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
-# STREAMS (default 8).
+# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -69,6 +74,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
+if [ "${TRACK_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
   # exactness tests compare two paths through the same engine: quick tactic tuning is enough
@@ -149,6 +155,24 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
   warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s' "$1" | tail -1; }
   echo "warm-up before the $k streams open: first start (--decoder cpu, cold cache): $(warm_of "$out/detect_cpu_$k.log"); second start (--decoder cuda, the same cache file): $(warm_of "$out/detect_cuda_$k.log")" | tee -a "$summary"
+fi
+
+if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
+  step "tracking: ${TRACK_STREAMS:-32} streams, detect vs detect + track"
+  unset YOLOCU_TUNE_QUICK
+  export YOLOCU_TACTIC_CACHE=$out/track_tactics.json
+  k=${TRACK_STREAMS:-32}
+  timeout 300 "$bin/bench_track" "$model" "$clip" --device cuda --streams "$k" --batch "$k" --frames 20 --warmup 2 \
+    >"$out/bench_track.log" 2>&1 || row "FAIL  bench_track (log bench_track.log)"
+  tail -2 "$out/bench_track.log" | head -1 | sed 's/^/bench_track: /' | tee -a "$summary"
+  grep '^device' "$out/bench_track.log" | tee -a "$summary"
+  for i in $(seq "$k"); do echo "$clip"; done >"$out/track_streams.txt"
+  fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
+  for cmd in detect track detect track; do  # twice each, alternating: the spread shows the noise
+    timeout 300 "$bin/yolocu" $cmd --model "$model" --source "$out/track_streams.txt" --device cuda --precision fp16 \
+      --decoder cuda --batch "$k" --progress 0 >"$out/cli_$cmd.log" 2>&1 || row "FAIL  yolocu $cmd (log cli_$cmd.log)"
+    row "yolocu $cmd, $k x 1080p H.264 streams, NVDEC, yolov5n FP16 batch $k: $(fps_of "$out/cli_$cmd.log") frames/s"
+  done
 fi
 
 tar -C "$final" --exclude='*.jpg' -czf "$final/logs.tar.gz" logs && rm -rf "$out"

@@ -41,7 +41,7 @@ constexpr Glyph kFont[] = {
     {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
     {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}}, {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
     {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}}, {' ', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}},
-    {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}},
+    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}}, {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}},
 };
 
 const Glyph& glyph(char c) {
@@ -130,29 +130,83 @@ bool encode_raw(const ImageView& im, int quality, unsigned char** out, unsigned 
 
 }  // namespace
 
+namespace {
+
+int line_width(const Image& im) {
+  return std::max(static_cast<int>(std::lround((im.width() + im.height()) / 2.0 * 0.003)), 2);
+}
+
+// A label on a filled box at (x, y) (top-left), in the built-in font at `scale`.
+void label_box(Image& im, int x, int y, int scale, const std::string& label, Bgr c) {
+  const int tw = static_cast<int>(label.size()) * 6 * scale + 2 * scale, th = 9 * scale;
+  fill(im, x, y, x + tw, y + th, c);
+  draw_text(im, x + scale, y + scale, scale, label, {255, 255, 255});
+}
+
+void draw_box(Image& im, const Detection& d, const std::string& label, Bgr c) {
+  const int lw = line_width(im);
+  const int scale = std::max(lw / 2 + 1, 1);
+  const int x1 = static_cast<int>(std::lround(d.x1)), y1 = static_cast<int>(std::lround(d.y1));
+  const int x2 = static_cast<int>(std::lround(d.x2)), y2 = static_cast<int>(std::lround(d.y2));
+  fill(im, x1, y1, x2, y1 + lw, c);
+  fill(im, x1, y2 - lw, x2, y2, c);
+  fill(im, x1, y1, x1 + lw, y2, c);
+  fill(im, x2 - lw, y1, x2, y2, c);
+  // label above the box when it fits, else inside it
+  const int th = 9 * scale;
+  label_box(im, x1, y1 - th >= 0 ? y1 - th : y1, scale, label, c);
+}
+
+std::string confidence_label(const std::vector<std::string>& names, const Detection& d) {
+  char conf[16];
+  std::snprintf(conf, sizeof conf, " %.2f", static_cast<double>(d.confidence));
+  return class_name(names, d.class_id) + conf;
+}
+
+}  // namespace
+
 void draw_detections(Image& im, const Detections& dets, const std::vector<std::string>& names) {
   if (im.empty()) return;
-  const int lw = std::max(static_cast<int>(std::lround((im.width() + im.height()) / 2.0 * 0.003)), 2);
-  const int scale = std::max(lw / 2 + 1, 1);
-  for (const Detection& d : dets) {
-    const Bgr c = class_colour(d.class_id);
-    const int x1 = static_cast<int>(std::lround(d.x1)), y1 = static_cast<int>(std::lround(d.y1));
-    const int x2 = static_cast<int>(std::lround(d.x2)), y2 = static_cast<int>(std::lround(d.y2));
-    fill(im, x1, y1, x2, y1 + lw, c);
-    fill(im, x1, y2 - lw, x2, y2, c);
-    fill(im, x1, y1, x1 + lw, y2, c);
-    fill(im, x2 - lw, y1, x2, y2, c);
-    const std::string name = class_name(names, d.class_id);
-    char conf[16];
-    std::snprintf(conf, sizeof conf, " %.2f", static_cast<double>(d.confidence));
-    const std::string label = name + conf;
-    const int tw = static_cast<int>(label.size()) * 6 * scale + 2 * scale, th = 9 * scale;
-    // label above the box when it fits, else inside it
-    const int ty = y1 - th >= 0 ? y1 - th : y1;
-    fill(im, x1, ty, x1 + tw, ty + th, c);
-    draw_text(im, x1 + scale, ty + scale, scale, label, {255, 255, 255});
+  for (const Detection& d : dets) draw_box(im, d, confidence_label(names, d), class_colour(d.class_id));
+}
+
+void draw_tracked(Image& im, const Detections& dets, const std::vector<int64_t>& track_ids,
+                  const std::vector<std::string>& names) {
+  YOLOCU_CHECK(track_ids.size() == dets.size(), kInvalidArgument, "draw_tracked: ", track_ids.size(), " ids for ",
+               dets.size(), " detections");
+  if (im.empty()) return;
+  for (size_t i = 0; i < dets.size(); ++i)
+    draw_box(im, dets[i], "id:" + std::to_string(track_ids[i]) + " " + confidence_label(names, dets[i]),
+             class_colour(static_cast<int>(track_ids[i] % 100000)));
+}
+
+void draw_polyline(Image& im, const std::vector<std::pair<float, float>>& points, bool closed, int colour_key,
+                   int thickness) {
+  if (im.empty() || points.size() < 2) return;
+  const int lw = thickness > 0 ? thickness : line_width(im);
+  const Bgr c = class_colour(colour_key);
+  const size_t segments = closed ? points.size() : points.size() - 1;
+  for (size_t i = 0; i < segments; ++i) {
+    const auto [ax, ay] = points[i];
+    const auto [bx, by] = points[(i + 1) % points.size()];
+    if (!std::isfinite(ax) || !std::isfinite(ay) || !std::isfinite(bx) || !std::isfinite(by)) continue;
+    // square brush stepped along the segment, one pixel at a time (clipped to a sane length)
+    const double len = std::min(std::hypot(static_cast<double>(bx - ax), static_cast<double>(by - ay)), 1e5);
+    const int steps = std::max(static_cast<int>(std::ceil(len)), 1);
+    for (int k = 0; k <= steps; ++k) {
+      const double t = static_cast<double>(k) / steps;
+      const int x = static_cast<int>(std::lround(ax + t * (bx - ax))), y = static_cast<int>(std::lround(ay + t * (by - ay)));
+      fill(im, x - lw / 2, y - lw / 2, x - lw / 2 + lw, y - lw / 2 + lw, c);
+    }
   }
 }
+
+void draw_label(Image& im, int x, int y, const std::string& text, int colour_key) {
+  if (im.empty()) return;
+  label_box(im, x, y, std::max(line_width(im) / 2 + 1, 1), text, class_colour(colour_key));
+}
+
+int label_height(const Image& im) { return 9 * std::max(line_width(im) / 2 + 1, 1); }
 
 std::string encode_jpeg(const ImageView& im, int quality) {
   YOLOCU_CHECK(im.data && im.width > 0 && im.height > 0 && im.pitch_bytes >= static_cast<size_t>(im.width) * 3,

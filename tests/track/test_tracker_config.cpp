@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "track_refs.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/track.hpp"
 
@@ -131,6 +132,48 @@ TEST(TrackerConfig, TrackerRefusesReidAndBadThresholds) {
   TrackerConfig b;
   b.track_buffer = -3;
   EXPECT_THROW(Tracker{b}, Error);
+}
+
+}  // namespace
+}  // namespace yolocu
+
+namespace yolocu {
+namespace {
+
+void expect_same_config(const TrackerConfig& a, const TrackerConfig& b) {
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.track_high_thresh, b.track_high_thresh);
+  EXPECT_EQ(a.track_low_thresh, b.track_low_thresh);
+  EXPECT_EQ(a.new_track_thresh, b.new_track_thresh);
+  EXPECT_EQ(a.track_buffer, b.track_buffer);
+  EXPECT_EQ(a.match_thresh, b.match_thresh);
+  EXPECT_EQ(a.fuse_score, b.fuse_score);
+  EXPECT_EQ(a.gmc_method, b.gmc_method);
+  EXPECT_EQ(a.with_reid, b.with_reid);
+}
+
+// The built-in defaults equal ultralytics' own files (copied into the references by
+// scripts/track/make_refs.sh: bytetrack.yaml as shipped, botsort_sof.yaml = botsort.yaml as shipped).
+TEST(TrackerConfig, BuiltInDefaultsAreUltralyticsFiles) {
+  if (!test::track_refs_present()) {
+    if (test::track_refs_required()) FAIL() << "YOLOCU_REQUIRE_TRACK: no references in " << test::track_refs_dir();
+    GTEST_SKIP() << "no tracker references in " << test::track_refs_dir() << " (scripts/track/make_refs.sh makes them)";
+  }
+  expect_same_config(load_tracker_config("bytetrack.yaml"), read_tracker_config(test::track_refs_dir() + "/bytetrack.yaml"));
+  expect_same_config(load_tracker_config("botsort.yaml"), read_tracker_config(test::track_refs_dir() + "/botsort_sof.yaml"));
+  // a file at the path wins over the built-in name
+  expect_same_config(load_tracker_config(test::track_refs_dir() + "/bytetrack_tuned.yaml"),
+                     read_tracker_config(test::track_refs_dir() + "/bytetrack_tuned.yaml"));
+}
+
+TEST(TrackerConfig, UnknownNameIsAnIoError) {
+  try {
+    load_tracker_config("strongsort.yaml");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("not one of the built-in bytetrack.yaml, botsort.yaml"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
