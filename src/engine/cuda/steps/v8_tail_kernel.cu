@@ -1,0 +1,128 @@
+// The kernel of the V8Tail step (steps/v8_tail.cpp): YOLOv8 / YOLO11's Detect tail, every level in
+// one launch (engine/v8_tail.hpp holds its math and tiling).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/cuda_check.hpp"
+#include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/steps/v8_tail_kernel.hpp"
+
+namespace yolocu::cuda_kernels {
+
+namespace {
+
+using engine::v8tail::kBins;
+using kutil::check_count;
+using kutil::kThreads;
+using kutil::to_f;
+namespace vt = engine::v8tail;
+
+// The 16 DFL logits of one distance: two (fp16) or four (fp32) 16-byte loads where aligned.
+template <typename T>
+__device__ __forceinline__ void load_bins(const T* __restrict__ p, float* v) {
+  constexpr int V = 16 / sizeof(T);
+  if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+#pragma unroll
+    for (int c = 0; c < kBins / V; ++c) {
+      const kutil::Vec<T, V> w = *reinterpret_cast<const kutil::Vec<T, V>*>(p + c * V);
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[c * V + j] = to_f(w.v[j]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kBins; ++i) v[i] = to_f(p[i]);
+  }
+}
+
+// Block = one tile of `tile` (2^shift) consecutive pixels of one image of one level (the level's
+// blocks follow the previous level's). Its class sources are one contiguous run of count * pitch
+// values: consecutive threads read consecutive values (coalesced) and store their sigmoids in
+// shared memory, pixel-major with an odd stride; meanwhile 4 * tile threads each turn one pixel's
+// 16 logits of one side into its distance. Then every output row (4 box rows, nc class rows) of
+// the tile is `count` consecutive floats of [N, 4 + nc, A]: consecutive threads take consecutive
+// pixels of one row (coalesced stores; the shared reads down a class column hit distinct banks).
+template <typename T>
+__global__ void __launch_bounds__(256) v8_tail_kernel(V8TailLevels t, float* __restrict__ out, int nc, int anchors,
+                                                      int shift) {
+  extern __shared__ float v8_smem[];
+  const int tile = 1 << shift, cs = static_cast<int>(vt::class_stride(nc));
+  float* scores = v8_smem;              // [tile][cs]
+  float* dist = v8_smem + tile * cs;    // [4][tile]
+  // The block's level, copied with constant indices (kernel parameters stay out of local memory).
+  vt::Level L;
+  const void *box_src = nullptr, *cls_src = nullptr;
+  int begin = 0;
+#pragma unroll
+  for (int i = 0; i < vt::kMaxLevels; ++i)
+    if (i < t.count && static_cast<int>(blockIdx.x) >= t.block_begin[i]) {
+      L = t.level[i];
+      box_src = t.box[i];
+      cls_src = t.cls[i];
+      begin = t.block_begin[i];
+    }
+  const vt::Tile tl = vt::tile_of(L, static_cast<int>(blockIdx.x) - begin, tile);
+  const T* __restrict__ cls = static_cast<const T*>(cls_src) + vt::source_index(L, tl, L.cls_pitch, 0, 0);
+  const T* __restrict__ box = static_cast<const T*>(box_src);
+  const int values = tl.count * L.cls_pitch;
+  engine::tail::RunWalk wk(threadIdx.x, blockDim.x, L.cls_pitch);
+  for (int i = threadIdx.x; i < values; i += blockDim.x, wk.next())
+    if (wk.k < nc) scores[wk.q * cs + wk.k] = engine::tail::sigmoid(to_f(__ldg(cls + i)));
+  for (int i = threadIdx.x; i < 4 * tile; i += blockDim.x) {
+    const int side = i >> shift, q = i & (tile - 1);
+    if (q >= tl.count) continue;
+    float v[kBins];
+    load_bins(box + vt::source_index(L, tl, L.box_pitch, q, side * kBins), v);
+    dist[side * tile + q] = vt::dfl_distance(v);
+  }
+  __syncthreads();
+  const int elems = (4 + nc) << shift;
+  for (int j = threadIdx.x; j < elems; j += blockDim.x) {
+    const int row = j >> shift, q = j & (tile - 1);
+    if (q >= tl.count) continue;
+    float v;
+    if (row < 4) {
+      const float d[4] = {dist[q], dist[tile + q], dist[2 * tile + q], dist[3 * tile + q]};
+      const int p = tl.p0 + q, y = p / L.nx;
+      v = vt::decode(row, p - y * L.nx, y, d, L.stride);
+    } else {
+      v = scores[q * cs + row - 4];
+    }
+    out[vt::output_index(L, nc, anchors, tl, row, q)] = v;
+  }
+}
+
+}  // namespace
+
+void v8_tail(const V8TailLevels& levels, bool half, float* out, int64_t nc, int64_t anchors, int batch,
+             cudaStream_t stream) {
+  YOLOCU_CHECK(levels.count >= 1 && levels.count <= vt::kMaxLevels, kInternal, "v8_tail: ", levels.count, " levels");
+  const int tile = vt::tile_pixels_for(nc);
+  YOLOCU_CHECK(tile > 0, kUnsupported, "YOLOv8 Detect tail with ", nc, " classes: the fused tail holds fewer");
+  int shift = 0;
+  while ((1 << shift) < tile) ++shift;
+  check_count(int64_t{batch} * (4 + nc) * anchors, "v8_tail output");
+  V8TailLevels t = levels;
+  int64_t blocks = 0;
+  for (int l = 0; l < t.count; ++l) {
+    const vt::Level& L = t.level[l];
+    YOLOCU_CHECK(L.box_pitch >= 4 * kBins && L.cls_pitch >= nc && L.anchor_begin + int64_t{L.ny} * L.nx <= anchors,
+                 kInternal, "v8_tail: level ", l, " does not fit its sources or the output");
+    t.block_begin[l] = static_cast<int>(blocks);
+    blocks += int64_t{batch} * vt::tiles_per_image(L, tile);
+    check_count(int64_t{batch} * L.ny * L.nx * L.box_pitch, "v8_tail box source");
+    check_count(int64_t{batch} * L.ny * L.nx * L.cls_pitch, "v8_tail class source");
+  }
+  t.block_begin[t.count] = static_cast<int>(blocks);
+  check_count(blocks, "v8_tail blocks");
+  const size_t smem = (static_cast<size_t>(tile) * static_cast<size_t>(vt::class_stride(nc)) + 4u * tile) * sizeof(float);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (half)
+    v8_tail_kernel<__half><<<grid, kThreads, smem, stream>>>(t, out, static_cast<int>(nc), static_cast<int>(anchors), shift);
+  else
+    v8_tail_kernel<float><<<grid, kThreads, smem, stream>>>(t, out, static_cast<int>(nc), static_cast<int>(anchors), shift);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace yolocu::cuda_kernels
