@@ -23,15 +23,9 @@ class V8Matcher {
     h.nc = out.shape[1] - 4;
     h.anchors = a_;
     const int sig = producer(c.in[1], "Sigmoid");
-    if (sig < 0 || !shape_is(c.in[1], {n_, h.nc, a_}) || !levels(node(sig).in[0], h.nc, false, &h.levels)) return false;
-    std::vector<V8Level> box;
-    if (!decode(c.in[0], &box) || box.size() != h.levels.size()) return false;
-    for (size_t l = 0; l < box.size(); ++l) {
-      V8Level& L = h.levels[l];
-      if (box[l].ny != L.ny || box[l].nx != L.nx || box[l].anchor_begin != L.anchor_begin) return false;
-      L.box_conv = box[l].box_conv;
-      L.stride = box[l].stride;
-    }
+    if (sig < 0 || !shape_is(c.in[1], {n_, h.nc, a_}) || !shape_is(node(sig).in[0], {n_, h.nc, a_})) return false;
+    if (!decode(c.in[0]) || !sources(box_logits_, node(sig).in[0], h.nc, &h.levels) || !grid_constants(&h.levels))
+      return false;
     h.absorbed = std::move(nodes_);
     h.absorbed.push_back(sig);
     h.absorbed.push_back(concat_idx);
@@ -43,6 +37,8 @@ class V8Matcher {
   const Plan& plan_;
   std::vector<int> nodes_;  // absorbed so far
   int64_t n_ = 0, a_ = 0;
+  int box_logits_ = -1;  // the DFL's input [N, 64, A]
+  const float *anchors_ = nullptr, *anchors2_ = nullptr, *strides_ = nullptr;  // decode's constants
 
   const PlanValue& val(int id) const { return plan_.values[static_cast<size_t>(id)]; }
   const PlanNode& node(int idx) const { return plan_.nodes[static_cast<size_t>(idx)]; }
@@ -103,20 +99,21 @@ class V8Matcher {
     return false;
   }
 
-  // Concat(Reshape(conv_l) [N, channels, h_l * w_l] ..., axis 2) -> the levels (box or class side).
-  bool levels(int id, int64_t channels, bool box, std::vector<V8Level>* out) {
+  // Concat(Reshape(source_l) [N, channels, h_l * w_l] ..., axis 2) = `id`: the levels' sources
+  // (runtime values [N, channels, h_l, w_l] read by their Reshape alone) as `box`, in order.
+  bool levels(int id, int64_t channels, std::vector<V8Level>* out) {
     const int cat = producer(id, "Concat");
     if (cat < 0 || !axis_is(node(cat).node, 2, 3) || !shape_is(id, {n_, channels, a_})) return false;
     int64_t begin = 0;
     for (int v : node(cat).in) {
       const int r = producer(v, "Reshape");
       if (r < 0) return false;
-      const int conv = producer(node(r).in[0], "Conv");
-      if (conv < 0) return false;
-      const Shape& cs = val(node(conv).out[0]).shape;
+      const int src = node(r).in[0];
+      if (!runtime_f32(src)) return false;
+      const Shape& cs = val(src).shape;
       if (cs.size() != 4 || cs[0] != n_ || cs[1] != channels || !shape_is(v, {n_, channels, cs[2] * cs[3]})) return false;
       V8Level L;
-      (box ? L.box_conv : L.cls_conv) = conv;
+      L.box = src;
       L.ny = cs[2];
       L.nx = cs[3];
       L.anchor_begin = begin;
@@ -128,8 +125,36 @@ class V8Matcher {
     return begin == a_ && !out->empty();
   }
 
+  // The levels' sources of the box logits `box` [N, 64, A] and the class logits `cls` [N, nc, A]:
+  // two Concats of per-level Reshapes, or the two outputs of one Split of a Concat of the levels'
+  // concatenated [N, 64 + nc, h, w] values.
+  bool sources(int box, int cls, int64_t nc, std::vector<V8Level>* out) {
+    if (!runtime_f32(box) || !runtime_f32(cls) || !shape_is(box, {n_, 4 * kV8RegMax, a_}) || !shape_is(cls, {n_, nc, a_}))
+      return false;
+    const int split = val(box).producer;
+    if (node(split).node.op_type == "Split") {
+      const PlanNode& sp = node(split);
+      if (sp.out.size() != 2 || sp.out[0] != box || sp.out[1] != cls || !axis_is(sp.node, 1, 3)) return false;
+      nodes_.push_back(split);
+      if (!levels(sp.in[0], 4 * kV8RegMax + nc, out)) return false;
+      for (V8Level& L : *out) {
+        L.cls = L.box;
+        L.cls_channel = 4 * kV8RegMax;
+      }
+      return true;
+    }
+    std::vector<V8Level> classes;
+    if (!levels(box, 4 * kV8RegMax, out) || !levels(cls, nc, &classes) || classes.size() != out->size()) return false;
+    for (size_t l = 0; l < out->size(); ++l) {
+      V8Level& L = (*out)[l];
+      if (classes[l].ny != L.ny || classes[l].nx != L.nx) return false;
+      L.cls = classes[l].box;
+    }
+    return true;
+  }
+
   // The DFL: Reshape [N, 4, 16, A] -> Transpose -> Softmax -> Conv(0..15) -> Reshape [N, 4, A] = `id`.
-  bool dfl(int id, size_t consumers, std::vector<V8Level>* box) {
+  bool dfl(int id, size_t consumers) {
     const int r2 = producer(id, "Reshape", consumers);
     if (r2 < 0) return false;
     const int conv = producer(node(r2).in[0], "Conv");
@@ -154,11 +179,12 @@ class V8Matcher {
     const int r1 = producer(node(tr).in[0], "Reshape");
     if (r1 < 0 || !shape_is(node(tr).in[0], {n_, 4, kV8RegMax, a_})) return false;
     for (int k : {r1, tr, sm, conv, r2}) nodes_.push_back(k);
-    return levels(node(r1).in[0], 4 * kV8RegMax, true, box);
+    box_logits_ = node(r1).in[0];
+    return true;
   }
 
   // lt and rb: channels [0, 2) and [2, 4) on axis 1 of the DFL output, by two Slices or one Split.
-  bool distances(int lt, int rb, std::vector<V8Level>* box) {
+  bool distances(int lt, int rb) {
     if (!runtime_f32(lt) || !runtime_f32(rb) || !shape_is(lt, {n_, 2, a_}) || !shape_is(rb, {n_, 2, a_}))
       return false;
     const int pl = val(lt).producer, pr = val(rb).producer;
@@ -168,7 +194,7 @@ class V8Matcher {
           !axis_is(nl.node, 1, 3))
         return false;
       nodes_.push_back(pl);
-      return dfl(nl.in[0], 1, box);
+      return dfl(nl.in[0], 1);
     }
     for (const PlanNode* s : {&nl, &nr}) {
       const std::vector<int64_t> axes = ints(*s, 3), steps = ints(*s, 4);
@@ -179,11 +205,11 @@ class V8Matcher {
     if (ints(nl, 1) != std::vector<int64_t>{0} || ints(nr, 1) != std::vector<int64_t>{2}) return false;
     nodes_.push_back(pl);
     nodes_.push_back(pr);
-    return dfl(nl.in[0], 2, box);
+    return dfl(nl.in[0], 2);
   }
 
   // Concat((x1y1 + x2y2) / 2, x2y2 - x1y1, axis 1) * strides = `id` (the decoded boxes).
-  bool decode(int id, std::vector<V8Level>* box) {
+  bool decode(int id) {
     int x = -1, c = -1;
     const int mul = producer(id, "Mul");
     if (mul < 0 || !split_binary(mul, &x, &c) || !shape_is(id, {n_, 4, a_})) return false;
@@ -208,14 +234,17 @@ class V8Matcher {
         val(c2).value.shape().back() != a_)
       return false;
     for (int k : {mul, cat, div, sub, add, s1, a2}) nodes_.push_back(k);
-    if (!distances(lt, rb, box)) return false;
-    return grid_constants(anchors, anchors2, strides, box);
+    anchors_ = anchors;
+    anchors2_ = anchors2;
+    strides_ = strides;
+    return distances(lt, rb);
   }
 
   // The anchors (both copies) are every level's (x + 0.5, y + 0.5), the strides one positive
   // finite value per level; sets each level's stride.
-  bool grid_constants(const float* anchors, const float* anchors2, const float* strides, std::vector<V8Level>* box) const {
-    for (V8Level& L : *box) {
+  bool grid_constants(std::vector<V8Level>* levels) const {
+    const float *anchors = anchors_, *anchors2 = anchors2_, *strides = strides_;
+    for (V8Level& L : *levels) {
       const float s = strides[L.anchor_begin];
       if (!(s > 0.f) || !std::isfinite(s)) return false;
       L.stride = s;

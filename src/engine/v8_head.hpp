@@ -11,8 +11,12 @@
 //   Concat(cls_*, axis 2) -> Sigmoid
 //   Concat(decoded boxes, class scores, axis 1): the output [N, 4 + nc, A]
 // where the constant anchors [1, 2, A] hold (x + 0.5, y + 0.5) of every level cell and the
-// constant strides [1, A] one value per level (ultralytics' make_anchors). The matcher checks all
-// of it, constants included; anything else is left to the node-by-node path.
+// constant strides [1, A] one value per level (ultralytics' make_anchors). Exports of ultralytics
+// before 8.3.x concatenate each level's two convolutions first (one [N, 64 + nc, h_l, w_l] value per
+// level), reshape and concatenate those, and split the result into box and class channels:
+//   Concat(Reshape(level_l) [N, 64 + nc, h_l * w_l] ..., axis 2) -> Split [64, nc] on axis 1
+// (the rest as above); that form is matched too, with the level's value as both sources. The
+// matcher checks all of it, constants included; anything else is left to the node-by-node path.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +30,11 @@ constexpr int64_t kV8RegMax = 16;         // DFL bins per distance (the projecti
 constexpr float kV8AnchorOffset = 0.5f;   // the anchor of cell (x, y) is (x + 0.5, y + 0.5)
 
 struct V8Level {
-  int box_conv = -1, cls_conv = -1;  // node indices of the level's last head convolutions
+  // Value ids of the level's sources [N, C, h, w]: the box logits are channels 0..63 of `box`, the
+  // class logits channels cls_channel.. cls_channel + nc - 1 of `cls` (the same value, from channel
+  // 64, in the concatenated form).
+  int box = -1, cls = -1;
+  int64_t cls_channel = 0;
   int64_t ny = 0, nx = 0;
   int64_t anchor_begin = 0;  // the level's first anchor in the output (cell y * nx + x follows)
   float stride = 0;          // pixels per cell
@@ -41,8 +49,8 @@ struct V8Head {
 };
 
 // Matches the tail above ending at node `concat_idx`: every intermediate value is fp32, no graph
-// output, and read only by the pattern; every level's convolution outputs are read only by their
-// Reshape. Returns false (head untouched) on anything else.
+// output, and read only by the pattern; every level's sources are runtime values made by a node and
+// read only by their Reshape. Returns false (head untouched) on anything else.
 bool match_v8_head(const Plan& plan, int concat_idx, V8Head* head);
 
 // Every such head of the plan, in node order.

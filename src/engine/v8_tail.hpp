@@ -21,7 +21,8 @@ struct Level {
   int ny = 0, nx = 0;
   int anchor_begin = 0;  // first anchor of the level in the output
   float stride = 0;
-  int box_pitch = 0, cls_pitch = 0;  // channels per pixel of the sources (>= 64, >= nc: padding)
+  int box_pitch = 0, cls_pitch = 0;  // channels per pixel of the sources (padding included)
+  int cls_channel = 0;               // the first class channel of the class source
 };
 
 // The kernel's view of a matched level (engine::V8Level) whose sources have these pitches.
@@ -34,6 +35,7 @@ Level level_from(const HostLevel& d, int64_t box_pitch, int64_t cls_pitch) {
   L.stride = d.stride;
   L.box_pitch = static_cast<int>(box_pitch);
   L.cls_pitch = static_cast<int>(cls_pitch);
+  L.cls_channel = static_cast<int>(d.cls_channel);
   return L;
 }
 

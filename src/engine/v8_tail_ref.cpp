@@ -32,7 +32,7 @@ int64_t v8_tail_reference(const V8Head& head, const std::vector<V8TailSource>& s
         for (int k = 0; k < 4; ++k) out[v8tail::output_index(L, nc, head.anchors, t, k, q)] = v8tail::decode(k, x, y, d, L.stride);
         for (int c = 0; c < nc; ++c)
           out[v8tail::output_index(L, nc, head.anchors, t, 4 + c, q)] =
-              tail::sigmoid(s.cls[v8tail::source_index(L, t, L.cls_pitch, q, c)]);
+              tail::sigmoid(s.cls[v8tail::source_index(L, t, L.cls_pitch, q, L.cls_channel + c)]);
         writes += 4 + nc;
       }
     }

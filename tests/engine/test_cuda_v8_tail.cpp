@@ -37,62 +37,76 @@ void expect_close(const Tensor& got, const Tensor& ref, double bound, const std:
   EXPECT_LE(d.rel_l2, bound) << what << ": max abs " << d.max_abs;
 }
 
-// The fused engine at both precisions against the CPU engine on `x`; the unfused engine builds
-// too, and the fused one must launch fewer kernels per run and replace the 24 tail nodes.
+// The fused engine at both precisions against the CPU engine on each input; the unfused engine
+// (FP32) too, which must launch more kernels per run: the fused one replaces the 24 tail nodes.
 void fused_vs_cpu(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs, int max_batch,
                   const std::string& tag) {
   CpuEngine cpu(model);
+  std::vector<Tensor> refs;
+  for (const Tensor& x : inputs) refs.push_back(cpu.run({x})[0]);
+  CudaEngine plain(model, tail_options(Precision::kFloat32, max_batch, false));
+  EXPECT_EQ(plain.stats().fused_tail_nodes, 0) << tag;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    expect_close(plain.run_host({inputs[i]})[0], refs[i], 1e-5, tag + " fp32 b" + std::to_string(inputs[i].dim(0)) + " unfused vs CPU");
   for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
     const bool fp32 = p == Precision::kFloat32;
     CudaEngine fused(model, tail_options(p, max_batch, true));
-    CudaEngine plain(model, tail_options(p, max_batch, false));
     const std::string t = tag + (fp32 ? " fp32" : " fp16");
     EXPECT_EQ(fused.stats().fused_tail_nodes, 24) << t;
-    EXPECT_EQ(plain.stats().fused_tail_nodes, 0) << t;
-    EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run) << t;
-    std::printf("[ v8 tail  ] %-44s kernels per run %d fused, %d unfused\n", t.c_str(), fused.stats().kernels_per_run,
-                plain.stats().kernels_per_run);
-    for (const Tensor& x : inputs) {
-      const std::string what = t + " b" + std::to_string(x.dim(0));
-      const Tensor ref = cpu.run({x})[0];
-      expect_close(fused.run_host({x})[0], ref, fp32 ? 1e-5 : 5e-3, what + " fused vs CPU");
-      if (fp32) expect_close(plain.run_host({x})[0], ref, 1e-5, what + " unfused vs CPU");
+    if (fp32) {
+      EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run) << t;
+      std::printf("[ v8 tail  ] %-44s kernels per run %d fused, %d unfused\n", t.c_str(), fused.stats().kernels_per_run,
+                  plain.stats().kernels_per_run);
     }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      expect_close(fused.run_host({inputs[i]})[0], refs[i], fp32 ? 1e-5 : 5e-3,
+                   t + " b" + std::to_string(inputs[i].dim(0)) + " fused vs CPU");
   }
 }
 
 class CudaV8Tail : public ::testing::TestWithParam<std::string> {};
 
-// The static export at batch 1; the dynamic one at batch 4 and 1 on one engine, and at 480x640.
-TEST_P(CudaV8Tail, FusedTailMatchesCpuEngine) {
+// The static export at batch 1 (scripts/gpu/bundle.sh v8's static set).
+TEST_P(CudaV8Tail, StaticExportMatchesCpuEngine) {
   YOLOCU_REQUIRE_GPU();
   const std::string name = GetParam();
   YOLOCU_REQUIRE_V8(path, name + ".onnx");
+  YOLOCU_REQUIRE_V8(bus, name + "_bus.npz");
+  fused_vs_cpu(std::make_shared<const Model>(load_onnx(path)), {load_npz(bus)["input"]}, 1, name + " static");
+}
+
+// The dynamic export at batch 4 and 1 on one engine, and at 480x640 (V8_SET=dynamic).
+TEST_P(CudaV8Tail, DynamicExportMatchesCpuEngine) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string name = GetParam();
   YOLOCU_REQUIRE_V8(dyn, name + "_dyn.onnx");
   YOLOCU_REQUIRE_V8(bus, name + "_bus.npz");
   YOLOCU_REQUIRE_V8(b4, name + "_batch4.npz");
-  YOLOCU_REQUIRE_V8(rect, name + "_rect.npz");
-  fused_vs_cpu(std::make_shared<const Model>(load_onnx(path)), {load_npz(bus)["input"]}, 1, name + " static");
   auto model = std::make_shared<const Model>(load_onnx(dyn));
   fused_vs_cpu(model, {load_npz(b4)["input"], load_npz(bus)["input"]}, 4, name + " dynamic max 4");
-  fused_vs_cpu(model, {load_npz(rect)["input"]}, 1, name + " dynamic 480x640");
+  fused_vs_cpu(model, {test::synth_detail::weights({1, 3, 480, 640}, 7, 1.f)}, 1, name + " dynamic 480x640");
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, CudaV8Tail, ::testing::Values("yolov8n", "yolo11n"));
 
 // Synthetic heads: 80 classes (tile 32), 3 classes at level sizes no multiple of the tile, 500
-// classes (tile 16), 7 classes at batch 3.
+// classes (tile 16), 7 classes at batch 3; the concatenated form of older exports (one source per
+// level: the Concat of its two convolutions, class channels from 64 on).
 TEST(CudaV8TailSynthetic, FusedTailMatchesCpuEngine) {
   YOLOCU_REQUIRE_GPU();
   struct Case {
     int64_t nc, h, w, batch;
+    bool concatenated;
   };
-  for (const Case& c : {Case{80, 64, 64, 1}, Case{3, 72, 40, 2}, Case{500, 48, 80, 1}, Case{7, 100, 36, 3}}) {
+  for (const Case& c : {Case{80, 64, 64, 1, false}, Case{3, 72, 40, 2, false}, Case{500, 48, 80, 1, false},
+                        Case{7, 100, 36, 3, false}, Case{80, 64, 96, 2, true}, Case{5, 72, 40, 1, true}}) {
     test::SynthV8 o;
     o.nc = c.nc;
     o.h = c.h;
     o.w = c.w;
-    const std::string tag = "synthetic nc " + std::to_string(c.nc) + " " + std::to_string(c.h) + "x" + std::to_string(c.w);
+    o.concatenated = c.concatenated;
+    const std::string tag = "synthetic nc " + std::to_string(c.nc) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) +
+                            (c.concatenated ? " concat" : "");
     SCOPED_TRACE(tag);
     fused_vs_cpu(test::synth_v8_head(o), {test::synth_detail::weights({c.batch, 3, c.h, c.w}, 5, 1.f)}, static_cast<int>(c.batch), tag);
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/cuda/gpu_steps.hpp"
+#include "engine/v8_synth.hpp"
 #include "engine/plan.hpp"
 #include "test_util.hpp"
 #include "yolocu/model.hpp"
@@ -208,8 +209,8 @@ TEST(GpuSteps, FusedV8Tail) {
       if (s.kind != GpuStepKind::kV8Tail) continue;
       ASSERT_EQ(s.in.size(), 6u);
       for (size_t l = 0; l < 3; ++l) {
-        const int box = fused.plan.nodes[static_cast<size_t>(h.levels[l].box_conv)].out[0];
-        const int cls = fused.plan.nodes[static_cast<size_t>(h.levels[l].cls_conv)].out[0];
+        const int box = h.levels[l].box, cls = h.levels[l].cls;
+        EXPECT_EQ(fused.plan.nodes[static_cast<size_t>(fused.plan.values[static_cast<size_t>(box)].producer)].node.op_type, "Conv");
         EXPECT_EQ(s.in[2 * l], box);
         EXPECT_EQ(s.in[2 * l + 1], cls);
         EXPECT_EQ(fused.channel_pitch[static_cast<size_t>(box)], 64);
@@ -228,6 +229,36 @@ TEST(GpuSteps, FusedV8Tail) {
     EXPECT_LT(fused.steps.size() + 20, plain.steps.size());
     EXPECT_LE(fused.arena_bytes, plain.arena_bytes);
   }
+}
+
+// The concatenated form (ultralytics < 8.3.x, engine/v8_head.hpp): the tail reads each level's
+// channel Concat of its two convolutions (NHWC, the convolutions written into it in place) as both
+// its box and its class source.
+TEST(GpuSteps, FusedV8TailConcatenatedForm) {
+  test::SynthV8 o;
+  o.concatenated = true;
+  engine::GpuStepOptions opt;
+  opt.act_elem_size = 2;
+  opt.fuse_v8_tail = true;
+  const auto sp = engine::plan_gpu_steps(engine::build_plan(*test::synth_v8_head(o), {{2, 3, 64, 64}}), opt);
+  check_consistent(sp, 2);
+  ASSERT_EQ(sp.v8_heads.size(), 1u);
+  int tails = 0, concats = 0;
+  for (const auto& s : sp.steps) {
+    concats += s.kind == GpuStepKind::kConcatNhwc;
+    if (s.kind != GpuStepKind::kV8Tail) continue;
+    ++tails;
+    ASSERT_EQ(s.in.size(), 6u);
+    for (size_t l = 0; l < 3; ++l) {
+      EXPECT_EQ(s.in[2 * l], s.in[2 * l + 1]);
+      EXPECT_EQ(sp.layout[static_cast<size_t>(s.in[2 * l])], Layout::kNhwc);
+      EXPECT_EQ(sp.channel_pitch[static_cast<size_t>(s.in[2 * l])], 144);
+      EXPECT_EQ(sp.v8_heads[0].levels[l].cls_channel, 64);
+    }
+  }
+  EXPECT_EQ(tails, 1);
+  EXPECT_EQ(concats, 3) << "the levels' channel Concats stay";
+  EXPECT_EQ(sp.steps.size(), 6u + 3u + 1u) << "6 convolutions, 3 Concats, the tail";
 }
 
 TEST(GpuSteps, RawHeadsOutputsArePlain) {

@@ -37,7 +37,8 @@ bool matches(const engine::Plan& plan) {
 
 // What ultralytics' Detect head is at an h x w input: levels of strides 8, 16, 32 with
 // ceil(size / stride) cells each, one after the other, nc classes.
-void expect_head(const V8Head& h, int64_t height, int64_t width, int64_t nc, const std::vector<int64_t>& strides = {8, 16, 32}) {
+void expect_head(const V8Head& h, int64_t height, int64_t width, int64_t nc, bool concatenated = false,
+                 const std::vector<int64_t>& strides = {8, 16, 32}) {
   ASSERT_EQ(h.levels.size(), strides.size());
   EXPECT_EQ(h.nc, nc);
   int64_t begin = 0;
@@ -48,14 +49,15 @@ void expect_head(const V8Head& h, int64_t height, int64_t width, int64_t nc, con
     EXPECT_EQ(L.ny, (height - 1) / strides[l] + 1);
     EXPECT_EQ(L.nx, (width - 1) / strides[l] + 1);
     EXPECT_EQ(L.anchor_begin, begin);
-    EXPECT_GE(L.box_conv, 0);
-    EXPECT_GE(L.cls_conv, 0);
+    EXPECT_GE(L.box, 0);
+    EXPECT_EQ(L.cls == L.box, concatenated);
+    EXPECT_EQ(L.cls_channel, concatenated ? 64 : 0);
     begin += L.ny * L.nx;
   }
   EXPECT_EQ(h.anchors, begin);
-  // Per level 2 Reshapes; 2 Concats, DFL 5, Slice 2, decode 7 (Sub, Add, Add, Sub, Div, Concat,
-  // Mul), Sigmoid, the final Concat.
-  EXPECT_EQ(h.absorbed.size(), 2 * strides.size() + 2 + 5 + 2 + 7 + 2);
+  // Per level 2 Reshapes, 2 Concats (concatenated: 1 Reshape per level, a Concat and a Split); DFL
+  // 5, Slice 2, decode 7 (Sub, Add, Add, Sub, Div, Concat, Mul), Sigmoid, the final Concat.
+  EXPECT_EQ(h.absorbed.size(), (concatenated ? 1 : 2) * strides.size() + 2 + 5 + 2 + 7 + 2);
 }
 
 // NCHW -> NHWC with `pitch` >= C channels per pixel; padding channels hold NaN, which would
@@ -84,27 +86,30 @@ TailRun tail_and_graph(const std::shared_ptr<Model>& m, const Tensor& x, int64_t
   V8Head head;
   EXPECT_TRUE(engine::match_v8_head(plan, output_node(plan), &head));
   if (head.levels.empty()) return r;
-  auto convs = std::make_shared<Model>(*m);
-  convs->graph.outputs.clear();
+  // The levels' sources (bias added, before any sigmoid), as the GPU engine has them.
+  auto heads = std::make_shared<Model>(*m);
+  heads->graph.outputs.clear();
+  std::vector<int> ids;
   for (const auto& L : head.levels)
-    for (int conv : {L.box_conv, L.cls_conv}) {
-      ValueInfo vi;
-      vi.name = plan.values[static_cast<size_t>(plan.nodes[static_cast<size_t>(conv)].out[0])].name;
-      convs->graph.outputs.push_back(vi);
-    }
-  const std::vector<Tensor> conv_out = CpuEngine(convs).run({x});
+    for (int id : {L.box, L.cls})
+      if (ids.empty() || ids.back() != id) {
+        ids.push_back(id);
+        ValueInfo vi;
+        vi.name = plan.values[static_cast<size_t>(id)].name;
+        heads->graph.outputs.push_back(vi);
+      }
+  const std::vector<Tensor> out = CpuEngine(heads).run({x});
   r.graph = CpuEngine(m).run({x})[0];
   std::vector<Tensor> nhwc;
+  for (const Tensor& t : out) nhwc.push_back(to_nhwc(t, (t.dim(1) + pad - 1) / pad * pad));
+  const auto at = [&](int id) -> const Tensor& {
+    size_t k = 0;
+    while (ids[k] != id) ++k;
+    return nhwc[k];
+  };
   std::vector<engine::V8TailSource> sources;
-  for (size_t l = 0; l < head.levels.size(); ++l) {
-    for (int k = 0; k < 2; ++k) {
-      const int64_t c = conv_out[2 * l + k].dim(1);
-      nhwc.push_back(to_nhwc(conv_out[2 * l + k], (c + pad - 1) / pad * pad));
-    }
-  }
-  for (size_t l = 0; l < head.levels.size(); ++l)
-    sources.push_back({nhwc[2 * l].data_as<float>(), nhwc[2 * l + 1].data_as<float>(), nhwc[2 * l].dim(3),
-                       nhwc[2 * l + 1].dim(3)});
+  for (const auto& L : head.levels)
+    sources.push_back({at(L.box).data_as<float>(), at(L.cls).data_as<float>(), at(L.box).dim(3), at(L.cls).dim(3)});
   r.got = Tensor(DType::kFloat32, r.graph.shape());
   float* g = r.got.data_as<float>();
   for (int64_t i = 0; i < r.got.numel(); ++i) g[i] = std::numeric_limits<float>::quiet_NaN();
@@ -276,6 +281,16 @@ TEST(V8Head, SyntheticHeadsMatchOrAreRefused) {
   o.anchor_offset = 0.f;
   EXPECT_EQ(count_matches(engine::build_plan(*test::synth_v8_head(o), {x})), 0) << "anchor offset 0";
   o = {};
+  o.concatenated = true;  // the exports of ultralytics < 8.3.x: per-level Concat, then a Split
+  {
+    const engine::Plan plan = engine::build_plan(*test::synth_v8_head(o), {x});
+    V8Head h;
+    ASSERT_TRUE(engine::match_v8_head(plan, output_node(plan), &h));
+    expect_head(h, 64, 64, 80, true);
+  }
+  o.split = true;
+  EXPECT_EQ(count_matches(engine::build_plan(*test::synth_v8_head(o), {x})), 1) << "concatenated, Split [2, 2]";
+  o = {};
   o.h = 40;  // levels of 5 x 9, 3 x 5 and 2 x 3 cells, batch 2
   o.w = 72;
   const engine::Plan plan = engine::build_plan(*test::synth_v8_head(o), {{2, 3, 40, 72}});
@@ -308,16 +323,19 @@ TEST(V8Tail, HostReferenceSyntheticHeads) {
   struct Case {
     int64_t nc, h, w, batch, pad;
     int tile;
+    bool concatenated;
   };
-  for (const Case& c : {Case{80, 64, 64, 1, 1, 0}, Case{3, 72, 40, 2, 8, 0}, Case{500, 48, 80, 1, 8, 0},
-                        Case{80, 72, 40, 2, 8, 1}, Case{7, 100, 36, 3, 4, 4}}) {
+  for (const Case& c : {Case{80, 64, 64, 1, 1, 0, false}, Case{3, 72, 40, 2, 8, 0, false}, Case{500, 48, 80, 1, 8, 0, false},
+                        Case{80, 72, 40, 2, 8, 1, false}, Case{7, 100, 36, 3, 4, 4, false}, Case{80, 64, 96, 2, 1, 0, true},
+                        Case{5, 72, 40, 1, 8, 0, true}}) {
     const std::string what = "nc " + std::to_string(c.nc) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) + " b" +
-                             std::to_string(c.batch) + " tile " + std::to_string(c.tile);
+                             std::to_string(c.batch) + " tile " + std::to_string(c.tile) + (c.concatenated ? " concat" : "");
     SCOPED_TRACE(what);
     test::SynthV8 o;
     o.nc = c.nc;
     o.h = c.h;
     o.w = c.w;
+    o.concatenated = c.concatenated;
     const TailRun r = tail_and_graph(test::synth_v8_head(o), test::uniform_input({c.batch, 3, c.h, c.w}, 9), c.pad, c.tile);
     ASSERT_FALSE(r.got.empty());
     print_diff(what.c_str(), r);

@@ -23,6 +23,7 @@ struct SynthV8 {
   std::vector<int64_t> strides = {8, 16, 32};
   bool sigmoid = true;         // false: the class logits go to the output as they are
   bool split = false;          // lt / rb by one Split [2, 2] instead of two Slices
+  bool concatenated = false;   // ultralytics < 8.3.x: per level Concat(box, cls), one Split [64, nc]
   float anchor_offset = 0.5f;  // ultralytics: cell centres
   float dfl_bin3 = 3.f;        // the DFL projection's weight of bin 3 (0..15 in the real head)
   uint32_t seed = 1;
@@ -82,7 +83,7 @@ inline std::shared_ptr<Model> synth_v8_head(const SynthV8& o) {
     m.graph.nodes.push_back(std::move(n));
   };
   const int64_t box_c = 4 * o.reg_max;
-  std::vector<std::string> boxes, classes;
+  std::vector<std::string> boxes, classes, both;
   std::vector<float> ax, ay, st;
   uint32_t seed = o.seed;
   for (size_t l = 0; l < o.strides.size(); ++l) {
@@ -95,9 +96,16 @@ inline std::shared_ptr<Model> synth_v8_head(const SynthV8& o) {
       inits[conv + ".b"] = weights({c}, seed++, 2.f);
       add("Conv", {"images", conv + ".w", conv + ".b"}, conv,
           {{"kernel_shape", ints_attr({1, 1})}, {"strides", ints_attr({s, s})}, {"pads", ints_attr({0, 0, 0, 0})}});
+      if (o.concatenated) continue;
       inits[conv + ".shape"] = int64s({0, c, -1});
       add("Reshape", {conv, conv + ".shape"}, conv + ".flat");
       (k == 0 ? boxes : classes).push_back(conv + ".flat");
+    }
+    if (o.concatenated) {
+      add("Concat", {"box" + L, "cls" + L}, "level" + L, {{"axis", int_attr(1)}});
+      inits["level" + L + ".shape"] = int64s({0, box_c + o.nc, -1});
+      add("Reshape", {"level" + L, "level" + L + ".shape"}, "level" + L + ".flat");
+      both.push_back("level" + L + ".flat");
     }
     for (int64_t y = 0; y < ny; ++y)
       for (int64_t x = 0; x < nx; ++x) {
@@ -107,8 +115,20 @@ inline std::shared_ptr<Model> synth_v8_head(const SynthV8& o) {
       }
   }
   const int64_t a = static_cast<int64_t>(ax.size());
-  add("Concat", boxes, "box", {{"axis", int_attr(-1)}});
-  add("Concat", classes, "cls", {{"axis", int_attr(-1)}});
+  if (o.concatenated) {
+    add("Concat", both, "levels", {{"axis", int_attr(2)}});
+    inits["box_cls"] = int64s({box_c, o.nc});
+    Node n;
+    n.name = "/head/split_box_cls";
+    n.op_type = "Split";
+    n.inputs = {"levels", "box_cls"};
+    n.outputs = {"box", "cls"};
+    n.attributes = {{"axis", int_attr(1)}};
+    m.graph.nodes.push_back(std::move(n));
+  } else {
+    add("Concat", boxes, "box", {{"axis", int_attr(-1)}});
+    add("Concat", classes, "cls", {{"axis", int_attr(-1)}});
+  }
   inits["dfl.shape"] = int64s({0, 4, o.reg_max, -1});
   add("Reshape", {"box", "dfl.shape"}, "dfl.r");
   add("Transpose", {"dfl.r"}, "dfl.t", {{"perm", ints_attr({0, 2, 1, 3})}});

@@ -182,13 +182,10 @@ Layout Lowering::lower_v8_tail(GpuStep& s, size_t i) {
   s.kind = GpuStepKind::kV8Tail;
   s.head = f_.v8_head_at[i];
   s.in.clear();
-  for (const V8Level& L : sp_.v8_heads[static_cast<size_t>(s.head)].levels)
-    for (int conv : {L.box_conv, L.cls_conv}) {
-      const int cv = plan_.nodes[static_cast<size_t>(conv)].out[0];
-      YOLOCU_CHECK(layout_of(cv) == Layout::kNhwc, kInternal, "YOLOv8 Detect tail: head convolution output '",
-                   val(cv).name, "' is not NHWC");
-      s.in.push_back(cv);
-    }
+  for (const V8Level& L : sp_.v8_heads[static_cast<size_t>(s.head)].levels) {
+    s.in.push_back(nhwc(L.box));  // the head convolutions' outputs are NHWC already
+    s.in.push_back(nhwc(L.cls));
+  }
   s.label = "V8Tail";
   return Layout::kPlain;
 }

@@ -38,7 +38,8 @@ __device__ __forceinline__ void load_bins(const T* __restrict__ p, float* v) {
 
 // Block = one tile of `tile` (2^shift) consecutive pixels of one image of one level (the level's
 // blocks follow the previous level's). Its class sources are one contiguous run of count * pitch
-// values: consecutive threads read consecutive values (coalesced) and store their sigmoids in
+// values (all channels of its pixels, the class logits from cls_channel on): consecutive threads
+// read consecutive values (coalesced) and store the class logits' sigmoids in
 // shared memory, pixel-major with an odd stride; meanwhile 4 * tile threads each turn one pixel's
 // 16 logits of one side into its distance. Then every output row (4 box rows, nc class rows) of
 // the tile is `count` consecutive floats of [N, 4 + nc, A]: consecutive threads take consecutive
@@ -67,8 +68,10 @@ __global__ void __launch_bounds__(256) v8_tail_kernel(V8TailLevels t, float* __r
   const T* __restrict__ box = static_cast<const T*>(box_src);
   const int values = tl.count * L.cls_pitch;
   engine::tail::RunWalk wk(threadIdx.x, blockDim.x, L.cls_pitch);
-  for (int i = threadIdx.x; i < values; i += blockDim.x, wk.next())
-    if (wk.k < nc) scores[wk.q * cs + wk.k] = engine::tail::sigmoid(to_f(__ldg(cls + i)));
+  for (int i = threadIdx.x; i < values; i += blockDim.x, wk.next()) {
+    const int c = wk.k - L.cls_channel;  // the run's other channels (padding, box logits) are skipped
+    if (c >= 0 && c < nc) scores[wk.q * cs + c] = engine::tail::sigmoid(to_f(__ldg(cls + i)));
+  }
   for (int i = threadIdx.x; i < 4 * tile; i += blockDim.x) {
     const int side = i >> shift, q = i & (tile - 1);
     if (q >= tl.count) continue;
@@ -107,7 +110,8 @@ void v8_tail(const V8TailLevels& levels, bool half, float* out, int64_t nc, int6
   int64_t blocks = 0;
   for (int l = 0; l < t.count; ++l) {
     const vt::Level& L = t.level[l];
-    YOLOCU_CHECK(L.box_pitch >= 4 * kBins && L.cls_pitch >= nc && L.anchor_begin + int64_t{L.ny} * L.nx <= anchors,
+    YOLOCU_CHECK(L.box_pitch >= 4 * kBins && L.cls_channel >= 0 && L.cls_pitch >= L.cls_channel + nc &&
+                     L.anchor_begin + int64_t{L.ny} * L.nx <= anchors,
                  kInternal, "v8_tail: level ", l, " does not fit its sources or the output");
     t.block_begin[l] = static_cast<int>(blocks);
     blocks += int64_t{batch} * vt::tiles_per_image(L, tile);
