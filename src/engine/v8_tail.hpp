@@ -89,9 +89,7 @@ YOLOCU_HD float decode(int k, int x, int y, const float* d, float stride) {
 }
 
 // The kernel's tiles: a block takes `tile` (a power of two, <= 32) consecutive pixels (anchors)
-// of one image of one level; the levels' tiles of image 0, then of image 1, ... are not
-// interleaved: level l's blocks of all images follow level l - 1's. Its outputs for one output
-// row are `count` consecutive floats (coalesced stores along the anchors).
+// of one image of one level; level l's blocks of all images follow level l - 1's.
 struct Tile {
   int n = 0, p0 = 0, count = 0;  // image, first pixel, pixels in the tile
 };
@@ -130,6 +128,66 @@ YOLOCU_HD int tile_pixels_for(int64_t nc) {
   int t = 32;
   while (t > 0 && t * per_pixel > (int64_t{32} << 10)) t /= 2;
   return t;
+}
+
+// The kernel's block, phase by phase, for its thread `tid` of `threads` (the host reference runs
+// each phase for every thread before the next, as the kernel's barrier orders them). Shared memory:
+// `scores` [tile][class_stride(nc)], `dist` [4][tile]; tile = 1 << shift pixels.
+//
+// 1. Class scores: the tile's class source is one contiguous run of count * cls_pitch values (all
+//    channels of its pixels); cls(i) reads element i. Consecutive threads take consecutive elements
+//    (coalesced reads) and store the class channels' sigmoids.
+template <class Read>
+YOLOCU_HD void stage_scores(const Level& L, const Tile& t, int nc, int tid, int threads, Read cls, float* scores) {
+  const int cs = static_cast<int>(class_stride(nc)), values = t.count * L.cls_pitch;
+  tail::RunWalk wk(tid, threads, L.cls_pitch);
+  for (int i = tid; i < values; i += threads, wk.next()) {
+    const int c = wk.k - L.cls_channel;  // the run's other channels (padding, box logits) are skipped
+    if (c >= 0 && c < nc) scores[wk.q * cs + c] = tail::sigmoid(cls(i));
+  }
+}
+
+// 2. Distances: one (side, pixel) pair per thread and step; bins(q, side, v) reads the 16 logits
+//    of side `side` of pixel p0 + q into v.
+template <class Bins>
+YOLOCU_HD void stage_distances(const Tile& t, int shift, int tid, int threads, Bins bins, float* dist) {
+  const int tile = 1 << shift;
+  for (int i = tid; i < 4 * tile; i += threads) {
+    const int side = i >> shift, q = i & (tile - 1);
+    if (q >= t.count) continue;
+    float v[kBins];
+    bins(q, side, v);
+    dist[side * tile + q] = dfl_distance(v);
+  }
+}
+
+// 3. Outputs: every output row (4 box rows, nc class rows) of the tile is `count` consecutive
+//    floats of [N, 4 + nc, A]; consecutive threads take consecutive pixels of a row (coalesced
+//    stores; the reads down a class column of `scores` hit distinct banks). store(index, value).
+template <class Store>
+YOLOCU_HD void write_outputs(const Level& L, const Tile& t, int nc, int64_t anchors, int shift, int tid, int threads,
+                             const float* scores, const float* dist, Store store) {
+  const int tile = 1 << shift, cs = static_cast<int>(class_stride(nc)), elems = (4 + nc) << shift;
+  for (int j = tid; j < elems; j += threads) {
+    const int row = j >> shift, q = j & (tile - 1);
+    if (q >= t.count) continue;
+    float v;
+    if (row < 4) {
+      const float d[4] = {dist[q], dist[tile + q], dist[2 * tile + q], dist[3 * tile + q]};
+      const int p = t.p0 + q, y = p / L.nx;
+      v = decode(row, p - y * L.nx, y, d, L.stride);
+    } else {
+      v = scores[q * cs + row - 4];
+    }
+    store(output_index(L, nc, anchors, t, row, q), v);
+  }
+}
+
+// log2 of a tile size (a power of two).
+YOLOCU_HD int tile_shift(int tile) {
+  int shift = 0;
+  while ((1 << shift) < tile) ++shift;
+  return shift;
 }
 
 }  // namespace yolocu::engine::v8tail

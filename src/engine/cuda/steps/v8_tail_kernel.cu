@@ -37,20 +37,16 @@ __device__ __forceinline__ void load_bins(const T* __restrict__ p, float* v) {
 }
 
 // Block = one tile of `tile` (2^shift) consecutive pixels of one image of one level (the level's
-// blocks follow the previous level's). Its class sources are one contiguous run of count * pitch
-// values (all channels of its pixels, the class logits from cls_channel on): consecutive threads
-// read consecutive values (coalesced) and store the class logits' sigmoids in
-// shared memory, pixel-major with an odd stride; meanwhile 4 * tile threads each turn one pixel's
-// 16 logits of one side into its distance. Then every output row (4 box rows, nc class rows) of
-// the tile is `count` consecutive floats of [N, 4 + nc, A]: consecutive threads take consecutive
-// pixels of one row (coalesced stores; the shared reads down a class column hit distinct banks).
+// blocks follow the previous level's), in the three phases of engine/v8_tail.hpp: the class scores
+// into shared memory (coalesced reads of the tile's contiguous source run) while 4 * tile threads
+// turn one side's 16 logits of one pixel each into its distance; then the output rows, `count`
+// consecutive floats each (coalesced stores).
 template <typename T>
 __global__ void __launch_bounds__(256) v8_tail_kernel(V8TailLevels t, float* __restrict__ out, int nc, int anchors,
                                                       int shift) {
   extern __shared__ float v8_smem[];
-  const int tile = 1 << shift, cs = static_cast<int>(vt::class_stride(nc));
-  float* scores = v8_smem;              // [tile][cs]
-  float* dist = v8_smem + tile * cs;    // [4][tile]
+  float* scores = v8_smem;                                                  // [tile][class_stride]
+  float* dist = v8_smem + (static_cast<int>(vt::class_stride(nc)) << shift);  // [4][tile]
   // The block's level, copied with constant indices (kernel parameters stay out of local memory).
   vt::Level L;
   const void *box_src = nullptr, *cls_src = nullptr;
@@ -63,37 +59,16 @@ __global__ void __launch_bounds__(256) v8_tail_kernel(V8TailLevels t, float* __r
       cls_src = t.cls[i];
       begin = t.block_begin[i];
     }
-  const vt::Tile tl = vt::tile_of(L, static_cast<int>(blockIdx.x) - begin, tile);
+  const vt::Tile tl = vt::tile_of(L, static_cast<int>(blockIdx.x) - begin, 1 << shift);
   const T* __restrict__ cls = static_cast<const T*>(cls_src) + vt::source_index(L, tl, L.cls_pitch, 0, 0);
   const T* __restrict__ box = static_cast<const T*>(box_src);
-  const int values = tl.count * L.cls_pitch;
-  engine::tail::RunWalk wk(threadIdx.x, blockDim.x, L.cls_pitch);
-  for (int i = threadIdx.x; i < values; i += blockDim.x, wk.next()) {
-    const int c = wk.k - L.cls_channel;  // the run's other channels (padding, box logits) are skipped
-    if (c >= 0 && c < nc) scores[wk.q * cs + c] = engine::tail::sigmoid(to_f(__ldg(cls + i)));
-  }
-  for (int i = threadIdx.x; i < 4 * tile; i += blockDim.x) {
-    const int side = i >> shift, q = i & (tile - 1);
-    if (q >= tl.count) continue;
-    float v[kBins];
-    load_bins(box + vt::source_index(L, tl, L.box_pitch, q, side * kBins), v);
-    dist[side * tile + q] = vt::dfl_distance(v);
-  }
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  vt::stage_scores(L, tl, nc, tid, threads, [&](int i) { return to_f(__ldg(cls + i)); }, scores);
+  vt::stage_distances(
+      tl, shift, tid, threads,
+      [&](int q, int side, float* v) { load_bins(box + vt::source_index(L, tl, L.box_pitch, q, side * kBins), v); }, dist);
   __syncthreads();
-  const int elems = (4 + nc) << shift;
-  for (int j = threadIdx.x; j < elems; j += blockDim.x) {
-    const int row = j >> shift, q = j & (tile - 1);
-    if (q >= tl.count) continue;
-    float v;
-    if (row < 4) {
-      const float d[4] = {dist[q], dist[tile + q], dist[2 * tile + q], dist[3 * tile + q]};
-      const int p = tl.p0 + q, y = p / L.nx;
-      v = vt::decode(row, p - y * L.nx, y, d, L.stride);
-    } else {
-      v = scores[q * cs + row - 4];
-    }
-    out[vt::output_index(L, nc, anchors, tl, row, q)] = v;
-  }
+  vt::write_outputs(L, tl, nc, anchors, shift, tid, threads, scores, dist, [&](int64_t o, float v) { out[o] = v; });
 }
 
 }  // namespace
@@ -103,8 +78,7 @@ void v8_tail(const V8TailLevels& levels, bool half, float* out, int64_t nc, int6
   YOLOCU_CHECK(levels.count >= 1 && levels.count <= vt::kMaxLevels, kInternal, "v8_tail: ", levels.count, " levels");
   const int tile = vt::tile_pixels_for(nc);
   YOLOCU_CHECK(tile > 0, kUnsupported, "YOLOv8 Detect tail with ", nc, " classes: the fused tail holds fewer");
-  int shift = 0;
-  while ((1 << shift) < tile) ++shift;
+  const int shift = vt::tile_shift(tile);
   check_count(int64_t{batch} * (4 + nc) * anchors, "v8_tail output");
   V8TailLevels t = levels;
   int64_t blocks = 0;
