@@ -11,8 +11,8 @@
 //   Concat(cls_*, axis 2) -> Sigmoid
 //   Concat(decoded boxes, class scores, axis 1): the output [N, 4 + nc, A]
 // where the constant anchors [1, 2, A] hold (x + 0.5, y + 0.5) of every level cell and the
-// constant strides [1, A] one value per level (ultralytics' make_anchors). Exports of ultralytics
-// before 8.3.x concatenate each level's two convolutions first (one [N, 64 + nc, h_l, w_l] value per
+// constant strides [1, A] one value per level (ultralytics' make_anchors). Older exports of the
+// package concatenate each level's two convolutions first (one [N, 64 + nc, h_l, w_l] value per
 // level), reshape and concatenate those, and split the result into box and class channels:
 //   Concat(Reshape(level_l) [N, 64 + nc, h_l * w_l] ..., axis 2) -> Split [64, nc] on axis 1
 // (the rest as above); that form is matched too, with the level's value as both sources. The

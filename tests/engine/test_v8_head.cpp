@@ -281,7 +281,7 @@ TEST(V8Head, SyntheticHeadsMatchOrAreRefused) {
   o.anchor_offset = 0.f;
   EXPECT_EQ(count_matches(engine::build_plan(*test::synth_v8_head(o), {x})), 0) << "anchor offset 0";
   o = {};
-  o.concatenated = true;  // the exports of ultralytics < 8.3.x: per-level Concat, then a Split
+  o.concatenated = true;  // older exports of the package: per-level Concat, then a Split
   {
     const engine::Plan plan = engine::build_plan(*test::synth_v8_head(o), {x});
     V8Head h;

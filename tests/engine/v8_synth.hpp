@@ -23,7 +23,7 @@ struct SynthV8 {
   std::vector<int64_t> strides = {8, 16, 32};
   bool sigmoid = true;         // false: the class logits go to the output as they are
   bool split = false;          // lt / rb by one Split [2, 2] instead of two Slices
-  bool concatenated = false;   // ultralytics < 8.3.x: per level Concat(box, cls), one Split [64, nc]
+  bool concatenated = false;   // older exports: per level Concat(box, cls), one Split [64, nc]
   float anchor_offset = 0.5f;  // ultralytics: cell centres
   float dfl_bin3 = 3.f;        // the DFL projection's weight of bin 3 (0..15 in the real head)
   uint32_t seed = 1;
