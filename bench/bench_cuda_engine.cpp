@@ -1,6 +1,6 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
-//                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail]
+//                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail]
 //                     [--no-s2d] [--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8, 32};
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
-  bool profile = false, graphs = true, fuse_tail = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
+  bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
   bool direct_stem = true;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
     else if (k == "--profile") profile = true;
     else if (k == "--no-graphs") graphs = false;
     else if (k == "--no-fuse-detect-tail") fuse_tail = false;
+    else if (k == "--no-fuse-v8-tail") fuse_v8 = false;  // CudaEngineOptions::fuse_v8_tail
     else if (k == "--no-s2d") s2d = false;
     else if (k == "--no-copy-free-concat") copy_free = false;
     else if (k == "--no-fuse-sppf") fuse_sppf = false;
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
-                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-s2d] "
+                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-s2d] "
                    "[--no-copy-free-concat] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
@@ -113,9 +114,9 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
   BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
   const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
-  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
+  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
               prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
-              graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "",
+              graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "", fuse_v8 ? ", fused v8 tail" : "",
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
               fuse_sppf ? ", SPPF kernel" : "", direct_stem ? ", direct stem where faster" : "",
               cutlass ? ", cutlass tactics" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
         o.max_batch = batch;
         o.cuda_graphs = graphs;
         o.fuse_detect_tail = fuse_tail;
+        o.fuse_v8_tail = fuse_v8;
         o.space_to_depth_stem = s2d;
         o.copy_free_concat = copy_free;
         o.fuse_sppf = fuse_sppf;

@@ -11,9 +11,9 @@
 #   YOLOCU_VIDEO_REFS=0 scripts/test.sh   without the video test clips and references (their tests skip)
 #   YOLOCU_TRACK_REFS=0 scripts/test.sh   without ultralytics' tracker outputs (the tracker parity tests skip)
 #
-# First makes the YOLOv8n / YOLO11n test models and ultralytics' reference outputs
-# (scripts/v8/make_refs.sh: a throw-away venv with the pinned ultralytics from PyPI; ~9 CPU-minutes,
-# about 5-6 minutes on 2 idle cores,
+# First makes the YOLOv8n / YOLO11n / YOLOv8s / YOLO11s test models and ultralytics' reference outputs
+# (scripts/v8/make_refs.sh: a throw-away venv with the pinned ultralytics from PyPI; ~9 CPU-minutes
+# for the n models, about 5-6 minutes on 2 idle cores, and some 3 more minutes for the s models,
 # bounded by a 30-minute timeout; nothing when they are up to date). Any failure there fails the
 # run, and the tests then treat a missing reference as a failure (YOLOCU_REQUIRE_V8), not a skip.
 # Then the video test material (scripts/video/make_refs.sh: clips encoded from coco128 with the

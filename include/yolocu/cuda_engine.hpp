@@ -67,6 +67,11 @@ struct CudaEngineOptions {
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
   // multiple of 8), instead of ~12 generic passes per level.
   bool fuse_detect_tail = true;
+  // Run YOLOv8 / YOLO11's Detect tail (DFL softmax expectation, box decode, class sigmoid, the
+  // reshapes and concats into [batch, 4 + nc, anchors]) as one kernel for all levels reading the
+  // box and class convolutions' NHWC outputs (engine/v8_head.hpp says what is matched), instead of
+  // ~25 generic steps.
+  bool fuse_v8_tail = true;
   // SPPF (YOLOv5's / YOLOv8's three chained stride-1 max pools and the Concat of their outputs with
   // their input) as one kernel that writes the Concat's output; bit-identical to the four steps.
   bool fuse_sppf = true;

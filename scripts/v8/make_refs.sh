@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the YOLOv8n / YOLO11n test models and ultralytics' reference outputs for the tests
+# Makes the YOLOv8n / YOLO11n / YOLOv8s / YOLO11s test models and ultralytics' reference outputs for the tests
 # (scripts/v8/make_refs.py says what is written). Nothing it writes is ever committed.
 #
 #   scripts/v8/make_refs.sh [OUT]      default OUT: .data/v8/refs (git-ignored; the tests read it,
@@ -9,7 +9,7 @@
 # pinned ultralytics of scripts/v8/requirements.txt from PyPI; the models are built from
 # ultralytics' own yaml files with fixed-seed random weights: nothing is downloaded but packages.
 # Skips the work when OUT already holds a complete set made with the same script and pins. Fails
-# (non-zero) on any error; takes ~1-3 minutes on 2 cores.
+# (non-zero) on any error; takes a few minutes on 2 cores (the `s` models without coco128).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}

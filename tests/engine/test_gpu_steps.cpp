@@ -1,12 +1,15 @@
 // Host-side planning of the GPU engine (no GPU needed): layouts, fusion and the arena.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string>
 
 #include "engine/cuda/gpu_steps.hpp"
+#include "engine/v8_synth.hpp"
 #include "engine/plan.hpp"
 #include "test_util.hpp"
 #include "yolocu/model.hpp"
@@ -47,7 +50,8 @@ void check_consistent(const engine::GpuStepPlan& sp, size_t es) {
         case GpuStepKind::kSppf:
         case GpuStepKind::kResize:
         case GpuStepKind::kSplitNhwc:
-        case GpuStepKind::kDetectTail: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
+        case GpuStepKind::kDetectTail:
+        case GpuStepKind::kV8Tail: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
         default: EXPECT_EQ(lay(id), Layout::kPlain) << s.label; break;
       }
     }
@@ -177,6 +181,90 @@ TEST(GpuSteps, FusedDetectTail) {
   }
   YOLOCU_REQUIRE_DATA(raw, "models/yolov5n_raw_heads.onnx");
   EXPECT_TRUE(plan_for(raw, 1, 2, true).heads.empty());
+}
+
+// YOLOv8 / YOLO11's fused tail (GpuStepOptions::fuse_v8_tail): one step reading the levels' box
+// and class convolutions (NHWC, read by it alone) and writing the output (plain); none of the
+// tail's generic steps remain. Skips without scripts/v8/make_refs.sh's exports.
+TEST(GpuSteps, FusedV8Tail) {
+  for (const char* name : {"yolov8n.onnx", "yolo11n_dyn.onnx"}) {
+    YOLOCU_REQUIRE_V8(path, name);
+    SCOPED_TRACE(name);
+    const Model m = load_onnx(path);
+    engine::GpuStepOptions o;
+    o.act_elem_size = 2;
+    const auto plain = engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o);
+    o.fuse_v8_tail = true;
+    const auto fused = engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o);
+    check_consistent(fused, 2);
+    ASSERT_EQ(fused.v8_heads.size(), 1u);
+    EXPECT_TRUE(plain.v8_heads.empty());
+    EXPECT_EQ(fused.fused_tail_nodes, 24);  // 6 Reshapes, 2 Concats, DFL 5, 2 Slices, decode 7, Sigmoid, Concat
+    const engine::V8Head& h = fused.v8_heads[0];
+    int tails = 0, softmax_plain = 0, generic = 0;
+    for (const auto& s : fused.steps) {
+      tails += s.kind == GpuStepKind::kV8Tail;
+      softmax_plain += s.kind == GpuStepKind::kSoftmax;
+      generic += s.kind == GpuStepKind::kGather || s.kind == GpuStepKind::kBinary || s.kind == GpuStepKind::kConcat;
+      if (s.kind != GpuStepKind::kV8Tail) continue;
+      ASSERT_EQ(s.in.size(), 6u);
+      for (size_t l = 0; l < 3; ++l) {
+        const int box = h.levels[l].box, cls = h.levels[l].cls;
+        EXPECT_EQ(fused.plan.nodes[static_cast<size_t>(fused.plan.values[static_cast<size_t>(box)].producer)].node.op_type, "Conv");
+        EXPECT_EQ(s.in[2 * l], box);
+        EXPECT_EQ(s.in[2 * l + 1], cls);
+        EXPECT_EQ(fused.channel_pitch[static_cast<size_t>(box)], 64);
+        EXPECT_EQ(fused.channel_pitch[static_cast<size_t>(cls)], 80);
+      }
+      EXPECT_EQ(s.out[0], fused.plan.outputs[0]);
+      EXPECT_EQ(fused.layout[static_cast<size_t>(s.out[0])], Layout::kPlain);
+    }
+    EXPECT_EQ(tails, 1);
+    const bool v8 = std::string(name).find("yolov8") == 0;
+    EXPECT_EQ(softmax_plain, v8 ? 0 : 1) << "the DFL's Softmax is gone (YOLO11's C2PSA attention keeps its own)";
+    if (v8) {
+      EXPECT_EQ(generic, 0) << "no plain-layout step left in YOLOv8n";
+    }
+    const auto launching = [](const engine::GpuStepPlan& sp) {  // steps other than views (no kernel)
+      int n = 0;
+      for (const auto& s : sp.steps) n += s.kind != GpuStepKind::kView;
+      return n;
+    };
+    std::printf("%s: %zu steps (%d not views) unfused, %zu (%d) with the fused tail\n", name, plain.steps.size(),
+                launching(plain), fused.steps.size(), launching(fused));
+    EXPECT_LT(fused.steps.size() + 20, plain.steps.size());
+    EXPECT_LE(fused.arena_bytes, plain.arena_bytes);
+  }
+}
+
+// The concatenated form (ultralytics < 8.3.x, engine/v8_head.hpp): the tail reads each level's
+// channel Concat of its two convolutions (NHWC, the convolutions written into it in place) as both
+// its box and its class source.
+TEST(GpuSteps, FusedV8TailConcatenatedForm) {
+  test::SynthV8 o;
+  o.concatenated = true;
+  engine::GpuStepOptions opt;
+  opt.act_elem_size = 2;
+  opt.fuse_v8_tail = true;
+  const auto sp = engine::plan_gpu_steps(engine::build_plan(*test::synth_v8_head(o), {{2, 3, 64, 64}}), opt);
+  check_consistent(sp, 2);
+  ASSERT_EQ(sp.v8_heads.size(), 1u);
+  int tails = 0, concats = 0;
+  for (const auto& s : sp.steps) {
+    concats += s.kind == GpuStepKind::kConcatNhwc;
+    if (s.kind != GpuStepKind::kV8Tail) continue;
+    ++tails;
+    ASSERT_EQ(s.in.size(), 6u);
+    for (size_t l = 0; l < 3; ++l) {
+      EXPECT_EQ(s.in[2 * l], s.in[2 * l + 1]);
+      EXPECT_EQ(sp.layout[static_cast<size_t>(s.in[2 * l])], Layout::kNhwc);
+      EXPECT_EQ(sp.channel_pitch[static_cast<size_t>(s.in[2 * l])], 144);
+      EXPECT_EQ(sp.v8_heads[0].levels[l].cls_channel, 64);
+    }
+  }
+  EXPECT_EQ(tails, 1);
+  EXPECT_EQ(concats, 3) << "the levels' channel Concats stay";
+  EXPECT_EQ(sp.steps.size(), 6u + 3u + 1u) << "6 convolutions, 3 Concats, the tail";
 }
 
 TEST(GpuSteps, RawHeadsOutputsArePlain) {

@@ -2,12 +2,12 @@
 # GPU-machine part `v8`: YOLOv8n / YOLO11n through the GPU engine. The tests of the static set
 # (the engine's raw outputs, the v8 decode, the detector's CUDA cases on the sample images; the
 # _cpu cases need letterboxed_bgr, which the static set leaves out, and run in CI) and
-# compute-sanitizer on the new plain-layout kernels (Softmax, MatMul, channel Split) and the v8
-# decode; then both models on the engine against ultralytics' own in PyTorch (FP16, channels_last,
+# compute-sanitizer on the new plain-layout kernels (Softmax, MatMul, channel Split), the fused v8
+# Detect tail (memcheck and racecheck on its synthetic heads) and the v8 decode; then both models on the engine against ultralytics' own in PyTorch (FP16, channels_last,
 # CUDA graph), same call.
 #   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
-# SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS,
+# SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS, COMPARE_FLAGS,
 # PROFILE (default 0 here), OUT, YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
 set -uo pipefail
 # shellcheck source=scripts/gpu/lib.sh
@@ -26,15 +26,25 @@ v8_bench() {
   LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/$g/ultralytics" \
     --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
     row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
+  # COMPARE_FLAGS="...": the same engines again with those flags (e.g. --no-fuse-v8-tail), this call's tactics
+  if [ -n "${COMPARE_FLAGS:-}" ]; then
+    # shellcheck disable=SC2086  # COMPARE_FLAGS: several flags
+    timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
+      $COMPARE_FLAGS --tactic-cache "$out/tactics_v8.json" >"$out/bench_cuda_engine_v8_compare.log" 2>&1 ||
+      row "FAIL  bench_cuda_engine v8 $COMPARE_FLAGS (log bench_cuda_engine_v8_compare.log)"
+  fi
   cp "$out/tactics_v8.json" "$final/tactics_v8.json" 2>/dev/null
-  summarize '^(yolo|device|model)|^\| yolo|tune breakdown:' "$out/bench_cuda_engine_v8.log" "$out/peer_torch_forward_v8.log"
+  summarize '^(yolo|device|model)|^\| yolo|tune breakdown:' "$out/bench_cuda_engine_v8.log" "$out/peer_torch_forward_v8.log" \
+    "$out/bench_cuda_engine_v8_compare.log"
 }
 
 gpu_begin
 export YOLOCU_V8_DIR=$root/$g/data/v8
-TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
+TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
 if run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
   sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
+  sanitize memcheck test_cuda_engine 'CudaV8TailSynthetic.*'
+  sanitize racecheck test_cuda_engine 'CudaV8TailSynthetic.ConcatenatedForm'
   sanitize memcheck test_postprocess_cuda 'PostprocessCuda.V8*'
   sanitize racecheck test_postprocess_cuda 'PostprocessCuda.V8*'
 fi

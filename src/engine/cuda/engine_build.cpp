@@ -214,6 +214,7 @@ void Engine::build() {
   engine::GpuStepOptions so;
   so.act_elem_size = es;
   so.fuse_detect_tail = options.fuse_detect_tail;
+  so.fuse_v8_tail = options.fuse_v8_tail;
   so.fuse_sppf = options.fuse_sppf;
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   sp = engine::plan_gpu_steps(std::move(plan), so);

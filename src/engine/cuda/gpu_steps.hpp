@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/plan.hpp"
+#include "engine/v8_head.hpp"
 
 namespace yolocu::engine {
 
@@ -38,7 +39,8 @@ struct GpuStep {
   bool silu = false;      // kConv: SiLU fused
   int residual = -1;      // kConv: value added after the activation (fused Add), -1 none
   int out_index = 0;      // kGather for Split: which output of the node
-  int head = -1;          // kDetectTail: index into GpuStepPlan::heads (in = the levels' conv outputs)
+  int head = -1;          // kDetectTail: index into GpuStepPlan::heads (in = the levels' conv outputs);
+                          // kV8Tail: into GpuStepPlan::v8_heads (in = box, class conv output per level)
   int pool = 0;           // kSppf: the max pools' kernel size (odd; padding pool / 2)
   std::string label;      // node name (or "reorder") for profiles
 };
@@ -52,7 +54,8 @@ struct GpuStepPlan {
   size_t arena_bytes = 0, naive_bytes = 0;
   int fused_silu = 0, fused_residual = 0, convs = 0;
   std::vector<DetectHead> heads;  // fused Detect tails
-  int fused_tail_nodes = 0;       // nodes they replace
+  std::vector<V8Head> v8_heads;   // fused YOLOv8 / YOLO11 Detect tails
+  int fused_tail_nodes = 0;       // nodes both kinds of fused tails replace
   int fused_sppf = 0;             // kSppf steps (each replaces three MaxPools and a Concat)
   // Per value: channels as stored in its NHWC buffer (the pixel pitch), >= its shape[1]; 0 = not
   // NHWC. Larger only for head convolutions that feed the fused Detect tail alone, padded to a
@@ -70,6 +73,7 @@ struct GpuStepOptions {
   bool fuse_silu = true;
   bool fuse_residual = true;
   bool fuse_detect_tail = false;  // see CudaEngineOptions::fuse_detect_tail
+  bool fuse_v8_tail = false;      // see CudaEngineOptions::fuse_v8_tail
   bool pad_tail_channels = true;  // pad the fused Detect tail's input channels to a multiple of 8
   bool fuse_sppf = true;          // see CudaEngineOptions::fuse_sppf
   // Copy-free Concat: a channel Concat's input whose only reader is that Concat and whose producer

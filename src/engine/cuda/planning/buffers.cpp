@@ -69,7 +69,7 @@ void plan_channel_pitches(GpuStepPlan& sp, const GpuStepOptions& options) {
     for (int id : s.in)
       if (id >= 0) {
         ++readers[static_cast<size_t>(id)];
-        if (s.kind == GpuStepKind::kDetectTail) ++tail_readers[static_cast<size_t>(id)];
+        if (s.kind == GpuStepKind::kDetectTail || s.kind == GpuStepKind::kV8Tail) ++tail_readers[static_cast<size_t>(id)];
       }
     if (s.kind == GpuStepKind::kConv) ++conv_writer[static_cast<size_t>(s.out[0])];
   }

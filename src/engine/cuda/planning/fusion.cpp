@@ -1,6 +1,7 @@
 // Planning pass: the fused Detect tails and SPPF blocks (planning/passes.hpp).
 #include "core/check.hpp"
 #include "engine/cuda/planning/passes.hpp"
+#include "engine/v8_tail.hpp"
 
 namespace yolocu::engine::planning {
 namespace {
@@ -59,6 +60,19 @@ Fusions find_fusions(GpuStepPlan& sp, const GpuStepOptions& options) {
     f.head_at[static_cast<size_t>(h.concat)] = static_cast<int>(k);
     sp.fused_tail_nodes += static_cast<int>(h.absorbed.size());
   }
+  f.v8_head_at.assign(plan.nodes.size(), -1);
+  if (options.fuse_v8_tail)
+    for (V8Head& h : find_v8_heads(plan)) {
+      // The kernel takes the levels in one launch and the class scores of at least one pixel.
+      bool free = v8tail::tile_pixels_for(h.nc) > 0 && h.levels.size() <= static_cast<size_t>(v8tail::kMaxLevels);
+      for (int n : h.absorbed) free = free && !f.absorbed[static_cast<size_t>(n)];
+      if (!free) continue;
+      for (int n : h.absorbed) f.absorbed[static_cast<size_t>(n)] = true;
+      f.absorbed[static_cast<size_t>(h.concat)] = false;
+      f.v8_head_at[static_cast<size_t>(h.concat)] = static_cast<int>(sp.v8_heads.size());
+      sp.fused_tail_nodes += static_cast<int>(h.absorbed.size());
+      sp.v8_heads.push_back(std::move(h));
+    }
   f.sppf_at.assign(plan.nodes.size(), 0);
   for (size_t i = 0; options.fuse_sppf && i < plan.nodes.size(); ++i) {
     int pools[3] = {-1, -1, -1};

@@ -72,6 +72,7 @@ class Lowering {
   void lower_node(size_t i);
   // Per op family: sets s.kind and s.in (reorders made as needed), returns the outputs' layout.
   Layout lower_detect_tail(GpuStep& s, size_t i);
+  Layout lower_v8_tail(GpuStep& s, size_t i);
   Layout lower_conv(GpuStep& s, const PlanNode& pn, size_t i);
   Layout lower_elementwise(GpuStep& s, const PlanNode& pn, const std::vector<int>& runtime_in);
   Layout lower_concat(GpuStep& s, const PlanNode& pn, const std::vector<int>& runtime_in);
@@ -105,6 +106,8 @@ void Lowering::lower_node(size_t i) {
 
   if (f_.head_at[i] >= 0) {
     out_layout = lower_detect_tail(s, i);
+  } else if (f_.v8_head_at[i] >= 0) {
+    out_layout = lower_v8_tail(s, i);
   } else if (f_.sppf_at[i] > 0) {
     s.kind = GpuStepKind::kSppf;
     s.pool = f_.sppf_at[i];
@@ -172,6 +175,18 @@ Layout Lowering::lower_detect_tail(GpuStep& s, size_t i) {
     s.in.push_back(cv);
   }
   s.label = "DetectTail";
+  return Layout::kPlain;
+}
+
+Layout Lowering::lower_v8_tail(GpuStep& s, size_t i) {
+  s.kind = GpuStepKind::kV8Tail;
+  s.head = f_.v8_head_at[i];
+  s.in.clear();
+  for (const V8Level& L : sp_.v8_heads[static_cast<size_t>(s.head)].levels) {
+    s.in.push_back(nhwc(L.box));  // the head convolutions' outputs are NHWC already
+    s.in.push_back(nhwc(L.cls));
+  }
+  s.label = "V8Tail";
   return Layout::kPlain;
 }
 

@@ -15,11 +15,12 @@ namespace yolocu::engine::planning {
 struct Fusions {
   std::vector<bool> absorbed;  // computed by another node's step (no step of its own)
   std::vector<int> head_at;    // the merging Concat of a fused Detect tail: index into sp.heads, else -1
+  std::vector<int> v8_head_at; // the final Concat of a fused YOLOv8 / YOLO11 tail: index into sp.v8_heads, else -1
   std::vector<int> sppf_at;    // the Concat of a fused SPPF: the pools' kernel size, else 0
 };
 
-// Fused Detect tails (options.fuse_detect_tail) and SPPF blocks (options.fuse_sppf); fills
-// sp.heads, sp.fused_tail_nodes and sp.fused_sppf.
+// Fused Detect tails (options.fuse_detect_tail, options.fuse_v8_tail) and SPPF blocks
+// (options.fuse_sppf); fills sp.heads, sp.v8_heads, sp.fused_tail_nodes and sp.fused_sppf.
 Fusions find_fusions(GpuStepPlan& sp, const GpuStepOptions& options);
 
 // One step (or one per output) for every node not absorbed, in node order, with a reorder step
