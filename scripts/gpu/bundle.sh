@@ -39,7 +39,7 @@ scripts/nvjpeg.sh >/dev/null || echo "[bundle] WARNING: scripts/nvjpeg.sh failed
 # YOLOCU_VIDEO=OFF: FFmpeg's libraries and their dependencies (~280 MB through ldd) would not fit a
 # call's 64 MiB, and the GPU machine has none; the GPU video run carries a minimal FFmpeg of its own
 # (scripts/gpu/video_bundle.sh, scripts/gpu/video_run.sh; docs/video.md).
-cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF \
+cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF -DYOLOCU_CLI_OPENCV=OFF \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 # The binaries each part runs (run_all.sh <part>), plus the CLI.
 targets_of() {

@@ -20,7 +20,7 @@ scripts/nvjpeg.sh >/dev/null  # nvJPEG beside a toolkit that lacks it (.venv/nvj
 # The same build folder and flags as scripts/gpu/bundle.sh (YOLOCU_VIDEO=OFF: FFmpeg's libraries would
 # not fit a call's 64 MiB, and the server needs none), so that one build serves every GPU part.
 bdir=${YOLOCU_GPU_BUILD:-build-gpu}
-cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF \
+cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF -DYOLOCU_CLI_OPENCV=OFF \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 cmake --build "$bdir" -j "$jobs" --target triton_yolocu yolocu_cli
 
