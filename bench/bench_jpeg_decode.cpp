@@ -53,9 +53,34 @@ std::vector<int> int_list(const std::string& s) {
   return out;
 }
 
+// A driver API function resolved through the runtime (no link against libcuda: a toolkit installed
+// from PyPI on a machine without a driver has none to link); null when the driver lacks it.
+template <class F>
+F driver_fn(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12040, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<F>(p);
+}
+
+// The green-context functions of the driver API (CUDA 12.4).
+struct GreenApi {
+  decltype(&cuDeviceGet) device_get = driver_fn<decltype(&cuDeviceGet)>("cuDeviceGet");
+  decltype(&cuDeviceGetDevResource) get_resource = driver_fn<decltype(&cuDeviceGetDevResource)>("cuDeviceGetDevResource");
+  decltype(&cuDevSmResourceSplitByCount) split = driver_fn<decltype(&cuDevSmResourceSplitByCount)>("cuDevSmResourceSplitByCount");
+  decltype(&cuDevResourceGenerateDesc) make_desc = driver_fn<decltype(&cuDevResourceGenerateDesc)>("cuDevResourceGenerateDesc");
+  decltype(&cuGreenCtxCreate) create = driver_fn<decltype(&cuGreenCtxCreate)>("cuGreenCtxCreate");
+  decltype(&cuGreenCtxStreamCreate) stream_create = driver_fn<decltype(&cuGreenCtxStreamCreate)>("cuGreenCtxStreamCreate");
+  decltype(&cuGreenCtxDestroy) destroy = driver_fn<decltype(&cuGreenCtxDestroy)>("cuGreenCtxDestroy");
+  bool complete() const { return device_get && get_resource && split && make_desc && create && stream_create && destroy; }
+};
+
 // Two green contexts on device 0: about `sms` SMs (rounded to the device's granularity) and the
 // rest. Streams are made in them with green_stream().
 struct GreenSplit {
+  GreenApi api;
   CUgreenCtx part[2] = {nullptr, nullptr};
   unsigned sms[2] = {0, 0};
   bool make(unsigned sms_wanted) {
@@ -63,24 +88,24 @@ struct GreenSplit {
     CUdevResource all{}, mine{}, rest{};
     unsigned groups = 1;
     CUdevResourceDesc d[2];
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
-        cuDevSmResourceSplitByCount(&mine, &groups, &all, &rest, 0, sms_wanted) != CUDA_SUCCESS || groups != 1 ||
-        cuDevResourceGenerateDesc(&d[0], &mine, 1) != CUDA_SUCCESS || cuDevResourceGenerateDesc(&d[1], &rest, 1) != CUDA_SUCCESS)
+    if (cudaFree(nullptr) != cudaSuccess || !api.complete()) return false;  // the runtime initialises the driver
+    if (api.device_get(&dev, 0) != CUDA_SUCCESS || api.get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
+        api.split(&mine, &groups, &all, &rest, 0, sms_wanted) != CUDA_SUCCESS || groups != 1 ||
+        api.make_desc(&d[0], &mine, 1) != CUDA_SUCCESS || api.make_desc(&d[1], &rest, 1) != CUDA_SUCCESS)
       return false;
     sms[0] = mine.sm.smCount;
     sms[1] = rest.sm.smCount;
     for (int i = 0; i < 2; ++i)
-      if (cuGreenCtxCreate(&part[i], d[i], dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) return false;
+      if (api.create(&part[i], d[i], dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) return false;
     return true;
   }
   cudaStream_t stream(int i, int priority) const {
     CUstream s = nullptr;
-    return cuGreenCtxStreamCreate(&s, part[i], CU_STREAM_NON_BLOCKING, priority) == CUDA_SUCCESS ? s : nullptr;
+    return api.stream_create(&s, part[i], CU_STREAM_NON_BLOCKING, priority) == CUDA_SUCCESS ? s : nullptr;
   }
   ~GreenSplit() {
     for (CUgreenCtx g : part)
-      if (g) cuGreenCtxDestroy(g);
+      if (g) api.destroy(g);
   }
 };
 
