@@ -377,8 +377,8 @@ def test_load_16_clients_x_200_requests_of_1_image(server, images, expected):
     run_load(server, images, expected, clients=16, per_client=200, per_request=1, deadline_s=600)
 
 
-def test_load_16_clients_requests_of_8_images(server, images, expected):
-    run_load(server, images, expected, clients=16, per_client=12, per_request=8, deadline_s=600)
+def test_load_16_clients_x_200_requests_of_8_images(server, images, expected):
+    run_load(server, images, expected, clients=16, per_client=200, per_request=8, deadline_s=1200)
 
 
 def test_custom_metrics_count_images(server):
