@@ -1,7 +1,7 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail]
-//                     [--no-s2d] [--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]
+//                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
 // and verifies that every value then scales with the batch.
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8, 32};
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
-  bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
+  bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, fuse_attn = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
   bool direct_stem = true;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
     else if (k == "--no-graphs") graphs = false;
     else if (k == "--no-fuse-detect-tail") fuse_tail = false;
     else if (k == "--no-fuse-v8-tail") fuse_v8 = false;  // CudaEngineOptions::fuse_v8_tail
+    else if (k == "--no-fuse-attention") fuse_attn = false;  // CudaEngineOptions::fuse_attention
     else if (k == "--no-s2d") s2d = false;
     else if (k == "--no-copy-free-concat") copy_free = false;
     else if (k == "--no-fuse-sppf") fuse_sppf = false;
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
-                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-s2d] "
+                   "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-fuse-attention] [--no-s2d] "
                    "[--no-copy-free-concat] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
         o.cuda_graphs = graphs;
         o.fuse_detect_tail = fuse_tail;
         o.fuse_v8_tail = fuse_v8;
+        o.fuse_attention = fuse_attn;
         o.space_to_depth_stem = s2d;
         o.copy_free_concat = copy_free;
         o.fuse_sppf = fuse_sppf;

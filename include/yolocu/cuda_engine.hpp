@@ -72,6 +72,11 @@ struct CudaEngineOptions {
   // box and class convolutions' NHWC outputs (engine/v8_head.hpp says what is matched), instead of
   // ~25 generic steps.
   bool fuse_v8_tail = true;
+  // Run each attention block of YOLO11's C2PSA (q^T k * scale, softmax over the keys, v @ attn^T,
+  // with the reshapes, split and transposes around them: engine/attention_block.hpp says what is
+  // matched) as one kernel reading the qkv convolution's NHWC output and writing x and pe's input
+  // in NHWC, fp32 scores and sums, instead of ~12 generic steps and layout reorders.
+  bool fuse_attention = true;
   // SPPF (YOLOv5's / YOLOv8's three chained stride-1 max pools and the Concat of their outputs with
   // their input) as one kernel that writes the Concat's output; bit-identical to the four steps.
   bool fuse_sppf = true;
@@ -109,6 +114,8 @@ struct CudaEngineStats {
   int fused_convs = 0;          // convolutions with bias + SiLU fused into their epilogue
   int fused_residuals = 0;      // residual Adds fused into a conv epilogue
   int fused_tail_nodes = 0;     // Detect-tail nodes replaced by the fused tail kernels
+  int fused_attention = 0;      // attention blocks run as one kernel each
+  int fused_attention_nodes = 0;  // the nodes they replace
   int fused_sppf = 0;           // SPPF blocks run as one kernel (three MaxPools and a Concat each)
   int concat_inputs_in_place = 0;  // channel-Concat inputs their producers write in place (copy-free)
   int concat_inputs_copied = 0;    // ... that the Concat copies

@@ -215,6 +215,13 @@ void Engine::build() {
   so.act_elem_size = es;
   so.fuse_detect_tail = options.fuse_detect_tail;
   so.fuse_v8_tail = options.fuse_v8_tail;
+  so.fuse_attention = options.fuse_attention;
+  {
+    int device = 0, optin = 0;
+    YOLOCU_CUDA_CHECK(cudaGetDevice(&device));
+    YOLOCU_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    so.attention_smem = static_cast<size_t>(optin);
+  }
   so.fuse_sppf = options.fuse_sppf;
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   sp = engine::plan_gpu_steps(std::move(plan), so);
@@ -288,6 +295,8 @@ void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.fused_convs = sp.fused_silu;
   stats.fused_residuals = sp.fused_residual;
   stats.fused_tail_nodes = sp.fused_tail_nodes;
+  stats.fused_attention = static_cast<int>(sp.attention.size());
+  stats.fused_attention_nodes = sp.fused_attention_nodes;
   stats.fused_sppf = sp.fused_sppf;
   stats.concat_inputs_in_place = sp.concat_inputs_in_place;
   stats.concat_inputs_copied = sp.concat_inputs_copied;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/plan.hpp"
+#include "engine/attention_block.hpp"
 #include "engine/v8_head.hpp"
 
 namespace yolocu::engine {
@@ -40,7 +41,8 @@ struct GpuStep {
   int residual = -1;      // kConv: value added after the activation (fused Add), -1 none
   int out_index = 0;      // kGather for Split: which output of the node
   int head = -1;          // kDetectTail: index into GpuStepPlan::heads (in = the levels' conv outputs);
-                          // kV8Tail: into GpuStepPlan::v8_heads (in = box, class conv output per level)
+                          // kV8Tail: into GpuStepPlan::v8_heads (in = box, class conv output per level);
+                          // kAttention: into GpuStepPlan::attention (in = qkv, out = x [, Reshape(v)])
   int pool = 0;           // kSppf: the max pools' kernel size (odd; padding pool / 2)
   std::string label;      // node name (or "reorder") for profiles
 };
@@ -57,6 +59,8 @@ struct GpuStepPlan {
   std::vector<V8Head> v8_heads;   // fused YOLOv8 / YOLO11 Detect tails
   int fused_tail_nodes = 0;       // nodes both kinds of fused tails replace
   int fused_sppf = 0;             // kSppf steps (each replaces three MaxPools and a Concat)
+  std::vector<AttentionBlock> attention;  // fused C2PSA attention blocks (one kAttention step each)
+  int fused_attention_nodes = 0;          // nodes they replace
   // Per value: channels as stored in its NHWC buffer (the pixel pitch), >= its shape[1]; 0 = not
   // NHWC. Larger only for head convolutions that feed the fused Detect tail alone, padded to a
   // multiple of 8 (255 -> 256: tensor-core tiles fit, the tail reads the first 255).
@@ -74,6 +78,10 @@ struct GpuStepOptions {
   bool fuse_residual = true;
   bool fuse_detect_tail = false;  // see CudaEngineOptions::fuse_detect_tail
   bool fuse_v8_tail = false;      // see CudaEngineOptions::fuse_v8_tail
+  bool fuse_attention = false;    // see CudaEngineOptions::fuse_attention
+  // The fused attention's shared memory per block may not exceed this (the device's opt-in limit;
+  // engine/attention.hpp's smem_bytes at the plan's sizes): larger blocks stay unfused.
+  size_t attention_smem = size_t{48} << 10;
   bool pad_tail_channels = true;  // pad the fused Detect tail's input channels to a multiple of 8
   bool fuse_sppf = true;          // see CudaEngineOptions::fuse_sppf
   // Copy-free Concat: a channel Concat's input whose only reader is that Concat and whose producer

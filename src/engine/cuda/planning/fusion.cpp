@@ -1,6 +1,7 @@
 // Planning pass: the fused Detect tails and SPPF blocks (planning/passes.hpp).
 #include "core/check.hpp"
 #include "engine/cuda/planning/passes.hpp"
+#include "engine/attention.hpp"
 #include "engine/v8_tail.hpp"
 
 namespace yolocu::engine::planning {
@@ -84,6 +85,21 @@ Fusions find_fusions(GpuStepPlan& sp, const GpuStepOptions& options) {
     f.sppf_at[i] = k;
     ++sp.fused_sppf;
   }
+  f.attention_at.assign(plan.nodes.size(), -1);
+  if (options.fuse_attention)
+    for (AttentionBlock& a : find_attention_blocks(plan)) {
+      // The head's keys and values must fit the block's shared memory.
+      const int es = static_cast<int>(options.act_elem_size);
+      bool free = a.tokens <= (int64_t{1} << 20) && attn::smem_bytes(static_cast<int>(a.key_dim), static_cast<int>(a.head_dim),
+                                                                      static_cast<int>(a.tokens), es) <= options.attention_smem;
+      for (int n : a.absorbed) free = free && !f.absorbed[static_cast<size_t>(n)];
+      if (!free) continue;
+      for (int n : a.absorbed) f.absorbed[static_cast<size_t>(n)] = true;
+      f.absorbed[static_cast<size_t>(a.first)] = false;
+      f.attention_at[static_cast<size_t>(a.first)] = static_cast<int>(sp.attention.size());
+      sp.fused_attention_nodes += static_cast<int>(a.absorbed.size());
+      sp.attention.push_back(std::move(a));
+    }
   return f;
 }
 

@@ -73,6 +73,7 @@ class Lowering {
   // Per op family: sets s.kind and s.in (reorders made as needed), returns the outputs' layout.
   Layout lower_detect_tail(GpuStep& s, size_t i);
   Layout lower_v8_tail(GpuStep& s, size_t i);
+  Layout lower_attention(GpuStep& s, size_t i);
   Layout lower_conv(GpuStep& s, const PlanNode& pn, size_t i);
   Layout lower_elementwise(GpuStep& s, const PlanNode& pn, const std::vector<int>& runtime_in);
   Layout lower_concat(GpuStep& s, const PlanNode& pn, const std::vector<int>& runtime_in);
@@ -108,6 +109,8 @@ void Lowering::lower_node(size_t i) {
     out_layout = lower_detect_tail(s, i);
   } else if (f_.v8_head_at[i] >= 0) {
     out_layout = lower_v8_tail(s, i);
+  } else if (f_.attention_at[i] >= 0) {
+    out_layout = lower_attention(s, i);
   } else if (f_.sppf_at[i] > 0) {
     s.kind = GpuStepKind::kSppf;
     s.pool = f_.sppf_at[i];
@@ -188,6 +191,17 @@ Layout Lowering::lower_v8_tail(GpuStep& s, size_t i) {
   }
   s.label = "V8Tail";
   return Layout::kPlain;
+}
+
+Layout Lowering::lower_attention(GpuStep& s, size_t i) {
+  s.kind = GpuStepKind::kAttention;
+  s.head = f_.attention_at[i];
+  const AttentionBlock& a = sp_.attention[static_cast<size_t>(s.head)];
+  s.in = {nhwc(a.qkv)};  // the qkv convolution's output is NHWC already
+  s.out = {a.out};
+  if (a.v_image >= 0) s.out.push_back(a.v_image);
+  s.label = "Attention " + s.label;
+  return Layout::kNhwc;
 }
 
 Layout Lowering::lower_conv(GpuStep& s, const PlanNode& pn, size_t i) {

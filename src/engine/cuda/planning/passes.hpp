@@ -17,10 +17,12 @@ struct Fusions {
   std::vector<int> head_at;    // the merging Concat of a fused Detect tail: index into sp.heads, else -1
   std::vector<int> v8_head_at; // the final Concat of a fused YOLOv8 / YOLO11 tail: index into sp.v8_heads, else -1
   std::vector<int> sppf_at;    // the Concat of a fused SPPF: the pools' kernel size, else 0
+  std::vector<int> attention_at;  // the first Reshape of a fused attention: index into sp.attention, else -1
 };
 
-// Fused Detect tails (options.fuse_detect_tail, options.fuse_v8_tail) and SPPF blocks
-// (options.fuse_sppf); fills sp.heads, sp.v8_heads, sp.fused_tail_nodes and sp.fused_sppf.
+// Fused Detect tails (options.fuse_detect_tail, options.fuse_v8_tail), SPPF blocks
+// (options.fuse_sppf) and attention blocks (options.fuse_attention); fills sp.heads, sp.v8_heads,
+// sp.fused_tail_nodes, sp.fused_sppf, sp.attention and sp.fused_attention_nodes.
 Fusions find_fusions(GpuStepPlan& sp, const GpuStepOptions& options);
 
 // One step (or one per output) for every node not absorbed, in node order, with a reorder step

@@ -1,0 +1,133 @@
+// The fused C2PSA attention on the GPU (CudaEngineOptions::fuse_attention, on by default: one
+// kernel per attention block, steps/attention_kernel.cu) against the CPU engine's node-by-node
+// graph: FP32 relative L2 <= 1e-5 (the engines' bound for the v8 exports: no TF32, the same fp32
+// attention math as the host instantiation that test_engine's Attention cases hold to 1e-6 of the
+// CPU graph), FP16 <= 5e-3 (fp16 activations: q, k, v and x stored in fp16, scores and sums in
+// fp32). On yolo11n (scripts/v8/make_refs.sh; skips without it) and on synthetic blocks whose token
+// counts and head sizes take partial query blocks, several heads and odd dims. Counts the launches
+// the fusion saves. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "engine/attention_synth.hpp"
+#include "test_util.hpp"
+#include "yolocu/cuda_engine.hpp"
+#include "yolocu/engine.hpp"
+#include "yolocu/model.hpp"
+#include "yolocu/npy.hpp"
+
+namespace yolocu {
+namespace {
+
+CudaEngineOptions attention_options(Precision p, int max_batch, bool fuse) {
+  CudaEngineOptions o;
+  o.precision = p;
+  o.max_batch = max_batch;
+  o.tactic_cache = "none";
+  o.fuse_attention = fuse;
+  return o;
+}
+
+void expect_close(const Tensor& got, const Tensor& ref, double bound, const std::string& what) {
+  ASSERT_EQ(got.shape(), ref.shape()) << what;
+  const test::Diff d = test::compare(got, ref);
+  std::printf("[ attention ] %-48s rel L2 %.3g  max abs %.3g (bound %.0e)\n", what.c_str(), d.rel_l2, d.max_abs, bound);
+  EXPECT_LE(d.rel_l2, bound) << what << ": max abs " << d.max_abs;
+}
+
+// The fused engine at both precisions against the CPU engine on each input; the unfused engine
+// (FP32) too, which must launch more kernels per run: yolo11n's one block replaces 10 nodes.
+void fused_vs_cpu(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs, int max_batch,
+                  const std::string& tag) {
+  CpuEngine cpu(model);
+  std::vector<Tensor> refs;
+  for (const Tensor& x : inputs) refs.push_back(cpu.run({x})[0]);
+  CudaEngine plain(model, attention_options(Precision::kFloat32, max_batch, false));
+  EXPECT_EQ(plain.stats().fused_attention, 0) << tag;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    expect_close(plain.run_host({inputs[i]})[0], refs[i], 1e-5, tag + " fp32 b" + std::to_string(inputs[i].dim(0)) + " unfused vs CPU");
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    const bool fp32 = p == Precision::kFloat32;
+    CudaEngine fused(model, attention_options(p, max_batch, true));
+    const std::string t = tag + (fp32 ? " fp32" : " fp16");
+    EXPECT_EQ(fused.stats().fused_attention, 1) << t;
+    EXPECT_EQ(fused.stats().fused_attention_nodes, 10) << t;
+    if (fp32) {
+      EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run) << t;
+      std::printf("[ attention ] %-48s kernels per run %d fused, %d unfused\n", t.c_str(), fused.stats().kernels_per_run,
+                  plain.stats().kernels_per_run);
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      expect_close(fused.run_host({inputs[i]})[0], refs[i], fp32 ? 1e-5 : 5e-3,
+                   t + " b" + std::to_string(inputs[i].dim(0)) + " fused vs CPU");
+  }
+}
+
+// The static export at batch 1 (scripts/gpu/bundle.sh v8's static set).
+TEST(CudaAttention, Yolo11nStaticMatchesCpuEngine) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_V8(path, "yolo11n.onnx");
+  YOLOCU_REQUIRE_V8(bus, "yolo11n_bus.npz");
+  fused_vs_cpu(std::make_shared<const Model>(load_onnx(path)), {load_npz(bus)["input"]}, 1, "yolo11n static");
+}
+
+// The dynamic export at batch 4 and 1 on one engine (V8_SET=dynamic).
+TEST(CudaAttention, Yolo11nDynamicMatchesCpuEngine) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_V8(dyn, "yolo11n_dyn.onnx");
+  YOLOCU_REQUIRE_V8(bus, "yolo11n_bus.npz");
+  YOLOCU_REQUIRE_V8(b4, "yolo11n_batch4.npz");
+  fused_vs_cpu(std::make_shared<const Model>(load_onnx(dyn)), {load_npz(b4)["input"], load_npz(bus)["input"]}, 4,
+               "yolo11n dynamic max 4");
+}
+
+// Synthetic blocks (the fused engine only: fewer builds under compute-sanitizer).
+struct SynthCase {
+  int64_t heads, kd, hd, h, w, batch;
+  bool scale_after, pe;
+};
+
+void synthetic_vs_cpu(const SynthCase& c) {
+  test::SynthAttention o;
+  o.heads = c.heads;
+  o.key_dim = c.kd;
+  o.head_dim = c.hd;
+  o.h = c.h;
+  o.w = c.w;
+  o.scale_after = c.scale_after;
+  o.pe = c.pe;
+  const std::string tag = "synthetic " + std::to_string(c.heads) + " heads kd " + std::to_string(c.kd) + " hd " +
+                          std::to_string(c.hd) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) + " b" +
+                          std::to_string(c.batch);
+  SCOPED_TRACE(tag);
+  const std::shared_ptr<const Model> model = test::synth_attention(o);
+  const Tensor x = test::synth_detail::weights({c.batch, o.channels, c.h, c.w}, 5, 1.f);
+  const Tensor ref = CpuEngine(model).run({x})[0];
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    const bool fp32 = p == Precision::kFloat32;
+    CudaEngine fused(model, attention_options(p, static_cast<int>(c.batch), true));
+    EXPECT_EQ(fused.stats().fused_attention, 1) << tag;
+    expect_close(fused.run_host({x})[0], ref, fp32 ? 1e-5 : 5e-3, tag + (fp32 ? " fp32" : " fp16") + " fused vs CPU");
+  }
+}
+
+// Token counts under a warp and no multiple of the query block, 4 heads with odd dims at batch 3,
+// the module's scale order, no pe.
+TEST(CudaAttentionSynthetic, PartialBlocks) {
+  YOLOCU_REQUIRE_GPU();
+  for (const SynthCase& c : {SynthCase{2, 8, 16, 5, 7, 2, false, true}, SynthCase{4, 5, 7, 3, 11, 3, false, true},
+                             SynthCase{3, 16, 40, 1, 5, 1, true, true}, SynthCase{2, 33, 65, 9, 8, 1, false, false}})
+    synthetic_vs_cpu(c);
+}
+
+// yolo11n's head sizes at 400 tokens (20 x 20), one head, batch 2.
+TEST(CudaAttentionSynthetic, Yolo11nSizes) {
+  YOLOCU_REQUIRE_GPU();
+  synthetic_vs_cpu(SynthCase{1, 32, 64, 20, 20, 2, false, true});
+}
+
+}  // namespace
+}  // namespace yolocu
