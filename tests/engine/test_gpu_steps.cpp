@@ -51,7 +51,8 @@ void check_consistent(const engine::GpuStepPlan& sp, size_t es) {
         case GpuStepKind::kResize:
         case GpuStepKind::kSplitNhwc:
         case GpuStepKind::kDetectTail:
-        case GpuStepKind::kV8Tail: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
+        case GpuStepKind::kV8Tail:
+        case GpuStepKind::kAttention: EXPECT_EQ(lay(id), Layout::kNhwc) << s.label; break;
         default: EXPECT_EQ(lay(id), Layout::kPlain) << s.label; break;
       }
     }
@@ -235,6 +236,55 @@ TEST(GpuSteps, FusedV8Tail) {
     EXPECT_LT(fused.steps.size() + 20, plain.steps.size());
     EXPECT_LE(fused.arena_bytes, plain.arena_bytes);
   }
+}
+
+// YOLO11's C2PSA attention (GpuStepOptions::fuse_attention): one step reading the qkv convolution's
+// NHWC output and writing x and pe's input in NHWC, which the Add, pe and proj read as they are: no
+// Softmax, MatMul, gather or layout reorder remains (with the fused v8 tail: none in the network;
+// the input's conversion is no step). A block whose shared memory exceeds the limit keeps its steps.
+TEST(GpuSteps, FusedAttention) {
+  YOLOCU_REQUIRE_V8(path, "yolo11n.onnx");
+  const Model m = load_onnx(path);
+  engine::GpuStepOptions o;
+  o.act_elem_size = 2;
+  o.fuse_v8_tail = true;
+  o.attention_smem = size_t{99} << 10;
+  const auto plain = engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o);
+  o.fuse_attention = true;
+  const auto fused = engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o);
+  check_consistent(fused, 2);
+  EXPECT_TRUE(plain.attention.empty());
+  ASSERT_EQ(fused.attention.size(), 1u);
+  EXPECT_EQ(fused.fused_attention_nodes, 10);
+  const engine::AttentionBlock& a = fused.attention[0];
+  std::map<GpuStepKind, int> kinds;
+  for (const auto& s : fused.steps) {
+    ++kinds[s.kind];
+    if (s.kind != GpuStepKind::kAttention) continue;
+    ASSERT_EQ(s.in.size(), 1u);
+    ASSERT_EQ(s.out.size(), 2u);
+    EXPECT_EQ(s.in[0], a.qkv);
+    EXPECT_EQ(fused.plan.nodes[static_cast<size_t>(fused.plan.values[static_cast<size_t>(a.qkv)].producer)].node.op_type, "Conv");
+    EXPECT_EQ(s.out[0], a.out);
+    EXPECT_EQ(s.out[1], a.v_image);
+    for (int id : {s.in[0], s.out[0], s.out[1]}) {
+      EXPECT_EQ(fused.layout[static_cast<size_t>(id)], Layout::kNhwc);
+      EXPECT_EQ(fused.channel_offset[static_cast<size_t>(id)], -1);
+    }
+    EXPECT_EQ(fused.channel_pitch[static_cast<size_t>(s.in[0])], 256);
+    EXPECT_EQ(fused.channel_pitch[static_cast<size_t>(s.out[0])], 128);
+  }
+  EXPECT_EQ(kinds[GpuStepKind::kAttention], 1);
+  for (GpuStepKind k : {GpuStepKind::kSoftmax, GpuStepKind::kMatMul, GpuStepKind::kGather, GpuStepKind::kBinary,
+                        GpuStepKind::kToPlain, GpuStepKind::kToNhwc})
+    EXPECT_EQ(kinds[k], 0) << engine::gpu_step_kind_name(k);
+  std::printf("yolo11n: %zu steps unfused attention, %zu fused\n", plain.steps.size(), fused.steps.size());
+  EXPECT_LE(fused.steps.size() + 10, plain.steps.size());
+  // fp32 keys and values of 400 tokens need ~169 KB: over 99 KB unfused, under sm_90's 227 KB fused.
+  o.act_elem_size = 4;
+  EXPECT_TRUE(engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o).attention.empty());
+  o.attention_smem = size_t{227} << 10;
+  EXPECT_EQ(engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o).attention.size(), 1u);
 }
 
 // The concatenated form (ultralytics < 8.3.x, engine/v8_head.hpp): the tail reads each level's
