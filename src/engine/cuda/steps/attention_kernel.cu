@@ -41,19 +41,18 @@ __global__ void __launch_bounds__(at::kWarps * at::kLanes)
   T* values = reinterpret_cast<T*>(smem + at::values_offset(kd, n, es));
   const int q0 = blockIdx.x * at::kQueries;
   const int q1 = min(q0 + at::kQueries, n);
-  const int row_len = kd + hd;  // the k and v channels of a token
-  for (int i = threadIdx.x; i < n * row_len; i += blockDim.x) {
-    const int j = i / row_len, c = i % row_len;
-    const T e = qkv[at::qkv_index(g, b, h, j, kd + c)];
-    if (c < kd) {
-      keys[j * kp + c] = e;
-    } else {
-      values[j * hd + c - kd] = e;
-      if (v_image != nullptr && j >= q0 && j < q1) v_image[at::image_index(g, g.v_pitch, b, h, j, c - kd)] = e;
-    }
-  }
-  __syncthreads();
   const int warp = threadIdx.x / at::kLanes, lane = threadIdx.x % at::kLanes;
+  for (int j = warp; j < n; j += at::kWarps)  // a warp per token: its k and v channels, coalesced
+    for (int c = lane; c < kd + hd; c += at::kLanes) {
+      const T e = qkv[at::qkv_index(g, b, h, j, kd + c)];
+      if (c < kd) {
+        keys[j * kp + c] = e;
+      } else {
+        values[j * hd + c - kd] = e;
+        if (v_image != nullptr && j >= q0 && j < q1) v_image[at::image_index(g, g.v_pitch, b, h, j, c - kd)] = e;
+      }
+    }
+  __syncthreads();
   float* row = reinterpret_cast<float*>(smem + at::rows_offset(kd, hd, n, es)) + warp * n;
   float* q = reinterpret_cast<float*>(smem + at::query_offset(kd, hd, n, es)) + warp * kd;
   for (int i = q0 + warp; i < q1; i += at::kWarps) {
