@@ -4,7 +4,8 @@
 // host reference (engine/attention_ref.hpp). One block per (image, head, kQueries queries): it
 // stages the head's keys [N][k_pitch] and values [N][hd] in shared memory (the activation dtype),
 // then each warp takes one query at a time: scores q.k_j * scale in fp32 (q scaled first, as the
-// export's Mul), softmax over the N keys (max, exp, sum, p / sum), out_d = sum_j p_j v_jd in fp32.
+// export's Mul), softmax over the N keys (max, exp, sum, p / sum), out_d = sum_j p_j v_jd in fp32
+// (each lane up to kDimsPerPass dims per pass over the keys).
 #pragma once
 
 #include <cmath>
@@ -103,12 +104,20 @@ YOLOCU_HD float lane_exps(float* row, int n, int lane, float m) {
 YOLOCU_HD void lane_normalize(float* row, int n, int lane, float sum) {
   for (int j = lane; j < n; j += kLanes) row[j] = fdiv(row[j], sum);
 }
-// out_d = sum_j p_j v_jd (fp32), values [N][hd].
+// out_d = sum_j p_j v_jd (fp32, j in order), values [N][hd], for the lane's dims d = d0 + lane +
+// 32 k (k < kDimsPerPass, d < hd) in one pass over the keys: acc[k].
+constexpr int kDimsPerPass = 4;  // 128 dims per pass of a warp
 template <class T>
-YOLOCU_HD float output(const float* p, const T* values, int hd, int n, int d) {
-  float acc = 0.f;
-  for (int j = 0; j < n; ++j) acc += p[j] * to_f(values[static_cast<size_t>(j) * hd + d]);
-  return acc;
+YOLOCU_HD void lane_outputs(const float* p, const T* values, int hd, int n, int d0, int lane, float (&acc)[kDimsPerPass]) {
+  for (int k = 0; k < kDimsPerPass; ++k) acc[k] = 0.f;
+  for (int j = 0; j < n; ++j) {
+    const float pj = p[j];
+    const T* vj = values + static_cast<size_t>(j) * hd;
+    for (int k = 0; k < kDimsPerPass; ++k) {
+      const int d = d0 + lane + k * kLanes;
+      if (d < hd) acc[k] += pj * to_f(vj[d]);
+    }
+  }
 }
 
 // Element offsets in the NHWC buffers (pixel = image * N + token).

@@ -66,7 +66,18 @@ int64_t attention_reference(const attn::Geometry& g, const float* qkv, int64_t b
             for (int l = 0; l < attn::kLanes; ++l) lane[l] = attn::lane_exps(row, n, l, m);
             const float sum = butterfly(lane, [](float a, float c) { return a + c; });
             for (int l = 0; l < attn::kLanes; ++l) attn::lane_normalize(row, n, l, sum);
-            for (int d = 0; d < hd; ++d, ++writes) x[attn::image_index(g, g.out_pitch, b, h, i, d)] = attn::output(row, values.data(), hd, n, d);
+            for (int d0 = 0; d0 < hd; d0 += attn::kLanes * attn::kDimsPerPass)
+              for (int l = 0; l < attn::kLanes; ++l) {
+                float acc[attn::kDimsPerPass];
+                attn::lane_outputs(row, values.data(), hd, n, d0, l, acc);
+                for (int k = 0; k < attn::kDimsPerPass; ++k) {
+                  const int d = d0 + l + k * attn::kLanes;
+                  if (d < hd) {
+                    x[attn::image_index(g, g.out_pitch, b, h, i, d)] = acc[k];
+                    ++writes;
+                  }
+                }
+              }
           }
         }
       }

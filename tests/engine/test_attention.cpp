@@ -28,12 +28,12 @@ namespace {
 
 std::vector<AttentionBlock> blocks(const engine::Plan& plan) { return engine::find_attention_blocks(plan); }
 
-// yolo11n's one C2PSA attention at an h x w input: 2 heads, key_dim 32, head_dim 64 on the
-// stride-32 map; ten nodes (Reshape, Split, Mul, Transpose, MatMul, Softmax, Transpose, MatMul,
-// Reshape, pe's Reshape).
-void expect_yolo11n_block(const AttentionBlock& a, int64_t batch, int64_t height, int64_t width) {
+// yolo11n's one C2PSA attention at an h x w input: 2 heads (yolo11s: 4), key_dim 32, head_dim 64
+// on the stride-32 map; ten nodes (Reshape, Split, Mul, Transpose, MatMul, Softmax, Transpose,
+// MatMul, Reshape, pe's Reshape).
+void expect_yolo11n_block(const AttentionBlock& a, int64_t batch, int64_t height, int64_t width, int64_t heads = 2) {
   EXPECT_EQ(a.batch, batch);
-  EXPECT_EQ(a.heads, 2);
+  EXPECT_EQ(a.heads, heads);
   EXPECT_EQ(a.key_dim, 32);
   EXPECT_EQ(a.head_dim, 64);
   EXPECT_EQ(a.height, (height - 1) / 32 + 1);
@@ -69,6 +69,13 @@ TEST(Attention, MatchesYolo11nExports) {
   expect_yolo11n_block(found[0], 1, 640, 640);
   YOLOCU_REQUIRE_V8(v8, "yolov8n.onnx");
   EXPECT_TRUE(blocks(engine::build_plan(load_onnx(v8), {{1, 3, 640, 640}})).empty()) << "YOLOv8 has no attention";
+}
+
+TEST(Attention, MatchesYolo11sExport) {
+  YOLOCU_REQUIRE_V8(path, "yolo11s.onnx");
+  const auto found = blocks(engine::build_plan(load_onnx(path), {{1, 3, 640, 640}}));
+  ASSERT_EQ(found.size(), 1u);
+  expect_yolo11n_block(found[0], 1, 640, 640, 4);
 }
 
 // Each alteration of one node or constant of the real export makes the block fall back.

@@ -62,7 +62,15 @@ __global__ void __launch_bounds__(at::kWarps * at::kLanes)
     const float sum = warp_sum(at::lane_exps(row, n, lane, m));
     at::lane_normalize(row, n, lane, sum);
     __syncwarp();
-    for (int d = lane; d < hd; d += at::kLanes) x[at::image_index(g, g.out_pitch, b, h, i, d)] = from_f<T>(at::output(row, values, hd, n, d));
+    for (int d0 = 0; d0 < hd; d0 += at::kLanes * at::kDimsPerPass) {
+      float acc[at::kDimsPerPass];
+      at::lane_outputs(row, values, hd, n, d0, lane, acc);
+#pragma unroll
+      for (int k = 0; k < at::kDimsPerPass; ++k) {
+        const int d = d0 + lane + k * at::kLanes;
+        if (d < hd) x[at::image_index(g, g.out_pitch, b, h, i, d)] = from_f<T>(acc[k]);
+      }
+    }
     __syncwarp();  // q and row are rewritten by the next query
   }
 }
