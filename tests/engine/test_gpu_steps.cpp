@@ -288,7 +288,7 @@ TEST(GpuSteps, FusedAttention) {
   // Unfused: qkv to plain, 3 Split gathers, Mul, 2 Transposes, 2 MatMuls, Softmax, x and pe's input
   // back to NHWC (13 kernels; 3 Reshapes are views). Fused: 1.
   EXPECT_EQ(launching(plain) - launching(fused), 12);
-  // fp32 keys and values of 400 tokens need ~169 KB: over 99 KB unfused, under sm_90's 227 KB fused.
+  // fp32 keys and values of 400 tokens need 165 KiB: over 99 KiB unfused, under sm_90's 227 KiB fused.
   o.act_elem_size = 4;
   EXPECT_TRUE(engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o).attention.empty());
   o.attention_smem = size_t{227} << 10;
