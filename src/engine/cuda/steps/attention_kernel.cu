@@ -29,8 +29,10 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Block (query block, head, image): stages the head's keys and values (and writes its queries'
-// tokens of Reshape(v)), then each warp runs its queries.
+// Block (query block of kQueries tokens, head, image), 8 warps. Staging: a warp per token, its
+// lanes over the token's k and v channels (coalesced; the block's own tokens of Reshape(v) are
+// written out on the way). Then a warp per query (every 8th of the block's): lanes over the keys
+// j = lane + 32 i for the scores and the softmax, over the dims d = lane + 32 k for the output.
 template <typename T>
 __global__ void __launch_bounds__(at::kWarps * at::kLanes)
     attention_kernel(const T* __restrict__ qkv, T* __restrict__ x, T* __restrict__ v_image, at::Geometry g) {
