@@ -329,7 +329,39 @@ def test_mixed_good_and_bad_requests_under_load(server, images, expected):
     assert not wrong, wrong[:5]
 
 
-def run_load(server, images, expected, clients, per_client, per_request, deadline_s):
+LOAD_MODEL, LOAD_IMGSZ = "yolov5_load", 160
+
+
+@pytest.fixture(scope="module")
+def load_model(server):
+    """The load tests' model: the same export at 160 through the repository API (the server's
+    model config with another name and imgsz), so that 16 x 200 requests of 8 images fit CI's two
+    cores; what the load tests check is the server (nothing lost, no errors, right answers)."""
+    c = httpclient.InferenceServerClient(f"127.0.0.1:{server.http}")
+    cfg = json.loads(http_get(f"http://127.0.0.1:{server.http}/v2/models/{NAME}/config")[1])
+    cfg["name"] = LOAD_MODEL
+    cfg.setdefault("parameters", {})["imgsz"] = {"string_value": str(LOAD_IMGSZ)}
+    c.load_model(LOAD_MODEL, config=json.dumps(cfg), files={"file:1/model.onnx": open(data_path("models", MODEL), "rb").read()})
+    assert c.is_model_ready(LOAD_MODEL)
+    yield LOAD_MODEL
+    c.unload_model(LOAD_MODEL)
+
+
+@pytest.fixture(scope="module")
+def load_images():
+    """Two coco128 images (640 x 480 and smaller: quick to decode on two cores)."""
+    folder = data_path("coco128", "images", "train2017")
+    names = ["000000000009.jpg", "000000000025.jpg"]
+    return [open(os.path.join(folder, n), "rb").read() for n in names]
+
+
+@pytest.fixture(scope="module")
+def load_expected(load_images):
+    det = yolocu.Detector(data_path("models", MODEL), device="cpu", precision="fp32", imgsz=LOAD_IMGSZ, max_det=300, batch=8)
+    return [det(b) for b in load_images]
+
+
+def run_load(server, images, expected, clients, per_client, per_request, deadline_s, model=NAME, imgsz=IMGSZ):
     latencies = [[] for _ in range(clients)]
     errors, mismatches = [], []
     deadline = time.time() + deadline_s
@@ -343,7 +375,7 @@ def run_load(server, images, expected, clients, per_client, per_request, deadlin
             e = (k + j) % 2
             t0 = time.perf_counter()
             try:
-                r = c.infer(NAME, [bytes_input(grpcclient, [images[e]] * per_request)], client_timeout=120)
+                r = c.infer(model, [bytes_input(grpcclient, [images[e]] * per_request)], client_timeout=120)
             except Exception as ex:  # noqa: BLE001
                 errors.append(f"client {k} request {j}: {ex}")
                 continue
@@ -363,7 +395,7 @@ def run_load(server, images, expected, clients, per_client, per_request, deadlin
     wall = time.perf_counter() - t0
     done = sum(len(x) for x in latencies)
     lat = np.sort(np.concatenate([np.array(x) for x in latencies])) * 1e3 if done else np.zeros(1)
-    print(f"\n[load] {clients} clients x {per_client} requests of {per_request} image(s) (gRPC, yolov5n {IMGSZ}, CPU, "
+    print(f"\n[load] {clients} clients x {per_client} requests of {per_request} image(s) (gRPC, yolov5n {imgsz}, CPU, "
           f"{os.cpu_count()} cores): {done} responses, {len(errors)} errors, {len(mismatches)} wrong, in {wall:.1f} s: "
           f"{done * per_request / wall:.1f} img/s, latency p50 {np.percentile(lat, 50):.1f} ms, "
           f"p99 {np.percentile(lat, 99):.1f} ms")
@@ -373,12 +405,14 @@ def run_load(server, images, expected, clients, per_client, per_request, deadlin
     assert done == clients * per_client
 
 
-def test_load_16_clients_x_200_requests_of_1_image(server, images, expected):
-    run_load(server, images, expected, clients=16, per_client=200, per_request=1, deadline_s=600)
+def test_load_16_clients_x_200_requests_of_1_image(server, load_model, load_images, load_expected):
+    run_load(server, load_images, load_expected, clients=16, per_client=200, per_request=1, deadline_s=900,
+             model=load_model, imgsz=LOAD_IMGSZ)
 
 
-def test_load_16_clients_x_200_requests_of_8_images(server, images, expected):
-    run_load(server, images, expected, clients=16, per_client=200, per_request=8, deadline_s=1200)
+def test_load_16_clients_x_200_requests_of_8_images(server, load_model, load_images, load_expected):
+    run_load(server, load_images, load_expected, clients=16, per_client=200, per_request=8, deadline_s=1200,
+             model=load_model, imgsz=LOAD_IMGSZ)
 
 
 def test_custom_metrics_count_images(server):
