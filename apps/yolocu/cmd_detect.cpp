@@ -138,13 +138,14 @@ struct ImageOutputs {
   std::string out_dir, dump_dir;
   const std::vector<std::string>* names = nullptr;
 
-  void write(const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) const {
+  // `stem`: the output file names' stem, unique in the run (unique_stems).
+  void write(const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot,
+             const std::string& stem) const {
     if (!r.error.empty()) {
       std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
       return;
     }
     if (verbose) std::printf("%s\n", summary_line(r, *names).c_str());
-    const std::string stem = file_stem(r.path);
     if (save_txt && !r.detections.empty())
       write_text((fs::path(out_dir) / "labels" / (stem + ".txt")).string(), yolo_txt(r, save_conf));
     if (save_img) {
@@ -200,6 +201,9 @@ int detect_images(const Args& args, const std::string& model) {
   // every path the command line names is checked before the model is loaded
   check_model_file(model);
   const std::vector<Source> items = expand_inputs(args.positional());
+  std::vector<std::string> stems;
+  for (const Source& s : items) stems.push_back(file_stem(s.name));
+  stems = unique_stems(stems);  // a/x.jpg and b/x.jpg: x.jpg and x_1.jpg
   if (!json_path.empty()) check_output_file("--json", json_path);
   if (out.save_txt || out.save_img) prepare_output_dir("--output-dir", out.out_dir);
   if (out.save_txt) prepare_output_dir("--output-dir", (fs::path(out.out_dir) / "labels").string());
@@ -215,7 +219,7 @@ int detect_images(const Args& args, const std::string& model) {
   po.encoded = gpu_decode;
   Progress progress(items.size(), quiet);
   auto on_image = [&](size_t i, const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) {
-    out.write(r, image, trace, slot);
+    out.write(r, image, trace, slot, stems.at(i));
     progress.update(i + 1);
   };
   PipelineSummary sum;

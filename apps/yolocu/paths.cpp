@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <system_error>
 
 #include "yolocu/error.hpp"
@@ -45,6 +46,23 @@ std::vector<Source> expand_inputs(const std::vector<std::string>& specs) {
 }
 
 std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+std::vector<std::string> unique_stems(const std::vector<std::string>& stems) {
+  const std::set<std::string> as_given(stems.begin(), stems.end());
+  std::set<std::string> used;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < stems.size(); ++i) {
+    std::string s = stems[i];
+    if (used.count(s)) {  // a later input of the same name: "<stem>_<index>", clear of every other name
+      const std::string base = s + "_" + std::to_string(i);
+      s = base;
+      for (int k = 2; used.count(s) || as_given.count(s); ++k) s = base + "_" + std::to_string(k);
+    }
+    used.insert(s);
+    out.push_back(s);
+  }
+  return out;
+}
 
 void check_model_file(const std::string& path) { check_input_file("--model", path, "an ONNX file", ".onnx"); }
 
