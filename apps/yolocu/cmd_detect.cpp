@@ -43,7 +43,9 @@ void print_help() {
       "  --batch N          images per forward pass (1)\n"
       "  --threads N        CPU engine threads (0 = all cores)\n"
       "  --max-memory SIZE  CPU engine memory budget, e.g. 4G (default: the machine's RAM); a model\n"
-      "                     whose tensors need more is refused before allocating\n"
+      "                     whose tensors need more is refused before allocating (parsing included)\n"
+      "  --max-pixels N     largest image (and video frame) decoded, width x height (50M); a larger one\n"
+      "                     is refused by name before its pixels are allocated (e.g. 100M, 1000000)\n"
       "  --workers N        image decoding threads (2); with --decode gpu: file reading threads\n"
       "  --decode D         where JPEGs are decoded: cpu (default: libjpeg-turbo, identical to OpenCV, so\n"
       "                     the same detections as ultralytics) or gpu (nvJPEG on the CUDA device, batched\n"
@@ -84,7 +86,11 @@ void print_help() {
       "  --progress S       progress line every S seconds, 0 = none (2)\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
       "  --quiet            no progress or summary on stderr\n"
-      "Exit status: 0 all images / sources processed, 1 some image, source or the model failed, 2 bad usage.\n");
+      "Output files are written whole or not at all (a temporary file beside each, renamed over it): a\n"
+      "failed write names the file and the reason and exits 1, leaving the previous file in place.\n"
+      "Inputs of the same name (a/x.jpg, b/x.jpg) write x.* and x_<index>.*.\n"
+      "Exit status: 0 all images / sources processed, 1 some image, source, output or the model failed,\n"
+      "2 bad usage.\n");
 }
 
 // YOLO txt lines as detect.py --save-txt writes them: boxes rounded to whole pixels

@@ -54,7 +54,8 @@ int cmd_infer(int argc, char** argv) {
         "usage: yolocu infer --model M.onnx --input X.npy [--input ...] --output-dir D\n"
         "                    [--threads N] [--repeat R] [--max-memory SIZE]\n"
         "Runs the model on .npy tensors (one per model input, in model order; 'name=x.npy' and\n"
-        "'file.npz:key' also work) and writes every model output as D/<output name>.npy.\n");
+        "'file.npz:key' also work) and writes every model output as D/<output name>.npy (whole or not at\n"
+        "all). --max-memory SIZE: the memory budget of parsing, planning and running the model.\n");
     return 0;
   }
   const std::string device = args.get("device", "cpu");
