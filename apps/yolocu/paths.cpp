@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
 
 namespace yolocu::cli {
@@ -109,12 +110,13 @@ void check_output_file(const std::string& option, const std::string& path) {
     fs::create_directories(parent, ec);
     if (ec) throw UsageError(option + " " + path + ": cannot create its folder " + parent.string() + ": " + ec.message());
   }
-  const bool existed = fs::exists(path, ec);
-  {
-    std::ofstream f(path, std::ios::binary | std::ios::app);  // app: an existing file is left as it is
-    if (!f) throw UsageError(option + " " + path + ": cannot write it: " + std::strerror(errno));
+  // The file is written later as an AtomicFile (a new file beside it, renamed over it): whether one
+  // can be created there is the question; the file itself (or a link planted there) is not opened.
+  try {
+    AtomicFile probe(path);
+  } catch (const Error& e) {
+    throw UsageError(option + " " + e.what());  // "--json out/r.json: cannot create a file in its folder: ..."
   }
-  if (!existed) fs::remove(path, ec);
 }
 
 }  // namespace yolocu::cli

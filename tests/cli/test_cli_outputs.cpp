@@ -117,6 +117,12 @@ TEST(CliOutputs, JsonFullDiskSymlinkAndStdout) {
   expect_full_disk_refused(args, json, 512);  // the JSON of both images is over 1 KB
   expect_link_replaced(args, json);
   EXPECT_NE(slurp(json).find("\"images\""), std::string::npos);
+  // a link to a file that does not exist: the checks before the run do not create it either
+  fs::remove(json);
+  fs::create_symlink(dir + "/ghost.txt", json);
+  EXPECT_EQ(run_with_file_limit(args, 0).rc, 0);
+  EXPECT_FALSE(fs::exists(dir + "/ghost.txt"));
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(json)));
   // stdout to a file under the limit: the write error is named too
   const Outcome r = run_with_file_limit(detect(d) + quote(d.bus) + " --json - > " + quote(dir + "/stdout.json"), 256);
   EXPECT_EQ(r.rc, 1) << r.out;
