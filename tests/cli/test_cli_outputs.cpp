@@ -190,6 +190,25 @@ TEST(CliOutputs, JsonlAndVideoFullDiskAndSymlinks) {
   EXPECT_EQ(slurp(out + "/seq.mp4").substr(4, 4), "ftyp");
 }
 
+// yolocu track --detections (no model needed): its --jsonl and its MOT files (--save-txt).
+TEST(CliOutputs, TrackJsonlAndMotFullDiskAndSymlinks) {
+  const std::string dir = scratch_dir("cli_outputs/track");
+  fs::remove_all(dir);
+  std::string in;
+  for (int f = 0; f < 20; ++f)
+    in += "{\"source\": \"cam.mp4\", \"frame\": " + std::to_string(f) + ", \"detections\": [{\"box\": [" +
+          std::to_string(10 + f) + ", 20, 60, 90], \"confidence\": 0.9, \"class_id\": 0}]}\n";
+  put(dir + "/in.jsonl", in);
+  const std::string out = dir + "/runs";
+  const std::string base = "track --detections " + quote(dir + "/in.jsonl") + " --output-dir " + quote(out);
+  expect_full_disk_refused(base + " --jsonl " + quote(out + "/t.jsonl"), out + "/t.jsonl", 1024);
+  expect_full_disk_refused(base + " --save-txt", out + "/cam.txt", 256);  // 20 lines of ~45 bytes
+  expect_link_replaced(base + " --jsonl " + quote(out + "/t.jsonl"), out + "/t.jsonl");
+  expect_link_replaced(base + " --save-txt", out + "/cam.txt");
+  const std::string mot = slurp(out + "/cam.txt");
+  EXPECT_EQ(std::count(mot.begin(), mot.end(), '\n'), 20) << mot;
+}
+
 TEST(CliOutputs, InferNpyFullDiskAndSymlink) {
   fuzz::Builder b(13);
   b.input("x", {1, 8, 32, 32});
