@@ -29,10 +29,13 @@
 #include <zlib.h>
 
 #include "core/file_util.hpp"
+#include "yolocu/error.hpp"
 #include "yolocu/image.hpp"
 #include "onnx_builder.hpp"
 #include "yolocu/onnx.pb.h"
 #include "yolocu/tensor.hpp"
+#include "yolocu/video.hpp"
+#include "yolocu/video_writer.hpp"
 
 namespace fs = std::filesystem;
 namespace pb = ::yolocu_onnx;
@@ -539,6 +542,39 @@ void label_seeds(const std::string& data_dir) {
 
 }  // namespace
 
+// ---- video ------------------------------------------------------------------------------------
+
+// Three 32x24 frames of a moving gradient through this FFmpeg's encoders into the containers a file
+// source accepts: a few hundred bytes to a few KB each.
+void video_seeds() {
+  if (!yolocu::video_input_supported()) return;
+  const std::string tmp = out_dir + "/video.tmp";
+  struct Seed {
+    const char* name;
+    const char* encoder;  // "" the VideoWriter's default (libx264, else MPEG-4)
+  };
+  for (const Seed& s : {Seed{"default.mkv", ""}, Seed{"default.mp4", ""}, Seed{"mpeg4.avi", "mpeg4"},
+                        Seed{"default.ts", ""}, Seed{"default.mov", ""}, Seed{"mpeg4.mkv", "mpeg4"}}) {
+    try {
+      yolocu::VideoWriterOptions o;
+      o.encoder = s.encoder;
+      const std::string path = tmp + "." + fs::path(s.name).extension().string().substr(1);
+      auto w = yolocu::VideoWriter::open(path, 32, 24, 10, o);
+      yolocu::Image frame(32, 24);
+      for (int f = 0; f < 3; ++f) {
+        for (int y = 0; y < 24; ++y)
+          for (int x = 0; x < 96; ++x) frame.row(y)[x] = static_cast<uint8_t>((x * 5 + y * 9 + f * 40) & 0xff);
+        w->write(frame.view());
+      }
+      w->close();
+      write("video", s.name, yolocu::detail::read_file(path));
+      fs::remove(path);
+    } catch (const yolocu::Error& e) {
+      std::fprintf(stderr, "make_corpus: video seed %s skipped: %s\n", s.name, e.what());
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: make_corpus OUT_DIR [DATA_DIR]\n");
@@ -555,6 +591,7 @@ int main(int argc, char** argv) {
   image_seeds(data_dir);
   npy_seeds();
   label_seeds(data_dir);
+  video_seeds();
   std::printf("make_corpus: %d files written to %s\n", written, out_dir.c_str());
   return 0;
 }

@@ -210,6 +210,9 @@ Target target(const std::string& name) {
   if (name == "image") return image;
   if (name == "npy") return npy;
   if (name == "labels") return labels;
+  if (name == "video") return video;
+  if (name == "source_list") return source_list;
+  if (name == "triton_request") return triton_request;
   return nullptr;
 }
 

@@ -36,7 +36,24 @@ void labels(const uint8_t* data, size_t size);
 // a file the next load refuses), and a second device's save beside it.
 void tactic_cache(const uint8_t* data, size_t size);
 
-// The harness named `name` ("onnx", "image", "npy", "labels", "tactic_cache"), nullptr for another name.
+// Video bytes (held in a memfd, opened by FFmpeg's file protocol as a file source is): the file
+// source's format whitelist, demux, decode and BGR conversion of up to 8 frames under small
+// DecodeLimits (targets_io.cpp). A delivered frame must be within the limits.
+void video(const uint8_t* data, size_t size);
+
+// A source list file (--source list.txt): read_source_list, then per line classify_source,
+// redact_source (redacting twice must change nothing), url_host, input_policy and url_allowed (a
+// network source's policy must refuse another host).
+void source_list(const uint8_t* data, size_t size);
+
+// The Triton backend's request handling, without a server: byte 0 bit 0 set: the rest is the model
+// configuration JSON (parse_backend_config, detector_options); clear: byte 1 is the element count
+// of an IMAGE tensor, the rest its bytes (split_bytes_tensor, each image decoded under small
+// limits, client_message of every error).
+void triton_request(const uint8_t* data, size_t size);
+
+// The harness named `name` ("onnx", "image", "npy", "labels", "tactic_cache", "video",
+// "source_list", "triton_request"), nullptr for another name.
 using Target = void (*)(const uint8_t*, size_t);
 Target target(const std::string& name);
 

@@ -5,7 +5,8 @@
 # a crash leaves its input in build-fuzz/artifacts/<harness>/ and fails the run. Prints per harness:
 # executions, exec/s, edges covered (libFuzzer's cov:), new corpus size, crashes.
 #
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]   harnesses: onnx image npy labels tactic_cache (default: all)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]   harnesses: onnx image npy labels tactic_cache video source_list
+#                                            triton_request (default: all)
 #   scripts/fuzz.sh --seeds                  regenerate fuzz/corpus/ from the sample data (make_corpus)
 #   scripts/fuzz.sh --replay FILE...         run inputs through every harness they belong to
 #                                            (fuzz_<harness> FILE, no fuzzing) to reproduce a crash
@@ -22,7 +23,7 @@ data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 jobs=${JOBS:-$(nproc)}
 build=${FUZZ_BUILD:-build-fuzz}
 work=${FUZZ_WORK:-$build}
-harnesses_all=(onnx image npy labels tactic_cache)
+harnesses_all=(onnx image npy labels tactic_cache video source_list triton_request)
 
 command -v clang++ >/dev/null || { echo "scripts/fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 1; }
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
@@ -37,7 +38,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export OMP_NUM_THREADS=1
 
 if [ "${1:-}" = "--seeds" ]; then
-  rm -rf fuzz/corpus/onnx fuzz/corpus/image fuzz/corpus/npy fuzz/corpus/labels  # tactic_cache: hand-written, kept
+  # tactic_cache, source_list, triton_request: hand-written, kept
+  rm -rf fuzz/corpus/onnx fuzz/corpus/image fuzz/corpus/npy fuzz/corpus/labels fuzz/corpus/video
   "$build/fuzz/yolocu_make_corpus" fuzz/corpus "$data"
   rm -f fuzz/corpus/onnx/*_shrunk.onnx  # derived from the sample models: made per run (below), not committed
   du -sh fuzz/corpus

@@ -187,8 +187,8 @@ void print_help() {
 }
 
 // --image, or a synthetic 810x1080 image.
-Image bench_image(const Args& args) {
-  if (args.has("image")) return decode_image_file(args.get("image"));
+Image bench_image(const Args& args, const DecodeLimits& limits) {
+  if (args.has("image")) return decode_image_file(args.get("image"), limits);
   Image image(810, 1080);
   for (int y = 0; y < image.height(); ++y)
     for (int x = 0; x < image.width() * 3; ++x) image.row(y)[x] = static_cast<uint8_t>((x * 7 + y * 13) & 0xff);
@@ -330,7 +330,7 @@ int bench_images(const Args& args, const DetectorOptions& base, const std::vecto
   if (args.flag("stage-times")) throw UsageError("--stage-times needs --from-jpeg DIR (the image benchmark always times the GPU stages)");
   if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");
   if (args.has("json")) check_output_file("--json", args.get("json"));
-  const Image image = bench_image(args);
+  const Image image = bench_image(args, base.decode_limits);
   std::string json = "{\"model\": " + json_string(model) + ", \"image\": [" + std::to_string(image.width()) + ", " +
                      std::to_string(image.height()) + "], \"results\": [";
   std::string timeline;  // --timeline: Chrome trace events of every batch size

@@ -43,7 +43,9 @@ void print_help() {
       "  --batch N          images per forward pass (1)\n"
       "  --threads N        CPU engine threads (0 = all cores)\n"
       "  --max-memory SIZE  CPU engine memory budget, e.g. 4G (default: the machine's RAM); a model\n"
-      "                     whose tensors need more is refused before allocating\n"
+      "                     whose tensors need more is refused before allocating (parsing included)\n"
+      "  --max-pixels N     largest image (and video frame) decoded, width x height (50M); a larger one\n"
+      "                     is refused by name before its pixels are allocated (e.g. 100M, 1000000)\n"
       "  --workers N        image decoding threads (2); with --decode gpu: file reading threads\n"
       "  --decode D         where JPEGs are decoded: cpu (default: libjpeg-turbo, identical to OpenCV, so\n"
       "                     the same detections as ultralytics) or gpu (nvJPEG on the CUDA device, batched\n"
@@ -84,7 +86,11 @@ void print_help() {
       "  --progress S       progress line every S seconds, 0 = none (2)\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
       "  --quiet            no progress or summary on stderr\n"
-      "Exit status: 0 all images / sources processed, 1 some image, source or the model failed, 2 bad usage.\n");
+      "Output files are written whole or not at all (a temporary file beside each, renamed over it): a\n"
+      "failed write names the file and the reason and exits 1, leaving the previous file in place.\n"
+      "Inputs of the same name (a/x.jpg, b/x.jpg) write x.* and x_<index>.*.\n"
+      "Exit status: 0 all images / sources processed, 1 some image, source, output or the model failed,\n"
+      "2 bad usage.\n");
 }
 
 // YOLO txt lines as detect.py --save-txt writes them: boxes rounded to whole pixels
@@ -138,13 +144,14 @@ struct ImageOutputs {
   std::string out_dir, dump_dir;
   const std::vector<std::string>* names = nullptr;
 
-  void write(const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) const {
+  // `stem`: the output file names' stem, unique in the run (unique_stems).
+  void write(const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot,
+             const std::string& stem) const {
     if (!r.error.empty()) {
       std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
       return;
     }
     if (verbose) std::printf("%s\n", summary_line(r, *names).c_str());
-    const std::string stem = file_stem(r.path);
     if (save_txt && !r.detections.empty())
       write_text((fs::path(out_dir) / "labels" / (stem + ".txt")).string(), yolo_txt(r, save_conf));
     if (save_img) {
@@ -200,6 +207,9 @@ int detect_images(const Args& args, const std::string& model) {
   // every path the command line names is checked before the model is loaded
   check_model_file(model);
   const std::vector<Source> items = expand_inputs(args.positional());
+  std::vector<std::string> stems;
+  for (const Source& s : items) stems.push_back(file_stem(s.name));
+  stems = unique_stems(stems);  // a/x.jpg and b/x.jpg: x.jpg and x_1.jpg
   if (!json_path.empty()) check_output_file("--json", json_path);
   if (out.save_txt || out.save_img) prepare_output_dir("--output-dir", out.out_dir);
   if (out.save_txt) prepare_output_dir("--output-dir", (fs::path(out.out_dir) / "labels").string());
@@ -215,7 +225,7 @@ int detect_images(const Args& args, const std::string& model) {
   po.encoded = gpu_decode;
   Progress progress(items.size(), quiet);
   auto on_image = [&](size_t i, const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) {
-    out.write(r, image, trace, slot);
+    out.write(r, image, trace, slot, stems.at(i));
     progress.update(i + 1);
   };
   PipelineSummary sum;

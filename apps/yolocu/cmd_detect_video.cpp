@@ -24,6 +24,7 @@
 #include "paths.hpp"
 #include "video_stage.hpp"
 #include "yolocu/annotate.hpp"
+#include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/video.hpp"
 #include "yolocu/video_streams.hpp"
@@ -70,29 +71,27 @@ std::string frame_jsonl(const std::string& source, const VideoFrame& f, const De
   return s + "]" + extra.line_members + "}\n";
 }
 
+// --jsonl: every line written and checked as it comes (the first failure stops the run with exit
+// 1). A file is an AtomicFile: it replaces the previous one only when the run ends (finish()); "-"
+// streams to stdout.
 class JsonlOut {
  public:
-  explicit JsonlOut(const std::string& path) : path_(path) {
-    if (path.empty()) return;
-    f_ = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
-    if (!f_) throw Error(ErrorCode::kIo, path + ": cannot open for writing");
-  }
-  ~JsonlOut() {
-    if (f_ && f_ != stdout) std::fclose(f_);
+  explicit JsonlOut(const std::string& path) {
+    if (!path.empty() && path != "-") file_ = std::make_unique<AtomicFile>(path);
+    to_stdout_ = path == "-";
   }
   void write(const std::string& line) {
-    if (f_ && std::fwrite(line.data(), 1, line.size(), f_) != line.size())
-      throw Error(ErrorCode::kIo, path_ + ": write failed");
+    if (file_) file_->write(line);
+    else if (to_stdout_) write_stdout(line);
   }
-  void flush() {
-    if (f_) std::fflush(f_);
+  void finish() {
+    if (file_) file_->commit();
   }
 
  private:
-  std::string path_;
-  FILE* f_ = nullptr;
+  std::unique_ptr<AtomicFile> file_;
+  bool to_stdout_ = false;
 };
-
 
 // The video options of the command line.
 struct VideoRunOptions {
@@ -126,17 +125,20 @@ VideoRunOptions video_options(const Args& args, const std::string& out_dir) {
   return r;
 }
 
+// The sources as yolocu shows them: credentials and secret query values removed (redact_source).
+std::vector<std::string> redacted(const std::vector<std::string>& sources) {
+  std::vector<std::string> r;
+  for (const std::string& x : sources) r.push_back(redact_source(x));
+  return r;
+}
+
 }  // namespace
 
+// A file-name stem per source, made unique (unique_stems).
 std::vector<std::string> source_stems(const std::vector<std::string>& sources) {
   std::vector<std::string> stems;
-  std::map<std::string, int> seen;
-  for (const std::string& s : sources) {
-    std::string stem = source_stem(s);
-    if (seen[stem]++) stem += "_" + std::to_string(stems.size());
-    stems.push_back(stem);
-  }
-  return stems;
+  for (const std::string& s : sources) stems.push_back(source_stem(s));
+  return unique_stems(stems);
 }
 
 namespace {
@@ -209,7 +211,7 @@ std::vector<Detections> detect_frames(Detector& detector, const std::vector<Vide
 class VideoRun {
  public:
   VideoRun(Detector& detector, const std::vector<std::string>& sources, const VideoRunOptions& o, FrameStage* stage)
-      : det_(detector), sources_(sources), stems_(source_stems(sources)), o_(o), names_(detector.class_names()),
+      : det_(detector), sources_(redacted(sources)), stems_(source_stems(sources_)), o_(o), names_(detector.class_names()),
         jsonl_(o.jsonl_path), tty_(isatty(fileno(stderr)) != 0), stage_(stage), cmd_(stage ? stage->command() : "detect") {
     if (stage_) stage_->begin(names_, stems_);
   }
@@ -221,7 +223,6 @@ class VideoRun {
     while (streams.next_batch(batch, batch_size)) {
       std::vector<Detections> results = detect_frames(det_, batch);
       for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
-      jsonl_.flush();
       print_messages(streams);
       print_progress(streams);
     }
@@ -240,6 +241,12 @@ class VideoRun {
       }
     }
     if (stage_) stage_->finish();
+    try {
+      jsonl_.finish();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "yolocu %s: --jsonl: %s\n", cmd_, e.what());
+      status_ = 1;
+    }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     int64_t dropped = 0;
     for (const StreamStatus& st : streams.status()) {
@@ -329,7 +336,7 @@ class VideoRun {
   }
 
   Detector& det_;
-  const std::vector<std::string>& sources_;
+  const std::vector<std::string> sources_;  // as shown, written and named: credentials removed
   const std::vector<std::string> stems_;
   const VideoRunOptions& o_;
   const std::vector<std::string>& names_;
@@ -376,6 +383,7 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
     vo.streams.source.backend = DecodeBackend::kCpu;
   }
   vo.streams.source.cuda_device = detector->options().cuda_device;
+  vo.streams.source.limits = detector_opts.decode_limits;  // --max-pixels: frames as images
   const size_t batch_size =
       args.has("batch") ? static_cast<size_t>(detector_opts.max_batch) : std::min<size_t>(sources.size(), 16);
   warm_up_batch_sizes(*detector, batch_size, vo.quiet);

@@ -54,7 +54,8 @@ int cmd_infer(int argc, char** argv) {
         "usage: yolocu infer --model M.onnx --input X.npy [--input ...] --output-dir D\n"
         "                    [--threads N] [--repeat R] [--max-memory SIZE]\n"
         "Runs the model on .npy tensors (one per model input, in model order; 'name=x.npy' and\n"
-        "'file.npz:key' also work) and writes every model output as D/<output name>.npy.\n");
+        "'file.npz:key' also work) and writes every model output as D/<output name>.npy (whole or not at\n"
+        "all). --max-memory SIZE: the memory budget of parsing, planning and running the model.\n");
     return 0;
   }
   const std::string device = args.get("device", "cpu");
@@ -64,12 +65,14 @@ int cmd_infer(int argc, char** argv) {
   if (args.all("input").empty()) throw UsageError("infer: at least one --input is required");
   const std::string out_dir = args.require("output-dir");
   prepare_output_dir("--output-dir", out_dir);
-  auto model = std::make_shared<Model>(load_onnx(model_path));
-  std::vector<Tensor> inputs;
-  for (const auto& spec : args.all("input")) inputs.push_back(load_input(spec));
   CpuEngineOptions opts;
   opts.num_threads = static_cast<int>(args.get_int("threads", 0));
   opts.max_memory = args.get_bytes("max-memory");
+  LoadOptions lo;
+  lo.max_memory = opts.max_memory;  // parsing is under the budget too, not only planning and running
+  auto model = std::make_shared<Model>(load_onnx(model_path, lo));
+  std::vector<Tensor> inputs;
+  for (const auto& spec : args.all("input")) inputs.push_back(load_input(spec));
   CpuEngine engine(model, opts);
   const long repeat = std::max(1L, args.get_int("repeat", 1));
   std::vector<Tensor> outputs;

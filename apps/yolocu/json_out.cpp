@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <system_error>
 
+#include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
 
 namespace yolocu::cli {
@@ -74,18 +76,18 @@ std::string detections_json(const Detections& dets, const std::vector<std::strin
 
 void write_text(const std::string& path, const std::string& text) {
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    write_stdout(text);
     return;
   }
   const fs::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, path + ": cannot open for writing");
-  f << text;
-  f.close();
-  if (!f) throw Error(ErrorCode::kIo, path + ": write failed");
+  write_file_atomic(path, text);
+}
+
+void write_stdout(const std::string& text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+    throw Error(ErrorCode::kIo, std::string("standard output: cannot write: ") + std::strerror(errno));
 }
 
 }  // namespace yolocu::cli

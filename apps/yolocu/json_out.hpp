@@ -19,7 +19,10 @@ std::string detections_json(const Detections& dets, const std::vector<std::strin
 // when error_of(i) is not empty), "detections"} object per result.
 std::string images_json(const std::vector<ImageResult>& results, const std::vector<std::string>& names,
                         const std::function<std::string(size_t)>& error_of);
-// Writes `text` to `path`, or to stdout when path is "-"; kIo on failure.
+// Writes `text` to `path` (write_file_atomic: complete or not at all; the previous file stays on a
+// failure), or to stdout when path is "-"; kIo naming the path and the system's reason.
 void write_text(const std::string& path, const std::string& text);
+// fwrite + fflush to stdout, both checked; kIo with the system's reason (a closed pipe, a full disk).
+void write_stdout(const std::string& text);
 
 }  // namespace yolocu::cli

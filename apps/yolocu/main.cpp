@@ -1,6 +1,7 @@
 // yolocu: command-line front end. Every sub-command prints its own --help.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +49,9 @@ void prefer_passive_openmp_for_video(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   prefer_passive_openmp_for_video(argc, argv);
+  // Over a file-size limit (ulimit -f) a write then fails with EFBIG, which the output is refused
+  // with by name, instead of the signal killing the process mid-file.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

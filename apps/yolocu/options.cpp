@@ -1,7 +1,10 @@
 #include "options.hpp"
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+
+#include "yolocu/error.hpp"
 
 namespace yolocu::cli {
 namespace {
@@ -108,12 +111,38 @@ void read_decode_and_graphs(const Args& args, DetectorOptions& o) {
   }
 }
 
+// --max-pixels N: DecodeLimits::max_pixels (a whole number, or with K / M for thousands /
+// millions: 50M); the sides stay at their limit (16384).
+void read_decode_limits(const Args& args, DetectorOptions& o) {
+  if (!args.has("max-pixels")) return;
+  const std::string v = args.get("max-pixels");
+  const auto bad = [&] {
+    return UsageError("--max-pixels: '" + v + "' is not a pixel count (a whole number > 0, optionally with K or M, e.g. 100M)");
+  };
+  size_t i = 0;
+  int64_t n = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) {
+    if (n > (INT64_MAX - 9) / 10) throw bad();
+    n = n * 10 + (v[i] - '0');
+  }
+  int64_t scale = 1;
+  if (i > 0 && i + 1 == v.size() && (v[i] | 0x20) == 'k') scale = 1000, ++i;
+  else if (i > 0 && i + 1 == v.size() && (v[i] | 0x20) == 'm') scale = 1000000, ++i;
+  if (i == 0 || i != v.size() || n <= 0 || n > INT64_MAX / scale) throw bad();
+  o.decode_limits.max_pixels = n * scale;
+  try {
+    validate_decode_limits(o.decode_limits, "--max-pixels");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
           "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
-          "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments"};
+          "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments", "max-pixels"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs", "engine-graphs"};
@@ -127,6 +156,7 @@ DetectorOptions detector_options(const Args& args, const PostprocessOptions& def
   read_device(args, o);
   read_engine(args, o);
   read_decode_and_graphs(args, o);
+  read_decode_limits(args, o);
   return o;
 }
 

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <system_error>
 
+#include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
 
 namespace yolocu::cli {
@@ -45,6 +47,23 @@ std::vector<Source> expand_inputs(const std::vector<std::string>& specs) {
 }
 
 std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+std::vector<std::string> unique_stems(const std::vector<std::string>& stems) {
+  const std::set<std::string> as_given(stems.begin(), stems.end());
+  std::set<std::string> used;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < stems.size(); ++i) {
+    std::string s = stems[i];
+    if (used.count(s)) {  // a later input of the same name: "<stem>_<index>", clear of every other name
+      const std::string base = s + "_" + std::to_string(i);
+      s = base;
+      for (int k = 2; used.count(s) || as_given.count(s); ++k) s = base + "_" + std::to_string(k);
+    }
+    used.insert(s);
+    out.push_back(s);
+  }
+  return out;
+}
 
 void check_model_file(const std::string& path) { check_input_file("--model", path, "an ONNX file", ".onnx"); }
 
@@ -91,12 +110,13 @@ void check_output_file(const std::string& option, const std::string& path) {
     fs::create_directories(parent, ec);
     if (ec) throw UsageError(option + " " + path + ": cannot create its folder " + parent.string() + ": " + ec.message());
   }
-  const bool existed = fs::exists(path, ec);
-  {
-    std::ofstream f(path, std::ios::binary | std::ios::app);  // app: an existing file is left as it is
-    if (!f) throw UsageError(option + " " + path + ": cannot write it: " + std::strerror(errno));
+  // The file is written later as an AtomicFile (a new file beside it, renamed over it): whether one
+  // can be created there is the question; the file itself (or a link planted there) is not opened.
+  try {
+    AtomicFile probe(path);
+  } catch (const Error& e) {
+    throw UsageError(option + " " + e.what());  // "--json out/r.json: cannot create a file in its folder: ..."
   }
-  if (!existed) fs::remove(path, ec);
 }
 
 }  // namespace yolocu::cli

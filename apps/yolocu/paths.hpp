@@ -26,5 +26,8 @@ void check_output_file(const std::string& option, const std::string& path);
 
 // The file name without folder and extension.
 std::string file_stem(const std::string& path);
+// Output names for inputs of these stems, one each: the first input of a name keeps it, a later one
+// (a/x.jpg, then b/x.jpg) gets "<stem>_<its index>" (with "_2", "_3" ... should that be taken too).
+std::vector<std::string> unique_stems(const std::vector<std::string>& stems);
 
 }  // namespace yolocu::cli

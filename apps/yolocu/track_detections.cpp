@@ -4,12 +4,14 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "track_commands.hpp"
+#include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
 
 namespace yolocu::cli {
@@ -62,13 +64,13 @@ int track_detections(const std::string& path, TrackStage& stage, const std::stri
                      std::vector<std::string>& names, bool quiet) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, path + ": cannot open (--detections)");
-  std::FILE* out = jsonl_path == "-" ? stdout : std::fopen(jsonl_path.c_str(), "wb");
-  if (!out) throw Error(ErrorCode::kIo, jsonl_path + ": cannot open for writing (--jsonl)");
+  // --jsonl: a file is an AtomicFile (renamed over the target at the end), "-" streams to stdout
+  std::unique_ptr<AtomicFile> out = jsonl_path == "-" ? nullptr : std::make_unique<AtomicFile>(jsonl_path);
   std::map<int64_t, int64_t> next_frame;  // per stream
   std::set<std::string> stems;
   std::string text;
   int64_t line_no = 0, frames = 0, objects = 0;
-  try {
+  {  // an unfinished --jsonl file is removed on an error (AtomicFile), a previous good one stays
     while (std::getline(in, text)) {
       ++line_no;
       if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -124,17 +126,15 @@ int track_detections(const std::string& path, TrackStage& stage, const std::stri
         s += (i ? ", " : "") + d;
       }
       s += "]" + extra.line_members + "}\n";
-      if (std::fwrite(s.data(), 1, s.size(), out) != s.size()) throw Error(ErrorCode::kIo, jsonl_path + ": write failed");
+      if (out) out->write(s);
+      else write_stdout(s);
       ++frames;
       objects += static_cast<int64_t>(dets.size());
     }
     if (in.bad()) throw Error(ErrorCode::kIo, path + ": read failed");
     stage.finish();
-  } catch (...) {
-    if (out != stdout) std::fclose(out);
-    throw;
   }
-  if (out == stdout ? std::fflush(out) != 0 : std::fclose(out) != 0) throw Error(ErrorCode::kIo, jsonl_path + ": write failed");
+  if (out) out->commit();
   if (!quiet) std::fprintf(stderr, "%" PRId64 " frames from %zu streams, %" PRId64 " tracked objects\n", frames, next_frame.size(), objects);
   return 0;
 }

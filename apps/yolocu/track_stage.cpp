@@ -1,13 +1,16 @@
 // yolocu track's per-stream tracking, counting, drawing and MOT files (track_stage.hpp).
 #include "track_stage.hpp"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
 #include "json_out.hpp"
 #include "yolocu/annotate.hpp"
+#include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
 
 namespace yolocu::cli {
@@ -21,13 +24,9 @@ struct TrackStage::Stream {
   std::map<int64_t, std::deque<std::pair<float, float>>> trails;  // box centres, oldest first
   std::map<int64_t, int64_t> trail_seen;                       // step a trail last grew
   int64_t step = 0;
-  FILE* mot = nullptr;
-  std::string mot_path, mot_tmp;
+  std::unique_ptr<AtomicFile> mot;  // --save-txt: renamed over <stem>.txt by finish(), else removed
 
   Stream(const TrackerConfig& c, const std::vector<CountRegion>& regions) : tracker(c), counter(regions) {}
-  ~Stream() {
-    if (mot) std::fclose(mot);
-  }
 };
 
 TrackStage::TrackStage(TrackStageOptions options) : o_(std::move(options)), tracker_config_(o_.tracker) {
@@ -49,15 +48,8 @@ void TrackStage::name_stream(int stream, const std::string& stem) {
   stems_[static_cast<size_t>(stream)] = stem;
 }
 
-TrackStage::~TrackStage() {
-  for (auto& [id, s] : streams_)
-    if (s->mot) {  // not finished (an error): the partial file goes, a previous good one stays
-      std::fclose(s->mot);
-      s->mot = nullptr;
-      std::error_code ec;
-      fs::remove(s->mot_tmp, ec);
-    }
-}
+// Not finished (an error): each stream's AtomicFile removes its partial file, a previous good one stays.
+TrackStage::~TrackStage() = default;
 
 TrackStage::Stream& TrackStage::stream(int id) {
   auto& s = streams_[id];
@@ -67,21 +59,21 @@ TrackStage::Stream& TrackStage::stream(int id) {
   if (!o_.mot_dir.empty()) {
     const std::string stem =
         static_cast<size_t>(id) < stems_.size() && !stems_[static_cast<size_t>(id)].empty() ? stems_[static_cast<size_t>(id)] : "stream" + std::to_string(id);
-    s->mot_path = (fs::path(o_.mot_dir) / (stem + ".txt")).string();
-    s->mot_tmp = s->mot_path + ".part";
-    s->mot = std::fopen(s->mot_tmp.c_str(), "wb");
-    if (!s->mot) throw Error(ErrorCode::kIo, s->mot_tmp + ": cannot open for writing (--save-txt)");
+    s->mot = std::make_unique<AtomicFile>((fs::path(o_.mot_dir) / (stem + ".txt")).string());
   }
   return *s;
 }
 
 void TrackStage::write_mot(Stream& s, int64_t frame_number, const std::vector<TrackOutput>& tracks) {
   if (!s.mot) return;
-  for (const TrackOutput& t : tracks)
-    if (std::fprintf(s.mot, "%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.5f,-1,-1,-1\n", frame_number, t.track_id,
-                     static_cast<double>(t.x1), static_cast<double>(t.y1), static_cast<double>(t.x2 - t.x1),
-                     static_cast<double>(t.y2 - t.y1), static_cast<double>(t.score)) < 0)
-      throw Error(ErrorCode::kIo, s.mot_tmp + ": write failed (--save-txt)");
+  for (const TrackOutput& t : tracks) {
+    char line[200];
+    const int n = std::snprintf(line, sizeof line, "%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.5f,-1,-1,-1\n",
+                                frame_number, t.track_id, static_cast<double>(t.x1), static_cast<double>(t.y1),
+                                static_cast<double>(t.x2 - t.x1), static_cast<double>(t.y2 - t.y1),
+                                static_cast<double>(t.score));
+    s.mot->write(line, static_cast<size_t>(std::min(std::max(n, 0), static_cast<int>(sizeof line) - 1)));
+  }
 }
 
 void TrackStage::process(VideoFrame& frame, Detections& dets, FrameJson& json) {
@@ -188,15 +180,8 @@ void TrackStage::draw(Image& image, int stream_id, const Detections& dets) {
 void TrackStage::finish() {
   for (auto& [id, s] : streams_) {
     if (!s->mot) continue;
-    const bool ok = std::fclose(s->mot) == 0;
-    s->mot = nullptr;
-    std::error_code ec;
-    if (!ok) {
-      fs::remove(s->mot_tmp, ec);
-      throw Error(ErrorCode::kIo, s->mot_path + ": write failed (--save-txt)");
-    }
-    fs::rename(s->mot_tmp, s->mot_path, ec);
-    if (ec) throw Error(ErrorCode::kIo, s->mot_path + ": cannot write (--save-txt): " + ec.message());
+    s->mot->commit();
+    s->mot.reset();
   }
 }
 

@@ -33,7 +33,8 @@ int label_height(const Image& image);
 // Encodes an 8-bit BGR image (host view, any pitch) as a baseline JPEG (libjpeg, 4:2:0 chroma).
 // quality in [1, 100]. kInvalidArgument on a bad view or quality, kInternal if libjpeg fails.
 std::string encode_jpeg(const ImageView& image, int quality = 95);
-// The same, written to `path` (kIo if it cannot be written).
+// The same, written to `path` whole or not at all (AtomicFile: the previous file stays on a failure;
+// kIo naming the path and the system's reason).
 void write_jpeg(const std::string& path, const ImageView& image, int quality = 95);
 
 }  // namespace yolocu

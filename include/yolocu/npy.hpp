@@ -14,6 +14,7 @@ namespace yolocu {
 
 Tensor load_npy(const std::string& path);
 Tensor parse_npy(const void* data, size_t size, const std::string& what = "npy data");
+// Written whole or not at all (AtomicFile, yolocu/atomic_file.hpp); kIo naming the path and the reason.
 void save_npy(const std::string& path, const Tensor& t);
 
 // All arrays of an .npz archive, keyed by name without the ".npy" suffix.

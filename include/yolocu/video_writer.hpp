@@ -5,7 +5,11 @@
 // Frames are 8-bit BGR host images of the size given at open(); odd sizes lose their last column
 // or row (4:2:0 needs even sizes). Host only, one thread at a time.
 //
-// Errors: kUnsupported (a build without FFmpeg), kIo (the file cannot be written), kInvalidArgument
+// The container goes to a temporary file beside `path` (AtomicFile), renamed over `path` by close():
+// until then, or after a failed write, the previous file at `path` stays.
+//
+// Errors: kUnsupported (a build without FFmpeg), kIo (the file cannot be written: the path and the
+// system's reason, e.g. "No space left on device"), kInvalidArgument
 // (bad size, fps, or a frame of another size), kInternal (an encoder call failed).
 #pragma once
 

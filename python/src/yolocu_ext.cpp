@@ -260,6 +260,7 @@ struct PyOptions {
   std::vector<int> classes;
   bool agnostic = false, multi_label = false, engine_graphs = true;
   uint64_t max_memory = 0, max_device_memory = 0;
+  int64_t max_pixels = yolocu::DecodeLimits::kDefaultMaxPixels;  // the largest image decoded
 };
 
 yolocu::DetectorOptions detector_options(const PyOptions& p) {
@@ -290,6 +291,8 @@ yolocu::DetectorOptions detector_options(const PyOptions& p) {
   o.contexts = p.contexts;
   o.max_memory = p.max_memory;
   o.max_device_memory = p.max_device_memory;
+  o.decode_limits.max_pixels = p.max_pixels;  // every decode of this Detector's (pool, nvJPEG, detect_encoded)
+  yolocu::validate_decode_limits(o.decode_limits, "max_pixels");
   if (p.decode == "cpu") o.decode = yolocu::DecodeDevice::kCpu;
   else if (p.decode == "gpu" || p.decode == "nvjpeg") o.decode = yolocu::DecodeDevice::kGpu;
   else throw nb::value_error(("decode must be 'cpu' or 'gpu', got '" + p.decode + "'").c_str());
@@ -549,7 +552,8 @@ NB_MODULE(_yolocu, m) {
       .def_rw("multi_label", &PyOptions::multi_label)
       .def_rw("engine_graphs", &PyOptions::engine_graphs)
       .def_rw("max_memory", &PyOptions::max_memory)
-      .def_rw("max_device_memory", &PyOptions::max_device_memory);
+      .def_rw("max_device_memory", &PyOptions::max_device_memory)
+      .def_rw("max_pixels", &PyOptions::max_pixels);
 
   nb::class_<PyDetector>(m, "_Detector")
       .def(nb::init<const std::string&, const PyOptions&>(), "model"_a, "options"_a)

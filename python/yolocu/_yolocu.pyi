@@ -28,6 +28,7 @@ class _Options:
     engine_graphs: bool
     max_memory: int
     max_device_memory: int
+    max_pixels: int
     def __init__(self) -> None: ...
 
 class _Detector:

@@ -135,6 +135,10 @@ class Detector:
         max_device_memory: GPU memory budget in bytes per context (0: none): the engine's buffers and
             the context's; over it the build, or the call whose images need more, raises MemoryError
             naming the buffer, and the Detector stays usable.
+        max_pixels: the largest image (width x height) this Detector decodes, from bytes or paths,
+            on the CPU or with nvJPEG (default 50,000,000: 8K and 48 MP photos pass); a larger one
+            raises MemoryError naming the image and the limit before its pixels are allocated. Its
+            sides are limited to 16384 either way.
         decode: where encoded images (bytes, paths) are decoded: "cpu" (libjpeg-turbo, the same
             pixels as cv2.imread) or "gpu" (nvJPEG on the CUDA device, for calls whose images are all
             encoded; pixels differ slightly, mAP within 0.001; needs the CUDA detector).
@@ -155,7 +159,8 @@ class Detector:
                  classes: Optional[Iterable[int]] = None, agnostic: bool = False, batch: int = 8,
                  imgsz: Union[None, int, Sequence[int]] = None, multi_label: bool = False, threads: int = 0,
                  contexts: int = 1, max_memory: int = 0, max_device_memory: int = 0, decode: str = "cpu",
-                 decode_cpu_share: float = 0.0, engine_graphs: bool = True, _defaults: str = "predict"):
+                 decode_cpu_share: float = 0.0, engine_graphs: bool = True, max_pixels: int = 50_000_000,
+                 _defaults: str = "predict"):
         model = os.fspath(model)
         if not os.path.isfile(model):
             raise FileNotFoundError(2, "model: no such file", model)
@@ -172,6 +177,8 @@ class Detector:
             raise ValueError(f"max_memory must be >= 0 bytes, got {max_memory}")
         if int(max_device_memory) < 0:
             raise ValueError(f"max_device_memory must be >= 0 bytes, got {max_device_memory}")
+        if int(max_pixels) <= 0:
+            raise ValueError(f"max_pixels must be > 0, got {max_pixels}")
         if not isinstance(engine_graphs, bool):
             raise TypeError(f"engine_graphs must be True or False, got {engine_graphs!r}")
         if iou is not None and not 0 <= float(iou) <= 1:
@@ -184,6 +191,7 @@ class Detector:
         o.threads, o.contexts, o.max_memory, o.max_device_memory = (int(threads), int(contexts), int(max_memory),
                                                                     int(max_device_memory))
         o.decode_cpu_share, o.engine_graphs = float(decode_cpu_share), self._engine_graphs
+        o.max_pixels = int(max_pixels)
         self._det = _yolocu._Detector(model, o)
         self.model = model
         self.names: Dict[int, str] = dict(enumerate(self._det.class_names))

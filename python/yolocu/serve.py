@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -75,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--contexts", type=int, default=1, help="execution contexts per GPU instance")
     p.add_argument("--imgsz", type=int, nargs="+", default=None, help="network input: size, or height width")
     p.add_argument("--threads", type=int, default=0, help="CPU engine threads of a CPU instance (0: all cores)")
-    p.add_argument("--max-pixels", type=int, default=None, help="largest image accepted, pixels (default 2^28)")
+    p.add_argument("--max-pixels", type=int, default=None, help="largest image accepted, pixels (default 50,000,000)")
     p.add_argument("--max-request-bytes", type=int, default=64 << 20, help="largest IMAGE tensor of one request")
     p.add_argument("--tactic-cache", default=None, help="GPU tactic cache file ('none': no file)")
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP, gRPC and metrics endpoints bind to")
@@ -188,29 +187,75 @@ output [
 """
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomically(path: str, write) -> None:
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    """`write(f)` into a temporary file of a unique name beside `path`, flushed, fsync'ed, renamed over
+    `path` (a symbolic link there is replaced, never written through), the folder fsync'ed. On an
+    error the previous file stays and the command stops: "<path>: cannot write: <reason>"."""
+    folder = os.path.dirname(path) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=folder)
+    except OSError as e:
+        _fail(f"{path}: cannot write: {e.strerror or e}")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # as a created file (mkstemp makes 0600)
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as e:
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            _fail(f"{path}: cannot write: {e.strerror or e}")
         raise
+    dfd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass  # a folder that cannot be synced still holds the file
+    finally:
+        os.close(dfd)
+
+
+def _copy_model(src_path: str):
+    """A writer for _write_atomically: the model's bytes; a read error names the model, not the copy."""
+    def write(f) -> None:
+        try:
+            src = open(src_path, "rb")
+        except OSError as e:
+            _fail(f"--model {src_path}: cannot read: {e.strerror or e}")
+        with src:
+            while True:
+                try:
+                    chunk = src.read(1 << 20)
+                except OSError as e:
+                    _fail(f"--model {src_path}: cannot read: {e.strerror or e}")
+                if not chunk:
+                    return
+                f.write(chunk)
+    return write
 
 
 def write_repository(args: argparse.Namespace, repo: str) -> str:
-    """Writes <repo>/<name>/config.pbtxt and <repo>/<name>/1/model.onnx; returns the model folder."""
+    """Writes <repo>/<name>/config.pbtxt and <repo>/<name>/1/model.onnx, each atomically; returns the
+    model folder. A write error stops the command (exit 1) naming the file and the reason."""
     model_dir = os.path.join(repo, args.name)
-    os.makedirs(os.path.join(model_dir, "1"), exist_ok=True)
+    try:
+        os.makedirs(os.path.join(model_dir, "1"), exist_ok=True)
+    except OSError as e:
+        _fail(f"{os.path.join(model_dir, '1')}: cannot create the folder: {e.strerror or e}")
     config = model_config(args).encode()
     _write_atomically(os.path.join(model_dir, "config.pbtxt"), lambda f: f.write(config))
-    with open(args.model, "rb") as src:
-        _write_atomically(os.path.join(model_dir, "1", "model.onnx"), lambda f: shutil.copyfileobj(src, f))
+    _write_atomically(os.path.join(model_dir, "1", "model.onnx"), _copy_model(args.model))
     return model_dir
 
 

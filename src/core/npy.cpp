@@ -3,11 +3,11 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 
 #include "core/check.hpp"
+#include "yolocu/atomic_file.hpp"
 #include "core/file_util.hpp"
 
 namespace yolocu {
@@ -139,15 +139,14 @@ void save_npy(const std::string& path, const Tensor& t) {
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  YOLOCU_CHECK(f.good(), kIo, "cannot open '", path, "' for writing");
   const uint16_t hl = static_cast<uint16_t>(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
   const char len[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
+  AtomicFile f(path);
+  f.write("\x93NUMPY\x01\x00", 8);
   f.write(len, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
-  YOLOCU_CHECK(f.good(), kIo, "failed writing '", path, "'");
+  f.write(header);
+  f.write(t.data(), t.nbytes());
+  f.commit();
 }
 
 namespace {

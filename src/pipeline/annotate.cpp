@@ -8,9 +8,9 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "core/check.hpp"
+#include "yolocu/atomic_file.hpp"
 
 namespace yolocu {
 namespace {
@@ -226,12 +226,7 @@ std::string encode_jpeg(const ImageView& im, int quality) {
 }
 
 void write_jpeg(const std::string& path, const ImageView& im, int quality) {
-  const std::string bytes = encode_jpeg(im, quality);
-  std::ofstream f(path, std::ios::binary);
-  YOLOCU_CHECK(f.good(), kIo, path, ": cannot open for writing");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  YOLOCU_CHECK(f.good(), kIo, path, ": write failed");
+  write_file_atomic(path, encode_jpeg(im, quality));
 }
 
 }  // namespace yolocu

@@ -149,6 +149,9 @@ class CudaDetector final : public Detector {
       jo.device = options.cuda_device;
       jo.limits = options.decode_limits;
       jo.cpu_share = options.decode_cpu_share;
+      // The decoders are shared by the contexts, not owned by one: each decoder's output buffer has
+      // a budget of its own of max_device_memory bytes (the per-context cap), 0: none.
+      jo.max_device_memory = options.max_device_memory;
       // Diagnostics (bench_jpeg_decode compares the backends): YOLOCU_NVJPEG_BACKEND=hybrid keeps
       // nvJPEG off the hardware decoder.
       if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;

@@ -4,8 +4,9 @@
 
 namespace yolocu::detail {
 
-DecodePool::DecodePool(const std::vector<Source>& sources, int threads, size_t ahead, bool encoded)
-    : sources_(sources), ahead_(std::max<size_t>(ahead, 1)), encoded_(encoded) {
+DecodePool::DecodePool(const std::vector<Source>& sources, int threads, size_t ahead, bool encoded,
+                       const DecodeLimits& limits)
+    : sources_(sources), ahead_(std::max<size_t>(ahead, 1)), encoded_(encoded), limits_(limits) {
   const int n = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(sources.size(), 1))));
   for (int t = 0; t < n; ++t) workers_.emplace_back([this] { work(); });
 }
@@ -44,7 +45,8 @@ DecodePool::Item DecodePool::prepare(const Source& s) const {
     } else if (encoded_) {
       item.bytes = read_file_bytes(s.name);
     } else {
-      item.image = s.kind == Source::Kind::kFile ? decode_image_file(s.name) : decode_image(s.data, s.size, {}, s.name);
+      item.image = s.kind == Source::Kind::kFile ? decode_image_file(s.name, limits_)
+                                                  : decode_image(s.data, s.size, limits_, s.name);
       item.view = item.image.view();
     }
   } catch (const std::exception& e) {

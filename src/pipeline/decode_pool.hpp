@@ -29,8 +29,9 @@ class DecodePool {
     std::exception_ptr exception; // the failure (null for Source::error)
   };
 
-  // `sources` must outlive the pool. threads: 1.. (at most one per source).
-  DecodePool(const std::vector<Source>& sources, int threads, size_t ahead, bool encoded);
+  // `sources` must outlive the pool. threads: 1.. (at most one per source). `limits`: what one
+  // image may cost the decoder (the detector's DetectorOptions::decode_limits).
+  DecodePool(const std::vector<Source>& sources, int threads, size_t ahead, bool encoded, const DecodeLimits& limits);
   ~DecodePool();
   DecodePool(const DecodePool&) = delete;
   DecodePool& operator=(const DecodePool&) = delete;
@@ -45,6 +46,7 @@ class DecodePool {
   const std::vector<Source>& sources_;
   const size_t ahead_;
   const bool encoded_;
+  const DecodeLimits limits_;
   std::mutex mutex_;
   std::condition_variable ready_, space_;
   std::map<size_t, Item> done_;

@@ -207,7 +207,13 @@ std::unique_ptr<Detector> create_checked(const std::string& name, const ModelLoa
 std::unique_ptr<Detector> Detector::create(const std::string& onnx_path, const DetectorOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Detector> det = detail::create_checked(
-      onnx_path, [&] { return std::make_shared<const Model>(load_onnx(onnx_path)); }, options);
+      onnx_path,
+      [&] {
+        LoadOptions lo;
+        lo.max_memory = options.max_memory;  // parsing under the same budget as planning and running
+        return std::make_shared<const Model>(load_onnx(onnx_path, lo));
+      },
+      options);
   det->build_info_.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return det;
 }

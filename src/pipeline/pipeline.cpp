@@ -158,7 +158,7 @@ class Runner {
     const size_t calls =
         n_ <= per_call ? 1 : static_cast<size_t>(std::max(det_.options().contexts, 1)) * (o_.encoded ? 2 : 1);
     DecodePool pool(sources, o_.decode_threads, 2 * per_call * calls + static_cast<size_t>(std::max(o_.decode_threads, 0)),
-                    o_.encoded);
+                    o_.encoded, det_.options().decode_limits);
     size_t next = 0;
     while (next < n_) {
       std::unique_ptr<Chunk> c = read_chunk(pool, next, n_, per_call, results_);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -27,7 +28,8 @@ double to_number(const std::string& name, const std::string& v) {
 
 int64_t to_integer(const std::string& name, const std::string& v, int64_t lo, int64_t hi) {
   const double d = to_number(name, v);
-  if (d != static_cast<double>(static_cast<int64_t>(d)) || d < static_cast<double>(lo) || d > static_cast<double>(hi))
+  // the range first: a double outside int64 (1e48, inf, nan) must never reach the cast (UB)
+  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi) && std::fabs(d) < 9.2e18) || d != std::trunc(d))
     bad("parameter " + name + " = '" + v + "' must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return static_cast<int64_t>(d);
 }

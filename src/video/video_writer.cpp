@@ -2,7 +2,12 @@
 // container (libavformat, chosen from the file name).
 #include "yolocu/video_writer.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +16,7 @@ extern "C" {
 }
 
 #include "core/check.hpp"
+#include "yolocu/atomic_file.hpp"
 #include "video/ffmpeg_util.hpp"
 
 namespace yolocu {
@@ -18,10 +24,14 @@ namespace {
 
 using video::av_error_string;
 
+// The muxer writes through our own AVIOContext (FfmpegWriter::open_output), freed here.
 struct OutputCloser {
   void operator()(AVFormatContext* oc) const noexcept {
     if (!oc) return;
-    if (oc->pb && !(oc->oformat->flags & AVFMT_NOFILE)) avio_closep(&oc->pb);
+    if (oc->pb) {
+      av_freep(&oc->pb->buffer);
+      avio_context_free(&oc->pb);
+    }
     avformat_free_context(oc);
   }
 };
@@ -97,12 +107,9 @@ class FfmpegWriter final : public VideoWriter {
     YOLOCU_CHECK(avcodec_parameters_from_context(stream_->codecpar, ctx_.get()) >= 0, kInternal,
                  "avcodec_parameters_from_context failed");
     stream_->time_base = ctx_->time_base;
-    if (!(oc->oformat->flags & AVFMT_NOFILE)) {
-      err = avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE);
-      YOLOCU_CHECK(err >= 0, kIo, path, ": cannot open for writing: ", av_error_string(err));
-    }
+    if (!(oc->oformat->flags & AVFMT_NOFILE)) open_output();
     err = avformat_write_header(oc, nullptr);
-    YOLOCU_CHECK(err >= 0, kIo, path, ": cannot write the header: ", av_error_string(err));
+    check_io(err >= 0, "cannot write the header", err);
     header_written_ = true;
     sws_.reset(sws_getContext(w, h, AV_PIX_FMT_BGR24, w, h, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nullptr, nullptr, nullptr));
     YOLOCU_CHECK(sws_, kInternal, "sws_getContext bgr24 -> yuv420p failed");
@@ -140,7 +147,12 @@ class FfmpegWriter final : public VideoWriter {
     if (!header_written_) return;
     encode(nullptr);
     const int err = av_write_trailer(oc_.get());
-    YOLOCU_CHECK(err >= 0, kIo, path_, ": cannot write the trailer: ", av_error_string(err));
+    check_io(err >= 0, "cannot write the trailer", err);
+    if (oc_->pb) {
+      avio_flush(oc_->pb);
+      check_io(oc_->pb->error >= 0, "write failed", oc_->pb->error);
+    }
+    if (file_) file_->commit();  // the whole video, fsync'd, renamed over the target
   }
 
   const std::string& encoder_name() const noexcept override { return encoder_name_; }
@@ -159,11 +171,63 @@ class FfmpegWriter final : public VideoWriter {
       av_packet_rescale_ts(packet_.get(), ctx_->time_base, stream_->time_base);
       packet_->stream_index = stream_->index;
       err = av_interleaved_write_frame(oc_.get(), packet_.get());  // takes the packet's reference
-      YOLOCU_CHECK(err >= 0, kIo, path_, ": write failed: ", av_error_string(err));
+      check_io(err >= 0, "write failed", err);
     }
   }
 
+  // The container goes to an AtomicFile (a temporary file beside path_, renamed over it by close()),
+  // through an AVIOContext over its descriptor: a failed write keeps its errno for the message.
+  void open_output() {
+    file_ = std::make_unique<AtomicFile>(path_);
+    constexpr int kBufferBytes = 1 << 16;
+    auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
+    YOLOCU_CHECK(buffer, kOutOfMemory, "av_malloc failed");
+    oc_->pb = avio_alloc_context(buffer, kBufferBytes, 1, this, nullptr, &FfmpegWriter::write_cb, &FfmpegWriter::seek_cb);
+    if (!oc_->pb) av_free(buffer);
+    YOLOCU_CHECK(oc_->pb, kOutOfMemory, "avio_alloc_context failed");
+  }
+
+  static int write_cb(void* opaque, uint8_t* buf, int size) {
+    auto* self = static_cast<FfmpegWriter*>(opaque);
+    const int fd = self->file_ ? self->file_->fd() : -1;
+    int done = 0;
+    while (done < size) {
+      const ssize_t n = fd < 0 ? -1 : ::write(fd, buf + done, static_cast<size_t>(size - done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        self->write_errno_ = fd < 0 ? EBADF : n < 0 ? errno : ENOSPC;
+        return AVERROR(self->write_errno_);
+      }
+      done += static_cast<int>(n);
+    }
+    return size;
+  }
+
+  static int64_t seek_cb(void* opaque, int64_t offset, int whence) {
+    auto* self = static_cast<FfmpegWriter*>(opaque);
+    const int fd = self->file_ ? self->file_->fd() : -1;
+    if (fd < 0) return AVERROR(EBADF);
+    if (whence & AVSEEK_SIZE) {
+      struct stat st {};
+      return ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : AVERROR(errno);
+    }
+    const off_t r = ::lseek(fd, static_cast<off_t>(offset), whence & ~AVSEEK_FORCE);
+    return r < 0 ? AVERROR(errno) : static_cast<int64_t>(r);
+  }
+
+  // An FFmpeg call that failed: a failed write of ours names the system's reason (ENOSPC, EFBIG,
+  // ...) and drops the temporary file; the writer is closed either way.
+  void check_io(bool ok, const char* what, int err) {
+    if (ok) return;
+    closed_ = true;
+    if (file_ && write_errno_) file_->fail(write_errno_);
+    file_.reset();
+    throw Error(ErrorCode::kIo, path_ + ": " + what + ": " + av_error_string(err));
+  }
+
   std::string path_;
+  std::unique_ptr<AtomicFile> file_;  // declared before oc_: the muxer goes first
+  int write_errno_ = 0;
   std::unique_ptr<AVFormatContext, OutputCloser> oc_;
   AVStream* stream_ = nullptr;  // owned by oc_
   video::CodecContextPtr ctx_;

@@ -3,6 +3,8 @@
 // runs through the same harness body as under libFuzzer (fuzz/targets.hpp). A crash, a sanitizer
 // report (the asan build) or an exception other than yolocu::Error fails the test.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include "yolocu/engine.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/model.hpp"
+#include "yolocu/video.hpp"
 
 namespace fs = std::filesystem;
 using namespace yolocu;
@@ -50,7 +53,9 @@ class FuzzReplay : public ::testing::TestWithParam<std::string> {};
 TEST_P(FuzzReplay, SeedCorpus) { replay(GetParam(), kFuzzDir + "/corpus/" + GetParam(), 5); }
 TEST_P(FuzzReplay, Regressions) { replay(GetParam(), kFuzzDir + "/regressions/" + GetParam(), 0); }
 
-INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzReplay, ::testing::Values("onnx", "image", "npy", "labels", "tactic_cache"),
+INSTANTIATE_TEST_SUITE_P(Harnesses, FuzzReplay,
+                         ::testing::Values("onnx", "image", "npy", "labels", "tactic_cache", "video", "source_list",
+                                           "triton_request"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 // The seed models are valid: each loads, plans and runs on the CPU engine (a seed that fails early
@@ -75,5 +80,32 @@ TEST(FuzzSeeds, ModelsLoadAndRun) {
     } catch (const Error& e) {
       ADD_FAILURE() << e.what();
     }
+  }
+}
+
+// The video seeds are real videos: each gives its 3 frames through the path the harness takes (the
+// bytes in a memfd, opened by its /proc path as a file source), so the fuzzer starts from decoding
+// and not from the error path.
+TEST(FuzzSeeds, VideosDecodeFromAMemoryFile) {
+  if (!video_input_supported()) GTEST_SKIP() << "a build without FFmpeg";
+  const auto files = files_in(kFuzzDir + "/corpus/video");
+  ASSERT_GE(files.size(), 5u);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    const std::string bytes = detail::read_file(f.string());
+    const int fd = ::memfd_create("seed", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    try {
+      const auto source = FrameSource::open("/proc/self/fd/" + std::to_string(fd));
+      VideoFrame frame;
+      int frames = 0;
+      while (source->read(frame)) ++frames;
+      EXPECT_EQ(frames, 3);
+      EXPECT_EQ(frame.width(), 32);
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+    ::close(fd);
   }
 }

@@ -512,3 +512,33 @@ def test_gpu_decode_of_bytes_and_paths_matches_cpu_decode_gpu(samples):
                 assert g.orig_shape == w.orig_shape
                 assert sorted(g.classes.tolist()) == sorted(w.classes.tolist())
                 assert np.abs(np.sort(g.boxes, axis=0) - np.sort(w.boxes, axis=0)).max() <= 2.0
+
+
+def _png_header(width, height):
+    """A PNG that declares width x height (8-bit RGB) and holds no pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", b""))  # an empty IDAT: libpng reads the header up to it
+
+
+def test_max_pixels_limits_every_decode():
+    """Detector(max_pixels=) holds for paths and bytes (the decode pool used the library's defaults
+    before); arrays are not decoded and pass; the default refuses a declared 16384x16384 image."""
+    bus = data_path("images", "bus.jpg")  # 810x1080 = 874,800 pixels
+    with open(bus, "rb") as f:
+        encoded = f.read()
+    tight = yolocu.Detector(model_path(), device="cpu", max_pixels=874_799)
+    with pytest.raises(MemoryError, match=r"bus\.jpg: image of 810x1080 pixels exceeds .*max_pixels 874799"):
+        tight(bus)
+    with pytest.raises(MemoryError, match="max_pixels 874799"):
+        tight(encoded)
+    assert len(tight(yolocu.decode(bus)).boxes) > 0
+    assert len(yolocu.Detector(model_path(), device="cpu", max_pixels=874_800)(bus).boxes) > 0
+    with pytest.raises(ValueError, match="max_pixels"):
+        yolocu.Detector(model_path(), device="cpu", max_pixels=0)
+    with pytest.raises(MemoryError, match="max_pixels 50000000"):
+        yolocu.Detector(model_path(), device="cpu")(_png_header(16384, 16384))

@@ -497,4 +497,54 @@ def test_write_repo_only(tmp_path):
     assert 'backend: "yolocu"' in cfg and "KIND_CPU" in cfg
     assert 'key: "iou" value: { string_value: "0.5" }' in cfg and 'string_value: "0,2"' in cfg
     assert (repo / "m1" / "1" / "model.onnx").read_bytes() == open(data_path("models", MODEL), "rb").read()
-    assert not [p for p in (repo / "m1").rglob(".tmp-*")]
+    assert not [p for p in (repo / "m1").rglob("*.tmp-*")]
+
+
+def _write_repo(repo, limit=None, name="m1"):
+    """`yolocu serve --write-repo` in a child process, under RLIMIT_FSIZE `limit` bytes if given."""
+    import resource
+
+    def cap():
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG
+    return subprocess.run([sys.executable, "-m", "yolocu.serve", "--model", data_path("models", MODEL), "--name", name,
+                           "--device", "cpu", "--write-repo", str(repo)],
+                          capture_output=True, text=True, timeout=60, preexec_fn=cap)
+
+
+def test_write_repo_full_disk_keeps_the_previous_files(tmp_path):
+    """A write that fails (a full disk: here RLIMIT_FSIZE) names the file and the reason, exits 1 and
+    leaves the previous complete model and config in place, with no temporary file beside them."""
+    repo = tmp_path / "repo"
+    (repo / "m1" / "1").mkdir(parents=True)
+    (repo / "m1" / "config.pbtxt").write_text("previous config\n")
+    (repo / "m1" / "1" / "model.onnx").write_bytes(b"previous model")
+    out = _write_repo(repo, limit=4096)  # the config fits, the 7.6 MB model does not
+    assert out.returncode == 1, out.stderr
+    assert f"{repo / 'm1' / '1' / 'model.onnx'}: cannot write: File too large" in out.stderr, out.stderr
+    assert (repo / "m1" / "1" / "model.onnx").read_bytes() == b"previous model"
+    assert not [p for p in repo.rglob("*.tmp-*")]
+    out = _write_repo(repo, limit=64)  # not even the config
+    assert out.returncode == 1, out.stderr
+    assert "config.pbtxt: cannot write: File too large" in out.stderr, out.stderr
+    assert not [p for p in repo.rglob("*.tmp-*")]
+
+
+def test_write_repo_replaces_planted_links(tmp_path):
+    """A symbolic link at an output path is replaced by the file; what it pointed at is untouched."""
+    repo = tmp_path / "repo"
+    (repo / "m1" / "1").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours\n")
+    os.symlink(victim, repo / "m1" / "config.pbtxt")
+    os.symlink(victim, repo / "m1" / "1" / "model.onnx")
+    out = _write_repo(repo)
+    assert out.returncode == 0, out.stderr
+    assert victim.read_text() == "not yours\n"
+    for p in (repo / "m1" / "config.pbtxt", repo / "m1" / "1" / "model.onnx"):
+        assert not p.is_symlink() and p.stat().st_size > 0
+    assert 'backend: "yolocu"' in (repo / "m1" / "config.pbtxt").read_text()
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (repo / "m1" / "config.pbtxt").stat().st_mode & 0o777 == 0o666 & ~mask

@@ -18,6 +18,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "yolocu/atomic_file.hpp"
+#include "yolocu/error.hpp"
+
 namespace yolocu::engine {
 namespace {
 
@@ -173,42 +176,16 @@ class FileLock {
   int fd_ = -1;
 };
 
-bool write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// `text` into a temporary file of a unique name beside `path` (mkstemp), fsync'd, renamed over
-// `path`, and the folder fsync'd: a crash leaves the old file or the new one, never a mix.
+// `text` through AtomicFile (a temporary file of a unique name beside `path`, fsync'd, renamed
+// over `path`, the folder fsync'd): a crash leaves the old file or the new one, never a mix.
 bool write_durably(const std::string& path, const std::string& text, std::string* warning) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    if (warning) *warning = "tactic cache '" + path + "' not written: cannot create '" + tmp + "': " + std::strerror(errno);
+  try {
+    write_file_atomic(path, text);
+    return true;
+  } catch (const Error& e) {
+    if (warning) *warning = std::string("tactic cache not written: ") + e.what();
     return false;
   }
-  const bool written = write_all(fd, text) && ::fsync(fd) == 0;
-  ::fchmod(fd, 0644);
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    if (warning) *warning = "tactic cache '" + path + "' not written: " + (written ? "cannot rename '" + tmp + "': " : "cannot write '" + tmp + "': ") + err;
-    return false;
-  }
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return true;
 }
 
 constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
