@@ -87,6 +87,8 @@ struct PipelineOptions {
   bool encoded = false;    // hand the sources' bytes to Detector::detect_encoded (the detector decodes,
                            // e.g. nvJPEG with DecodeDevice::kGpu): the threads only read the files and
                            // the callback's image is empty. Every source must be kFile or kEncoded.
+  const PostprocessOptions* postprocess = nullptr;  // the run's post-processing options (Detector::detect's
+                                                   // per-call ones); null: the detector's own
 };
 
 struct PipelineSummary {
