@@ -42,7 +42,7 @@ def _tensor_images(t: Any) -> Optional[List[np.ndarray]]:
     if a.size and (a.min() < 0 or a.max() > 1):
         raise ValueError("tensor values must be in 0..1 (ultralytics' float input); pass uint8 HxWx3 BGR arrays "
                          "for 0..255 pixels")
-    return [np.ascontiguousarray((np.transpose(x, (1, 2, 0))[:, :, ::-1] * 255).astype(np.uint8)) for x in a]
+    return [np.ascontiguousarray(np.rint(np.transpose(x, (1, 2, 0))[:, :, ::-1] * 255).astype(np.uint8)) for x in a]
 
 
 def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
