@@ -263,3 +263,27 @@ def test_torch_tensor_input(det, bus):
     t = torch.from_numpy(img[:, :, ::-1].copy()).permute(2, 0, 1)[None].float() / 255  # BCHW RGB 0..1
     r = det(t)
     np.testing.assert_array_equal(r.boxes.data, det(img).boxes.data)
+
+
+needs_gpu = pytest.mark.skipif(not yolocu.cuda_available(),
+                               reason="GPU test: needs a CUDA build of yolocu and a usable GPU")
+
+
+@needs_gpu
+def test_gpu_per_call_options_equal_a_gpu_detector_built_with_them(bus):
+    """The CUDA detector's per-call workspace: each option set, then back to the Detector's own,
+    then the first set again (the workspace made anew as the set changes), each equal to a CUDA
+    Detector built with those options; paths (host images) and decode="gpu" (nvJPEG) alike."""
+    sets = [{"conf": 0.6}, {"iou": 0.9, "max_det": 3}, {"classes": [0], "agnostic": True}, {"conf": 0.6}]
+    for decode in ("cpu", "gpu"):
+        try:
+            det = yolocu.Detector(model_path(), device="cuda", precision="fp32", batch=4, decode=decode)
+        except ValueError:
+            if decode == "gpu":  # a build without nvJPEG
+                continue
+            raise
+        own = det(bus)
+        for opts in sets:
+            ref = yolocu.Detector(model_path(), device="cuda", precision="fp32", batch=4, decode=decode, **opts)(bus)
+            np.testing.assert_array_equal(det(bus, **opts).boxes.data, ref.boxes.data, err_msg=f"{decode} {opts}")
+            np.testing.assert_array_equal(det(bus).boxes.data, own.boxes.data)
