@@ -12,7 +12,7 @@ from .results import Boxes, Results
 
 ImageLike = Any  # np.ndarray (HxWx3 uint8 BGR) | str | os.PathLike | bytes | bytearray | memoryview | DLPack tensor
 
-_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".bmp")  # include/yolocu/pipeline.hpp kImageSuffixes
 
 
 _VIDEO_SUFFIXES = (".asf", ".avi", ".gif", ".m4v", ".mkv", ".mov", ".mp4", ".mpeg", ".mpg", ".ts", ".wmv", ".webm")
@@ -62,7 +62,7 @@ def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
             if os.path.isdir(p) or (not os.path.exists(p) and any(ch in p for ch in "*?[")):
                 found = list_images(p)
                 if not found:
-                    raise FileNotFoundError(2, f"image {i}: no .jpg/.jpeg/.png images", p)
+                    raise FileNotFoundError(2, f"image {i}: no {'/'.join(_IMAGE_SUFFIXES)} images", p)
                 flat += found
                 paths += found
                 single = False
@@ -225,8 +225,8 @@ class Detector:
         Results (one per image or frame, the images decoded as it goes: memory stays flat over a
         long video)."""
         post = self._call_options(conf, iou, classes, max_det, agnostic)
-        if isinstance(source, int) and not isinstance(source, bool):
-            source = str(source)
+        if isinstance(source, int) and not isinstance(source, bool) and 0 <= source < 100:
+            source = str(source)  # a camera number, as ultralytics' source=0
         if isinstance(source, (str, os.PathLike)) and _is_video(os.fspath(source)) \
                 and not os.path.isdir(os.fspath(source)):
             gen = self._video(os.fspath(source), post, vid_stride)
@@ -333,8 +333,8 @@ class Detector:
 
 
 def list_images(*specs: Union[str, os.PathLike]) -> List[str]:
-    """Image files as the CLI expands them: files as given, folders' .jpg/.jpeg/.png files (sorted,
-    not recursive), glob patterns (sorted)."""
+    """Image files as the CLI expands them: files as given, folders' image files (.jpg, .jpeg, .png,
+    .webp, .tif, .tiff, .bmp; sorted, not recursive), glob patterns (sorted)."""
     out: List[str] = []
     for spec in specs:
         s = os.fspath(spec)
@@ -349,7 +349,8 @@ def list_images(*specs: Union[str, os.PathLike]) -> List[str]:
 
 
 def decode(source: Union[str, os.PathLike, bytes]) -> np.ndarray:
-    """Decodes a JPEG/PNG file or bytes into an HxWx3 uint8 BGR array (cv2.imread's pixels)."""
+    """Decodes a JPEG, PNG, WebP, TIFF or BMP file or bytes into an HxWx3 uint8 BGR array (cv2.imread's
+    pixels)."""
     if isinstance(source, (str, os.PathLike)):
         source = os.fspath(source)
         if not os.path.exists(source):
