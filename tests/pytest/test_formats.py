@@ -26,7 +26,7 @@ def rgb():
 
 def pillow_bgr(path):
     with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"))[:, :, ::-1]
+        return np.ascontiguousarray(np.asarray(im.convert("RGB"))[:, :, ::-1])
 
 
 CASES = {
@@ -83,12 +83,25 @@ def run_cli(cli, args):
     return subprocess.run([cli] + args, capture_output=True, text=True, timeout=300)
 
 
-def test_decode_limits_apply(cli, rgb, tmp_path):
-    for name in ("lossless.webp", "raw.tif", "rgb.bmp"):
+def test_decode_limits_apply(tmp_path):
+    """The default DecodeLimits (16384 pixels a side, 50 M pixels) refuse from the header, before
+    allocating: TIFF and BMP 20000 pixels wide (real files), a lossless WebP whose header was
+    rewritten to 16000 x 4000 (64 M pixels; WebP sides stop at 16383)."""
+    wide = Image.new("RGB", (20000, 1))
+    for name, fmt in (("wide.tif", "TIFF"), ("wide.bmp", "BMP")):
         path = str(tmp_path / name)
-        CASES[name](Image.fromarray(rgb), path)
-        p = run_cli(cli, ["detect", "--model", model_path(), "--device", "cpu", "--max-pixels", "1000", path])
-        assert p.returncode == 1 and "exceeds the decode limit" in p.stderr and "max_pixels 1000" in p.stderr, p.stderr
+        wide.save(path, fmt)
+        with pytest.raises(MemoryError, match="exceeds the decode limit .*max_width 16384"):
+            yolocu.decode(path)
+    path = str(tmp_path / "small.webp")
+    Image.new("RGB", (8, 8)).save(path, "WEBP", lossless=True)
+    data = bytearray(open(path, "rb").read())
+    assert data[12:16] == b"VP8L" and data[20] == 0x2F
+    bits = int.from_bytes(data[21:25], "little")
+    bits = (bits & ~((1 << 28) - 1)) | (16000 - 1) | ((4000 - 1) << 14)
+    data[21:25] = bits.to_bytes(4, "little")
+    with pytest.raises(MemoryError, match="16000x4000 pixels exceeds the decode limit .*max_pixels 50000000"):
+        yolocu.decode(bytes(data))
 
 
 def test_folder_names_the_files_it_skips(cli, rgb, tmp_path):
