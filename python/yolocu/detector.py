@@ -213,9 +213,9 @@ class Detector:
                 ) -> Union[Results, List[Results], Iterator[Results]]:
         """Detects objects, ultralytics' predict(): `source` is
           - an image: a NumPy HxWx3 uint8 BGR array (what cv2.imread returns; row padding allowed),
-            a path, the bytes of an encoded JPEG/PNG, a DLPack tensor (host, or CUDA in CUDA
+            a path, the bytes of an encoded JPEG / PNG / WebP / TIFF / BMP, a DLPack tensor (host, or CUDA in CUDA
             builds), or a torch tensor as ultralytics takes it (BCHW / CHW float 0..1 RGB);
-          - several: a list of those, a folder (its .jpg/.jpeg/.png files, sorted), a glob pattern;
+          - several: a list of those, a folder (its image files, sorted: list_images), a glob pattern;
           - a video file (mp4, mkv, avi, mov, ...), a stream URL (rtsp://, http(s)://, ...) or a
             camera ("/dev/video0", 0): its frames, decoded by the C++ video reader (FFmpeg,
             cv2.VideoCapture's pixels), every vid_stride-th.
@@ -288,12 +288,17 @@ class Detector:
             yield from self._results(raw, part, paths[i:i + chunk], i)
 
     def _video(self, source: str, post: Optional[Dict[str, Any]], vid_stride: int) -> Iterator[Results]:
+        """Opens the video now (errors raise at the call, also with stream=True); the frames come as
+        the generator runs."""
         if not _yolocu.video_supported() and _yolocu.classify_source(source) != "image sequence":
             raise ValueError(f"{source}: this build of yolocu reads no video (built without FFmpeg)")
         if not source.lower().startswith(_STREAM_PREFIXES) and not os.path.exists(source) \
                 and not source.isdigit():
             raise FileNotFoundError(2, "no such video", source)
         reader = _yolocu._VideoReader(source, int(vid_stride))
+        return self._frames(reader, source, post)
+
+    def _frames(self, reader: Any, source: str, post: Optional[Dict[str, Any]]) -> Iterator[Results]:
         while True:
             frames, index = [], []
             while len(frames) < self.batch:
