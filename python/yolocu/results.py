@@ -134,8 +134,10 @@ class Results:
                  path: Optional[str] = None, orig_img: Optional[np.ndarray] = None,
                  speed: Optional[Dict[str, float]] = None, frame: Optional[int] = None):
         self.orig_shape = tuple(orig_shape)
-        self.boxes = boxes if isinstance(boxes, Boxes) else Boxes(np.asarray(boxes, np.float32).reshape(-1, 6),
-                                                                   self.orig_shape)
+        if not isinstance(boxes, Boxes):
+            data = np.asarray(boxes, np.float32)
+            boxes = Boxes(data.reshape(0, 6) if data.size == 0 else data, self.orig_shape)
+        self.boxes = boxes
         self.names = names
         self.path = path
         self.orig_img = orig_img

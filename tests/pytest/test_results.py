@@ -248,6 +248,23 @@ def test_tracked_layout():
     assert r.plot().any()
 
 
+def test_tracker_rows_make_tracked_results(det, bus, tmp_path):
+    """yolocu.Tracker takes res.boxes as ultralytics' trackers take Boxes; its first 7 columns are
+    ultralytics' tracked layout, so res.new() gives Results with ids."""
+    res = det(bus)
+    tracker = yolocu.Tracker("bytetrack.yaml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecated path on the way
+        tracks = tracker.update(res.boxes, img=res.orig_img)
+    assert len(tracks) > 0
+    tracked = res.new(tracks[:, :7])
+    assert tracked.boxes.is_track and tracked.boxes.id.tolist() == tracks[:, 4].tolist()
+    np.testing.assert_array_equal(tracked.boxes.cls, tracks[:, 6])
+    lines = open(tracked.save_txt(tmp_path / "t.txt")).read().splitlines()
+    assert [int(line.split()[-1]) for line in lines] == [int(i) for i in tracks[:, 4]]
+    assert not np.array_equal(tracked.plot(img=yolocu.decode(bus)), res.plot(img=yolocu.decode(bus)))  # "id:N" labels
+
+
 def test_supervision_detections(det, bus):
     sv = pytest.importorskip("supervision")
     r = det(bus)
