@@ -85,7 +85,8 @@ for venv in .venv .venv-serve; do  # the wheel anew, then what it depends on tha
   $venv/bin/python -m pip install -q --disable-pip-version-check build-py/dist/yolocu-*.whl
 done
 export YOLOCU_DATA_DIR="$data"
-.venv/bin/python -m pytest -q -rs -s tests/pytest/test_api.py tests/pytest/test_tracker.py tests/pytest/test_cuda_libs.py tests/deploy || status=1
+.venv/bin/python -m pytest -q -rs -s tests/pytest/test_api.py tests/pytest/test_tracker.py tests/pytest/test_results.py \
+  tests/pytest/test_formats.py tests/pytest/test_cuda_libs.py tests/deploy || status=1
 .venv-serve/bin/python -m pytest -q -rs -s tests/pytest/test_serve.py || status=1
 
 echo "== the wheel in a new venv, dependencies from PyPI: import, detect, yolocu serve (scripts/check-fresh-venv.sh) =="

@@ -1,4 +1,5 @@
 // yolocu detect: images in, boxes out (JSON, YOLO txt, annotated JPEGs, per-stage .npy dumps).
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -64,7 +65,7 @@ void print_help() {
       "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"
       "  --save-txt         DIR/labels/<stem>.txt: 'class cx cy w h' normalised, like detect.py\n"
       "  --save-conf        add the confidence to each --save-txt line\n"
-      "  --save-img         DIR/<stem>.jpg: the image with boxes and labels drawn\n"
+      "  --save-img         DIR/<stem>.jpg (.png for PNG inputs): the image with boxes and labels drawn\n"
       "  --dump DIR         every stage as .npy: <stem>_letterboxed, _input, _output<k>, _candidates\n"
       "  --verbose          one summary line per image on stdout\n"
       "video, streams, cameras (--source; docs/video.md):\n"
@@ -159,7 +160,10 @@ struct ImageOutputs {
       for (int y = 0; y < image.height; ++y)
         std::memcpy(copy.row(y), image.data + static_cast<size_t>(y) * image.pitch_bytes, static_cast<size_t>(image.width) * 3);
       draw_detections(copy, r.detections, *names);
-      write_jpeg((fs::path(out_dir) / (stem + ".jpg")).string(), copy.view());
+      // PNG inputs stay lossless (Python's Results.plot() gives the same pixels), others are JPEGs
+      std::string ext = fs::path(r.path).extension().string();
+      for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      write_image((fs::path(out_dir) / (stem + (ext == ".png" ? ".png" : ".jpg"))).string(), copy.view());
     }
     if (trace) {
       const fs::path base = fs::path(dump_dir) / stem;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,7 +40,16 @@ std::string blocking_file(const fs::path& p) {
 
 std::vector<Source> expand_inputs(const std::vector<std::string>& specs) {
   try {
-    return expand_sources(specs);
+    std::vector<std::string> skipped;
+    std::vector<Source> sources = expand_sources(specs, &skipped);
+    if (!skipped.empty()) {
+      std::string names;
+      for (size_t i = 0; i < std::min<size_t>(skipped.size(), 5); ++i) names += (i ? ", " : "") + skipped[i];
+      std::fprintf(stderr, "yolocu: skipped %zu %s (images are %s): %s%s\n", skipped.size(),
+                   skipped.size() > 1 ? "files that are not images" : "file that is not an image", kImageSuffixes,
+                   names.c_str(), skipped.size() > 5 ? ", ..." : "");
+    }
+    return sources;
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInvalidArgument) throw UsageError(e.what());  // a folder without images
     throw;

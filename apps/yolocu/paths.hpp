@@ -11,6 +11,7 @@
 namespace yolocu::cli {
 
 // yolocu::expand_sources (files, folders, glob patterns); a folder without images is a UsageError.
+// The folders' files that are not images are named in one line on stderr.
 std::vector<Source> expand_inputs(const std::vector<std::string>& specs);
 
 // An input file (`kind`: "an ONNX file", "an image"): exists, is a file (not a folder), can be

@@ -201,14 +201,20 @@ class Detector {
   // one Detections per image, in input order, boxes in that image's pixels. Thread-safe. The
   // images are validated here, once, before any backend sees them: kInvalidArgument for null data,
   // a zero size or a pitch below width * 3. `trace` (optional) receives the stage tensors.
-  std::vector<Detections> detect(const std::vector<ImageView>& images, DetectionTrace* trace = nullptr);
+  // `postprocess` (optional; every entry point below takes one): this call's post-processing
+  // options in place of options().postprocess (conf, iou, max_det, classes, ...: complete options,
+  // no family defaults left; validated, kInvalidArgument). The engine is the same; on the GPU a
+  // context keeps one workspace for the last per-call set it saw (allocated when the set changes).
+  std::vector<Detections> detect(const std::vector<ImageView>& images, DetectionTrace* trace = nullptr,
+                                 const PostprocessOptions* postprocess = nullptr);
   Detections detect(const ImageView& image) { return detect(std::vector<ImageView>{image}).at(0); }
 
   // Images in device memory of this detector's GPU (options().cuda_device), e.g. a CUDA tensor:
   // the letterbox reads them in place (any row pitch), no host round trip. The work that wrote
   // them must be finished (synchronise its stream first). CUDA detectors only: kUnsupported on the
   // CPU detector. Same detections as detect() of the same pixels. Thread-safe like detect().
-  std::vector<Detections> detect_device(const std::vector<ImageView>& device_images);
+  std::vector<Detections> detect_device(const std::vector<ImageView>& device_images,
+                                        const PostprocessOptions* postprocess = nullptr);
 
   // Images in device memory of this detector's GPU as BGR, RGB or NV12 (video decoders' frames,
   // e.g. NVDEC's; yolocu/device_image.hpp). The letterbox reads them in place (NV12 converted on
@@ -217,7 +223,8 @@ class Detector {
   // The pixels must stay valid until the call returns; it returns when the results are on the
   // host. CUDA detectors only: kUnsupported on the CPU detector; kInvalidArgument for a bad image
   // (checked before any backend runs). Thread-safe like detect().
-  std::vector<Detections> detect_device(const std::vector<DeviceImage>& device_images);
+  std::vector<Detections> detect_device(const std::vector<DeviceImage>& device_images,
+                                        const PostprocessOptions* postprocess = nullptr);
   // Encoded images (JPEG / PNG bytes in host memory, read during the call): decoded as
   // options().decode says, then detected. kCpu: decode_image() on the calling thread, then
   // detect(): the same detections as decode_image() + detect(). kGpu (CUDA detector): nvJPEG
@@ -229,7 +236,8 @@ class Detector {
   // kInvalidArgument (null data with a size); the first failing image of the call throws. `sizes`
   // (optional) receives each image's decoded size. Thread-safe like detect().
   std::vector<Detections> detect_encoded(const std::vector<EncodedImage>& images,
-                                         std::vector<DecodedSize>* sizes = nullptr);
+                                         std::vector<DecodedSize>* sizes = nullptr,
+                                         const PostprocessOptions* postprocess = nullptr);
   DecodeStats decode_stats() const;
 
   // Asynchronous form (runs detect() on another thread): the images must stay valid, and the
@@ -266,20 +274,27 @@ class Detector {
  protected:
   BuildInfo build_info_;  // filled by the backend's constructor; build_ms by create()
 
-  // The backend: `images` is non-empty and validated; same contract as detect().
-  virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) = 0;
+  // The backends. `post`: the call's post-processing options (validated; options().postprocess
+  // unless the call passed its own).
+  // run_detect: `images` is non-empty and validated; same contract as detect().
+  virtual std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace,
+                                             const PostprocessOptions& post) = 0;
   // detect_device()'s backend (`images` non-empty and validated); the default refuses (kUnsupported).
-  virtual std::vector<Detections> run_detect_device(const std::vector<ImageView>& images);
+  virtual std::vector<Detections> run_detect_device(const std::vector<ImageView>& images,
+                                                    const PostprocessOptions& post);
   // The DeviceImage form's backend (`images` non-empty and validated); the default refuses.
-  virtual std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images);
+  virtual std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images,
+                                                           const PostprocessOptions& post);
   // detect_encoded()'s backend (`images` non-empty, `sizes` sized to match); the default decodes
   // on the CPU (decode_image) and calls run_detect(). Backends report their decodes through
   // count_decoded().
   virtual std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
-                                                     std::vector<DecodedSize>& sizes);
+                                                     std::vector<DecodedSize>& sizes, const PostprocessOptions& post);
   // warm_up()'s backend (sizes validated, never empty); the default (CPU) does nothing.
   virtual void run_warm_up(const std::vector<int>& batch_sizes) { (void)batch_sizes; }
   void count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend);
+  // The call's options: `postprocess` validated, or options().postprocess when null.
+  const PostprocessOptions& call_postprocess(const PostprocessOptions* postprocess) const;
   // Backends: the times of the call that ends, recorded for the calling thread (last_times()).
   void record_times(const StageTimes& times);
 

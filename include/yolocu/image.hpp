@@ -1,12 +1,15 @@
-// yolocu/image.hpp - 8-bit BGR images and the JPEG / PNG decoder.
+// yolocu/image.hpp - 8-bit BGR images and the image decoder (JPEG, PNG, WebP, TIFF, BMP).
 //
 // Decoding matches OpenCV 4.6 `cv::imread(path, cv::IMREAD_COLOR)` pixel for pixel (same libjpeg /
 // libpng, same conversions): 3-channel BGR; JPEG EXIF orientation applied; grey, grey+alpha, RGBA,
 // palette and 16-bit PNG reduced to 8-bit BGR the way OpenCV does it (16-bit: high byte kept,
 // alpha dropped without blending). The format is detected from the leading bytes, not the name.
+// WebP through libwebp (WebPDecodeBGRInto, as OpenCV), TIFF through libtiff (first page, its RGBA
+// interface, alpha dropped), BMP through FFmpeg's bmp decoder (builds with FFmpeg), all under the
+// same DecodeLimits.
 //
 // Errors: kIo (file cannot be read), kParse (corrupt or truncated data, "<name>: ..."),
-// kUnsupported (neither JPEG nor PNG), kOutOfMemory (over a DecodeLimits field, named in the
+// kUnsupported (none of those formats), kOutOfMemory (over a DecodeLimits field, named in the
 // message: a header larger than the pixel limits, checked before any pixel buffer is allocated;
 // too many progressive scans; libjpeg's working memory). Nothing is printed. Unlike OpenCV, a JPEG whose data ends
 // early is an error, not a partly grey image.

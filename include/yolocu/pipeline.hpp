@@ -55,11 +55,15 @@ struct Source {
 };
 
 // The image files that `specs` name, as `yolocu detect PATH...` reads them: files as given (a path
-// that does not exist is kept: it fails when read), folders (their .jpg / .jpeg / .png files,
+// that does not exist is kept: it fails when read), folders (their image files, kImageSuffixes,
 // sorted, not recursive) and glob(3) patterns (their matches, sorted; a pattern without a match is
 // a Source with `error` set). A folder without images throws kInvalidArgument naming the folder,
 // and its subfolders when it has any.
-std::vector<Source> expand_sources(const std::vector<std::string>& specs);
+// The suffixes a folder's images have (case-insensitive): the formats decode_image() reads.
+constexpr const char* kImageSuffixes = ".jpg, .jpeg, .png, .webp, .tif, .tiff, .bmp";
+// `skipped` (optional) receives the folders' other files (sorted per folder), for a front end to
+// say what it left out.
+std::vector<Source> expand_sources(const std::vector<std::string>& specs, std::vector<std::string>* skipped = nullptr);
 
 // The result of one source.
 struct ImageResult {
@@ -87,6 +91,8 @@ struct PipelineOptions {
   bool encoded = false;    // hand the sources' bytes to Detector::detect_encoded (the detector decodes,
                            // e.g. nvJPEG with DecodeDevice::kGpu): the threads only read the files and
                            // the callback's image is empty. Every source must be kFile or kEncoded.
+  const PostprocessOptions* postprocess = nullptr;  // the run's post-processing options (Detector::detect's
+                                                   // per-call ones); null: the detector's own
 };
 
 struct PipelineSummary {

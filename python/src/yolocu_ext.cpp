@@ -27,6 +27,7 @@
 #include "yolocu/eval.hpp"
 #include "yolocu/image.hpp"
 #include "yolocu/pipeline.hpp"
+#include "ext_bindings.hpp"
 
 #if defined(YOLOCU_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -342,11 +343,27 @@ class PyDetector {
     det_ = yolocu::Detector::create(model, o);
   }
 
-  // items: a flat list of arrays / bytes / str paths. Returns one result tuple per item.
-  nb::list detect(const nb::list& items) {
+  // This call's post-processing options: the detector's, with the keys of `over` (a dict or None:
+  // conf, iou, max_det, classes, agnostic) in their place. The Python layer checks the values.
+  yolocu::PostprocessOptions call_options(const nb::object& over) const {
+    yolocu::PostprocessOptions p = det_->options().postprocess;
+    if (over.is_none()) return p;
+    const nb::dict d = nb::cast<nb::dict>(over);
+    if (d.contains("conf")) p.conf_threshold = nb::cast<float>(d["conf"]);
+    if (d.contains("iou")) p.iou_threshold = nb::cast<float>(d["iou"]);
+    if (d.contains("max_det")) p.max_det = nb::cast<int>(d["max_det"]);
+    if (d.contains("classes")) p.classes = nb::cast<std::vector<int>>(d["classes"]);
+    if (d.contains("agnostic")) p.agnostic = nb::cast<bool>(d["agnostic"]);
+    return p;
+  }
+
+  // items: a flat list of arrays / bytes / str paths; post: per-call options (call_options).
+  // Returns one result tuple per item.
+  nb::list detect(const nb::list& items, const nb::object& post) {
     std::vector<Input> inputs = collect_inputs(items);
+    const yolocu::PostprocessOptions options = call_options(post);
 #if defined(YOLOCU_WITH_CUDA)
-    if (all_on_this_gpu(inputs)) return detect_on_device(inputs);
+    if (all_on_this_gpu(inputs)) return detect_on_device(inputs, options);
 #endif
     std::vector<yolocu::ImageResult> results;
     {
@@ -363,6 +380,7 @@ class PyDetector {
                                                             std::max(1u, std::thread::hardware_concurrency())));
       po.encoded = !sources.empty() && encoded == sources.size() &&
                    det_->options().decode == yolocu::DecodeDevice::kGpu;
+      po.postprocess = &options;
       results = yolocu::run_pipeline(*det_, sources, po);
       rethrow_first_error(results);
     }
@@ -441,7 +459,7 @@ class PyDetector {
            });
   }
 
-  nb::list detect_on_device(const std::vector<Input>& inputs) {
+  nb::list detect_on_device(const std::vector<Input>& inputs, const yolocu::PostprocessOptions& options) {
     std::vector<yolocu::Detections> dets;
     {
       nb::gil_scoped_release release;
@@ -454,7 +472,7 @@ class PyDetector {
         throw yolocu::Error(yolocu::ErrorCode::kCuda, std::string("waiting for the CUDA tensors: ") + cudaGetErrorString(e));
       std::vector<yolocu::ImageView> views;
       for (const Input& in : inputs) views.push_back(in.view);
-      dets = det_->detect_device(views);
+      dets = det_->detect_device(views, &options);
     }
     nb::list out;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -557,7 +575,7 @@ NB_MODULE(_yolocu, m) {
 
   nb::class_<PyDetector>(m, "_Detector")
       .def(nb::init<const std::string&, const PyOptions&>(), "model"_a, "options"_a)
-      .def("detect", &PyDetector::detect, "items"_a,
+      .def("detect", &PyDetector::detect, "items"_a, "post"_a = nb::none(),
            "Detects objects in a flat list of images (arrays, bytes, paths); the GIL is released.")
       .def("evaluate", &PyDetector::evaluate, "paths"_a, "labels_dir"_a)
       .def_prop_ro("class_names", &PyDetector::class_names)
@@ -572,6 +590,8 @@ NB_MODULE(_yolocu, m) {
   m.def("decode", &decode, "source"_a, "Decodes a JPEG/PNG (path or bytes) to an HxWx3 uint8 BGR array.");
   m.def("cuda_available", &cuda_available, "True when this build has CUDA and a GPU is usable.");
   bind_tracker(m);
+  yolocu::python::bind_annotate(m);
+  yolocu::python::bind_video(m);
 #if defined(YOLOCU_WITH_CUDA)
   m.attr("with_cuda") = true;
 #else

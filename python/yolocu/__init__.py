@@ -2,8 +2,9 @@
 
     import cv2, yolocu
     det = yolocu.Detector("yolov5n.onnx", device="auto", conf=0.25, iou=0.45)
-    res = det(cv2.imread("bus.jpg"))          # or a path, encoded bytes, a list, a DLPack tensor
-    print(res.boxes, res.scores, res.classes, [res.names[c] for c in res.classes])
+    res = det(cv2.imread("bus.jpg"), conf=0.5)  # or a path, folder, glob, list, tensor, video (stream=True)
+    print(res.boxes.xyxy, res.boxes.conf, res.boxes.cls, res.summary())
+    cv2.imwrite("out.jpg", res.plot())
     metrics = yolocu.eval("yolov5n.onnx", "coco128/images/train2017", "coco128/labels/train2017")
 
 Serving through NVIDIA Triton: `yolocu serve --model m.onnx` (pip install ".[serve]"; docs/serving.md).
@@ -29,7 +30,8 @@ except ImportError as _e:
     raise
 finally:
     _sys.setdlopenflags(_flags)
-from .detector import Detector, Results, decode, eval, list_images
+from .detector import Detector, decode, eval, list_images
+from .results import Boxes, Results
 from .tracker import Tracker
 
 __version__ = "0.1.0"
@@ -41,4 +43,5 @@ def cuda_available() -> bool:
     return bool(_yolocu.cuda_available())
 
 
-__all__ = ["Detector", "Results", "Tracker", "eval", "decode", "list_images", "cuda_available", "with_cuda", "__version__"]
+__all__ = ["Detector", "Results", "Boxes", "Tracker", "eval", "decode", "list_images", "cuda_available", "with_cuda",
+           "__version__"]

@@ -2,83 +2,53 @@
 from __future__ import annotations
 
 import glob
-import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _yolocu
+from .results import Boxes, Results
 
 ImageLike = Any  # np.ndarray (HxWx3 uint8 BGR) | str | os.PathLike | bytes | bytearray | memoryview | DLPack tensor
 
-_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".bmp")  # include/yolocu/pipeline.hpp kImageSuffixes
 
 
-def _json_number(v: float) -> str:
-    """The CLI's number format (%.9g: round-trips a float32)."""
-    v = float(v)
-    if not np.isfinite(v):
-        return "null"
-    return "%.9g" % v
+_VIDEO_SUFFIXES = (".asf", ".avi", ".gif", ".m4v", ".mkv", ".mov", ".mp4", ".mpeg", ".mpg", ".ts", ".wmv", ".webm")
+_STREAM_PREFIXES = ("rtsp://", "rtsps://", "rtmp://", "http://", "https://", "udp://", "tcp://", "srt://")
 
 
-class Results:
-    """Detections of one image, in original-image pixels (ultralytics' habits).
+def _is_video(path: str) -> bool:
+    """A video file or stream (by suffix or URL scheme), a camera (/dev/videoN, or "0")."""
+    low = path.lower()
+    return (low.endswith(_VIDEO_SUFFIXES) or low.startswith(_STREAM_PREFIXES) or low.startswith("/dev/video")
+            or (low.isdigit() and len(low) < 4))
 
-    Attributes:
-        boxes: N x 4 float32, x1 y1 x2 y2 (unrounded, clipped to the image), confidence descending.
-        scores: N float32 confidences (obj * cls).
-        classes: N int32 class ids.
-        names: {class id: name} of the model.
-        orig_shape: (height, width) of the image.
-        path: the file the image came from, or None.
-    """
 
-    __slots__ = ("boxes", "scores", "classes", "names", "orig_shape", "path")
-
-    def __init__(self, boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, names: Dict[int, str],
-                 orig_shape: Tuple[int, int], path: Optional[str] = None):
-        self.boxes = boxes
-        self.scores = scores
-        self.classes = classes
-        self.names = names
-        self.orig_shape = orig_shape
-        self.path = path
-
-    def __len__(self) -> int:
-        return int(self.scores.shape[0])
-
-    def __repr__(self) -> str:
-        counts: Dict[str, int] = {}
-        for c in self.classes.tolist():
-            counts[self.label(c)] = counts.get(self.label(c), 0) + 1
-        what = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no detections"
-        return f"Results({self.orig_shape[1]}x{self.orig_shape[0]}: {what})"
-
-    def label(self, class_id: int) -> str:
-        """The class name, or class<N> for an id without one (as the CLI writes it)."""
-        return self.names.get(int(class_id), f"class{int(class_id)}")
-
-    def to_list(self) -> List[Dict[str, Any]]:
-        """[{"box": [x1, y1, x2, y2], "confidence", "class_id", "class_name"}, ...]"""
-        return [{"box": [float(v) for v in b], "confidence": float(s), "class_id": int(c), "class_name": self.label(c)}
-                for b, s, c in zip(self.boxes, self.scores, self.classes)]
-
-    def to_json(self) -> str:
-        """This image as the CLI's `yolocu detect --json` writes it (one element of "images")."""
-        dets = ", ".join(
-            '{"box": [%s], "confidence": %s, "class_id": %d, "class_name": %s}'
-            % (", ".join(_json_number(v) for v in b), _json_number(s), int(c), json.dumps(self.label(c)))
-            for b, s, c in zip(self.boxes.tolist(), self.scores.tolist(), self.classes.tolist()))
-        path = json.dumps(self.path) if self.path is not None else "null"
-        return '{"path": %s, "width": %d, "height": %d, "detections": [%s]}' % (
-            path, self.orig_shape[1], self.orig_shape[0], dets)
+def _tensor_images(t: Any) -> Optional[List[np.ndarray]]:
+    """A torch tensor as ultralytics takes it (BCHW or CHW, float 0..1, RGB) -> HxWx3 uint8 BGR
+    arrays; None for anything else (uint8 HxWx3 DLPack tensors go to the extension as they are)."""
+    mod = type(t).__module__ or ""
+    if not mod.startswith("torch") or not hasattr(t, "detach"):
+        return None
+    if not t.is_floating_point():
+        return None
+    a = t.detach().cpu().float().numpy()
+    if a.ndim == 3:
+        a = a[None]
+    if a.ndim != 4 or a.shape[1] != 3:
+        raise ValueError(f"tensor of shape {tuple(a.shape)}: expected BCHW (or CHW) RGB, float 0..1, as ultralytics")
+    if a.size and (a.min() < 0 or a.max() > 1):
+        raise ValueError("tensor values must be in 0..1 (ultralytics' float input); pass uint8 HxWx3 BGR arrays "
+                         "for 0..255 pixels")
+    return [np.ascontiguousarray(np.rint(np.transpose(x, (1, 2, 0))[:, :, ::-1] * 255).astype(np.uint8)) for x in a]
 
 
 def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
     """One list entry per image (bytes, str path or array-like), their paths, and whether the call
-    named one image (-> one Results) or several (-> a list). Raises TypeError / FileNotFoundError."""
+    named one image (-> one Results) or several (-> a list). Folders and glob patterns are expanded
+    (list_images); a video among them raises (see Detector.predict). Raises TypeError / FileNotFoundError."""
     single = not isinstance(source, (list, tuple))
     items = [source] if single else list(source)
     flat: List[Any] = []
@@ -86,10 +56,19 @@ def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
     for i, it in enumerate(items):
         if isinstance(it, (str, os.PathLike)):
             p = os.fspath(it)
+            if _is_video(p) and not os.path.isdir(p):
+                raise ValueError(f"image {i}: {p} is a video or stream: pass it alone (Detector.predict(video, "
+                                 f"stream=True))")
+            if os.path.isdir(p) or (not os.path.exists(p) and any(ch in p for ch in "*?[")):
+                found = list_images(p)
+                if not found:
+                    raise FileNotFoundError(2, f"image {i}: no {'/'.join(_IMAGE_SUFFIXES)} images", p)
+                flat += found
+                paths += found
+                single = False
+                continue
             if not os.path.exists(p):
                 raise FileNotFoundError(2, f"image {i}: no such file", p)
-            if os.path.isdir(p):
-                raise IsADirectoryError(21, f"image {i}: a folder; use yolocu.list_images(folder)", p)
             flat.append(p)
             paths.append(p)
         elif isinstance(it, (bytes, bytearray, memoryview)):
@@ -98,6 +77,11 @@ def _flatten(source: Any) -> Tuple[List[Any], List[Optional[str]], bool]:
                 raise ValueError(f"image {i}: empty bytes")
             flat.append(b)
             paths.append(None)
+        elif _tensor_images(it) is not None:
+            arrays = _tensor_images(it)
+            flat += arrays
+            paths += [None] * len(arrays)
+            single = single and len(arrays) == 1
         elif isinstance(it, np.ndarray) or hasattr(it, "__dlpack__") or hasattr(it, "__array_interface__"):
             flat.append(it)
             paths.append(None)
@@ -231,17 +215,110 @@ class Detector:
         """Detections kept per image."""
         return int(self._det.postprocess["max_det"])
 
-    def __call__(self, source: Union[ImageLike, Sequence[ImageLike]]) -> Union[Results, List[Results]]:
-        """Detects objects. `source`: one image or a list of images, each a NumPy HxWx3 uint8 BGR
-        array (what cv2.imread returns; row padding allowed, pixels of a row contiguous), a path,
-        the bytes of an encoded JPEG/PNG, or a DLPack tensor (host, or CUDA in CUDA builds). Returns
-        one Results for one image, a list for a list."""
+    def predict(self, source: Any, conf: Optional[float] = None, iou: Optional[float] = None,
+                classes: Optional[Iterable[int]] = None, max_det: Optional[int] = None,
+                agnostic: Optional[bool] = None, stream: bool = False, vid_stride: int = 1
+                ) -> Union[Results, List[Results], Iterator[Results]]:
+        """Detects objects, ultralytics' predict(): `source` is
+          - an image: a NumPy HxWx3 uint8 BGR array (what cv2.imread returns; row padding allowed),
+            a path, the bytes of an encoded JPEG / PNG / WebP / TIFF / BMP, a DLPack tensor (host, or CUDA in CUDA
+            builds), or a torch tensor as ultralytics takes it (BCHW / CHW float 0..1 RGB);
+          - several: a list of those, a folder (its image files, sorted: list_images), a glob pattern;
+          - a video file (mp4, mkv, avi, mov, ...), a stream URL (rtsp://, http(s)://, ...) or a
+            camera ("/dev/video0", 0): its frames, decoded by the C++ video reader (FFmpeg,
+            cv2.VideoCapture's pixels), every vid_stride-th.
+        conf, iou, classes, max_det, agnostic: this call's post-processing, in place of the
+        Detector's (None: the Detector's); the same engine, nothing rebuilt.
+        Returns one Results for one image, a list for several; with stream=True a generator of
+        Results (one per image or frame, the images decoded as it goes: memory stays flat over a
+        long video)."""
+        post = self._call_options(conf, iou, classes, max_det, agnostic)
+        if isinstance(source, int) and not isinstance(source, bool) and 0 <= source < 100:
+            source = str(source)  # a camera number, as ultralytics' source=0
+        if isinstance(source, (str, os.PathLike)) and _is_video(os.fspath(source)) \
+                and not os.path.isdir(os.fspath(source)):
+            gen = self._video(os.fspath(source), post, vid_stride)
+            return gen if stream else list(gen)
         flat, paths, single = _flatten(source)
-        raw = self._det.detect(flat)
-        out = [Results(b, s, c, self.names, (h, w), p) for (b, s, c, w, h), p in zip(raw, paths)]
+        gen = self._images(flat, paths, post, self.batch if stream else max(len(flat), 1))
+        if stream:
+            return gen
+        out = list(gen)
         return out[0] if single else out
 
-    predict = __call__
+    __call__ = predict
+
+    def _call_options(self, conf, iou, classes, max_det, agnostic) -> Optional[Dict[str, Any]]:
+        post: Dict[str, Any] = {}
+        if conf is not None:
+            if not 0 <= float(conf) <= 1:
+                raise ValueError(f"conf must be in [0, 1], got {conf}")
+            post["conf"] = float(conf)
+        if iou is not None:
+            if not 0 <= float(iou) <= 1:
+                raise ValueError(f"iou must be in [0, 1], got {iou}")
+            post["iou"] = float(iou)
+        if max_det is not None:
+            if int(max_det) < 1:
+                raise ValueError(f"max_det must be >= 1, got {max_det}")
+            post["max_det"] = int(max_det)
+        if classes is not None:
+            cls = [int(c) for c in ([classes] if isinstance(classes, int) else classes)]
+            bad = [c for c in cls if not 0 <= c < len(self.names)]
+            if bad:
+                raise ValueError(f"classes: {bad} outside the model's classes 0..{len(self.names) - 1}")
+            post["classes"] = cls
+        if agnostic is not None:
+            post["agnostic"] = bool(agnostic)
+        return post or None
+
+    def _speed(self, n: int) -> Dict[str, float]:
+        t = self._det.last_times()
+        n = max(n, 1)
+        return {k: float(t[k]) / n for k in ("preprocess", "inference", "postprocess")}
+
+    def _results(self, raw: list, items: List[Any], paths: List[Optional[str]], first: int,
+                 frames: Optional[List[int]] = None) -> List[Results]:
+        speed = self._speed(len(raw))
+        out = []
+        for k, ((b, s, c, w, h), it, p) in enumerate(zip(raw, items, paths)):
+            data = np.concatenate([b, s[:, None], c[:, None].astype(np.float32)], axis=1)
+            img = it if isinstance(it, np.ndarray) else None
+            out.append(Results(Boxes(data, (h, w)), self.names, (h, w), p if p is not None else f"image{first + k}",
+                               img, speed, None if frames is None else frames[k]))
+        return out
+
+    def _images(self, flat: List[Any], paths: List[Optional[str]], post: Optional[Dict[str, Any]],
+                chunk: int) -> Iterator[Results]:
+        for i in range(0, len(flat), chunk):
+            part = flat[i:i + chunk]
+            raw = self._det.detect(part, post)
+            yield from self._results(raw, part, paths[i:i + chunk], i)
+
+    def _video(self, source: str, post: Optional[Dict[str, Any]], vid_stride: int) -> Iterator[Results]:
+        """Opens the video now (errors raise at the call, also with stream=True); the frames come as
+        the generator runs."""
+        if not _yolocu.video_supported() and _yolocu.classify_source(source) != "image sequence":
+            raise ValueError(f"{source}: this build of yolocu reads no video (built without FFmpeg)")
+        if not source.lower().startswith(_STREAM_PREFIXES) and not os.path.exists(source) \
+                and not source.isdigit():
+            raise FileNotFoundError(2, "no such video", source)
+        reader = _yolocu._VideoReader(source, int(vid_stride))
+        return self._frames(reader, source, post)
+
+    def _frames(self, reader: Any, source: str, post: Optional[Dict[str, Any]]) -> Iterator[Results]:
+        while True:
+            frames, index = [], []
+            while len(frames) < self.batch:
+                f = reader.read()
+                if f is None:
+                    break
+                frames.append(f[0])
+                index.append(int(f[1]))
+            if not frames:
+                return
+            raw = self._det.detect(frames, post)
+            yield from self._results(raw, frames, [source] * len(frames), 0, index)
 
     def last_times(self) -> Dict[str, float]:
         """Times of the last call in milliseconds: preprocess, inference, postprocess, total (host
@@ -269,8 +346,8 @@ class Detector:
 
 
 def list_images(*specs: Union[str, os.PathLike]) -> List[str]:
-    """Image files as the CLI expands them: files as given, folders' .jpg/.jpeg/.png files (sorted,
-    not recursive), glob patterns (sorted)."""
+    """Image files as the CLI expands them: files as given, folders' image files (.jpg, .jpeg, .png,
+    .webp, .tif, .tiff, .bmp; sorted, not recursive), glob patterns (sorted)."""
     out: List[str] = []
     for spec in specs:
         s = os.fspath(spec)
@@ -285,7 +362,8 @@ def list_images(*specs: Union[str, os.PathLike]) -> List[str]:
 
 
 def decode(source: Union[str, os.PathLike, bytes]) -> np.ndarray:
-    """Decodes a JPEG/PNG file or bytes into an HxWx3 uint8 BGR array (cv2.imread's pixels)."""
+    """Decodes a JPEG, PNG, WebP, TIFF or BMP file or bytes into an HxWx3 uint8 BGR array (cv2.imread's
+    pixels)."""
     if isinstance(source, (str, os.PathLike)):
         source = os.fspath(source)
         if not os.path.exists(source):

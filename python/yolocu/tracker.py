@@ -3,8 +3,8 @@
     tracker = yolocu.Tracker("bytetrack.yaml")         # or "botsort.yaml", a YAML path, a dict
     for frame in frames:
         res = det(frame)
-        tracks = tracker.update(res.boxes, res.scores, res.classes, img=frame)
-        # tracks: N x 8 float32 [x1, y1, x2, y2, track_id, score, cls, idx]
+        tracks = tracker.update(res.boxes, img=frame)   # res.boxes: a yolocu.Boxes
+        # tracks: N x 8 float32 [x1, y1, x2, y2, track_id, score, cls, idx]; res.new(tracks[:, :7]): tracked Results
 
 Same ids and boxes as ultralytics' BYTETracker / BOTSORT (8.4.190) on the same detections (docs/track.md).
 """

@@ -337,6 +337,11 @@ Model parse_onnx_checked(const void* data, size_t size, const std::string& name,
 }  // namespace
 
 Model load_onnx(const std::string& path, const LoadOptions& options) {
+  const std::string ext = path.size() >= 3 ? path.substr(path.size() - 3) : "";
+  YOLOCU_CHECK(ext != ".pt" && ext != ".PT", kUnsupported, path,
+               ": a PyTorch checkpoint, not an ONNX model; export it first: `yolo export model=", path,
+               " format=onnx` (YOLOv8 / YOLO11, the ultralytics package) or `python export.py --weights ", path,
+               " --include onnx` (YOLOv5, in a clone of ultralytics/yolov5)");
   const std::string bytes = detail::oom_as_error(path, [&] { return detail::read_file(path, options.max_file_bytes); });
   return parse_onnx(bytes.data(), bytes.size(), path, options);
 }

@@ -1,75 +1,41 @@
-// Box drawing (own 5x7 bitmap font) and the libjpeg-based JPEG encoder.
+// Box and label drawing (yolocu/annotate.hpp): ultralytics' Annotator layout (line width, palette,
+// label placement, text colour) with the bitmap font of bitmap_font.cpp.
 #include "yolocu/annotate.hpp"
-
-#include <jpeglib.h>
 
 #include <algorithm>
 #include <cmath>
-#include <csetjmp>
 #include <cstdio>
-#include <cstdlib>
 
 #include "core/check.hpp"
-#include "yolocu/atomic_file.hpp"
+#include "pipeline/bitmap_font.hpp"
 
 namespace yolocu {
 namespace {
 
-// 5x7 glyphs, one byte per row, bit 4 = leftmost column.
-struct Glyph {
-  char c;
-  uint8_t rows[7];
-};
-constexpr Glyph kFont[] = {
-    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
-    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E}},
-    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
-    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
-    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
-    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
-    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
-    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
-    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
-    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
-    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
-    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
-    {'Y', {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
-    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
-    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
-    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
-    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
-    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
-    {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}}, {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
-    {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}}, {' ', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}},
-    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}}, {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}},
-};
-
-const Glyph& glyph(char c) {
-  if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  for (const Glyph& g : kFont)
-    if (g.c == c) return g;
-  return kFont[sizeof(kFont) / sizeof(kFont[0]) - 1];
-}
-
 struct Bgr {
   uint8_t b, g, r;
+  bool operator==(const Bgr& o) const { return b == o.b && g == o.g && r == o.r; }
 };
 
-// A fixed, well-spread colour per class: hue stepped by the golden angle, full saturation.
-Bgr class_colour(int class_id) {
-  const double h = std::fmod(static_cast<double>(class_id < 0 ? -class_id : class_id) * 137.508, 360.0) / 60.0;
-  const double x = 1.0 - std::fabs(std::fmod(h, 2.0) - 1.0);
-  double r = 0, g = 0, b = 0;
-  switch (static_cast<int>(h)) {
-    case 0: r = 1, g = x; break;
-    case 1: r = x, g = 1; break;
-    case 2: g = 1, b = x; break;
-    case 3: g = x, b = 1; break;
-    case 4: r = x, b = 1; break;
-    default: r = 1, b = x; break;
-  }
-  auto u8 = [](double v) { return static_cast<uint8_t>(std::lround(40 + v * 215)); };
-  return {u8(b), u8(g), u8(r)};
+// ultralytics.utils.plotting.Colors: the 20 hex colours (RGB), taken in class order modulo 20.
+constexpr uint32_t kPalette[20] = {0x042AFF, 0x0BDBEB, 0xF3F3F3, 0x00DFB7, 0x111F68, 0xFF6FDD, 0xFF444F,
+                                   0xCCED00, 0x00F344, 0xBD00FF, 0x00B4FF, 0xDD00BA, 0x00FFFF, 0x26C000,
+                                   0x01FFB3, 0x7D24FF, 0x7B0068, 0xFF1B6C, 0xFC6D2F, 0xA2FF0B};
+
+Bgr palette_colour(int class_id) {
+  const int n = static_cast<int>(sizeof(kPalette) / sizeof(kPalette[0]));
+  const uint32_t rgb = kPalette[((class_id % n) + n) % n];
+  return {static_cast<uint8_t>(rgb & 0xFF), static_cast<uint8_t>((rgb >> 8) & 0xFF), static_cast<uint8_t>(rgb >> 16)};
+}
+
+// Annotator.get_txt_color: the palette's light colours (its dark_colors set, BGR) take dark text
+// (104, 31, 17); every other colour white.
+Bgr text_colour(Bgr box) {
+  constexpr Bgr kLight[] = {{235, 219, 11}, {243, 243, 243}, {183, 223, 0}, {221, 111, 255}, {0, 237, 204},
+                            {68, 243, 0},   {255, 255, 0},   {179, 255, 1}, {11, 255, 162}};
+  for (const Bgr& c : kLight)
+    if (c == box) return {104, 31, 17};
+  return {255, 255, 255};
 }
 
 void fill(Image& im, int x0, int y0, int x1, int y1, Bgr c) {  // [x0, x1) x [y0, y1), clipped
@@ -81,110 +47,113 @@ void fill(Image& im, int x0, int y0, int x1, int y1, Bgr c) {  // [x0, x1) x [y0
   }
 }
 
+// A label's text: glyphs of kGlyphWidth columns plus one blank column, `scale` pixels a dot.
 void draw_text(Image& im, int x, int y, int scale, const std::string& s, Bgr c) {
   for (char ch : s) {
-    const Glyph& g = glyph(ch);
-    for (int r = 0; r < 7; ++r)
-      for (int k = 0; k < 5; ++k)
-        if (g.rows[r] & (0x10 >> k)) fill(im, x + k * scale, y + r * scale, x + (k + 1) * scale, y + (r + 1) * scale, c);
-    x += 6 * scale;
+    const uint8_t* rows = detail::glyph_rows(ch);
+    for (int r = 0; r < detail::kGlyphRows; ++r)
+      for (int k = 0; k < detail::kGlyphWidth; ++k)
+        if (rows[r] & (0x10 >> k)) fill(im, x + k * scale, y + r * scale, x + (k + 1) * scale, y + (r + 1) * scale, c);
+    x += (detail::kGlyphWidth + 1) * scale;
   }
 }
 
-// libjpeg error handler: longjmp back to encode_raw (no C++ objects live across the jump).
-struct JpegError {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-};
-void jpeg_on_error(j_common_ptr cinfo) {
-  std::longjmp(reinterpret_cast<JpegError*>(cinfo->err)->jump, 1);
+// The label box around text at `scale`: one dot of margin on each side.
+int label_width(const std::string& s, int scale) {
+  return (static_cast<int>(s.size()) * (detail::kGlyphWidth + 1) + 1) * scale;
+}
+int label_box_height(int scale) { return (detail::kGlyphRows + 2) * scale; }
+
+// ultralytics' cv2 path of Annotator.box_label: above the box when there is room (y1 >= height),
+// else inside it from its top; moved left when it would pass the right edge. Here also kept off the
+// left and bottom edges, and drawn smaller when it is wider than the image.
+void place_label(Image& im, int x1, int y1, int line_width, const std::string& text, Bgr box) {
+  int scale = std::max(line_width, 1);
+  while (scale > 1 && label_width(text, scale) > im.width()) --scale;
+  const int w = label_width(text, scale), h = label_box_height(scale);
+  const bool outside = y1 >= h;
+  int x = std::max(std::min(x1, im.width() - w), 0);
+  int y = outside ? y1 - h : y1;
+  y = std::max(std::min(y, im.height() - h), 0);
+  fill(im, x, y, x + w, y + h, box);
+  draw_text(im, x + scale, y + scale, scale, text, text_colour(box));
 }
 
-// C-style core: returns false on a libjpeg error; *out is malloc'd by libjpeg (caller frees).
-bool encode_raw(const ImageView& im, int quality, unsigned char** out, unsigned long* size) {
-  jpeg_compress_struct cinfo;
-  JpegError err;
-  cinfo.err = jpeg_std_error(&err.pub);
-  err.pub.error_exit = jpeg_on_error;
-  if (setjmp(err.jump)) {
-    jpeg_destroy_compress(&cinfo);
-    return false;
+std::string label_text(const Detection& d, const std::vector<std::string>& names, const AnnotateOptions& o,
+                       size_t i) {
+  std::string s;
+  if (!o.track_ids.empty() && o.track_ids[i] >= 0) s = "id:" + std::to_string(o.track_ids[i]) + " ";
+  s += class_name(names, d.class_id);
+  if (o.conf) {
+    char conf[32];
+    std::snprintf(conf, sizeof conf, " %.2f", static_cast<double>(d.confidence));
+    s += conf;
   }
-  jpeg_create_compress(&cinfo);
-  jpeg_mem_dest(&cinfo, out, size);
-  cinfo.image_width = static_cast<JDIMENSION>(im.width);
-  cinfo.image_height = static_cast<JDIMENSION>(im.height);
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_EXT_BGR;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, quality, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(im.data + static_cast<size_t>(cinfo.next_scanline) * im.pitch_bytes);
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  return true;
+  return s;
+}
+
+// The box's colour: its class's, or with colour_by_id its track id's.
+Bgr colour_of(const Detection& d, const AnnotateOptions& o, size_t i) {
+  if (o.colour_by_id && !o.track_ids.empty() && o.track_ids[i] >= 0)
+    return palette_colour(static_cast<int>(o.track_ids[i] % 100000));
+  return palette_colour(d.class_id);
+}
+
+int default_line_width(const Image& im) {
+  // Python's round(): half to even, as std::nearbyint in the default rounding mode
+  const double mean_side = (static_cast<double>(im.width()) + im.height() + 3) / 2 * 0.003;
+  return std::max(static_cast<int>(std::nearbyint(mean_side)), 2);
 }
 
 }  // namespace
 
-namespace {
-
-int line_width(const Image& im) {
-  return std::max(static_cast<int>(std::lround((im.width() + im.height()) / 2.0 * 0.003)), 2);
+void class_colour_bgr(int class_id, uint8_t bgr[3]) {
+  const Bgr c = palette_colour(class_id);
+  bgr[0] = c.b, bgr[1] = c.g, bgr[2] = c.r;
 }
 
-// A label on a filled box at (x, y) (top-left), in the built-in font at `scale`.
-void label_box(Image& im, int x, int y, int scale, const std::string& label, Bgr c) {
-  const int tw = static_cast<int>(label.size()) * 6 * scale + 2 * scale, th = 9 * scale;
-  fill(im, x, y, x + tw, y + th, c);
-  draw_text(im, x + scale, y + scale, scale, label, {255, 255, 255});
-}
-
-void draw_box(Image& im, const Detection& d, const std::string& label, Bgr c) {
-  const int lw = line_width(im);
-  const int scale = std::max(lw / 2 + 1, 1);
-  const int x1 = static_cast<int>(std::lround(d.x1)), y1 = static_cast<int>(std::lround(d.y1));
-  const int x2 = static_cast<int>(std::lround(d.x2)), y2 = static_cast<int>(std::lround(d.y2));
-  fill(im, x1, y1, x2, y1 + lw, c);
-  fill(im, x1, y2 - lw, x2, y2, c);
-  fill(im, x1, y1, x1 + lw, y2, c);
-  fill(im, x2 - lw, y1, x2, y2, c);
-  // label above the box when it fits, else inside it
-  const int th = 9 * scale;
-  label_box(im, x1, y1 - th >= 0 ? y1 - th : y1, scale, label, c);
-}
-
-std::string confidence_label(const std::vector<std::string>& names, const Detection& d) {
-  char conf[16];
-  std::snprintf(conf, sizeof conf, " %.2f", static_cast<double>(d.confidence));
-  return class_name(names, d.class_id) + conf;
-}
-
-}  // namespace
-
-void draw_detections(Image& im, const Detections& dets, const std::vector<std::string>& names) {
+void draw_detections(Image& im, const Detections& dets, const std::vector<std::string>& names,
+                     const AnnotateOptions& o) {
+  YOLOCU_CHECK(o.track_ids.empty() || o.track_ids.size() == dets.size(), kInvalidArgument, "draw_detections: ",
+               o.track_ids.size(), " track ids for ", dets.size(), " detections");
+  YOLOCU_CHECK(o.line_width >= 0, kInvalidArgument, "draw_detections: line width ", o.line_width, " < 0");
   if (im.empty()) return;
-  for (const Detection& d : dets) draw_box(im, d, confidence_label(names, d), class_colour(d.class_id));
+  const int lw = o.line_width > 0 ? o.line_width : default_line_width(im);
+  const int lo = lw / 2;  // the line covers [edge - lo, edge - lo + lw)
+  for (size_t i = 0; i < dets.size(); ++i) {
+    const Detection& d = dets[i];
+    const Bgr c = colour_of(d, o, i);
+    // int() of ultralytics' box_label: truncation (boxes are clipped to the image, never negative)
+    const int x1 = static_cast<int>(d.x1), y1 = static_cast<int>(d.y1);
+    const int x2 = static_cast<int>(d.x2), y2 = static_cast<int>(d.y2);
+    fill(im, x1 - lo, y1 - lo, x2 - lo + lw, y1 - lo + lw, c);
+    fill(im, x1 - lo, y2 - lo, x2 - lo + lw, y2 - lo + lw, c);
+    fill(im, x1 - lo, y1 - lo, x1 - lo + lw, y2 - lo + lw, c);
+    fill(im, x2 - lo, y1 - lo, x2 - lo + lw, y2 - lo + lw, c);
+  }
+  if (!o.labels) return;
+  for (size_t i = 0; i < dets.size(); ++i) {  // labels over every box
+    const Detection& d = dets[i];
+    place_label(im, static_cast<int>(d.x1), static_cast<int>(d.y1), lw, label_text(d, names, o, i),
+                colour_of(d, o, i));
+  }
 }
 
 void draw_tracked(Image& im, const Detections& dets, const std::vector<int64_t>& track_ids,
                   const std::vector<std::string>& names) {
   YOLOCU_CHECK(track_ids.size() == dets.size(), kInvalidArgument, "draw_tracked: ", track_ids.size(), " ids for ",
                dets.size(), " detections");
-  if (im.empty()) return;
-  for (size_t i = 0; i < dets.size(); ++i)
-    draw_box(im, dets[i], "id:" + std::to_string(track_ids[i]) + " " + confidence_label(names, dets[i]),
-             class_colour(static_cast<int>(track_ids[i] % 100000)));
+  AnnotateOptions o;
+  o.track_ids = track_ids;
+  o.colour_by_id = true;
+  draw_detections(im, dets, names, o);
 }
 
 void draw_polyline(Image& im, const std::vector<std::pair<float, float>>& points, bool closed, int colour_key,
                    int thickness) {
   if (im.empty() || points.size() < 2) return;
-  const int lw = thickness > 0 ? thickness : line_width(im);
-  const Bgr c = class_colour(colour_key);
+  const int lw = thickness > 0 ? thickness : default_line_width(im);
+  const Bgr c = palette_colour(colour_key);
   const size_t segments = closed ? points.size() : points.size() - 1;
   for (size_t i = 0; i < segments; ++i) {
     const auto [ax, ay] = points[i];
@@ -203,30 +172,12 @@ void draw_polyline(Image& im, const std::vector<std::pair<float, float>>& points
 
 void draw_label(Image& im, int x, int y, const std::string& text, int colour_key) {
   if (im.empty()) return;
-  label_box(im, x, y, std::max(line_width(im) / 2 + 1, 1), text, class_colour(colour_key));
+  const int scale = default_line_width(im);
+  const Bgr c = palette_colour(colour_key);
+  fill(im, x, y, x + label_width(text, scale), y + label_box_height(scale), c);
+  draw_text(im, x + scale, y + scale, scale, text, text_colour(c));
 }
 
-int label_height(const Image& im) { return 9 * std::max(line_width(im) / 2 + 1, 1); }
-
-std::string encode_jpeg(const ImageView& im, int quality) {
-  YOLOCU_CHECK(im.data && im.width > 0 && im.height > 0 && im.pitch_bytes >= static_cast<size_t>(im.width) * 3,
-               kInvalidArgument, "encode_jpeg: invalid image view ", im.width, "x", im.height);
-  YOLOCU_CHECK(im.width <= 65500 && im.height <= 65500, kInvalidArgument, "encode_jpeg: ", im.width, "x",
-               im.height, " exceeds the JPEG size limit 65500");
-  YOLOCU_CHECK(quality >= 1 && quality <= 100, kInvalidArgument, "encode_jpeg: quality must be 1..100, got ",
-               quality);
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  const bool ok = encode_raw(im, quality, &buf, &size);
-  std::string out;
-  if (ok && buf) out.assign(reinterpret_cast<const char*>(buf), size);
-  std::free(buf);
-  YOLOCU_CHECK(ok, kInternal, "encode_jpeg: libjpeg failed");
-  return out;
-}
-
-void write_jpeg(const std::string& path, const ImageView& im, int quality) {
-  write_file_atomic(path, encode_jpeg(im, quality));
-}
+int label_height(const Image& im) { return label_box_height(default_line_width(im)); }
 
 }  // namespace yolocu

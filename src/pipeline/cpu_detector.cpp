@@ -38,7 +38,8 @@ class CpuDetector final : public Detector {
   const DetectorOptions& options() const override { return options_; }
 
  protected:
-  std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override;
+  std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace,
+                                     const PostprocessOptions& post) override;
 
  private:
   // One execution context: an engine (with its own activation arena) used by one call at a time.
@@ -194,13 +195,14 @@ void CpuDetector::inspect_model() {
   names_ = padded_class_names(*model_, num_classes_);
 }
 
-std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) {
+std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& images, DetectionTrace* trace,
+                                                const PostprocessOptions& post) {
   const auto t_start = Clock::now();
   const size_t n = images.size();
   const size_t plane = static_cast<size_t>(width_) * static_cast<size_t>(height_);
   const size_t image_elems = 3 * plane;
   const size_t elem = dtype_size(input_dtype_);
-  const PostprocessOptions& po = options_.postprocess;
+  const PostprocessOptions& po = post;
 
   if (trace) {
     *trace = DetectionTrace{};

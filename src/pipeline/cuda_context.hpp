@@ -96,7 +96,10 @@ struct Context {
   cudaStream_t stream = nullptr;
   cudaEvent_t events[kEvents] = {};
   std::unique_ptr<CudaEngine> engine;
-  std::unique_ptr<PostprocessWorkspace> post;
+  std::unique_ptr<PostprocessWorkspace> post;       // for the detector's post-processing options
+  std::unique_ptr<PostprocessWorkspace> post_call;  // for the last other set a call passed (made on first use)
+  PostprocessOptions post_call_options;
+  PostprocessWorkspace* active_post = nullptr;      // the batch in flight's: post or post_call
   DeviceBuffer d_images, d_descs, d_input;
   PinnedBuffer h_images, h_descs;
   std::unique_ptr<detail::DeviceImageInput> device_input;  // detect_device(DeviceImage): made on first use

@@ -42,6 +42,12 @@ using detail::DeviceBuffer;
 using detail::GateOpener;
 using detail::PinnedBuffer;
 
+bool same_postprocess(const PostprocessOptions& a, const PostprocessOptions& b) {
+  return a.conf_threshold == b.conf_threshold && a.iou_threshold == b.iou_threshold && a.max_det == b.max_det &&
+         a.max_nms == b.max_nms && a.agnostic == b.agnostic && a.multi_label == b.multi_label &&
+         a.classes == b.classes && a.nms == b.nms;
+}
+
 // A batch enqueued on a context, not yet collected.
 struct InFlight {
   Context* c = nullptr;
@@ -214,7 +220,8 @@ class CudaDetector final : public Detector {
   }
 
  protected:
-  std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace) override {
+  std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace,
+                                     const PostprocessOptions& post) override {
     // Host images: staged in pinned memory and uploaded (one copy per batch), then letterboxed.
     // When every context is busy, the next batch is staged into a spare pinned buffer while the
     // call waits for its oldest batch; the context it then takes swaps that buffer in.
@@ -227,7 +234,7 @@ class CudaDetector final : public Detector {
       staged_first = first;
     };
     std::vector<Detections> out =
-        run_batches(images.size(), trace, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+        run_batches(images.size(), trace, post, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
           auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
           std::vector<size_t> offset;
           if (staged && staged_first == first) {
@@ -244,9 +251,10 @@ class CudaDetector final : public Detector {
     if (staged) give_spare(std::move(staged));
     return out;
   }
-  std::vector<Detections> run_detect_device(const std::vector<ImageView>& images) override {
+  std::vector<Detections> run_detect_device(const std::vector<ImageView>& images,
+                                            const PostprocessOptions& post) override {
     // The caller's device BGR images, read in place by the letterbox (any pitch).
-    return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+    return run_batches(images.size(), nullptr, post, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
       auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
       for (int i = 0; i < n; ++i) {
         const ImageView& im = images[first + static_cast<size_t>(i)];
@@ -263,10 +271,11 @@ class CudaDetector final : public Detector {
       letterbox_descs(c, n);
     });
   }
-  std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images) override {
+  std::vector<Detections> run_detect_device_images(const std::vector<DeviceImage>& images,
+                                                   const PostprocessOptions& post) override {
     // BGR / RGB / NV12 device images: the letterbox waits for each image's producer stream (an
     // event) and reads the images in place; no upload.
-    return run_batches(images.size(), nullptr, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
+    return run_batches(images.size(), nullptr, post, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
       if (!c.device_input) c.device_input = std::make_unique<detail::DeviceImageInput>();
       c.device_input->reserve(n);
       c.hold();
@@ -276,9 +285,9 @@ class CudaDetector final : public Detector {
     });
   }
   std::vector<Detections> run_detect_encoded(const std::vector<EncodedImage>& images,
-                                             std::vector<DecodedSize>& sizes) override {
-    if (options_.decode != DecodeDevice::kGpu) return Detector::run_detect_encoded(images, sizes);
-    return run_encoded(images, sizes);
+                                             std::vector<DecodedSize>& sizes, const PostprocessOptions& post) override {
+    if (options_.decode != DecodeDevice::kGpu) return Detector::run_detect_encoded(images, sizes, post);
+    return run_encoded(images, sizes, post);
   }
 
  private:
@@ -298,7 +307,8 @@ class CudaDetector final : public Detector {
   // and may_wait is false: the oldest batch is collected (giving back what it held) and it is asked
   // again, with may_wait true once none of this call's batches is in flight.
   using Stage = std::function<std::shared_ptr<void>(size_t first, int n, bool may_wait)>;
-  std::vector<Detections> run_batches(size_t count, DetectionTrace* trace, const PrepareInput& prepare,
+  std::vector<Detections> run_batches(size_t count, DetectionTrace* trace, const PostprocessOptions& post,
+                                      const PrepareInput& prepare,
                                       const std::function<void(size_t first, int n)>& prestage = nullptr,
                                       const Stage& stage = nullptr) {
     std::vector<Detections> out;
@@ -340,7 +350,7 @@ class CudaDetector final : public Detector {
         }
         InFlight f{c, n, {}, std::move(held)};
         try {
-          enqueue(*c, b, n, f.geoms, times, prepare);
+          enqueue(*c, b, n, f.geoms, times, post, prepare);
         } catch (...) {
           // Copies already enqueued may still read this context's pinned staging: let them finish
           // before another call reuses (or regrows) the buffers.
@@ -373,7 +383,8 @@ class CudaDetector final : public Detector {
   // stream waits for the decode on the device, then letterboxes the decoded images in place (no host
   // synchronisation between them). With profiling on, a batch's upload stage is the context's wait
   // for the decode; the host's decode time (waiting for a decoder included) counts as preprocess.
-  std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes) {
+  std::vector<Detections> run_encoded(const std::vector<EncodedImage>& images, std::vector<DecodedSize>& sizes,
+                                      const PostprocessOptions& post) {
     struct Decoded {
       detail::JpegDecoderPool::Lease lease;
       std::vector<ImageView> views;
@@ -408,7 +419,7 @@ class CudaDetector final : public Detector {
       current = d.get();
       return d;
     };
-    return run_batches(images.size(), nullptr, [&](Context& c, size_t, int n, std::vector<LetterboxGeometry>& geoms) {
+    return run_batches(images.size(), nullptr, post, [&](Context& c, size_t, int n, std::vector<LetterboxGeometry>& geoms) {
       const Decoded& d = *current;
       c.mark(0);
       YOLOCU_CUDA_CHECK(cudaStreamWaitEvent(c.stream, d.lease->done, 0));
@@ -464,10 +475,32 @@ class CudaDetector final : public Detector {
   }
 
   // Everything of one batch up to its results' copy back, enqueued on c.stream; no synchronisation.
+  // The workspace for a call's post-processing options: the context's own for options().postprocess,
+  // else its per-call one, made anew when the call's options differ from those it was made for.
+  // Called before the batch's gate closes (a cudaFree would wait for it).
+  PostprocessWorkspace& workspace_for(Context& c, const PostprocessOptions& p) {
+    if (same_postprocess(p, options_.postprocess)) return *c.post;
+    if (!c.post_call || !same_postprocess(p, c.post_call_options)) {
+      if (c.post_call) c.budget.refund(c.post_call->device_bytes());
+      c.post_call.reset();
+      const PostprocessCudaPlan plan = plan_postprocess_cuda(options_.max_batch, rows_, nc_, p);
+      c.budget.charge(plan.device_bytes, "the per-call post-processing workspace");
+      try {
+        c.post_call = std::make_unique<PostprocessWorkspace>(options_.max_batch, rows_, nc_, p);
+      } catch (...) {
+        c.budget.refund(plan.device_bytes);
+        throw;
+      }
+      c.post_call_options = p;
+    }
+    return *c.post_call;
+  }
+
   void enqueue(Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms, StageTimes& times,
-               const PrepareInput& prepare) {
+               const PostprocessOptions& post, const PrepareInput& prepare) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
+    c.active_post = &workspace_for(c, post);
     c.profiled = profiling_.load();
     GateOpener opener{c};
     geoms.assign(static_cast<size_t>(n), LetterboxGeometry{});
@@ -483,7 +516,7 @@ class CudaDetector final : public Detector {
       std::vector<Tensor> heads;
       for (int k = 0; k < 3; ++k)
         heads.push_back(Tensor::view(DType::kFloat32, c.engine->output_shape(k, n), const_cast<void*>(c.engine->output(k))));
-      postprocess_raw_heads_cuda(raw_heads_view(heads, nc_), geoms, options_.postprocess, *c.post, c.stream);
+      postprocess_raw_heads_cuda(raw_heads_view(heads, nc_), geoms, post, *c.active_post, c.stream);
     } else {
       OutputView view;
       view.data = c.engine->output(0);
@@ -492,7 +525,7 @@ class CudaDetector final : public Detector {
       view.rows = rows_;
       view.layout = layout_;
       view.channels = nc_ + (layout_ == OutputLayout::kYolov8 ? 4 : 5);
-      postprocess_cuda(view, geoms, options_.postprocess, *c.post, c.stream);
+      postprocess_cuda(view, geoms, post, *c.active_post, c.stream);
     }
     c.mark(4);
     const auto t3 = std::chrono::steady_clock::now();
@@ -508,7 +541,7 @@ class CudaDetector final : public Detector {
     const auto t0 = std::chrono::steady_clock::now();
     YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
     times.postprocess += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<Detections> res = c.post->results();
+    std::vector<Detections> res = c.active_post->results();
     for (auto& d : res) out.push_back(std::move(d));
     if (trace) fill_trace(c, n, geoms, *trace);
     if (c.profiled && c.gate && c.gate->timed_out()) {

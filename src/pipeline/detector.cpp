@@ -226,28 +226,41 @@ std::unique_ptr<Detector> Detector::create(std::shared_ptr<const Model> model, c
   return det;
 }
 
-std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, DetectionTrace* trace) {
+const PostprocessOptions& Detector::call_postprocess(const PostprocessOptions* postprocess) const {
+  if (postprocess == nullptr) return options().postprocess;
+  validate_options(*postprocess);
+  return *postprocess;
+}
+
+std::vector<Detections> Detector::detect(const std::vector<ImageView>& images, DetectionTrace* trace,
+                                         const PostprocessOptions* postprocess) {
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
+  const PostprocessOptions& post = call_postprocess(postprocess);
   if (images.empty()) {
     if (trace) *trace = DetectionTrace{};
     return {};
   }
-  return detail::oom_as_error("detect", [&] { return run_detect(images, trace); });
+  return detail::oom_as_error("detect", [&] { return run_detect(images, trace, post); });
 }
 
-std::vector<Detections> Detector::detect_device(const std::vector<ImageView>& images) {
+std::vector<Detections> Detector::detect_device(const std::vector<ImageView>& images,
+                                                const PostprocessOptions* postprocess) {
   for (size_t i = 0; i < images.size(); ++i) detail::validate_image(images[i], i);
+  const PostprocessOptions& post = call_postprocess(postprocess);
   if (images.empty()) return {};
-  return run_detect_device(images);
+  return run_detect_device(images, post);
 }
 
-std::vector<Detections> Detector::detect_device(const std::vector<DeviceImage>& images) {
+std::vector<Detections> Detector::detect_device(const std::vector<DeviceImage>& images,
+                                                const PostprocessOptions* postprocess) {
   for (size_t i = 0; i < images.size(); ++i) detail::validate_device_image(images[i], i);
+  const PostprocessOptions& post = call_postprocess(postprocess);
   if (images.empty()) return {};
-  return run_detect_device_images(images);
+  return run_detect_device_images(images, post);
 }
 
-std::vector<Detections> Detector::run_detect_device_images(const std::vector<DeviceImage>& images) {
+std::vector<Detections> Detector::run_detect_device_images(const std::vector<DeviceImage>& images,
+                                                           const PostprocessOptions& /*post*/) {
   detail::fail(ErrorCode::kUnsupported, "detect_device: ", pixel_format_name(images.at(0).format),
                " images in device memory need a CUDA detector (this one runs on ", device_name(device()), ")");
 }
@@ -263,25 +276,29 @@ void Detector::warm_up(const std::vector<int>& batch_sizes) {
   run_warm_up(sizes);
 }
 
-std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>& /*images*/) {
+std::vector<Detections> Detector::run_detect_device(const std::vector<ImageView>& /*images*/,
+                                                    const PostprocessOptions& /*post*/) {
   detail::fail(ErrorCode::kUnsupported, "detect_device: images in device memory need a CUDA detector (this one runs on ",
                device_name(device()), ")");
 }
 
 std::vector<Detections> Detector::detect_encoded(const std::vector<EncodedImage>& images,
-                                                 std::vector<DecodedSize>* sizes) {
+                                                 std::vector<DecodedSize>* sizes,
+                                                 const PostprocessOptions* postprocess) {
   for (size_t i = 0; i < images.size(); ++i)
     YOLOCU_CHECK(images[i].data != nullptr || images[i].size == 0, kInvalidArgument, "detect_encoded: image ", i,
                  " (", images[i].name, ") has null data and size ", images[i].size);
+  const PostprocessOptions& post = call_postprocess(postprocess);
   std::vector<DecodedSize> local(images.size());
   std::vector<Detections> out;
-  if (!images.empty()) out = detail::oom_as_error("detect_encoded", [&] { return run_detect_encoded(images, local); });
+  if (!images.empty())
+    out = detail::oom_as_error("detect_encoded", [&] { return run_detect_encoded(images, local, post); });
   if (sizes) *sizes = std::move(local);
   return out;
 }
 
 std::vector<Detections> Detector::run_detect_encoded(const std::vector<EncodedImage>& images,
-                                                     std::vector<DecodedSize>& sizes) {
+                                                     std::vector<DecodedSize>& sizes, const PostprocessOptions& post) {
   const DecodeLimits& limits = options().decode_limits;
   std::vector<Image> decoded;
   decoded.reserve(images.size());
@@ -292,7 +309,7 @@ std::vector<Detections> Detector::run_detect_encoded(const std::vector<EncodedIm
     sizes[i] = {decoded.back().width(), decoded.back().height()};
   }
   count_decoded(0, static_cast<int64_t>(images.size()), 0, "cpu");
-  return detect(views);
+  return detect(views, nullptr, &post);
 }
 
 void Detector::count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend) {

@@ -70,7 +70,7 @@ std::unique_ptr<Chunk> read_chunk(DecodePool& pool, size_t& next, size_t n, size
 
 // Encoded mode: detect_encoded (the detector decodes, nvJPEG with DecodeDevice::kGpu) reports each
 // image's size. A failing call is retried image by image.
-void detect_encoded_chunk(Detector& det, Chunk& c, std::vector<ImageResult>& results) {
+void detect_encoded_chunk(Detector& det, Chunk& c, const PostprocessOptions* post, std::vector<ImageResult>& results) {
   auto enc = [&](size_t k) {
     const DecodePool::Item& it = c.items[k];
     return it.data ? EncodedImage{it.data, it.size, results[c.index[k]].path}
@@ -85,14 +85,14 @@ void detect_encoded_chunk(Detector& det, Chunk& c, std::vector<ImageResult>& res
   for (size_t k = 0; k < c.index.size(); ++k) all.push_back(enc(k));
   try {
     std::vector<DecodedSize> sizes;
-    std::vector<Detections> dets = det.detect_encoded(all, &sizes);
+    std::vector<Detections> dets = det.detect_encoded(all, &sizes, post);
     add_times(c.times, det.last_times());
     for (size_t k = 0; k < c.index.size(); ++k) take(k, std::move(dets[k]), sizes[k]);
   } catch (const std::exception&) {
     for (size_t k = 0; k < c.index.size(); ++k) {
       try {
         std::vector<DecodedSize> sizes;
-        std::vector<Detections> dets = det.detect_encoded({enc(k)}, &sizes);
+        std::vector<Detections> dets = det.detect_encoded({enc(k)}, &sizes, post);
         add_times(c.times, det.last_times());
         take(k, std::move(dets[0]), sizes[0]);
       } catch (const std::exception& e) {
@@ -102,11 +102,12 @@ void detect_encoded_chunk(Detector& det, Chunk& c, std::vector<ImageResult>& res
   }
 }
 
-void detect_decoded_chunk(Detector& det, Chunk& c, bool trace, std::vector<ImageResult>& results) {
+void detect_decoded_chunk(Detector& det, Chunk& c, bool trace, const PostprocessOptions* post,
+                          std::vector<ImageResult>& results) {
   std::vector<ImageView> views;
   for (const DecodePool::Item& it : c.items) views.push_back(it.view);
   try {
-    std::vector<Detections> dets = det.detect(views, trace ? &c.trace : nullptr);
+    std::vector<Detections> dets = det.detect(views, trace ? &c.trace : nullptr, post);
     add_times(c.times, det.last_times());
     for (size_t k = 0; k < c.index.size(); ++k) {
       results[c.index[k]].detections = std::move(dets[k]);
@@ -116,7 +117,7 @@ void detect_decoded_chunk(Detector& det, Chunk& c, bool trace, std::vector<Image
   } catch (const std::exception&) {
     for (size_t k = 0; k < c.index.size(); ++k) {
       try {
-        results[c.index[k]].detections = det.detect(views[k]);
+        results[c.index[k]].detections = det.detect({views[k]}, nullptr, post).at(0);
         add_times(c.times, det.last_times());
       } catch (const std::exception& e) {
         record_failure(results[c.index[k]], e);
@@ -129,9 +130,9 @@ void detect_decoded_chunk(Detector& det, Chunk& c, bool trace, std::vector<Image
 void detect_chunk(Detector& det, Chunk& c, const PipelineOptions& o, std::vector<ImageResult>& results) {
   if (c.items.empty()) return;
   if (o.encoded) {
-    detect_encoded_chunk(det, c, results);
+    detect_encoded_chunk(det, c, o.postprocess, results);
   } else {
-    detect_decoded_chunk(det, c, o.trace, results);
+    detect_decoded_chunk(det, c, o.trace, o.postprocess, results);
   }
 }
 

@@ -19,7 +19,8 @@ namespace {
 bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".tif" || ext == ".tiff" ||
+         ext == ".bmp";
 }
 
 bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
@@ -31,12 +32,17 @@ std::string some_names(const std::vector<std::string>& names) {
   return s + (names.size() > 3 ? ", ..." : "");
 }
 
-// A folder's images, sorted; a folder without any is kInvalidArgument naming its subfolders.
-void add_folder(const std::string& dir, std::vector<Source>& out) {
+// A folder's images, sorted; its other files into `skipped`; a folder without images is
+// kInvalidArgument naming its subfolders.
+void add_folder(const std::string& dir, std::vector<Source>& out, std::vector<std::string>* skipped) {
   std::error_code ec;
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec) && is_image_name(e.path())) files.push_back(e.path().string());
+  std::vector<std::string> files, others;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    (is_image_name(e.path()) ? files : others).push_back(e.path().string());
+  }
+  std::sort(others.begin(), others.end());
+  if (skipped) skipped->insert(skipped->end(), others.begin(), others.end());
   if (ec) {
     Source s = Source::file(dir);
     s.error = "kIo: " + dir + ": cannot list the folder: " + ec.message();
@@ -48,7 +54,11 @@ void add_folder(const std::string& dir, std::vector<Source>& out) {
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (e.is_directory(ec)) subfolders.push_back(e.path().filename().string());
     std::sort(subfolders.begin(), subfolders.end());
-    std::string msg = dir + ": no images in this folder (.jpg, .jpeg, .png; subfolders are not searched)";
+    std::string msg = dir + ": no images in this folder (" + std::string(kImageSuffixes) +
+                      "; subfolders are not searched)";
+    if (!others.empty())
+      msg += "; it has " + std::to_string(others.size()) + " other file" + (others.size() > 1 ? "s" : "") + ": " +
+             some_names(others);
     if (!subfolders.empty())
       msg += "; it has " + std::to_string(subfolders.size()) + " subfolder" + (subfolders.size() > 1 ? "s" : "") +
              ": " + some_names(subfolders);
@@ -96,12 +106,12 @@ Source Source::decoded(const ImageView& image, std::string name) {
   return s;
 }
 
-std::vector<Source> expand_sources(const std::vector<std::string>& specs) {
+std::vector<Source> expand_sources(const std::vector<std::string>& specs, std::vector<std::string>* skipped) {
   std::vector<Source> out;
   for (const std::string& spec : specs) {
     std::error_code ec;
     if (fs::is_directory(spec, ec)) {
-      add_folder(spec, out);
+      add_folder(spec, out, skipped);
     } else if (!fs::exists(spec, ec) && has_glob_chars(spec)) {
       add_glob(spec, out);
     } else {

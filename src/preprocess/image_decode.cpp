@@ -1,5 +1,6 @@
 // JPEG (libjpeg-turbo) and PNG (libpng) decoding to 8-bit BGR, matching OpenCV 4.6 cv::imread
-// with IMREAD_COLOR: the same library calls and conversions, EXIF orientation for JPEG.
+// with IMREAD_COLOR: the same library calls and conversions, EXIF orientation for JPEG. WebP and
+// TIFF: image_decode_webp.cpp, image_decode_tiff.cpp; BMP: src/video/bmp_decode.cpp (FFmpeg).
 //
 // Both libraries report errors through a callback that must not return: ours longjmp back to a
 // small C-style function (no C++ objects with destructors live between setjmp and longjmp), which
@@ -20,6 +21,7 @@
 
 #include "core/check.hpp"
 #include "core/file_util.hpp"
+#include "preprocess/image_decode_formats.hpp"
 #include "preprocess/image_decode_plan.hpp"
 #include "yolocu/image.hpp"
 
@@ -487,7 +489,13 @@ Image decode_image(const void* data, size_t size, const DecodeLimits& limits,
   const auto* d = static_cast<const uint8_t*>(data);
   if (detail::is_jpeg(d, size)) return detail::oom_as_error(name, [&] { return decode_jpeg(d, size, limits, name); });
   if (detail::is_png(d, size)) return detail::oom_as_error(name, [&] { return decode_png(d, size, limits, name); });
-  fail(ErrorCode::kUnsupported, name, ": not a JPEG or PNG image (unrecognised leading bytes)");
+  if (detail::is_webp(d, size))
+    return detail::oom_as_error(name, [&] { return detail::decode_webp(d, size, limits, name); });
+  if (detail::is_tiff(d, size))
+    return detail::oom_as_error(name, [&] { return detail::decode_tiff(d, size, limits, name); });
+  if (detail::is_bmp(d, size))
+    return detail::oom_as_error(name, [&] { return detail::decode_bmp(d, size, limits, name); });
+  fail(ErrorCode::kUnsupported, name, ": not a JPEG, PNG, WebP, TIFF or BMP image (unrecognised leading bytes)");
 }
 
 std::string read_file_bytes(const std::string& path) { return detail::read_file(path); }

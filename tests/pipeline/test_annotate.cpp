@@ -1,6 +1,7 @@
 // The JPEG writer (decoded back by our decoder, which matches OpenCV's imread) and box drawing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -86,6 +87,96 @@ TEST(Annotate, DrawsOnTheBoxBorderOnly) {
   // boxes beyond the image and unknown classes are fine
   d[0].x1 = -50, d[0].x2 = 500, d[0].class_id = 99;
   draw_detections(im, d, {});
+}
+
+// Where the label's pixels are: the columns and rows holding the label's background colour.
+struct Extent {
+  int x0 = 1 << 30, y0 = 1 << 30, x1 = -1, y1 = -1;
+};
+Extent colour_extent(const Image& im, const uint8_t bgr[3]) {
+  Extent e;
+  for (int y = 0; y < im.height(); ++y)
+    for (int x = 0; x < im.width(); ++x) {
+      const uint8_t* p = im.row(y) + 3 * x;
+      if (p[0] == bgr[0] && p[1] == bgr[1] && p[2] == bgr[2])
+        e.x0 = std::min(e.x0, x), e.y0 = std::min(e.y0, y), e.x1 = std::max(e.x1, x), e.y1 = std::max(e.y1, y);
+    }
+  return e;
+}
+
+TEST(Annotate, UltralyticsPaletteAndLineWidth) {
+  // ultralytics.utils.plotting.colors(c, bgr=True) for classes 0, 1 and 20 (= 0 again)
+  uint8_t c[3];
+  class_colour_bgr(0, c);
+  EXPECT_EQ(c[0], 0xFF);
+  EXPECT_EQ(c[1], 0x2A);
+  EXPECT_EQ(c[2], 0x04);
+  class_colour_bgr(1, c);
+  EXPECT_EQ(c[0], 0xEB);
+  EXPECT_EQ(c[1], 0xDB);
+  EXPECT_EQ(c[2], 0x0B);
+  class_colour_bgr(20, c);
+  EXPECT_EQ(c[0], 0xFF);
+  EXPECT_EQ(c[2], 0x04);
+  // 1280x720: max(round((720 + 1280 + 3) / 2 * 0.003), 2) = round(3.0045) = 3 rows of the top edge
+  Image im(1280, 720);
+  std::memset(im.data(), 0, im.size_bytes());
+  Detections d(1);
+  d[0] = {100.7f, 300.2f, 600.f, 650.f, 0.5f, 0};
+  AnnotateOptions o;
+  o.labels = false;
+  draw_detections(im, d, {"person"}, o);
+  class_colour_bgr(0, c);
+  int rows = 0;
+  for (int y = 290; y < 310; ++y) rows += im.row(y)[3 * 300] == c[0] ? 1 : 0;
+  EXPECT_EQ(rows, 3);
+  EXPECT_EQ(im.row(300)[3 * 300], c[0]);  // int(300.2) = 300, the line centred on it: 299..301
+  EXPECT_EQ(im.row(299)[3 * 300], c[0]);
+  EXPECT_EQ(im.row(301)[3 * 300], c[0]);
+}
+
+TEST(Annotate, LabelsStayInsideTheImage) {
+  // a box touching the right edge and the top: its label moves left and down, never cut
+  Image im(320, 240);
+  std::memset(im.data(), 0, im.size_bytes());
+  Detections d(1);
+  d[0] = {300.f, 2.f, 320.f, 100.f, 0.82f, 0};
+  draw_detections(im, d, {"person"});
+  uint8_t c[3];
+  class_colour_bgr(0, c);
+  const Extent e = colour_extent(im, c);
+  EXPECT_EQ(e.x1, 319);  // the label's box ends at the right edge
+  EXPECT_LT(e.x0, 300 - 50);  // "person 0.82" is wider than 20 px: moved left
+  EXPECT_EQ(e.y0, 1);  // the top edge of the box line (2 - 1)
+  // a label wider than the image is drawn smaller until it fits
+  Image small(60, 40);
+  std::memset(small.data(), 0, small.size_bytes());
+  d[0] = {5.f, 20.f, 50.f, 39.f, 0.5f, 0};
+  AnnotateOptions o;
+  o.line_width = 4;
+  draw_detections(small, d, {"a-very-long-class-name"}, o);
+  EXPECT_THROW(draw_detections(small, d, {}, [] {
+                 AnnotateOptions bad;
+                 bad.track_ids = {1, 2};
+                 return bad;
+               }()),
+               Error);
+}
+
+TEST(Png, RoundTripsLosslesslyAndWritesAtomically) {
+  const Image im = gradient(101, 67);
+  const std::string bytes = encode_png(im.view());
+  const Image back = decode_image(bytes.data(), bytes.size());
+  ASSERT_EQ(back.width(), 101);
+  ASSERT_EQ(back.height(), 67);
+  for (int y = 0; y < 67; ++y) ASSERT_EQ(std::memcmp(back.row(y), im.row(y), 101 * 3), 0) << "row " << y;
+  const std::string dir = test::scratch_dir("annotate_png");
+  write_image(dir + "/g.png", im.view());
+  EXPECT_EQ(decode_image_file(dir + "/g.png").width(), 101);
+  write_image(dir + "/g.jpg", im.view());
+  EXPECT_EQ(decode_image_file(dir + "/g.jpg").height(), 67);
+  EXPECT_THROW(write_image(dir + "/g.gif", im.view()), Error);
+  EXPECT_THROW(write_image("/nonexistent-dir/x.png", im.view()), Error);
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ TEST(Pipeline, SameResultsAsDecodingModeAndErrorsOnTheRightFile) {
   EXPECT_GT(enc[0].detections.size(), 0u);
   EXPECT_NE(enc[1].error.find("cut.jpg: JPEG"), std::string::npos) << enc[1].error;
   EXPECT_NE(enc[3].error.find("cannot open"), std::string::npos) << enc[3].error;
-  EXPECT_NE(enc[4].error.find("not a JPEG or PNG"), std::string::npos) << enc[4].error;
+  EXPECT_NE(enc[4].error.find("not a JPEG, PNG, WebP, TIFF or BMP"), std::string::npos) << enc[4].error;
 }
 
 // With several execution contexts the loop runs that many calls at once on worker threads: the
@@ -143,7 +143,7 @@ TEST(Pipeline, ContextsRunCallsAtOnceWithTheSerialResultsInOrder) {
                     a.class_id == b.class_id);
       }
     }
-    EXPECT_NE(overlapped[5].error.find("not a JPEG or PNG"), std::string::npos) << overlapped[5].error;
+    EXPECT_NE(overlapped[5].error.find("not a JPEG, PNG, WebP, TIFF or BMP"), std::string::npos) << overlapped[5].error;
   }
 }
 

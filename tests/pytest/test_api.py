@@ -32,9 +32,9 @@ def assert_same_as_cli(res, entry):
     assert res.orig_shape == (entry["height"], entry["width"]), entry["path"]
     boxes, scores, classes = cli_arrays(entry)
     assert len(res) == len(scores), f"{entry['path']}: {len(res)} detections, CLI {len(scores)}"
-    np.testing.assert_array_equal(res.classes, classes, err_msg=entry["path"])
-    np.testing.assert_array_equal(res.scores, scores, err_msg=entry["path"])
-    np.testing.assert_array_equal(res.boxes, boxes, err_msg=entry["path"])
+    np.testing.assert_array_equal(res.boxes.cls.astype(np.int32), classes, err_msg=entry["path"])
+    np.testing.assert_array_equal(res.boxes.conf, scores, err_msg=entry["path"])
+    np.testing.assert_array_equal(res.boxes.xyxy, boxes, err_msg=entry["path"])
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_paths_match_cli(det, samples, cli_samples):
     for r, entry in zip(res, cli_samples):
         assert len(r) > 0
         assert_same_as_cli(r, entry)
-        assert json.loads(r.to_json()) == entry  # the CLI's JSON, field for field
+        assert json.loads(r.to_cli_json()) == entry  # the CLI's JSON, field for field
 
 
 def test_arrays_bytes_and_single_image_match_cli(det, samples, cli_samples):
@@ -109,11 +109,11 @@ def test_row_padded_view_and_dlpack_match(det, samples, cli_samples):
 
 def test_results_api(det, samples):
     r = det(samples[0])
-    assert r.boxes.dtype == np.float32 and r.boxes.shape == (len(r), 4)
-    assert r.scores.dtype == np.float32 and r.classes.dtype == np.int32
+    assert r.boxes.xyxy.dtype == np.float32 and r.boxes.xyxy.shape == (len(r), 4)
+    assert r.boxes.conf.dtype == np.float32 and r.boxes.cls.dtype == np.float32 and r.boxes.data.shape == (len(r), 6)
     assert r.names[0] == "person" and len(r.names) == 80
     assert r.path == samples[0]
-    assert np.all(np.diff(r.scores) <= 0)  # confidence descending
+    assert np.all(np.diff(r.boxes.conf) <= 0)  # confidence descending
     assert "person" in repr(r)
     assert det.device == "cpu" and det.imgsz == (640, 640) and det.batch == 8
     t = det.last_times()
@@ -156,7 +156,7 @@ def test_options_match_cli(cli, samples, tmp_path):
                              "--max-det", "5", "--classes", "0", "5", "--agnostic"] + samples, tmp_path)["images"]
     for r, entry in zip(d(samples), ref):
         assert_same_as_cli(r, entry)
-        assert set(r.classes.tolist()) <= {0, 5} and len(r) <= 5
+        assert set(r.boxes.cls.astype(np.int32).tolist()) <= {0, 5} and len(r) <= 5
 
 
 def test_dynamic_model_imgsz_matches_cli(cli, samples, tmp_path):
@@ -345,8 +345,8 @@ def test_threads_overlap_gil_released(samples):
                 t1 = time.perf_counter()
                 with lock:
                     intervals.append((t0, t1, k))
-                np.testing.assert_array_equal(r.boxes, expected[e].boxes)
-                np.testing.assert_array_equal(r.scores, expected[e].scores)
+                np.testing.assert_array_equal(r.boxes.xyxy, expected[e].boxes.xyxy)
+                np.testing.assert_array_equal(r.boxes.conf, expected[e].boxes.conf)
         except Exception as ex:  # noqa: BLE001
             errors.append(repr(ex))
 
@@ -389,9 +389,9 @@ def test_gpu_fp32_matches_cpu(samples, cli_samples):
     for r, entry in zip(g(samples), cli_samples):
         boxes, scores, classes = cli_arrays(entry)
         assert len(r) == len(scores)
-        np.testing.assert_array_equal(r.classes, classes)
-        np.testing.assert_allclose(r.boxes, boxes, atol=0.05)
-        np.testing.assert_allclose(r.scores, scores, atol=1e-4)
+        np.testing.assert_array_equal(r.boxes.cls.astype(np.int32), classes)
+        np.testing.assert_allclose(r.boxes.xyxy, boxes, atol=0.05)
+        np.testing.assert_allclose(r.boxes.conf, scores, atol=1e-4)
 
 
 @needs_gpu
@@ -401,12 +401,12 @@ def test_gpu_cuda_tensor_via_dlpack(samples):
     img = yolocu.decode(samples[0])
     t = torch.from_numpy(img).cuda()
     a, b = g(img), g(t)  # host array, CUDA tensor read in place (Detector::detect_device)
-    np.testing.assert_array_equal(a.boxes, b.boxes)
-    np.testing.assert_array_equal(a.scores, b.scores)
+    np.testing.assert_array_equal(a.boxes.xyxy, b.boxes.xyxy)
+    np.testing.assert_array_equal(a.boxes.conf, b.boxes.conf)
     big = torch.zeros((img.shape[0] + 2, img.shape[1] + 5, 3), dtype=torch.uint8, device="cuda")
     big[1:1 + img.shape[0], 3:3 + img.shape[1]] = t
     for r in g([t, big[1:1 + img.shape[0], 3:3 + img.shape[1]]]):  # row-padded device view
-        np.testing.assert_array_equal(r.boxes, a.boxes)
+        np.testing.assert_array_equal(r.boxes.xyxy, a.boxes.xyxy)
     c = yolocu.Detector(model_path(), device="cpu", max_det=300)(t)  # CPU detector: one copy to the host
     assert len(c) == len(a)
 
@@ -510,8 +510,8 @@ def test_gpu_decode_of_bytes_and_paths_matches_cpu_decode_gpu(samples):
             want, got = cpu(samples), gpu(src)
             for w, g in zip(want, got):
                 assert g.orig_shape == w.orig_shape
-                assert sorted(g.classes.tolist()) == sorted(w.classes.tolist())
-                assert np.abs(np.sort(g.boxes, axis=0) - np.sort(w.boxes, axis=0)).max() <= 2.0
+                assert sorted(g.boxes.cls.astype(np.int32).tolist()) == sorted(w.boxes.cls.astype(np.int32).tolist())
+                assert np.abs(np.sort(g.boxes.xyxy, axis=0) - np.sort(w.boxes.xyxy, axis=0)).max() <= 2.0
 
 
 def _png_header(width, height):

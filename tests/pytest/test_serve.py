@@ -182,9 +182,9 @@ def check_response(result, expected_list):
     for k, exp in enumerate(expected_list):
         n = int(count[k, 0])
         assert n == len(exp)
-        np.testing.assert_array_equal(boxes[k, :n], exp.boxes)
-        np.testing.assert_array_equal(scores[k, :n], exp.scores)
-        np.testing.assert_array_equal(classes[k, :n], exp.classes)
+        np.testing.assert_array_equal(boxes[k, :n], exp.boxes.xyxy)
+        np.testing.assert_array_equal(scores[k, :n], exp.boxes.conf)
+        np.testing.assert_array_equal(classes[k, :n], exp.boxes.cls.astype(np.int32))
         assert not boxes[k, n:].any() and not scores[k, n:].any()  # padding
 
 
@@ -312,7 +312,7 @@ def test_mixed_good_and_bad_requests_under_load(server, images, expected):
                 if bad:
                     wrong.append(f"client {k} request {j}: garbage answered")
                 elif int(r.as_numpy("COUNT")[0, 0]) != len(expected[j % 2]) or not np.array_equal(
-                        r.as_numpy("SCORES")[0, :len(expected[j % 2])], expected[j % 2].scores):
+                        r.as_numpy("SCORES")[0, :len(expected[j % 2])], expected[j % 2].boxes.conf):
                     wrong.append(f"client {k} request {j}: wrong detections")
             except InferenceServerException as e:
                 if not bad:
@@ -382,7 +382,7 @@ def run_load(server, images, expected, clients, per_client, per_request, deadlin
             latencies[k].append(time.perf_counter() - t0)
             counts = r.as_numpy("COUNT")[:, 0]
             if list(counts) != [len(expected[e])] * per_request or not np.array_equal(
-                    r.as_numpy("SCORES")[per_request - 1, :len(expected[e])], expected[e].scores):
+                    r.as_numpy("SCORES")[per_request - 1, :len(expected[e])], expected[e].boxes.conf):
                 mismatches.append(f"client {k} request {j}")
         c.close()
 
