@@ -53,7 +53,7 @@ def run(tmp_path_factory):
     data = tmp / "coco128.yaml"
     write_data_yaml(data, coco_names())
     out = {"coco": tmp / "predictions.json", "plots": tmp / "plots", "tmp": tmp}
-    env = dict(os.environ, YOLOCU_PYTHON=sys.executable, PYTHONPATH=os.path.join(ROOT, "python", "yolocu") + "-none")
+    env = dict(os.environ, YOLOCU_PYTHON=os.environ.get("YOLOCU_PYTHON", sys.executable))
     p = subprocess.run([BIN, "eval", "--model", MODEL, "--data", str(data), "--json", "-", "--save-json",
                         str(out["coco"]), "--plots", str(out["plots"]), "--verbose"],
                        capture_output=True, text=True, env=env, timeout=1200)
