@@ -86,8 +86,9 @@ void print_help() {
       "  --queue N          decoded frames buffered per source (4); live sources drop the oldest\n"
       "  --reconnects N     network sources: reopen attempts after a failure, -1 = forever (5)\n"
       "  --timeout S        network sources and cameras: seconds to wait when opening or reading (10)\n"
-      "  --progress S       progress line every S seconds, 0 = none (2); for images: S > 0 prints the\n"
-      "                     [done/total] img/s, ETA line also when stderr is not a terminal\n"
+      "  --progress S       progress line on stderr every S seconds, with an ETA for video files; 0 = none\n"
+      "                     (2); shown on a terminal, elsewhere only when given. Images: '[done/total]\n"
+      "                     img/s, ETA', off a terminal (S > 0 given) a line every 50 images\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
       "  --quiet            no progress or summary on stderr\n"
       "Exit status: 0 all images / sources processed, 1 some image, source or the model failed, 2 bad usage.\n");

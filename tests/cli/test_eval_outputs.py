@@ -206,15 +206,3 @@ def test_data_yaml_errors(tmp_path):
     p = eval_cmd("--data", tmp_path / "c.yaml")
     assert p.returncode == 2 and "names 2 classes, the model has 80" in p.stderr, p.stderr
 
-
-def test_progress_eta(tmp_path):
-    """The progress line (with ETA) on stderr only with --progress when stderr is not a terminal."""
-    imgs = [os.path.join(COCO128, "images", "train2017", f) for f in ("000000000009.jpg", "000000000025.jpg")]
-    labels = os.path.join(COCO128, "labels", "train2017")
-    p = eval_cmd(*imgs, "--labels", labels, "--progress", "--json", "-")
-    assert p.returncode == 0, p.stderr
-    assert "[2/2]" in p.stderr and "ETA 0:" in p.stderr, p.stderr
-    json.loads(p.stdout)
-    p = eval_cmd(*imgs, "--labels", labels)
-    assert p.returncode == 0 and "[2/2]" not in p.stderr, p.stderr
-    assert "mAP50-95" in p.stdout  # without --json -, the table is on stdout
