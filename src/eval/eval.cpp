@@ -1,5 +1,5 @@
 // mAP as ultralytics/yolov5 v7.0 val.py computes it (process_batch + ap_per_class + compute_ap),
-// written from the specification in reference-semantics.md §6.
+// as docs/postprocess.md ("mAP") states it.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
