@@ -32,11 +32,11 @@ Args::Args(int argc, char** argv, int first, const std::vector<std::string>& fla
           value = argv[++i];
         }
         values_[key].push_back(value);
-        // ultralytics style: --classes 0 2 5 (several values after one option)
+        // ultralytics style: --classes 0 2 5 (several values after one option; also --imgsz, --batches, --tune-batches)
         // (numeric lists stop at the first non-number, so that paths can follow them)
         if (key == "input")
           while (i + 1 < argc && argv[i + 1][0] != '-') values_[key].push_back(argv[++i]);
-        if (key == "classes" || key == "imgsz" || key == "batch" || key == "batches")
+        if (key == "classes" || key == "imgsz" || key == "batch" || key == "batches" || key == "tune-batches")
           while (i + 1 < argc && argv[i + 1][0] != '\0' &&
                  std::strspn(argv[i + 1], "0123456789, ") == std::strlen(argv[i + 1]))
             values_[key].push_back(argv[++i]);

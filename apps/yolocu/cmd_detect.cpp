@@ -60,6 +60,11 @@ void print_help() {
       "  --engine-graphs    replay CUDA graphs also with --decode gpu\n"
       "  --engine-graph-segments K  the GPU engine's forward as K CUDA graphs (1-64, default 1): beside\n"
       "                     --decode gpu, shorter graphs let nvJPEG's work in between\n"
+      "  --contexts N       execution contexts (GPU: streams with their own engine); N batches in flight (1)\n"
+      "  --max-device-memory SIZE  GPU memory budget per context, e.g. 2G (none)\n"
+      "  --tune-batches 1 8 32  GPU: batch sizes whose tactics are tuned at build (1 and --batch)\n"
+      "  --tactic-cache FILE GPU tactic cache ($YOLOCU_TACTIC_CACHE, else ~/.cache/yolocu/tactics.json;\n"
+      "                     none: tune every build)\n"
       "outputs:\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
       "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"
@@ -84,7 +89,9 @@ void print_help() {
       "  --queue N          decoded frames buffered per source (4); live sources drop the oldest\n"
       "  --reconnects N     network sources: reopen attempts after a failure, -1 = forever (5)\n"
       "  --timeout S        network sources and cameras: seconds to wait when opening or reading (10)\n"
-      "  --progress S       progress line every S seconds, 0 = none (2)\n"
+      "  --progress S       progress line on stderr every S seconds, with an ETA for video files; 0 = none\n"
+      "                     (2); shown on a terminal, elsewhere only when given. Images: '[done/total]\n"
+      "                     img/s, ETA', off a terminal (S > 0 given) a line every 50 images\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
       "  --quiet            no progress or summary on stderr\n"
       "Output files are written whole or not at all (a temporary file beside each, renamed over it): a\n"
@@ -188,7 +195,7 @@ void print_summary(const PipelineSummary& sum, const Detector& detector) {
 
 // The image run: PATHs through the pipeline, each image's outputs written as it comes.
 int detect_images(const Args& args, const std::string& model) {
-  for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout", "progress"})
+  for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout"})
     if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source");
   for (const char* f : {"save", "save-frames"})
     if (args.flag(f)) throw UsageError(std::string("--") + f + " needs --source (for images: --save-img)");
@@ -227,7 +234,9 @@ int detect_images(const Args& args, const std::string& model) {
   po.decode_threads = workers;
   po.trace = !out.dump_dir.empty();
   po.encoded = gpu_decode;
-  Progress progress(items.size(), quiet);
+  const double progress_s = args.get_double("progress", 0);
+  if (progress_s < 0) throw UsageError("--progress must be >= 0");
+  Progress progress(items.size(), quiet || (args.has("progress") && progress_s == 0), progress_s > 0);
   auto on_image = [&](size_t i, const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) {
     out.write(r, image, trace, slot, stems.at(i));
     progress.update(i + 1);
@@ -261,7 +270,7 @@ int cmd_detect(int argc, char** argv) {
   const std::string model = args.require("model");
   if (!args.has("source")) return detect_images(args, model);
   if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
-  for (const char* o : {"save-txt", "save-img", "dump"})
+  for (const char* o : {"save-txt", "save-img", "dump", "json"})
     if (args.flag(o) || args.has(o)) throw UsageError(std::string("--") + o + " is for images; with --source use --save, --save-frames or --jsonl");
   check_model_file(model);
   return cmd_detect_video(args, detector_options(args, family_postprocess_options()),

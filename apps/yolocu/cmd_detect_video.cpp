@@ -97,6 +97,7 @@ class JsonlOut {
 struct VideoRunOptions {
   StreamOptions streams;
   double progress_s = 2;
+  bool progress_asked = false;  // --progress given: lines also when stderr is not a terminal
   bool quiet = false, verbose = false, save = false, save_frames = false;
   std::string jsonl_path, out_dir;
 };
@@ -119,6 +120,7 @@ VideoRunOptions video_options(const Args& args, const std::string& out_dir) {
   r.streams.queue_depth = static_cast<size_t>(int_option(args, "queue", 4, 1, 1024));
   r.streams.max_reconnects = static_cast<int>(int_option(args, "reconnects", 5, -1, 1000000));
   r.progress_s = args.get_double("progress", 2);
+  r.progress_asked = args.has("progress");
   r.quiet = args.flag("quiet"), r.verbose = args.flag("verbose");
   r.save = args.flag("save"), r.save_frames = args.flag("save-frames");
   r.jsonl_path = args.get("jsonl");
@@ -319,19 +321,31 @@ class VideoRun {
 
   void print_progress(StreamSet& streams) {
     const auto now = std::chrono::steady_clock::now();
-    if (o_.quiet || o_.progress_s <= 0 || std::chrono::duration<double>(now - last_progress_).count() < o_.progress_s)
+    if (o_.quiet || o_.progress_s <= 0 || !(tty_ || o_.progress_asked) ||
+        std::chrono::duration<double>(now - last_progress_).count() < o_.progress_s)
       return;
     last_progress_ = now;
-    int64_t dropped = 0;
+    int64_t dropped = 0, expected = 0;
     size_t active = 0;
+    const VideoSourceOptions& vo = o_.streams.source;
     for (const StreamStatus& st : streams.status()) {
       dropped += st.dropped;
       active += st.state == StreamState::kRunning || st.state == StreamState::kOpening ||
                 st.state == StreamState::kReconnecting;
+      // the frames this source will give when its container says how many it has (files), else unknown
+      int64_t n = st.info.frame_count > 0 ? std::max<int64_t>(st.info.frame_count - vo.start_frame, 0) / vo.vid_stride : -1;
+      if (n >= 0 && vo.max_frames >= 0) n = std::min(n, vo.max_frames);
+      expected = expected < 0 || n < 0 ? -1 : expected + n;
     }
     const double el = std::chrono::duration<double>(now - t0_).count();
-    std::fprintf(stderr, "%s%zu frames, %.1f fps, %" PRId64 " dropped, %zu/%zu streams active%s", tty_ ? "\r" : "",
-                 frames_, static_cast<double>(frames_) / el, dropped, active, sources_.size(), tty_ ? "" : "\n");
+    const double fps = static_cast<double>(frames_) / el;
+    char eta[96] = "";
+    if (expected > 0 && fps > 0) {
+      const long s = static_cast<long>(static_cast<double>(std::max<int64_t>(expected - static_cast<int64_t>(frames_), 0)) / fps + 0.5);
+      std::snprintf(eta, sizeof eta, " of %" PRId64 ", ETA %ld:%02ld", expected, s / 60, s % 60);
+    }
+    std::fprintf(stderr, "%s%zu frames%s, %.1f fps, %" PRId64 " dropped, %zu/%zu streams active%s", tty_ ? "\r" : "",
+                 frames_, eta, fps, dropped, active, sources_.size(), tty_ ? "\033[K" : "\n");
     progress_shown_ = tty_;
   }
 

@@ -52,7 +52,7 @@ int cmd_infer(int argc, char** argv) {
   if (args.flag("help")) {
     std::printf(
         "usage: yolocu infer --model M.onnx --input X.npy [--input ...] --output-dir D\n"
-        "                    [--threads N] [--repeat R] [--max-memory SIZE]\n"
+        "                    [--threads N] [--repeat R] [--max-memory SIZE] [--device cpu]\n"
         "Runs the model on .npy tensors (one per model input, in model order; 'name=x.npy' and\n"
         "'file.npz:key' also work) and writes every model output as D/<output name>.npy (whole or not at\n"
         "all). --max-memory SIZE: the memory budget of parsing, planning and running the model.\n");
@@ -105,7 +105,8 @@ int cmd_inspect(int argc, char** argv) {
         "                      [--tune-batches 1 8 32] [--tactic-cache FILE|none]]\n"
         "Prints the model family and task, inputs, outputs, opset, op counts and metadata. With --device it\n"
         "then builds the detector there and says how long that took; on the GPU also where the tactics came\n"
-        "from: tuned now (a cold build) or from the tactic cache file (a warm build).\n");
+        "from: tuned now (a cold build) or from the tactic cache file (a warm build). The detector options of\n"
+        "yolocu detect (--imgsz, --max-memory, --contexts, ...) apply to that build.\n");
     return 0;
   }
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);

@@ -8,18 +8,22 @@
 
 namespace yolocu::cli {
 
-Progress::Progress(size_t total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(STDERR_FILENO) == 1) {}
+Progress::Progress(size_t total, bool quiet, bool force)
+    : total_(total), quiet_(quiet), tty_(isatty(STDERR_FILENO) == 1), force_(force) {}
 
 void Progress::update(size_t done) {
-  if (quiet_ || total_ < 2) return;
+  if (quiet_ || total_ < 2 || !(tty_ || force_)) return;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = s > 0 ? static_cast<double>(done) / s : 0.0;
+  const long eta = rate > 0 ? static_cast<long>(static_cast<double>(total_ - done) / rate + 0.5) : 0;
+  char line[96];
+  std::snprintf(line, sizeof line, "[%zu/%zu] %.1f img/s, ETA %ld:%02ld", done, total_, rate, eta / 60, eta % 60);
   if (tty_) {
-    std::fprintf(stderr, "\r[%zu/%zu] %.1f img/s", done, total_, rate);
+    std::fprintf(stderr, "\r%s\033[K", line);
     if (done == total_) std::fprintf(stderr, "\n");
     std::fflush(stderr);
-  } else if (done % 50 == 0 || (done == total_ && total_ >= 50)) {
-    std::fprintf(stderr, "[%zu/%zu] %.1f img/s\n", done, total_, rate);
+  } else if (done % 50 == 0 || done == total_) {
+    std::fprintf(stderr, "%s\n", line);
   }
 }
 

@@ -10,15 +10,16 @@
 
 namespace yolocu::cli {
 
-// "[37/128] 12.3 img/s": rewritten in place on a terminal, a line every 50 images otherwise.
+// "[37/128] 12.3 img/s, ETA 0:08" on stderr: rewritten in place on a terminal; when stderr is not
+// a terminal, a line every 50 images with `force` (--progress) and nothing without.
 class Progress {
  public:
-  Progress(size_t total, bool quiet);
+  Progress(size_t total, bool quiet, bool force = false);
   void update(size_t done);
 
  private:
   size_t total_;
-  bool quiet_, tty_;
+  bool quiet_, tty_, force_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

@@ -5,6 +5,8 @@
 // docs/postprocess.md. Plain C++, single-threaded; boxes in original-image pixels.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,11 +21,17 @@ struct GroundTruth {
 };
 
 // Reads a YOLO label file (`class cx cy w h` per line, normalised) into pixels of a width x height
-// image. A missing file is a background image (empty result); a malformed line throws kParse.
-std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, int height);
+// image. A missing file is a background image (empty result); a malformed line throws kParse, and
+// so does a class id >= `num_classes` when that is > 0 (the message names the file and line).
+std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, int height, int num_classes = 0);
 // The same for the text of a label file held in memory; `path` names it in messages.
 std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, int height,
-                                           const std::string& path = "labels");
+                                           const std::string& path = "labels", int num_classes = 0);
+
+// ultralytics' img2label_paths: the label file of an image, .../images/.../x.jpg ->
+// .../labels/.../x.txt (the last "/images/" of the path replaced, the extension by .txt).
+// Without an "images" folder in the path, the .txt beside the image.
+std::string image_to_label_path(const std::string& image_path);
 
 constexpr int kNumIouThresholds = 10;  // 0.50, 0.55, ..., 0.95
 
@@ -35,10 +43,38 @@ struct ClassAp {
   double precision = 0, recall = 0;  // at the F1-optimal confidence shared by all classes
 };
 
+// The curves ultralytics' ap_per_class plots (per_class order): precision, recall and F1 over the
+// confidence x (1000 points in [0, 1], IoU 0.5), and the precision envelope over the recall x
+// (pr: np.interp(x, mrec, mpre) of compute_ap at IoU 0.5). A class without predictions has zeros.
+struct MapCurves {
+  std::vector<double> x;
+  std::vector<std::vector<double>> precision, recall, f1, pr;
+  size_t best = 0;  // index into x of the smoothed mean-F1 maximum (where P and R are read)
+};
+
 struct MapResult {
   double map50 = 0, map50_95 = 0, precision = 0, recall = 0;  // means over classes with labels
   std::vector<ClassAp> per_class;                             // classes with labels, ascending
   int num_images = 0, num_labels = 0;
+  MapCurves curves;
+};
+
+// ultralytics' ConfusionMatrix (detect): detections above `conf` matched to labels at IoU > `iou`,
+// one match per label and per detection (highest IoU first). matrix()[predicted][true], both in
+// 0..num_classes, where num_classes is the background row / column.
+class ConfusionMatrix {
+ public:
+  explicit ConfusionMatrix(int num_classes, float conf = 0.25f, float iou = 0.45f);
+  void add_image(const Detections& detections, const std::vector<GroundTruth>& labels);
+  int num_classes() const { return num_classes_; }
+  float conf() const { return conf_; }
+  float iou() const { return iou_; }
+  const std::vector<std::vector<int64_t>>& matrix() const { return matrix_; }
+
+ private:
+  int num_classes_;
+  float conf_, iou_;
+  std::vector<std::vector<int64_t>> matrix_;
 };
 
 // Accumulates images, then computes the metrics (compute() can be called at any point).

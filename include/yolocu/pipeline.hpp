@@ -114,6 +114,9 @@ struct EvalRun {
   std::vector<std::string> label_errors;  // per source: its label file's error (describe_error), or ""
   PipelineSummary summary;                // summary.failed counts failed images only
   size_t failed = 0;                      // images that failed, or whose label file did
+  // ConfusionMatrix (yolocu/eval.hpp, conf 0.25, IoU 0.45) of the scored images: [predicted][true],
+  // the model's classes then background; empty when the model names no classes.
+  std::vector<std::vector<int64_t>> confusion;
 };
 
 // Called per source in input order, after its labels were read; `label_error` is "" unless the
@@ -122,8 +125,9 @@ using EvalCallback = std::function<void(size_t index, const ImageResult& result,
 
 // run_pipeline() over the sources, each image's detections scored against the labels in
 // `labels_dir`/<file stem of Source::name>.txt ('class cx cy w h', normalised; a missing file is a
-// background image). A failed image or label file is left out of the metrics and counted in
-// `failed`.
+// background image), or with an empty `labels_dir` in image_to_label_path(Source::name)
+// (ultralytics' images/ -> labels/). A label class id the model does not have is an error of that
+// label file. A failed image or label file is left out of the metrics and counted in `failed`.
 EvalRun evaluate_sources(Detector& detector, const std::vector<Source>& sources, const std::string& labels_dir,
                          const PipelineOptions& options, const EvalCallback& callback = nullptr);
 

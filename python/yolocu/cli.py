@@ -21,6 +21,8 @@ def main(argv=None) -> int:
     if argv in ([], ["--help"], ["-h"], ["help"]):
         print("yolocu serve --model M.onnx [options]   NVIDIA Triton server (see yolocu serve --help)")
     sys.stdout.flush()
+    # `yolocu eval --plots DIR` draws with `$YOLOCU_PYTHON -m yolocu.plots`: this interpreter, which has the package
+    os.environ.setdefault("YOLOCU_PYTHON", sys.executable)
     # A CUDA build's libraries from NVIDIA's wheels anywhere on sys.path (the CLI's RUNPATH covers
     # wheels beside the package only).
     from ._cuda_libs import library_dirs

@@ -1,5 +1,5 @@
 // mAP as ultralytics/yolov5 v7.0 val.py computes it (process_batch + ap_per_class + compute_ap),
-// written from the specification in reference-semantics.md §6.
+// as docs/postprocess.md ("mAP") states it.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -50,13 +50,19 @@ std::vector<double> linspace01(int n) {
 }
 
 // compute_ap: sentinels, precision envelope, 101-point interpolation, trapezoidal integral.
-double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision) {
+// With `pr_x`, also the envelope at those recalls (np.interp(x, mrec, mpre): the PR curve's points).
+double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision,
+                  const std::vector<double>* pr_x = nullptr, std::vector<double>* pr = nullptr) {
   std::vector<double> mrec{0.0}, mpre{1.0};
   mrec.insert(mrec.end(), recall.begin(), recall.end());
   mpre.insert(mpre.end(), precision.begin(), precision.end());
   mrec.push_back(1.0);
   mpre.push_back(0.0);
   for (size_t i = mpre.size() - 1; i-- > 0;) mpre[i] = std::max(mpre[i], mpre[i + 1]);
+  if (pr_x && pr) {
+    pr->resize(pr_x->size());
+    for (size_t i = 0; i < pr_x->size(); ++i) (*pr)[i] = interp((*pr_x)[i], mrec, mpre, mpre.front(), mpre.back());
+  }
   static const std::vector<double> x = linspace01(101);
   double ap = 0, prev = interp(x[0], mrec, mpre, mpre.front(), mpre.back());
   for (size_t i = 1; i < x.size(); ++i) {
@@ -85,7 +91,17 @@ std::vector<double> smooth(const std::vector<double>& y, double f) {
 
 }  // namespace
 
-std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, int height) {
+std::string image_to_label_path(const std::string& image_path) {
+  const std::string sa = "/images/", sb = "/labels/";
+  std::string p = image_path;
+  const size_t at = p.rfind(sa);
+  if (at != std::string::npos) p.replace(at, sa.size(), sb);
+  const size_t slash = p.rfind('/'), dot = p.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) p.erase(dot);
+  return p + ".txt";
+}
+
+std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, int height, int num_classes) {
   YOLOCU_CHECK(width > 0 && height > 0, kInvalidArgument, "load_yolo_labels: bad image size ",
                width, "x", height);
   std::ifstream f(path, std::ios::binary);
@@ -93,10 +109,11 @@ std::vector<GroundTruth> load_yolo_labels(const std::string& path, int width, in
   std::ostringstream text;
   text << f.rdbuf();
   YOLOCU_CHECK(!f.bad(), kIo, path, ": read error");
-  return parse_yolo_labels(text.str(), width, height, path);
+  return parse_yolo_labels(text.str(), width, height, path, num_classes);
 }
 
-std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, int height, const std::string& path) {
+std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, int height, const std::string& path,
+                                           int num_classes) {
   YOLOCU_CHECK(width > 0 && height > 0, kInvalidArgument, "parse_yolo_labels: bad image size ",
                width, "x", height);
   std::istringstream f(text);
@@ -122,6 +139,9 @@ std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, i
                  " values");
     YOLOCU_CHECK(v[0] >= 0 && v[0] == std::floor(v[0]) && v[0] <= std::numeric_limits<int>::max(), kParse, path,
                  ":", line_no, ": bad class id ", v[0]);
+    YOLOCU_CHECK(num_classes <= 0 || v[0] < num_classes, kParse, path, ":", line_no, ": class id ",
+                 static_cast<long>(v[0]), " is not a class of the model (it has ", num_classes, ": 0..",
+                 num_classes - 1, ")");
     for (size_t i = 1; i < v.size(); ++i)
       YOLOCU_CHECK(v[i] >= 0 && v[i] <= 1, kParse, path, ":", line_no,
                    ": coordinates must be normalised to [0, 1]");
@@ -228,8 +248,12 @@ MapResult MapEvaluator::compute() const {
   for (const Record* r : sorted) by_class[r->class_id].push_back(r);
   static const std::vector<double> px = linspace01(1000);
   const size_t nc = n_labels.size();
-  std::vector<std::vector<double>> p_curve(nc, std::vector<double>(px.size(), 0.0));
-  std::vector<std::vector<double>> r_curve = p_curve;
+  MapCurves& cv = res.curves;
+  cv.x = px;
+  cv.precision.assign(nc, std::vector<double>(px.size(), 0.0));
+  cv.recall = cv.pr = cv.precision;
+  std::vector<std::vector<double>>& p_curve = cv.precision;
+  std::vector<std::vector<double>>& r_curve = cv.recall;
   size_t ci = 0;
   for (const auto& [cls, nl] : n_labels) {
     ClassAp ca;
@@ -260,7 +284,8 @@ MapResult MapEvaluator::compute() const {
       }
       double sum = 0;
       for (int t = 0; t < kNumIouThresholds; ++t) {
-        const double ap = compute_ap(recall[static_cast<size_t>(t)], precision[static_cast<size_t>(t)]);
+        const double ap = compute_ap(recall[static_cast<size_t>(t)], precision[static_cast<size_t>(t)],
+                                     t == 0 ? &px : nullptr, &cv.pr[ci]);
         if (t == 0) ca.ap50 = ap;
         sum += ap;
       }
@@ -271,13 +296,16 @@ MapResult MapEvaluator::compute() const {
   }
   // P and R at the maximum of the smoothed class-mean F1 curve.
   std::vector<double> f1_mean(px.size(), 0.0);
+  cv.f1.assign(nc, std::vector<double>(px.size(), 0.0));
   for (size_t c = 0; c < nc; ++c)
     for (size_t k = 0; k < px.size(); ++k) {
       const double p = p_curve[c][k], r = r_curve[c][k];
-      f1_mean[k] += 2 * p * r / (p + r + 1e-16) / static_cast<double>(nc);
+      cv.f1[c][k] = 2 * p * r / (p + r + 1e-16);
+      f1_mean[k] += cv.f1[c][k] / static_cast<double>(nc);
     }
   const std::vector<double> sm = smooth(f1_mean, 0.1);
   const size_t best = static_cast<size_t>(std::max_element(sm.begin(), sm.end()) - sm.begin());
+  cv.best = best;
   for (size_t c = 0; c < nc; ++c) {
     res.per_class[c].precision = p_curve[c][best];
     res.per_class[c].recall = r_curve[c][best];

@@ -165,7 +165,7 @@ std::unique_ptr<Detector> create_detector(const ModelLoader& load, const Detecto
   detail::validate_detector_options(requested);
   if (requested.device == Device::kCuda) {
     YOLOCU_CHECK(detail::cuda_detector_available(), kUnsupported,
-                 "Device::kCuda: this build of yolocu has no CUDA detector yet (use Device::kCpu or kAuto)");
+                 "Device::kCuda: this build of yolocu has no CUDA (it was built without it, YOLOCU_CUDA=OFF); use Device::kCpu or kAuto");
     YOLOCU_CHECK(detail::cuda_device_usable(requested.cuda_device), kCuda, "Device::kCuda: CUDA device ",
                  requested.cuda_device, " is not usable (no GPU, no driver, or index out of range)");
   }

@@ -156,3 +156,24 @@ TEST(CliPaths, OutputCannotBeCreated) {
 
 }  // namespace
 }  // namespace yolocu::test
+
+namespace yolocu::test {
+namespace {
+
+// Options that docs/cli.md shows with several values take them all (they were taken as image paths).
+TEST(CliOptions, TuneBatchesTakesAList) {
+  const Paths p = make_paths("tune_batches");
+  expect_usage_error("detect --model " + quote(p.model) + " --tune-batches 1 8 32 " + quote(p.image),
+                     {"--tune-batches: 8 is outside 1..--batch (1)"});
+}
+
+// --json with --source was ignored without a word; --jsonl is the JSON of a video.
+TEST(CliOptions, JsonWithSourceIsAnError) {
+  const Paths p = make_paths("json_source");
+  expect_usage_error("detect --model " + quote(p.model) + " --source " + quote(p.dir + "/clip.mp4") + " --json " +
+                         quote(p.dir + "/out.json"),
+                     {"--json is for images", "--jsonl"});
+}
+
+}  // namespace
+}  // namespace yolocu::test

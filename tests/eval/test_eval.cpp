@@ -150,4 +150,46 @@ TEST(Eval, Coco128LabelsLoad) {
   }
 }
 
+// ultralytics' ConfusionMatrix.process_batch on hand-made cases: [predicted][true], background last.
+TEST(Eval, ConfusionMatrixCases) {
+  ConfusionMatrix cm(2);  // conf 0.25, IoU 0.45
+  cm.add_image({det(0, 0.9f, 0, 0, 10, 10),      // matches label 0 (class 0): correct
+                det(0, 0.8f, 20, 20, 30, 30),    // matches label 1 (class 1) with the wrong class
+                det(1, 0.7f, 50, 50, 60, 60),    // no label there: background (false positive)
+                det(1, 0.2f, 70, 70, 80, 80)},   // under conf: ignored
+               {gt(0, 0, 0, 10, 10), gt(1, 20, 20, 30, 30), gt(1, 70, 70, 80, 80)});  // the last one missed
+  cm.add_image({det(0, 0.9f, 0, 0, 10, 10)}, {});                                  // no labels: false positive
+  cm.add_image({}, {gt(0, 0, 0, 10, 10)});                                         // no detections: missed
+  cm.add_image({det(0, 0.9f, 0, 0, 10, 10), det(0, 0.8f, 0, 0, 10, 9)},           // one label, two boxes:
+               {gt(0, 0, 0, 10, 10)});                                             // the best IoU matches
+  const std::vector<std::vector<int64_t>> want = {{2, 1, 2}, {0, 0, 1}, {1, 1, 0}};
+  const std::vector<std::vector<int64_t>> got = cm.matrix();
+  EXPECT_EQ(got, want);
+  // IoU exactly at the threshold does not match (iou > 0.45)
+  ConfusionMatrix edge(1, 0.25f, 0.5f);
+  edge.add_image({det(0, 0.9f, 0, 0, 10, 10)}, {gt(0, 0, 0, 10, 20)});  // IoU 0.5 (within the 1e-7 eps)
+  EXPECT_EQ(edge.matrix()[0][0], 0);
+  EXPECT_THROW(ConfusionMatrix(0), Error);
+}
+
+// ultralytics' img2label_paths: the last /images/ becomes /labels/, the extension .txt.
+TEST(Eval, ImageToLabelPath) {
+  EXPECT_EQ(image_to_label_path("/d/coco/images/train2017/0001.jpg"), "/d/coco/labels/train2017/0001.txt");
+  EXPECT_EQ(image_to_label_path("images/a/images/b.x.png"), "images/a/labels/b.x.txt");
+  EXPECT_EQ(image_to_label_path("/d/pics/a.jpg"), "/d/pics/a.txt");
+  EXPECT_EQ(image_to_label_path("/d/images.v2/a"), "/d/images.v2/a.txt");
+}
+
+// A label class the model does not have names the file and line.
+TEST(Eval, LabelClassOutsideModel) {
+  try {
+    parse_yolo_labels("0 0.5 0.5 0.1 0.1\n80 0.5 0.5 0.1 0.1\n", 640, 480, "x.txt", 80);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.txt:2: class id 80 is not a class of the model (it has 80: 0..79)"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_yolo_labels("79 0.5 0.5 0.1 0.1\n", 640, 480, "x.txt", 80).size(), 1u);
+}
+
 }  // namespace

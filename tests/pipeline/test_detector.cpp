@@ -281,7 +281,7 @@ TEST(Detector, RejectsInvalidOptionsAndMissingBackends) {
   // dynamic model: not a multiple of the stride
   EXPECT_EQ(with(dyn, [](DetectorOptions& o) { o.input_width = o.input_height = 650; }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(with(dyn + ".missing", [](DetectorOptions&) {}), ErrorCode::kIo);
-  // no CUDA detector is built yet: an explicit request fails clearly, auto falls back to the CPU
+  // a build without CUDA: an explicit request fails clearly, auto falls back to the CPU
   const ErrorCode cuda = with(model, [](DetectorOptions& o) { o.device = Device::kCuda; });
   EXPECT_TRUE(cuda == ErrorCode::kUnsupported || cuda == ErrorCode::kCuda);
   DetectorOptions autod;
