@@ -248,6 +248,38 @@ class Detector:
 
     __call__ = predict
 
+    def track(self, source: Any, tracker: Union[str, os.PathLike, Dict[str, Any]] = "bytetrack.yaml",
+              persist: bool = False, stream: bool = False, conf: Optional[float] = None,
+              iou: Optional[float] = None, classes: Optional[Iterable[int]] = None, max_det: Optional[int] = None,
+              agnostic: Optional[bool] = None, vid_stride: int = 1, frame_rate: int = 30
+              ) -> Union[Results, List[Results], Iterator[Results]]:
+        """Detects and tracks, ultralytics' model.track(): `source` as for predict (a video, a
+        stream, or images taken as consecutive frames), each frame's detections through one
+        yolocu.Tracker (ByteTrack or BoT-SORT: "bytetrack.yaml", "botsort.yaml", a YAML path or a
+        dict; docs/track.md). Each Results holds the boxes tracked in its frame, with their ids
+        (`boxes.id`; `boxes.data` N x 7 [x1, y1, x2, y2, id, conf, cls], ultralytics' layout), in
+        the tracker's order. conf defaults to 0.1 as in ultralytics' track (ByteTrack's second
+        association uses the low-score boxes). persist=True keeps the tracker of the previous
+        call (the same stream continued: ids go on); otherwise a new tracker starts (ids from 1).
+        frame_rate: passed to Tracker (ultralytics' signature; ultralytics 8.4 does not use it)."""
+        from .tracker import Tracker
+        if not persist or getattr(self, "_tracker", None) is None:
+            self._tracker = Tracker(tracker, frame_rate=frame_rate)
+        trk = self._tracker
+        frames = self.predict(source, conf=0.1 if conf is None else conf, iou=iou, classes=classes,
+                              max_det=max_det, agnostic=agnostic, stream=True, vid_stride=vid_stride)
+
+        def tracked() -> Iterator[Results]:
+            for r in frames:
+                rows = trk.update(r.boxes, img=r.orig_img)
+                yield r.new(rows[:, :7])
+
+        if stream:
+            return tracked()
+        out = list(tracked())
+        video = isinstance(source, int) or (isinstance(source, (str, os.PathLike)) and _is_video(os.fspath(source)))
+        return out[0] if not video and len(out) == 1 and _flatten(source)[2] else out
+
     def _call_options(self, conf, iou, classes, max_det, agnostic) -> Optional[Dict[str, Any]]:
         post: Dict[str, Any] = {}
         if conf is not None:

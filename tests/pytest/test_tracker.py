@@ -145,3 +145,60 @@ def test_boxes_object_as_ultralytics_passes_it():
     t = yolocu.Tracker("bytetrack.yaml")
     got = [t.update(SimpleNamespace(xyxy=d[:, :4], conf=d[:, 4], cls=d[:, 5])) for d, _ in frames]
     compare("boxes object crossing_1", got, want)
+
+
+# ---- Detector.track: detection + tracking, ultralytics' model.track() ----
+
+@pytest.fixture(scope="module")
+def track_det():
+    from conftest import data_path
+    return yolocu.Detector(data_path("models", "yolov5n.onnx"), device="cpu", precision="fp32")
+
+
+def test_detector_track_follows_still_objects_with_stable_ids(track_det):
+    """The same image as 4 frames: every box of a score >= new_track_thresh (0.25 in bytetrack.yaml) is
+    tracked from frame 1 (ultralytics activates first-frame tracks at once) with ids 1..K and keeps its
+    id; the boxes of 0.1..0.25 start no track; boxes.data is ultralytics' N x 7 layout."""
+    from conftest import data_path
+    bus = data_path("images", "bus.jpg")
+    res = track_det.track([bus] * 4)
+    dets = track_det.predict(bus, conf=0.1)  # track's default conf: 0.1, as ultralytics' track
+    assert len(res) == 4
+    k = len(res[0].boxes)
+    strong = dets.boxes[dets.boxes.conf >= 0.25]
+    assert len(strong) < len(dets.boxes)  # the low-score boxes the default conf 0.1 lets through
+    assert k == len(strong) > 0
+    assert sorted(res[0].boxes.id.astype(int).tolist()) == list(range(1, k + 1))
+    for r in res:
+        assert r.boxes.is_track and r.boxes.data.shape == (k, 7)
+        assert np.array_equal(r.boxes.data[:, 4], r.boxes.id)
+        order = np.argsort(r.boxes.id)
+        first = res[0].boxes.xyxy[np.argsort(res[0].boxes.id)]
+        assert np.abs(r.boxes.xyxy[order] - first).max() < 0.5  # still objects: the Kalman box stays put
+        assert np.array_equal(np.sort(r.boxes.cls), np.sort(strong.cls))
+    # the tracked boxes of frame 1 are the detections (ids aside)
+    assert np.abs(np.sort(res[0].boxes.xyxy, axis=0) - np.sort(strong.xyxy, axis=0)).max() < 1e-3
+
+
+def test_detector_track_persist_and_stream(track_det):
+    from conftest import data_path
+    bus = data_path("images", "bus.jpg")
+    zidane = data_path("images", "zidane.jpg")
+    first = track_det.track([bus, bus])
+    again = track_det.track([bus])[0]  # a new tracker: ids from 1 again
+    assert sorted(again.boxes.id.astype(int).tolist()) == sorted(first[0].boxes.id.astype(int).tolist())
+    k = len(first[0].boxes)
+    fresh = track_det.track(zidane)  # one image in, one Results out; a new tracker: ids 1..
+    kz = len(fresh.boxes)
+    assert kz > 0 and sorted(fresh.boxes.id.astype(int).tolist()) == list(range(1, kz + 1))
+    track_det.track([bus])
+    # persist: the bus frame's tracker goes on; zidane's objects are new there, so (as in ultralytics)
+    # their tracks are confirmed on their second frame, with ids after the bus frame's
+    cont = track_det.track([zidane, zidane], persist=True)
+    assert len(cont[0].boxes) < kz
+    assert len(cont[1].boxes) > 0 and int(max(cont[1].boxes.id)) > k
+    streamed = list(track_det.track([bus] * 3, stream=True))
+    listed = track_det.track([bus] * 3)
+    assert len(streamed) == 3
+    for a, b in zip(streamed, listed):
+        assert np.array_equal(a.boxes.data, b.boxes.data)
