@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/hd_math.hpp"     // hd::expo, hd::div
 #include "yolocu/geometry.hpp"  // YOLOCU_HD
 
 #if defined(__CUDACC__)
@@ -61,20 +62,7 @@ YOLOCU_HD float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 #endif
 
-YOLOCU_HD float expo(float v) {
-#if defined(__CUDA_ARCH__)
-  return expf(v);
-#else
-  return std::exp(v);
-#endif
-}
-YOLOCU_HD float fdiv(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
+using hd::expo;
 
 // Lane `lane`'s scores: row[j] = q . k_j for j = lane, lane + 32, ...; returns their maximum
 // (-inf when it has none). q holds the scaled query (kd floats).
@@ -102,7 +90,7 @@ YOLOCU_HD float lane_exps(float* row, int n, int lane, float m) {
 }
 // row[j] /= sum for the lane's keys (the probabilities, as Softmax writes them).
 YOLOCU_HD void lane_normalize(float* row, int n, int lane, float sum) {
-  for (int j = lane; j < n; j += kLanes) row[j] = fdiv(row[j], sum);
+  for (int j = lane; j < n; j += kLanes) row[j] = hd::div(row[j], sum);
 }
 // out_d = sum_j p_j v_jd (fp32, j in order), values [N][hd], for the lane's dims d = d0 + lane +
 // 32 k (k < kDimsPerPass, d < hd) in one pass over the keys: acc[k].

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/detect_tail.hpp"  // tail::sigmoid, tail::mul, tail::add
+#include "engine/hd_math.hpp"      // hd::sub, hd::div, hd::expo
 #include "yolocu/geometry.hpp"     // YOLOCU_HD
 
 namespace yolocu::engine::v8tail {
@@ -39,27 +40,9 @@ Level level_from(const HostLevel& d, int64_t box_pitch, int64_t cls_pitch) {
   return L;
 }
 
-YOLOCU_HD float sub(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-YOLOCU_HD float div(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-YOLOCU_HD float expo(float v) {
-#if defined(__CUDA_ARCH__)
-  return expf(v);
-#else
-  return std::exp(v);
-#endif
-}
+using hd::div;
+using hd::expo;
+using hd::sub;
 
 // The DFL's distance from 16 logits: softmax over the bins (max subtracted, as the graph's
 // Softmax), then the expectation sum_i i * p_i that the 1x1 convolution with weights 0..15

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/attention_synth.hpp"
+#include "engine/fusion_check.hpp"
 #include "test_util.hpp"
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/engine.hpp"
@@ -22,48 +23,28 @@
 namespace yolocu {
 namespace {
 
+const test::Fusion& fusion() {
+  static const test::Fusion f{"[ attention ]", [](CudaEngineOptions& o, bool on) { o.fuse_attention = on; },
+      [](const CudaEngineStats& s, bool fused, const std::string& tag) {
+        EXPECT_EQ(s.fused_attention, fused ? 1 : 0) << tag;
+        if (fused) {
+          EXPECT_EQ(s.fused_attention_nodes, 10) << tag;  // yolo11n's one block: 10 nodes
+        }
+      }};
+  return f;
+}
+
 CudaEngineOptions attention_options(Precision p, int max_batch, bool fuse) {
-  CudaEngineOptions o;
-  o.precision = p;
-  o.max_batch = max_batch;
-  o.tactic_cache = "none";
-  o.fuse_attention = fuse;
-  return o;
+  return test::fusion_options(fusion(), p, max_batch, fuse);
 }
 
 void expect_close(const Tensor& got, const Tensor& ref, double bound, const std::string& what) {
-  ASSERT_EQ(got.shape(), ref.shape()) << what;
-  const test::Diff d = test::compare(got, ref);
-  std::printf("[ attention ] %-48s rel L2 %.3g  max abs %.3g (bound %.0e)\n", what.c_str(), d.rel_l2, d.max_abs, bound);
-  EXPECT_LE(d.rel_l2, bound) << what << ": max abs " << d.max_abs;
+  test::expect_close(fusion(), got, ref, bound, what);
 }
 
-// The fused engine at both precisions against the CPU engine on each input; the unfused engine
-// (FP32) too, which must launch more kernels per run: yolo11n's one block replaces 10 nodes.
 void fused_vs_cpu(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs, int max_batch,
                   const std::string& tag) {
-  CpuEngine cpu(model);
-  std::vector<Tensor> refs;
-  for (const Tensor& x : inputs) refs.push_back(cpu.run({x})[0]);
-  CudaEngine plain(model, attention_options(Precision::kFloat32, max_batch, false));
-  EXPECT_EQ(plain.stats().fused_attention, 0) << tag;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    expect_close(plain.run_host({inputs[i]})[0], refs[i], 1e-5, tag + " fp32 b" + std::to_string(inputs[i].dim(0)) + " unfused vs CPU");
-  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
-    const bool fp32 = p == Precision::kFloat32;
-    CudaEngine fused(model, attention_options(p, max_batch, true));
-    const std::string t = tag + (fp32 ? " fp32" : " fp16");
-    EXPECT_EQ(fused.stats().fused_attention, 1) << t;
-    EXPECT_EQ(fused.stats().fused_attention_nodes, 10) << t;
-    if (fp32) {
-      EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run) << t;
-      std::printf("[ attention ] %-48s kernels per run %d fused, %d unfused\n", t.c_str(), fused.stats().kernels_per_run,
-                  plain.stats().kernels_per_run);
-    }
-    for (size_t i = 0; i < inputs.size(); ++i)
-      expect_close(fused.run_host({inputs[i]})[0], refs[i], fp32 ? 1e-5 : 5e-3,
-                   t + " b" + std::to_string(inputs[i].dim(0)) + " fused vs CPU");
-  }
+  test::fused_vs_cpu(fusion(), model, inputs, max_batch, tag);
 }
 
 // The static export at batch 1 (scripts/gpu/bundle.sh v8's static set).

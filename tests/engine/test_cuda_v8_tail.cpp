@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/v8_synth.hpp"
+#include "engine/fusion_check.hpp"
 #include "test_util.hpp"
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/engine.hpp"
@@ -21,47 +22,25 @@
 namespace yolocu {
 namespace {
 
+const test::Fusion& fusion() {
+  static const test::Fusion f{"[ v8 tail  ]", [](CudaEngineOptions& o, bool on) { o.fuse_v8_tail = on; },
+      [](const CudaEngineStats& s, bool fused, const std::string& tag) {
+        EXPECT_EQ(s.fused_tail_nodes, fused ? 24 : 0) << tag;  // the 24 tail nodes
+      }};
+  return f;
+}
+
 CudaEngineOptions tail_options(Precision p, int max_batch, bool fuse) {
-  CudaEngineOptions o;
-  o.precision = p;
-  o.max_batch = max_batch;
-  o.tactic_cache = "none";
-  o.fuse_v8_tail = fuse;
-  return o;
+  return test::fusion_options(fusion(), p, max_batch, fuse);
 }
 
 void expect_close(const Tensor& got, const Tensor& ref, double bound, const std::string& what) {
-  ASSERT_EQ(got.shape(), ref.shape()) << what;
-  const test::Diff d = test::compare(got, ref);
-  std::printf("[ v8 tail  ] %-44s rel L2 %.3g  max abs %.3g (bound %.0e)\n", what.c_str(), d.rel_l2, d.max_abs, bound);
-  EXPECT_LE(d.rel_l2, bound) << what << ": max abs " << d.max_abs;
+  test::expect_close(fusion(), got, ref, bound, what);
 }
 
-// The fused engine at both precisions against the CPU engine on each input; the unfused engine
-// (FP32) too, which must launch more kernels per run: the fused one replaces the 24 tail nodes.
 void fused_vs_cpu(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs, int max_batch,
                   const std::string& tag) {
-  CpuEngine cpu(model);
-  std::vector<Tensor> refs;
-  for (const Tensor& x : inputs) refs.push_back(cpu.run({x})[0]);
-  CudaEngine plain(model, tail_options(Precision::kFloat32, max_batch, false));
-  EXPECT_EQ(plain.stats().fused_tail_nodes, 0) << tag;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    expect_close(plain.run_host({inputs[i]})[0], refs[i], 1e-5, tag + " fp32 b" + std::to_string(inputs[i].dim(0)) + " unfused vs CPU");
-  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
-    const bool fp32 = p == Precision::kFloat32;
-    CudaEngine fused(model, tail_options(p, max_batch, true));
-    const std::string t = tag + (fp32 ? " fp32" : " fp16");
-    EXPECT_EQ(fused.stats().fused_tail_nodes, 24) << t;
-    if (fp32) {
-      EXPECT_LT(fused.stats().kernels_per_run, plain.stats().kernels_per_run) << t;
-      std::printf("[ v8 tail  ] %-44s kernels per run %d fused, %d unfused\n", t.c_str(), fused.stats().kernels_per_run,
-                  plain.stats().kernels_per_run);
-    }
-    for (size_t i = 0; i < inputs.size(); ++i)
-      expect_close(fused.run_host({inputs[i]})[0], refs[i], fp32 ? 1e-5 : 5e-3,
-                   t + " b" + std::to_string(inputs[i].dim(0)) + " fused vs CPU");
-  }
+  test::fused_vs_cpu(fusion(), model, inputs, max_batch, tag);
 }
 
 class CudaV8Tail : public ::testing::TestWithParam<std::string> {};
