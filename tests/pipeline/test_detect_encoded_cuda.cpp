@@ -160,7 +160,7 @@ TEST(DetectEncodedCuda, FallbacksAreExactAndErrorsNamed) {
   // The CPU-decoded images are decode_image()'s pixels: the device path gives detect()'s detections
   // for them. detect() of a batch of 3 like the one above (its first image is CPU-decoded here, but
   // the FP32 tactics tuned for batch 4 are the same); not bit for bit: a different batch composition
-  // may round differently (a batch-1 reference differed on the H100 at 1f308b0), so within
+  // may round differently (a batch-1 reference has differed on an H100), so within
   // 0.01 px and 1e-4 in confidence, FP32 rounding on boxes of up to 1080 px.
   const auto want = det->detect(std::vector<ImageView>{bus_img.view(), bus_img.view(), rotated_img.view()});
   EXPECT_TRUE(close(got[1], want[1], 0.01f, 1e-4f)) << "PNG through the CPU fallback";
@@ -223,13 +223,13 @@ TEST(DetectEncodedCuda, ThreadsAndContextsEqualSerial) {
   for (auto& t : threads) t.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[static_cast<size_t>(t)], 0) << "thread " << t;
   // The same bytes twice in one batch: the same detections, up to FP16 rounding (not bit for bit:
-  // the two positions differed on the H100 at 1f308b0; the message gives by how much).
+  // the two positions have differed on an H100; the message gives by how much).
   EXPECT_TRUE(close(serial[0], serial[2], 0.5f, 2e-3f));
 }
 
 // Stage profiling with several contexts and calls at once (`bench --from-jpeg --stage-times`):
-// at 8205107 a profiled batch held its stream in a host function, on the CUDA callback thread that
-// nvJPEG's hardware decoder needs too, and two calls hung for good (H100, 2 and 3 contexts). The
+// a profiled batch that held its stream in a host function, on the CUDA callback thread that
+// nvJPEG's hardware decoder needs too, once hung two calls for good (2 and 3 contexts). The
 // calls must finish (a watchdog fails the test instead of hanging it), time their batches' GPU
 // stages, and return what the unprofiled calls return.
 TEST(DetectEncodedCuda, StageProfilingWithCallsAtOnceFinishes) {

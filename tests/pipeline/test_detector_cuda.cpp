@@ -282,7 +282,7 @@ TEST(DetectorCuda, EightThreadsEqualSerial) {
 
 // warm_up(): every context of a detector tuned for {1, 8} runs sizes 3 and 5 before any call, so
 // that a later call of those sizes builds nothing (without it, a size's first call builds its
-// cuDNN plans: seconds, the 4-9 s stalls of Triton's first requests at 8205107); and the results
+// cuDNN plans: seconds, stalls of Triton's first requests); and the results
 // are those of a detector that was not warmed up (same tactics, bit for bit).
 TEST(DetectorCuda, WarmUpPreparesEveryContextAndChangesNoResult) {
   YOLOCU_REQUIRE_GPU();

@@ -214,7 +214,7 @@ TEST_P(V8Detector, SampleImagesMatchUltralytics) {
   // The CPU engine follows PyTorch closely enough that no NMS decision flips on these images. The
   // GPU engine's FP32 boxes differ from PyTorch's by up to ~2e-4 px (other convolution algorithms;
   // raw outputs within rel L2 1e-5, checked above), and yolov8n on zidane has a pair of boxes at IoU
-  // 0.700061 against the 0.7 threshold (H100 at ec40967): such a flip is allowed there, reported
+  // 0.700061 against the 0.7 threshold (measured on an H100): such a flip is allowed there, reported
   // above, and everything before it must match.
   if (device() == Device::kCpu) {
     EXPECT_EQ(knife_edges, 0) << "the sample images have no IoU knife edge for the CPU engine";

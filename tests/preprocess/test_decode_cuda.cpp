@@ -185,8 +185,8 @@ TEST(DecodeCuda, CpuShareDecodesEveryKthOnTheCpuExactly) {
   EXPECT_EQ(sc.cpu_shared, batched / 4) << batched << " images batched by nvJPEG";
   EXPECT_GE(sc.cpu_shared, 6);
   EXPECT_EQ(sc.gpu() + sc.cpu_shared, pc.gpu());
-  // Which images were the CPU's shows only where the two decoders' pixels differ (on the H100 at
-  // 74c0389, 3 of the 8 shared coco128 images decode to the same bytes on both): every image is one
+  // Which images were the CPU's shows only where the two decoders' pixels differ (on an H100,
+  // 3 of the 8 shared coco128 images decoded to the same bytes on both): every image is one
   // of the two; at most cpu_shared carry pixels only the CPU gives, at least one does (the share
   // ran), and at least cpu_shared equal the CPU's.
   int64_t cpu_only = 0, cpu_equal = 0;
