@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/model_build.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/npy.hpp"
 #include "yolocu/tensor.hpp"
@@ -108,25 +109,6 @@ inline GpuForm gpu_form(const Model& original, const std::vector<Tensor>& inputs
 }
 
 // ---- Edge shapes, built in C++: one node on a one-input model (opset 17), tie-free data ----
-
-inline Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-inline Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-inline Attribute string_attr(const std::string& s) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = s;
-  return a;
-}
 
 // Distinct values (a shuffled ramp, scaled to about [-2, 2]): no two elements tie, so max pooling
 // and every comparison have one answer.

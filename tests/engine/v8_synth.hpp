@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model_build.hpp"
 #include "yolocu/model.hpp"
 #include "yolocu/tensor.hpp"
 
@@ -31,18 +32,9 @@ struct SynthV8 {
 
 namespace synth_detail {
 
-inline Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-inline Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
+using test::int_attr;
+using test::ints_attr;
+
 inline Tensor int64s(const std::vector<int64_t>& v) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
   for (size_t i = 0; i < v.size(); ++i) t.data_as<int64_t>()[i] = v[i];
