@@ -4,12 +4,14 @@
 #include <cmath>
 #include <string>
 
+#include "engine/graph_pattern.hpp"
+
 namespace yolocu::engine {
 namespace {
 
-class AttentionMatcher {
+class AttentionMatcher : GraphPattern {
  public:
-  explicit AttentionMatcher(const Plan& plan) : plan_(plan) {}
+  explicit AttentionMatcher(const Plan& plan) : GraphPattern(plan) {}
 
   bool match(int r0, AttentionBlock* block) {
     const PlanNode& rn = node(r0);
@@ -74,18 +76,6 @@ class AttentionMatcher {
   }
 
  private:
-  const Plan& plan_;
-  std::vector<int> nodes_;  // absorbed so far
-
-  const PlanValue& val(int id) const { return plan_.values[static_cast<size_t>(id)]; }
-  const PlanNode& node(int idx) const { return plan_.nodes[static_cast<size_t>(idx)]; }
-
-  // A runtime fp32 value made by a node, no graph output.
-  bool runtime_f32(int id) const {
-    if (id < 0) return false;
-    const PlanValue& v = val(id);
-    return !v.constant && !v.graph_input && !v.graph_output && v.producer >= 0 && v.dtype == DType::kFloat32;
-  }
   // The only reader of `id` if it is an `op` (with one output, a Split with three) and `id` is a
   // runtime fp32 value.
   int consumer(int id, const char* op) const {
@@ -94,13 +84,8 @@ class AttentionMatcher {
     const size_t outs = std::string(op) == "Split" ? 3 : 1;
     return node(c).node.op_type == op && node(c).out.size() == outs ? c : -1;
   }
-  bool shape_is(int id, const Shape& s) const { return val(id).shape == s; }
   bool head_shape(int id, const AttentionBlock& a, int64_t rows) const {
     return runtime_f32(id) && shape_is(id, {a.batch, a.heads, rows, a.tokens});
-  }
-  static bool axis_is(const Node& n, int64_t axis, int64_t rank) {
-    const int64_t x = n.attr_int("axis", 0);
-    return x == axis || x == axis - rank;
   }
   bool perm_swaps_last(int tr) const { return node(tr).node.attr_ints("perm") == std::vector<int64_t>{0, 1, 3, 2}; }
   // Reshape node `r` makes a runtime fp32 value of shape `image`, no graph output.

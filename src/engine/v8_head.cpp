@@ -4,12 +4,14 @@
 #include <cmath>
 #include <string>
 
+#include "engine/graph_pattern.hpp"
+
 namespace yolocu::engine {
 namespace {
 
-class V8Matcher {
+class V8Matcher : GraphPattern {
  public:
-  explicit V8Matcher(const Plan& plan) : plan_(plan) {}
+  explicit V8Matcher(const Plan& plan) : GraphPattern(plan) {}
 
   bool match(int concat_idx, V8Head* head) {
     const PlanNode& c = node(concat_idx);
@@ -34,32 +36,19 @@ class V8Matcher {
   }
 
  private:
-  const Plan& plan_;
-  std::vector<int> nodes_;  // absorbed so far
   int64_t n_ = 0, a_ = 0;
   int box_logits_ = -1;  // the DFL's input [N, 64, A]
   const float *anchors_ = nullptr, *anchors2_ = nullptr, *strides_ = nullptr;  // decode's constants
 
-  const PlanValue& val(int id) const { return plan_.values[static_cast<size_t>(id)]; }
-  const PlanNode& node(int idx) const { return plan_.nodes[static_cast<size_t>(idx)]; }
-
   // A runtime fp32 value made by a node, no graph output, with exactly `consumers` readers.
   bool runtime_f32(int id, size_t consumers = 1) const {
-    if (id < 0) return false;
-    const PlanValue& v = val(id);
-    return !v.constant && !v.graph_input && !v.graph_output && v.producer >= 0 && v.dtype == DType::kFloat32 &&
-           v.consumers.size() == consumers;
+    return GraphPattern::runtime_f32(id) && val(id).consumers.size() == consumers;
   }
   // The node producing `id` if it is an `op` with one output and `id` has `consumers` readers.
   int producer(int id, const char* op, size_t consumers = 1) const {
     if (!runtime_f32(id, consumers)) return -1;
     const PlanNode& p = node(val(id).producer);
     return p.node.op_type == op ? val(id).producer : -1;
-  }
-  bool shape_is(int id, const Shape& s) const { return val(id).shape == s; }
-  static bool axis_is(const Node& n, int64_t axis, int64_t rank) {
-    const int64_t a = n.attr_int("axis", 0);
-    return a == axis || a == axis - rank;
   }
   // A float constant of `numel` values whose dims other than the last `keep` are 1.
   const float* constant(int id, int64_t numel, size_t keep) const {
