@@ -474,7 +474,6 @@ class CudaDetector final : public Detector {
     pool_cv_.notify_one();
   }
 
-  // Everything of one batch up to its results' copy back, enqueued on c.stream; no synchronisation.
   // The workspace for a call's post-processing options: the context's own for options().postprocess,
   // else its per-call one, made anew when the call's options differ from those it was made for.
   // Called before the batch's gate closes (a cudaFree would wait for it).
@@ -496,6 +495,7 @@ class CudaDetector final : public Detector {
     return *c.post_call;
   }
 
+  // Everything of one batch up to its results' copy back, enqueued on c.stream; no synchronisation.
   void enqueue(Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms, StageTimes& times,
                const PostprocessOptions& post, const PrepareInput& prepare) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
