@@ -262,6 +262,9 @@ Image decode_jpeg_pixels(const uint8_t* data, size_t size, const DecodeLimits& l
   } else {
     check_limits(w, h, limits, name);
   }
+  // A progressive file's scans are counted from its markers before any is decoded (as the GPU
+  // route's plan does): a scan bomb is refused up front, whatever a later scan holds.
+  if (j.cinfo.progressive_mode) detail::check_scan_limit(detail::count_jpeg_scans(data, size), limits, name);
   Image img(w, h);
   std::vector<uint8_t> cmyk;
   if (j.cinfo.out_color_space == JCS_CMYK) cmyk.resize(static_cast<size_t>(w) * 4);
