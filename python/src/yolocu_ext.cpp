@@ -485,17 +485,21 @@ class PyDetector {
 };
 
 // Decodes a JPEG/PNG (path or bytes) exactly as yolocu's CLI does (cv2.imread's pixels).
-nb::ndarray<nb::numpy, uint8_t> decode(nb::handle src) {
+// max_pixels: DecodeLimits::max_pixels (the other limits keep the library's defaults).
+nb::ndarray<nb::numpy, uint8_t> decode(nb::handle src, int64_t max_pixels) {
+  yolocu::DecodeLimits limits;
+  limits.max_pixels = max_pixels;
+  yolocu::validate_decode_limits(limits, "decode: max_pixels");
   yolocu::Image im;
   if (nb::isinstance<nb::bytes>(src)) {
     nb::bytes b = nb::borrow<nb::bytes>(src);
     if (b.size() == 0) throw nb::value_error("empty bytes");
     nb::gil_scoped_release release;
-    im = yolocu::decode_image(b.c_str(), b.size(), {}, "image 0");
+    im = yolocu::decode_image(b.c_str(), b.size(), limits, "image 0");
   } else if (nb::isinstance<nb::str>(src)) {
     const std::string path = nb::cast<std::string>(src);
     nb::gil_scoped_release release;
-    im = yolocu::decode_image_file(path);
+    im = yolocu::decode_image_file(path, limits);
   } else {
     throw nb::type_error("decode: expected a path (str) or encoded bytes");
   }
@@ -587,7 +591,8 @@ NB_MODULE(_yolocu, m) {
       .def("set_stage_profiling", &PyDetector::set_stage_profiling, "on"_a)
       .def("warm_up", &PyDetector::warm_up, "sizes"_a = std::vector<int>{},
            "Makes every context ready for these batch sizes (default: 1..batch); the GIL is released.");
-  m.def("decode", &decode, "source"_a, "Decodes a JPEG/PNG (path or bytes) to an HxWx3 uint8 BGR array.");
+  m.def("decode", &decode, "source"_a, "max_pixels"_a = yolocu::DecodeLimits::kDefaultMaxPixels,
+        "Decodes an image (path or bytes) to an HxWx3 uint8 BGR array.");
   m.def("cuda_available", &cuda_available, "True when this build has CUDA and a GPU is usable.");
   bind_tracker(m);
   yolocu::python::bind_annotate(m);

@@ -393,16 +393,23 @@ def list_images(*specs: Union[str, os.PathLike]) -> List[str]:
     return out
 
 
-def decode(source: Union[str, os.PathLike, bytes]) -> np.ndarray:
+def decode(source: Union[str, os.PathLike, bytes], max_pixels: int = 50_000_000) -> np.ndarray:
     """Decodes a JPEG, PNG, WebP, TIFF or BMP file or bytes into an HxWx3 uint8 BGR array (cv2.imread's
-    pixels)."""
+    pixels).
+
+    max_pixels: the largest image (width x height) decoded; a larger one raises MemoryError naming
+    the image and the limit before its pixels are allocated (as Detector(max_pixels=) and the CLI's
+    --max-pixels). Progressive JPEGs of more than 100 scans and decoders needing more than 256 MB
+    of working memory are refused the same way."""
+    if int(max_pixels) <= 0:
+        raise ValueError(f"max_pixels must be > 0, got {max_pixels}")
     if isinstance(source, (str, os.PathLike)):
         source = os.fspath(source)
         if not os.path.exists(source):
             raise FileNotFoundError(2, "no such file", source)
     elif isinstance(source, (bytearray, memoryview)):
         source = bytes(source)
-    return _yolocu.decode(source)
+    return _yolocu.decode(source, int(max_pixels))
 
 
 def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],

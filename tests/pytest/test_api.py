@@ -542,3 +542,19 @@ def test_max_pixels_limits_every_decode():
         yolocu.Detector(model_path(), device="cpu", max_pixels=0)
     with pytest.raises(MemoryError, match="max_pixels 50000000"):
         yolocu.Detector(model_path(), device="cpu")(_png_header(16384, 16384))
+
+
+def test_decode_has_the_same_limits():
+    """yolocu.decode refuses what a Detector refuses: max_pixels (default 50M: a declared 16384x16384
+    PNG header), by name and limit, before allocating; a bad limit is a ValueError."""
+    bus = data_path("images", "bus.jpg")  # 810x1080 = 874,800 pixels
+    with pytest.raises(MemoryError, match=r"bus\.jpg: image of 810x1080 pixels exceeds .*max_pixels 874799"):
+        yolocu.decode(bus, max_pixels=874_799)
+    with open(bus, "rb") as f:
+        with pytest.raises(MemoryError, match="max_pixels 874799"):
+            yolocu.decode(f.read(), max_pixels=874_799)
+    assert yolocu.decode(bus, max_pixels=874_800).shape == (1080, 810, 3)
+    with pytest.raises(MemoryError, match="max_pixels 50000000"):
+        yolocu.decode(_png_header(16384, 16384))
+    with pytest.raises(ValueError, match="max_pixels"):
+        yolocu.decode(bus, max_pixels=0)
