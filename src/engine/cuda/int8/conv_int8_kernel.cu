@@ -1,0 +1,283 @@
+// yolocu's INT8 implicit-GEMM convolution (conv_int8_kernel.hpp).
+//
+// GEMM view: C[M x K] = A[M x Kd] * B[Kd x K], M = n * p * q output pixels (NHWC rows), Kd = r * s * c
+// (tap-major, channel-minor: the KRSC weights' order), K output channels. c % 16 == 0, so a 16-byte
+// chunk of a row of A is 16 channels of one tap of one input pixel (or zeros outside the image).
+// Block = BM pixels x BN channels, WARPS_M x WARPS_N warps, each owning a (BM / WARPS_M) x
+// (BN / WARPS_N) piece of C as m16n8 int32 accumulators.
+//   1. each thread loads a fixed 16-byte column (tid % 4) of the 64-byte reduction step for its
+//      BM * 4 / threads rows of A and BN * 4 / threads rows of B (the weights, [k][Kd]) with
+//      cp.async (zero-fill outside the image, past Kd, past K); STAGES steps in flight;
+//   2. shared rows are 80 bytes apart, so the 8 rows one ldmatrix reads fall into 8 different
+//      16-byte bank groups (no conflicts, no swizzle);
+//   3. per 32-byte half step: ldmatrix.x4 gives the A fragment of a 16-row tile and the B fragments
+//      of two 8-column tiles; mma.sync m16n8k32 s8 x s8 -> s32;
+//   4. epilogue straight from the accumulators: lane = (row gid / gid + 8, channels 2 tig, 2 tig + 1)
+//      of each m16n8 tile; int8_math.hpp's float math; 2-element stores (int8x2, half2 or int2).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/check.hpp"
+#include "core/cuda_check.hpp"
+#include "engine/cuda/int8/conv_int8_kernel.hpp"
+#include "engine/cuda/int8/int8_math.hpp"
+#include "engine/cuda/tactics/smem_limit.hpp"
+
+namespace yolocu::engine {
+namespace {
+
+constexpr int kBK = 64;         // reduction bytes per stage
+constexpr int kLds = kBK + 16;  // shared row pitch (bytes)
+constexpr int kOutside = -(1 << 29);  // an input row no tap offset brings inside the image
+
+struct Params {
+  const int8_t* x;
+  const int8_t* w;
+  const float* scale;
+  const float* bias;
+  const void* res;
+  void* y;
+  int res_type, out;
+  float res_scale, y_scale;
+  int c, h, w_, k, s, p, q, yp, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  int kd, m;
+  bool silu;
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 16 : 0;  // 0: nothing read, 16 zero bytes written
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two adjacent output channels (co, co + 1) of output pixel m: the epilogue and the store.
+__device__ __forceinline__ void store_pair(const Params& P, int m, int co, int a0, int a1, float s0, float s1,
+                                           float b0, float b1) {
+  const int64_t yo = static_cast<int64_t>(m) * P.yp + co;
+  if (P.out == static_cast<int>(Int8Out::kInt32)) {
+    *reinterpret_cast<int2*>(static_cast<int32_t*>(P.y) + yo) = make_int2(a0, a1);
+    return;
+  }
+  float v0 = int8::conv_value(a0, s0, b0, P.silu);
+  float v1 = int8::conv_value(a1, s1, b1, P.silu);
+  const int64_t ro = static_cast<int64_t>(m) * P.k + co;
+  if (P.res_type == static_cast<int>(Int8Residual::kInt8)) {
+    const char2 r = *reinterpret_cast<const char2*>(static_cast<const int8_t*>(P.res) + ro);
+    v0 = int8::add_residual_i8(v0, r.x, P.res_scale);
+    v1 = int8::add_residual_i8(v1, r.y, P.res_scale);
+  } else if (P.res_type == static_cast<int>(Int8Residual::kHalf)) {
+    const __half2 r = *reinterpret_cast<const __half2*>(static_cast<const __half*>(P.res) + ro);
+    v0 = int8::add_residual_f32(v0, __low2float(r));
+    v1 = int8::add_residual_f32(v1, __high2float(r));
+  }
+  if (P.out == static_cast<int>(Int8Out::kInt8)) {
+    char2 o;
+    o.x = int8::quantize(v0, P.y_scale);
+    o.y = int8::quantize(v1, P.y_scale);
+    *reinterpret_cast<char2*>(static_cast<int8_t*>(P.y) + yo) = o;
+  } else {
+    *reinterpret_cast<__half2*>(static_cast<__half*>(P.y) + yo) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+  }
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES>
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params P) {
+  constexpr int kThreads = WARPS_M * WARPS_N * 32;
+  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, MI = WM / 16, NI = WN / 8;
+  constexpr int kAIters = BM * 4 / kThreads, kBIters = BN * 4 / kThreads, kRowStep = kThreads / 4;
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: m16 rows, pairs of n8 columns");
+  static_assert(BM * 4 % kThreads == 0 && BN * 4 % kThreads == 0, "whole chunks per thread");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int col = tid & 3, row0 = tid >> 2;
+
+  // 1. this thread's rows of A (image row offset, top-left input corner) and of B.
+  int a_img[kAIters], a_iy[kAIters], a_ix[kAIters];
+#pragma unroll
+  for (int i = 0; i < kAIters; ++i) {
+    const int m = m0 + row0 + i * kRowStep;
+    a_img[i] = 0, a_iy[i] = kOutside, a_ix[i] = 0;
+    if (m < P.m) {
+      const int pq = P.p * P.q, n = m / pq, rem = m - n * pq, oy = rem / P.q, ox = rem - oy * P.q;
+      a_img[i] = n * P.h, a_iy[i] = oy * P.str_h - P.pad_h, a_ix[i] = ox * P.str_w - P.pad_w;
+    }
+  }
+  const int8_t* b_row[kBIters];
+#pragma unroll
+  for (int j = 0; j < kBIters; ++j) {
+    const int co = n0 + row0 + j * kRowStep;
+    b_row[j] = co < P.k ? P.w + static_cast<int64_t>(co) * P.kd : nullptr;
+  }
+  auto load = [&](int stage, int kt) {
+    unsigned char* As = smem + stage * (BM + BN) * kLds;
+    unsigned char* Bs = As + BM * kLds;
+    const int k0 = kt * kBK + col * 16;
+    const bool k_in = k0 < P.kd;
+    int dy = 0, dx = 0, c0 = 0;
+    if (k_in) {
+      const int tap = k0 / P.c, rr = tap / P.s, ss = tap - rr * P.s;
+      c0 = k0 - tap * P.c, dy = rr * P.dil_h, dx = ss * P.dil_w;
+    }
+#pragma unroll
+    for (int i = 0; i < kAIters; ++i) {
+      const int iy = a_iy[i] + dy, ix = a_ix[i] + dx;
+      const bool ok = k_in && static_cast<unsigned>(iy) < static_cast<unsigned>(P.h) &&
+                      static_cast<unsigned>(ix) < static_cast<unsigned>(P.w_);
+      const int8_t* src = ok ? P.x + ((static_cast<int64_t>(a_img[i]) + iy) * P.w_ + ix) * P.c + c0 : P.x;
+      cp_async16(smem_u32(As + (row0 + i * kRowStep) * kLds + col * 16), src, ok);
+    }
+#pragma unroll
+    for (int j = 0; j < kBIters; ++j) {
+      const bool ok = k_in && b_row[j] != nullptr;
+      cp_async16(smem_u32(Bs + (row0 + j * kRowStep) * kLds + col * 16), ok ? b_row[j] + k0 : P.w, ok);
+    }
+  };
+
+  int acc[MI][NI][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0;
+
+  const int kt_count = (P.kd + kBK - 1) / kBK;
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < kt_count) load(st, st);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < kt_count; ++kt) {
+    cp_async_wait<STAGES - 2>();  // step kt has landed (this thread's copies) ...
+    __syncthreads();              // ... everyone's, and step kt - 1's stage is free again
+    const int next = kt + STAGES - 1;
+    if (next < kt_count) load(next % STAGES, next);
+    cp_async_commit();
+    const unsigned char* As = smem + (kt % STAGES) * (BM + BN) * kLds;
+    const unsigned char* Bs = As + BM * kLds;
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 32) {
+      uint32_t a[MI][4], b[NI][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        ldmatrix_x4(a[mi], smem_u32(As + (wm * WM + mi * 16 + (lane & 15)) * kLds + kk + (lane >> 4) * 16));
+#pragma unroll
+      for (int ni = 0; ni < NI; ni += 2) {
+        uint32_t t[4];
+        const int nrow = wn * WN + ni * 8 + (lane & 7) + ((lane >> 4) << 3);
+        ldmatrix_x4(t, smem_u32(Bs + nrow * kLds + kk + ((lane >> 3) & 1) * 16));
+        b[ni][0] = t[0], b[ni][1] = t[1], b[ni + 1][0] = t[2], b[ni + 1][1] = t[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) mma_s8(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // 4. epilogue
+  const int gid = lane >> 2, tig = lane & 3;
+  float sc[NI][2], bi[NI][2];
+#pragma unroll
+  for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int co = n0 + wn * WN + ni * 8 + tig * 2 + e;
+      sc[ni][e] = co < P.k ? P.scale[co] : 0.f;
+      bi[ni][e] = co < P.k && P.bias ? P.bias[co] : 0.f;
+    }
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int m = m0 + wm * WM + mi * 16 + gid + hh * 8;
+      if (m >= P.m) continue;
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        const int co = n0 + wn * WN + ni * 8 + tig * 2;
+        if (co >= P.k) continue;  // k % 8 == 0: co + 1 < k too
+        store_pair(P, m, co, acc[mi][ni][hh * 2], acc[mi][ni][hh * 2 + 1], sc[ni][0], sc[ni][1], bi[ni][0], bi[ni][1]);
+      }
+    }
+}
+
+using KernelFn = void (*)(Params);
+struct Instance {
+  Int8Tile tile;
+  KernelFn fn;
+};
+const Instance kInstances[] = {
+    {{128, 128, 2, 4, 3}, conv_int8_kernel<128, 128, 2, 4, 3>},
+    {{128, 64, 2, 2, 4}, conv_int8_kernel<128, 64, 2, 2, 4>},
+    {{64, 64, 2, 2, 4}, conv_int8_kernel<64, 64, 2, 2, 4>},
+    {{64, 32, 2, 2, 4}, conv_int8_kernel<64, 32, 2, 2, 4>},
+};
+constexpr int kInstanceCount = static_cast<int>(sizeof(kInstances) / sizeof(kInstances[0]));
+
+const Instance& instance(int tile) {
+  YOLOCU_CHECK(tile >= 0 && tile < kInstanceCount, kInvalidArgument, "int8 conv: no tile ", tile);
+  return kInstances[tile];
+}
+
+}  // namespace
+
+const std::vector<Int8Tile>& int8_conv_tiles() {
+  static const std::vector<Int8Tile> tiles = [] {
+    std::vector<Int8Tile> t;
+    for (const Instance& i : kInstances) t.push_back(i.tile);
+    return t;
+  }();
+  return tiles;
+}
+
+size_t int8_conv_smem(int tile) {
+  const Int8Tile& t = instance(tile).tile;
+  return static_cast<size_t>(t.stages) * (t.bm + t.bn) * kLds;
+}
+
+void int8_conv_prepare(int tile) { raise_smem_limit(reinterpret_cast<const void*>(instance(tile).fn), int8_conv_smem(tile)); }
+
+void int8_conv_run(const Int8ConvArgs& a, int tile, cudaStream_t stream) {
+  const std::string why = int8_conv_unsupported(a);
+  YOLOCU_CHECK(why.empty(), kInvalidArgument, "int8 conv: ", why);
+  const Instance& in = instance(tile);
+  int8_conv_prepare(tile);
+  Params P;
+  P.x = a.x, P.w = a.w, P.scale = a.scale, P.bias = a.bias, P.res = a.residual, P.y = a.y;
+  P.res_type = static_cast<int>(a.residual_type), P.out = static_cast<int>(a.out);
+  P.res_scale = a.residual_scale, P.y_scale = a.y_scale;
+  P.c = a.c, P.h = a.h, P.w_ = a.w_, P.k = a.k, P.s = a.s, P.p = a.p, P.q = a.q;
+  P.yp = a.y_pitch > 0 ? a.y_pitch : a.k;
+  P.pad_h = a.pad_h, P.pad_w = a.pad_w, P.str_h = a.str_h, P.str_w = a.str_w, P.dil_h = a.dil_h, P.dil_w = a.dil_w;
+  P.kd = a.r * a.s * a.c, P.m = a.n * a.p * a.q, P.silu = a.silu;
+  const dim3 grid(static_cast<unsigned>((P.m + in.tile.bm - 1) / in.tile.bm),
+                  static_cast<unsigned>((a.k + in.tile.bn - 1) / in.tile.bn));
+  const unsigned threads = static_cast<unsigned>(in.tile.warps_m * in.tile.warps_n * 32);
+  in.fn<<<grid, threads, int8_conv_smem(tile), stream>>>(P);
+  YOLOCU_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace yolocu::engine

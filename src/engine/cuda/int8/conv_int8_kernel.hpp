@@ -1,0 +1,73 @@
+// yolocu's INT8 convolution (conv_int8_kernel.cu): an implicit GEMM on sm_80+ tensor cores
+// (mma.sync m16n8k32, int8 x int8 -> int32), for one fused layer
+//   y = act(conv(x, w) * scale + bias) (+ residual), int32 accumulation, then int8 or fp16 out.
+// The epilogue's float math is int8_math.hpp's (bit-identical on host and device).
+//
+// Layouts and what the caller owns:
+//   x   NHWC int8 [n, h, w, c], c a multiple of 16 (pad the channels with zeros: int8_convert.hpp's
+//       quantise kernel writes a padded layout; int8_pad_krsc pads the weights to match);
+//   w   KRSC int8 [k, r, s, c] (the same padded c);
+//   scale float32 [k]: x_scale * w_scale[k] (per-output-channel weight scales; symmetric, zero points 0);
+//   bias  float32 [k] or null;
+//   residual NHWC [n, p, q, k] packed, int8 (with residual_scale) or fp16, or null;
+//   y   NHWC [n, p, q], pixels y_pitch elements apart (0: k), int8 (y_scale), fp16 or int32 (the raw
+//       accumulators, for tests); k a multiple of 8, y_pitch a multiple of 8 >= k.
+// Every launch runs on the caller's stream, never synchronises, and is capturable in a CUDA graph.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace yolocu::engine {
+
+enum class Int8Out { kInt8, kHalf, kInt32 };
+enum class Int8Residual { kNone, kInt8, kHalf };
+
+struct Int8ConvArgs {
+  const int8_t* x = nullptr;
+  const int8_t* w = nullptr;
+  const float* scale = nullptr;
+  const float* bias = nullptr;
+  const void* residual = nullptr;
+  void* y = nullptr;
+  Int8Residual residual_type = Int8Residual::kNone;
+  Int8Out out = Int8Out::kInt8;
+  float residual_scale = 1.f;  // int8 residual: its real value is r * residual_scale
+  float y_scale = 1.f;         // int8 output: q = saturate(round_half_even(v / y_scale))
+  int n = 0, c = 0, h = 0, w_ = 0, k = 0, r = 1, s = 1, p = 0, q = 0;
+  int y_pitch = 0;
+  int pad_h = 0, pad_w = 0, str_h = 1, str_w = 1, dil_h = 1, dil_w = 1;
+  bool silu = false;
+};
+
+// One block shape of the GEMM: bm output pixels x bn output channels, warps_m x warps_n warps, a
+// reduction step of 64 bytes, `stages` steps in flight (cp.async).
+struct Int8Tile {
+  int bm, bn, warps_m, warps_n, stages;
+};
+// The instantiated shapes; an index into this list names a tile in int8_conv_run. Ids:
+// "int8:tb<bm>x<bn>-w<warps_m>x<warps_n>-s<stages>".
+const std::vector<Int8Tile>& int8_conv_tiles();
+std::string int8_tile_id(const Int8Tile& t);
+
+// Empty if the kernel runs this problem, else what it refuses (c % 16, k % 8, pitch, sizes...).
+std::string int8_conv_unsupported(const Int8ConvArgs& a);
+// Dynamic shared memory of one block of tile `tile` (an index into int8_conv_tiles()).
+size_t int8_conv_smem(int tile);
+// Raises the kernel's dynamic shared-memory limit (host call, outside any capture); once per process
+// and device is enough, int8_conv_run does it too.
+void int8_conv_prepare(int tile);
+// Enqueues one launch; throws yolocu::Error(kInvalidArgument) for an unsupported problem,
+// Error(kCuda) if the launch fails.
+void int8_conv_run(const Int8ConvArgs& a, int tile, cudaStream_t stream);
+
+// Host helpers.
+inline int int8_padded_channels(int c) { return (c + 15) / 16 * 16; }
+// KRSC weights [k, r, s, c] -> [k, r, s, c_pad] with zeros in the added channels (c_pad >= c).
+std::vector<int8_t> int8_pad_krsc(const int8_t* w, int k, int r, int s, int c, int c_pad);
+
+}  // namespace yolocu::engine
