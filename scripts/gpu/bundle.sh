@@ -13,6 +13,7 @@
 #   scripts/gpu/bundle.sh decode    nvJPEG: test_decode_cuda, test_detect_encoded_cuda, decode gpu vs cpu
 #   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
+#   scripts/gpu/bundle.sh int8      the INT8 convolution's tests and its benchmark against the FP16 tactics
 #   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
 #                                   (fuzz/corpus, fuzz/regressions and the corpus scripts/fuzz.sh grew in
 #                                   build-fuzz/corpus/onnx, up to 48 MiB)
@@ -23,7 +24,7 @@
 # Reads: YOLOCU_DATA_DIR, CUDA_ARCH, YOLOCU_GPU_BUILD, YOLOCU_GPU_DIR, V8_SET, V8_MODELS,
 # YOLOCU_V8_DIR, YOLOCU_V8_VENV (the table: docs/gpu-runs.md).
 set -euo pipefail
-parts=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz, or several: tests,detector,fuzz}
+parts=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz|int8, or several: tests,detector,fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${YOLOCU_DATA_DIR:-$root/../shared/data}
@@ -54,6 +55,7 @@ targets_of() {
     detector) echo "test_detector_cuda test_device_image_cuda" ;;
     decode) echo "test_decode_cuda test_detect_encoded_cuda bench_jpeg_decode" ;;  # nvJPEG (JPEG / PNG test inputs from libjpeg / libpng, no OpenCV)
     tests) echo "test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
+    int8) echo "test_conv_int8 bench_conv_int8" ;;
     bench) echo "bench_letterbox bench_postprocess bench_nms bench_cuda_engine" ;;
     train) ;;
     *) echo "unknown part $1" >&2; return 2 ;;
@@ -160,6 +162,8 @@ case "$part" in
     copy models/yolov5n.onnx; copy models/yolov5s_random_fp16.onnx; copy models/yolov5n.pt
     copy reference/bus.npz; slim_npz zidane output; copy images; copy coco.names
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 $g/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
+    ;;
+  int8)     # the INT8 convolution: random data only
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
     mkdir -p $g/fuzz-onnx

@@ -13,6 +13,7 @@
 #   bench      benchmarks vs peers, coco128 on the GPU
 #   train      training kernels and the real-training benchmark (carry .gpu .data .whl; docs/training.md)
 #   fuzz       the onnx fuzz corpus on the GPU engine + memcheck
+#   int8       the INT8 convolution's tests + compute-sanitizer; its benchmark against the FP16 tactics
 #
 # Each part is scripts/gpu/parts/<part>.sh (its header names the switches it reads), the shared steps
 # scripts/gpu/lib.sh. The environment passes through unchanged; every switch is in the table of
@@ -20,7 +21,7 @@
 # and every summary is printed again at the end.
 # Reads: OUT, YOLOCU_GPU_DIR (the carry folder: .gpu, or .gpu-<name> with output in $OUT/gpu-<name>/).
 set -uo pipefail
-part=${1:?usage: run_all.sh tests|engine|v8|detector|decode|bench|train|fuzz, or several: tests,detector,fuzz}
+part=${1:?usage: run_all.sh tests|engine|v8|detector|decode|bench|train|fuzz|int8, or several: tests,detector,fuzz}
 # shellcheck source=scripts/gpu/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 parts_dir=$root/scripts/gpu/parts

@@ -1,0 +1,273 @@
+// The INT8 convolution (src/engine/cuda/int8) against the FP16 engine's own choice for the same
+// layers: YOLOv5s's convolution shapes at a 640x640 input (bias + SiLU, the C3 bottlenecks' 3x3
+// with their residual), batch 1 and 32.
+//   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...]
+// FP16: the tuner (engine/cuda/tactics/tuner.hpp) picks the tactic exactly as the engine does
+// (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
+// --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
+// int8_conv_tiles(), int8 in, int8 out, int8 residual; the best one is reported.
+// Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
+// CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
+// counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input
+// (the cost of entering an INT8 region there).
+// The stem (3 channels) runs with its channels padded to 16 on both sides.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "engine/cuda/cuda_kernels.hpp"
+#include "engine/cuda/int8/conv_int8_kernel.hpp"
+#include "engine/cuda/int8/int8_convert.hpp"
+#include "engine/cuda/tactics/tuner.hpp"
+#include "yolocu/error.hpp"
+
+using namespace yolocu;
+using namespace yolocu::engine;
+
+namespace {
+
+struct Layer {
+  const char* name;
+  int c, hw, k, r, stride;
+  bool residual;
+};
+// yolov5s at 640x640: model index, shape, input size.
+const Layer kLayers[] = {
+    {"0 stem 6x6 s2 3(16)->32 @640", 16, 640, 32, 6, 2, false},
+    {"1 3x3 s2 32->64 @320", 32, 320, 64, 3, 2, false},
+    {"2.cv1 1x1 64->32 @160", 64, 160, 32, 1, 1, false},
+    {"2.m 3x3 32->32 +res @160", 32, 160, 32, 3, 1, true},
+    {"2.cv3 1x1 64->64 @160", 64, 160, 64, 1, 1, false},
+    {"3 3x3 s2 64->128 @160", 64, 160, 128, 3, 2, false},
+    {"4.cv1 1x1 128->64 @80", 128, 80, 64, 1, 1, false},
+    {"4.m 3x3 64->64 +res @80", 64, 80, 64, 3, 1, true},
+    {"5 3x3 s2 128->256 @80", 128, 80, 256, 3, 2, false},
+    {"6.m 3x3 128->128 +res @40", 128, 40, 128, 3, 1, true},
+    {"6.cv3 1x1 256->256 @40", 256, 40, 256, 1, 1, false},
+    {"7 3x3 s2 256->512 @40", 256, 40, 512, 3, 2, false},
+    {"8.m 3x3 256->256 +res @20", 256, 20, 256, 3, 1, true},
+    {"8.cv3 1x1 512->512 @20", 512, 20, 512, 1, 1, false},
+};
+
+struct Options {
+  std::vector<int> batches = {1, 32};
+  std::vector<int> layers;
+  int samples = 30, reps = 20;
+  bool cutlass = false;
+};
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--batches" && has_value) o.batches = parse_list(argv[++i]);
+    else if (a == "--layers" && has_value) o.layers = parse_list(argv[++i]);
+    else if (a == "--samples" && has_value) o.samples = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--reps" && has_value) o.reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--cutlass") o.cutlass = true;
+    else {
+      std::fprintf(stderr, "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j]\n");
+      std::exit(2);
+    }
+  }
+  const int n_layers = static_cast<int>(sizeof(kLayers) / sizeof(kLayers[0]));
+  if (o.layers.empty())
+    for (int i = 0; i < n_layers; ++i) o.layers.push_back(i);
+  for (int i : o.layers)
+    if (i < 0 || i >= n_layers) {
+      std::fprintf(stderr, "bench_conv_int8: no layer %d (0..%d)\n", i, n_layers - 1);
+      std::exit(2);
+    }
+  for (int b : o.batches)
+    if (b < 1) {
+      std::fprintf(stderr, "bench_conv_int8: batch %d\n", b);
+      std::exit(2);
+    }
+  return o;
+}
+
+ConvProblem problem_of(const Layer& l, int batch) {
+  ConvProblem pb;
+  pb.n = batch, pb.c = l.c, pb.h = pb.w = l.hw, pb.k = l.k, pb.r = pb.s = l.r;
+  pb.pad_h = pb.pad_w = l.r == 6 ? 2 : l.r / 2;
+  pb.str_h = pb.str_w = l.stride;
+  pb.p = (l.hw + 2 * pb.pad_h - l.r) / l.stride + 1;
+  pb.q = pb.p;
+  pb.half = true, pb.bias = true, pb.silu = true, pb.residual = l.residual;
+  return pb;
+}
+
+struct DevBuf {
+  void* p = nullptr;
+  explicit DevBuf(size_t bytes) { BENCH_CUDA(cudaMalloc(&p, std::max<size_t>(bytes, 256))); }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+// Time per launch of `fn` (ms): `reps` launches in one graph, replayed.
+bench::EventTiming time_launch(const Options& o, cudaStream_t s, const std::function<void()>& fn) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < o.reps; ++i) fn();
+  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  bench::EventTiming t = bench::time_events(o.samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  t.median_ms /= o.reps, t.p10_ms /= o.reps, t.p90_ms /= o.reps;
+  return t;
+}
+
+struct Fp16Result {
+  std::string tactic;
+  bench::EventTiming t;
+};
+
+Fp16Result run_fp16(const Options& o, Tuner& tuner, const ConvProblem& pb, cudnnHandle_t cudnn, cudaStream_t s,
+                    void* ws, size_t ws_bytes) {
+  const size_t nx = size_t(pb.n) * pb.h * pb.w * pb.c, nw = size_t(pb.k) * pb.r * pb.s * pb.c;
+  const size_t ny = size_t(pb.n) * pb.p * pb.q * pb.k;
+  DevBuf x(nx * 2), w(nw * 2), bias(pb.k * 4), bias_act(pb.k * 2), res(ny * 2), y(ny * 2), y_ref(ny * 2);
+  cuda_kernels::fill_uniform(w.p, true, int64_t(nw), 2, -0.1f, 0.1f, s);
+  cuda_kernels::fill_uniform(bias.p, false, pb.k, 3, -0.5f, 0.5f, s);
+  cuda_kernels::fill_uniform(bias_act.p, true, pb.k, 3, -0.5f, 0.5f, s);
+  ConvBuffers b;
+  b.x = x.p, b.w = w.p, b.bias = static_cast<const float*>(bias.p), b.bias_act = bias_act.p;
+  b.residual = pb.residual ? res.p : nullptr, b.y = y.p, b.ws = ws, b.ws_bytes = ws_bytes;
+  const TunedLayer tl = tuner.choose(pb, b, y_ref.p);
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  Fp16Result r;
+  r.tactic = tl.tactic->id();
+  r.t = time_launch(o, s, [&] { tl.tactic->run(cudnn, b, s); });
+  return r;
+}
+
+struct Int8Result {
+  std::vector<bench::EventTiming> tiles;  // median_ms < 0: the tile cannot run the problem
+  int best = -1;
+  bench::EventTiming quantise{};
+};
+
+Int8Result run_int8(const Options& o, const ConvProblem& pb, cudaStream_t s) {
+  const size_t nx = size_t(pb.n) * pb.h * pb.w * pb.c, nw = size_t(pb.k) * pb.r * pb.s * pb.c;
+  const size_t ny = size_t(pb.n) * pb.p * pb.q * pb.k;
+  DevBuf xh(nx * 2), x(nx), wh(nw * 2), w(nw), scale(pb.k * 4), bias(pb.k * 4), resh(ny * 2), res(ny), y(ny);
+  cuda_kernels::fill_uniform(xh.p, true, int64_t(nx), 4, -3.f, 3.f, s);
+  cuda_kernels::fill_uniform(wh.p, true, int64_t(nw), 5, -3.f, 3.f, s);
+  cuda_kernels::fill_uniform(resh.p, true, int64_t(ny), 6, -3.f, 3.f, s);
+  cuda_kernels::fill_uniform(scale.p, false, pb.k, 7, 1e-4f, 2e-4f, s);
+  cuda_kernels::fill_uniform(bias.p, false, pb.k, 8, -0.5f, 0.5f, s);
+  const float q_scale = 3.f / 127;
+  int8_quantize_run(wh.p, pb.c, pb.c, static_cast<int8_t*>(w.p), pb.c, int64_t(nw / pb.c), q_scale, s);
+  int8_quantize_run(resh.p, pb.k, pb.k, static_cast<int8_t*>(res.p), pb.k, int64_t(ny / pb.k), q_scale, s);
+  Int8Result r;
+  const int64_t pixels = int64_t(nx / pb.c);
+  r.quantise = time_launch(o, s, [&] {
+    int8_quantize_run(xh.p, pb.c, pb.c, static_cast<int8_t*>(x.p), pb.c, pixels, q_scale, s);
+  });
+  Int8ConvArgs a;
+  a.x = static_cast<const int8_t*>(x.p), a.w = static_cast<const int8_t*>(w.p);
+  a.scale = static_cast<const float*>(scale.p), a.bias = static_cast<const float*>(bias.p);
+  a.residual = pb.residual ? res.p : nullptr;
+  a.residual_type = pb.residual ? Int8Residual::kInt8 : Int8Residual::kNone;
+  a.residual_scale = q_scale, a.y = y.p, a.out = Int8Out::kInt8, a.y_scale = q_scale;
+  a.n = pb.n, a.c = pb.c, a.h = pb.h, a.w_ = pb.w, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = pb.p, a.q = pb.q;
+  a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.str_h = pb.str_h, a.str_w = pb.str_w, a.silu = pb.silu;
+  const std::string why = int8_conv_unsupported(a);
+  if (!why.empty()) {
+    std::fprintf(stderr, "int8: %s\n", why.c_str());
+    std::exit(1);
+  }
+  for (int t = 0; t < static_cast<int>(int8_conv_tiles().size()); ++t) {
+    int8_conv_prepare(t);
+    r.tiles.push_back(time_launch(o, s, [&] { int8_conv_run(a, t, s); }));
+    if (r.best < 0 || r.tiles.back().median_ms < r.tiles[size_t(r.best)].median_ms) r.best = t;
+  }
+  return r;
+}
+
+void report(const Layer& l, const ConvProblem& pb, const Fp16Result& f, const Int8Result& q) {
+  const double macs = double(pb.n) * pb.p * pb.q * pb.k * pb.r * pb.s * pb.c;
+  const double px = double(pb.n) * pb.h * pb.w * pb.c, py = double(pb.n) * pb.p * pb.q * pb.k;
+  const double wts = double(pb.k) * pb.r * pb.s * pb.c;
+  const double bytes16 = 2 * (px + wts + py * (pb.residual ? 2 : 1)), bytes8 = bytes16 / 2;
+  const bench::EventTiming& b = q.tiles[size_t(q.best)];
+  auto us = [](double ms) { return ms * 1e3; };
+  std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-26s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f |",
+              l.name, pb.n, f.tactic.substr(0, 34).c_str(), us(f.t.median_ms), 2 * macs / f.t.median_ms / 1e9,
+              bytes16 / f.t.median_ms / 1e6, int8_tile_id(int8_conv_tiles()[size_t(q.best)]).c_str(), us(b.median_ms),
+              us(b.p10_ms), us(b.p90_ms), 2 * macs / b.median_ms / 1e9, bytes8 / b.median_ms / 1e6,
+              f.t.median_ms / b.median_ms, us(q.quantise.median_ms));
+  for (const bench::EventTiming& t : q.tiles) std::printf(" %7.2f", us(t.median_ms));
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    int device = 0;
+    BENCH_CUDA(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    BENCH_CUDA(cudaGetDeviceProperties(&prop, device));
+    cudaStream_t s;
+    BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudnnHandle_t cudnn;
+    if (cudnnCreate(&cudnn) != CUDNN_STATUS_SUCCESS || cudnnSetStream(cudnn, s) != CUDNN_STATUS_SUCCESS) {
+      std::fprintf(stderr, "cudnn handle failed\n");
+      return 1;
+    }
+    TacticLimits lim;  // CudaEngineOptions' defaults
+    lim.cutlass = o.cutlass;
+    DevBuf ws(lim.workspace);
+    Tuner tuner(cudnn, lim, nullptr, device, s);
+    std::vector<ConvProblem> all;
+    for (int b : o.batches)
+      for (int i : o.layers) all.push_back(problem_of(kLayers[i], b));
+    tuner.prebuild(all, device, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    std::printf("device %s (%d SMs); %d samples x %d launches per graph; times in us per launch (median, p10-p90)\n",
+                prop.name, prop.multiProcessorCount, o.samples, o.reps);
+    std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile | int8 us | TOP/s | GB/s | speedup | q us | per tile:");
+    for (const Int8Tile& t : int8_conv_tiles()) std::printf(" %s", int8_tile_id(t).c_str());
+    std::printf("\n");
+    for (int b : o.batches)
+      for (int i : o.layers) {
+        const ConvProblem pb = problem_of(kLayers[i], b);
+        const Fp16Result f = run_fp16(o, tuner, pb, cudnn, s, ws.p, lim.workspace);
+        const Int8Result q = run_int8(o, pb, s);
+        report(kLayers[i], pb, f, q);
+      }
+    cudnnDestroy(cudnn);
+    cudaStreamDestroy(s);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_conv_int8: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

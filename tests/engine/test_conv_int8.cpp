@@ -1,0 +1,387 @@
+// The INT8 convolution (conv_int8_kernel.hpp) and the fp16 <-> int8 boundary kernels
+// (int8_convert.hpp) against a host reference: plain loops accumulating int8 x int8 products in
+// int32, then int8_math.hpp's epilogue.
+// What must match, on every instantiated tile, on YOLO-like shapes (1x1, 3x3 stride 1 and 2, the
+// 6x6 stride-2 stem, C 16..256, batch 1 and 4, 20..80 pixels, odd sizes leaving partial tiles):
+//   - int32 output: the accumulators bit-exact (integer sums are exact in any order);
+//   - int8 and fp16 outputs: exactly equal, the float epilogue being one definition for both sides
+//     (int8_math.hpp spells out every rounding step);
+//   - the same outputs against an independent epilogue in double precision (std::exp, double
+//     division): int8 within 1 LSB (the float and the double value may round to either side of a
+//     .5 boundary) on at most 1% of the outputs, fp16 within 2^-9 relative + 1e-3 absolute; this
+//     is what catches a wrong formula in int8_math.hpp itself.
+// Output channels between k and the pitch are never written; refused shapes are named.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/cuda/int8/conv_int8_kernel.hpp"
+#include "engine/cuda/int8/int8_convert.hpp"
+#include "engine/cuda/int8/int8_math.hpp"
+#include "test_util.hpp"
+#include "yolocu/error.hpp"
+
+namespace yolocu::engine {
+namespace {
+
+struct Shape {
+  int n, c, h, w, k, r, stride, pad;
+  bool bias, silu;
+  Int8Residual res;
+  Int8Out out;
+  int y_pitch = 0;
+  int p() const { return (h + 2 * pad - r) / stride + 1; }
+  int q() const { return (w + 2 * pad - r) / stride + 1; }
+  std::string name() const {
+    const char* outs[] = {"int8", "fp16", "int32"};
+    const char* ress[] = {"", " +res int8", " +res fp16"};
+    return "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(w) +
+           " k" + std::to_string(k) + " " + std::to_string(r) + "x" + std::to_string(r) + " s" + std::to_string(stride) +
+           (bias ? " bias" : "") + (silu ? " silu" : "") + ress[static_cast<int>(res)] + " -> " +
+           outs[static_cast<int>(out)] + (y_pitch ? " pitch " + std::to_string(y_pitch) : "");
+  }
+};
+
+// Device buffer, freed on scope exit.
+struct Dev {
+  void* p = nullptr;
+  explicit Dev(size_t bytes) { EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 16)), cudaSuccess); }
+  template <typename T>
+  Dev(const std::vector<T>& h) : Dev(h.size() * sizeof(T)) {
+    EXPECT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+};
+
+// Everything one problem reads, random from a fixed seed; x and w over the whole int8 range.
+struct Data {
+  std::vector<int8_t> x, w, res8;
+  std::vector<__half> res16;
+  std::vector<float> scale, bias;
+  float res_scale = 0.05f, y_scale = 1.f;
+};
+
+Data make_data(const Shape& sh, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  Data d;
+  d.x.resize(static_cast<size_t>(sh.n) * sh.h * sh.w * sh.c);
+  d.w.resize(static_cast<size_t>(sh.k) * sh.r * sh.r * sh.c);
+  for (auto& v : d.x) v = static_cast<int8_t>(i8(rng));
+  for (auto& v : d.w) v = static_cast<int8_t>(i8(rng));
+  const float x_scale = 0.02f;
+  for (int k = 0; k < sh.k; ++k) {
+    // per-channel weight scales sized so that the pre-activation values are O(1)
+    const float w_scale = (0.5f + u(rng)) / (64.f * std::sqrt(static_cast<float>(sh.r * sh.r * sh.c)));
+    d.scale.push_back(x_scale * w_scale);
+    d.bias.push_back(4.f * u(rng) - 2.f);
+  }
+  const size_t ny = static_cast<size_t>(sh.n) * sh.p() * sh.q() * sh.k;
+  if (sh.res == Int8Residual::kInt8) {
+    d.res8.resize(ny);
+    for (auto& v : d.res8) v = static_cast<int8_t>(i8(rng));
+  } else if (sh.res == Int8Residual::kHalf) {
+    d.res16.resize(ny);
+    for (auto& v : d.res16) v = __float2half_rn(4.f * u(rng) - 2.f);
+  }
+  return d;
+}
+
+// The int32 accumulators, [n, p, q, k].
+std::vector<int32_t> host_acc(const Shape& sh, const Data& d) {
+  const int p = sh.p(), q = sh.q();
+  std::vector<int32_t> acc(static_cast<size_t>(sh.n) * p * q * sh.k);
+  size_t o = 0;
+  for (int n = 0; n < sh.n; ++n)
+    for (int oy = 0; oy < p; ++oy)
+      for (int ox = 0; ox < q; ++ox)
+        for (int k = 0; k < sh.k; ++k, ++o) {
+          int32_t a = 0;
+          for (int ky = 0; ky < sh.r; ++ky)
+            for (int kx = 0; kx < sh.r; ++kx) {
+              const int iy = oy * sh.stride - sh.pad + ky, ix = ox * sh.stride - sh.pad + kx;
+              if (iy < 0 || iy >= sh.h || ix < 0 || ix >= sh.w) continue;
+              const int8_t* xp = &d.x[((static_cast<size_t>(n) * sh.h + iy) * sh.w + ix) * sh.c];
+              const int8_t* wp = &d.w[((static_cast<size_t>(k) * sh.r + ky) * sh.r + kx) * sh.c];
+              for (int c = 0; c < sh.c; ++c) a += int32_t{xp[c]} * int32_t{wp[c]};
+            }
+          acc[o] = a;
+        }
+  return acc;
+}
+
+// The float value before the output conversion: int8_math.hpp's (exact) or double precision.
+float epilogue_f32(const Shape& sh, const Data& d, size_t o, int32_t acc) {
+  const size_t k = o % static_cast<size_t>(sh.k);
+  float v = int8::conv_value(acc, d.scale[k], sh.bias ? d.bias[k] : 0.f, sh.silu);
+  if (sh.res == Int8Residual::kInt8) v = int8::add_residual_i8(v, d.res8[o], d.res_scale);
+  if (sh.res == Int8Residual::kHalf) v = int8::add_residual_f32(v, __half2float(d.res16[o]));
+  return v;
+}
+double epilogue_f64(const Shape& sh, const Data& d, size_t o, int32_t acc) {
+  const size_t k = o % static_cast<size_t>(sh.k);
+  double v = static_cast<double>(acc) * d.scale[k] + (sh.bias ? d.bias[k] : 0.0);
+  if (sh.silu) v = v / (1.0 + std::exp(-v));
+  if (sh.res == Int8Residual::kInt8) v += static_cast<double>(d.res8[o]) * d.res_scale;
+  if (sh.res == Int8Residual::kHalf) v += static_cast<double>(__half2float(d.res16[o]));
+  return v;
+}
+
+struct GpuOut {
+  std::vector<uint8_t> bytes;  // [n, p, q, pitch] elements of the output type
+  size_t elem = 1;
+};
+
+constexpr uint8_t kFill = 0xA5;  // the output buffer's bytes before the launch
+
+GpuOut run_gpu(const Shape& sh, const Data& d, int tile) {
+  Int8ConvArgs a;
+  a.n = sh.n, a.c = sh.c, a.h = sh.h, a.w_ = sh.w, a.k = sh.k, a.r = a.s = sh.r, a.p = sh.p(), a.q = sh.q();
+  a.pad_h = a.pad_w = sh.pad, a.str_h = a.str_w = sh.stride, a.silu = sh.silu;
+  a.residual_type = sh.res, a.out = sh.out, a.residual_scale = d.res_scale, a.y_scale = d.y_scale;
+  a.y_pitch = sh.y_pitch;
+  GpuOut g;
+  g.elem = sh.out == Int8Out::kInt32 ? 4 : sh.out == Int8Out::kHalf ? 2 : 1;
+  const size_t pitch = static_cast<size_t>(sh.y_pitch ? sh.y_pitch : sh.k);
+  g.bytes.assign(static_cast<size_t>(sh.n) * a.p * a.q * pitch * g.elem, kFill);
+  Dev x(d.x), w(d.w), scale(d.scale), bias(d.bias), y(g.bytes);
+  Dev res(sh.res == Int8Residual::kInt8 ? d.res8.size() : d.res16.size() * 2);
+  if (sh.res == Int8Residual::kInt8) cudaMemcpy(res.p, d.res8.data(), d.res8.size(), cudaMemcpyHostToDevice);
+  if (sh.res == Int8Residual::kHalf) cudaMemcpy(res.p, d.res16.data(), d.res16.size() * 2, cudaMemcpyHostToDevice);
+  a.x = static_cast<const int8_t*>(x.p), a.w = static_cast<const int8_t*>(w.p);
+  a.scale = static_cast<const float*>(scale.p), a.bias = sh.bias ? static_cast<const float*>(bias.p) : nullptr;
+  a.residual = sh.res == Int8Residual::kNone ? nullptr : res.p, a.y = y.p;
+  int8_conv_run(a, tile, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(g.bytes.data(), y.p, g.bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  return g;
+}
+
+// y_scale for int8 outputs: about 3% of the values saturate.
+float pick_y_scale(const Shape& sh, const Data& d, const std::vector<int32_t>& acc) {
+  std::vector<float> mags;
+  for (size_t o = 0; o < acc.size(); o += 7) mags.push_back(std::fabs(epilogue_f32(sh, d, o, acc[o])));
+  std::sort(mags.begin(), mags.end());
+  return std::max(mags[mags.size() * 97 / 100] / 127.f, 1e-3f);
+}
+
+// Runs every tile on `d` and compares with the host's accumulators `acc` of the same problem.
+void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc) {
+  if (sh.out == Int8Out::kInt8) d.y_scale = pick_y_scale(sh, d, acc);
+  const size_t pitch = static_cast<size_t>(sh.y_pitch ? sh.y_pitch : sh.k), pixels = acc.size() / sh.k;
+  for (int tile = 0; tile < static_cast<int>(int8_conv_tiles().size()); ++tile) {
+    const std::string what = sh.name() + " on " + int8_tile_id(int8_conv_tiles()[static_cast<size_t>(tile)]);
+    const GpuOut g = run_gpu(sh, d, tile);
+    size_t exact_bad = 0, off_by_one = 0, far = 0, touched = 0, saturated = 0;
+    for (size_t pix = 0; pix < pixels; ++pix)
+      for (size_t ch = 0; ch < pitch; ++ch) {
+        const uint8_t* e = &g.bytes[(pix * pitch + ch) * g.elem];
+        if (ch >= static_cast<size_t>(sh.k)) {
+          touched += std::any_of(e, e + g.elem, [](uint8_t b) { return b != kFill; });
+          continue;
+        }
+        const size_t o = pix * sh.k + ch;
+        if (sh.out == Int8Out::kInt32) {
+          int32_t got;
+          std::memcpy(&got, e, 4);
+          exact_bad += got != acc[o];
+          continue;
+        }
+        const float v = epilogue_f32(sh, d, o, acc[o]);
+        const double v64 = epilogue_f64(sh, d, o, acc[o]);
+        if (sh.out == Int8Out::kInt8) {
+          const int got = static_cast<int8_t>(e[0]);
+          exact_bad += got != int8::quantize(v, d.y_scale);
+          const double ideal = std::min(127.0, std::max(-128.0, std::nearbyint(v64 / d.y_scale)));
+          saturated += std::fabs(ideal) >= 127;
+          const double dq = std::fabs(got - ideal);
+          off_by_one += dq == 1, far += dq > 1;
+        } else {
+          __half got;
+          std::memcpy(&got, e, 2);
+          const __half want = __float2half_rn(v);
+          exact_bad += std::memcmp(&got, &want, 2) != 0;
+          far += std::fabs(__half2float(got) - v64) > std::fabs(v64) / 512 + 1e-3;
+        }
+      }
+    EXPECT_EQ(exact_bad, 0u) << what << ": outputs differing from the host reference";
+    EXPECT_EQ(far, 0u) << what << ": outputs beyond the double-precision epilogue's tolerance";
+    EXPECT_LE(off_by_one, acc.size() / 100) << what << ": int8 outputs 1 LSB from the double-precision epilogue";
+    EXPECT_EQ(touched, 0u) << what << ": channels beyond k written";
+    if (sh.out == Int8Out::kInt8) {
+      EXPECT_GT(saturated, 0u) << what << ": the test meant some outputs to saturate";
+    }
+    std::printf("      %s: %zu outputs exact; vs double: %zu off by 1 LSB\n", what.c_str(), acc.size(), off_by_one);
+  }
+}
+
+void check_shape(const Shape& sh, uint32_t seed) {
+  Data d = make_data(sh, seed);
+  check_data(sh, d, host_acc(sh, d));
+}
+
+TEST(ConvInt8, PointwiseLayers) {
+  YOLOCU_REQUIRE_GPU();
+  check_shape({1, 32, 40, 40, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, 1);
+  check_shape({4, 256, 20, 20, 128, 1, 1, 0, false, false, Int8Residual::kNone, Int8Out::kInt32}, 2);
+  check_shape({2, 48, 31, 29, 24, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8, 40}, 3);
+  check_shape({1, 128, 20, 20, 256, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kHalf}, 4);
+}
+
+TEST(ConvInt8, ThreeByThreeStrideOne) {
+  YOLOCU_REQUIRE_GPU();
+  check_shape({4, 64, 20, 20, 64, 3, 1, 1, true, true, Int8Residual::kInt8, Int8Out::kInt8}, 5);
+  check_shape({1, 16, 23, 27, 32, 3, 1, 1, true, true, Int8Residual::kHalf, Int8Out::kHalf}, 6);
+  check_shape({1, 256, 20, 20, 256, 3, 1, 1, true, true, Int8Residual::kInt8, Int8Out::kInt8}, 7);
+  check_shape({1, 32, 80, 80, 32, 3, 1, 1, false, false, Int8Residual::kNone, Int8Out::kInt32}, 8);
+}
+
+TEST(ConvInt8, StrideTwoAndStem) {
+  YOLOCU_REQUIRE_GPU();
+  check_shape({1, 32, 80, 80, 64, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kHalf}, 9);
+  check_shape({4, 128, 40, 40, 256, 3, 2, 1, false, false, Int8Residual::kNone, Int8Out::kInt32}, 10);
+  check_shape({4, 64, 41, 39, 128, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kInt8}, 11);
+  check_shape({1, 16, 64, 64, 32, 6, 2, 2, true, true, Int8Residual::kNone, Int8Out::kInt8}, 12);  // v5 stem
+}
+
+TEST(ConvInt8, RefusesWhatItCannotRun) {
+  Int8ConvArgs a;
+  a.n = 1, a.c = 24, a.h = a.w_ = 8, a.k = 16, a.p = a.q = 8;
+  EXPECT_NE(int8_conv_unsupported(a).find("multiple of 16"), std::string::npos);
+  a.c = 32, a.k = 12;
+  EXPECT_NE(int8_conv_unsupported(a).find("multiple of 8"), std::string::npos);
+  a.k = 16, a.p = 7;
+  EXPECT_NE(int8_conv_unsupported(a).find("does not match"), std::string::npos);
+  a.p = 8, a.y_pitch = 20;
+  EXPECT_NE(int8_conv_unsupported(a).find("pitch"), std::string::npos);
+  a.y_pitch = 0;
+  EXPECT_NE(int8_conv_unsupported(a).find("required"), std::string::npos);
+  alignas(16) static int8_t buf[64];
+  static float scale[16];
+  a.x = buf, a.w = buf, a.scale = scale, a.y = buf, a.y_scale = 0.f;
+  EXPECT_NE(int8_conv_unsupported(a).find("y_scale"), std::string::npos);
+  a.y_scale = 1.f, a.residual_type = Int8Residual::kInt8;
+  EXPECT_NE(int8_conv_unsupported(a).find("residual"), std::string::npos);
+  a.residual_type = Int8Residual::kNone;
+  EXPECT_EQ(int8_conv_unsupported(a), "");
+  a.c = 24;
+  EXPECT_THROW(int8_conv_run(a, 0, nullptr), Error);
+  EXPECT_THROW(int8_conv_run(a, 99, nullptr), Error);
+}
+
+TEST(ConvInt8, PadsWeightChannelsWithZeros) {
+  const std::vector<int8_t> w = {1, 2, 3, 4, 5, 6};  // k 2, 1x1, c 3
+  const std::vector<int8_t> p = int8_pad_krsc(w.data(), 2, 1, 1, 3, 16);
+  ASSERT_EQ(p.size(), 32u);
+  EXPECT_EQ(std::vector<int8_t>(p.begin(), p.begin() + 3), std::vector<int8_t>({1, 2, 3}));
+  EXPECT_EQ(std::vector<int8_t>(p.begin() + 16, p.begin() + 19), std::vector<int8_t>({4, 5, 6}));
+  EXPECT_EQ(std::count(p.begin(), p.end(), 0), 26);
+  EXPECT_EQ(int8_padded_channels(3), 16);
+  EXPECT_EQ(int8_padded_channels(32), 32);
+  EXPECT_THROW(int8_pad_krsc(w.data(), 2, 1, 1, 3, 2), Error);
+}
+
+// fp16 -> int8 from a pitched 20-channel slice into 32 channels (zeros past 20): random values and
+// hand-computed edge cases (ties to even, saturation, infinities, NaN); int8 -> fp16 of every int8
+// value into a pitched buffer (channels past c untouched).
+TEST(Int8Convert, QuantiseAndDequantise) {
+  YOLOCU_REQUIRE_GPU();
+  const int pixels = 997, x_pitch = 24, c_src = 20, c_dst = 32;
+  const float scale = 0.5f;
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-80.f, 80.f);
+  std::vector<__half> x(static_cast<size_t>(pixels) * x_pitch);
+  for (auto& v : x) v = __float2half_rn(u(rng));
+  // (value, expected int8) with scale 0.5: v / 0.5 = 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> 0, -1.5 -> -2
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::pair<float, int>> edge = {{0.25f, 0}, {0.75f, 2}, {1.25f, 2}, {-0.25f, 0}, {-0.75f, -2},
+                                                   {63.5f, 127}, {63.75f, 127}, {-64.f, -128}, {-64.25f, -128},
+                                                   {1000.f, 127}, {-1000.f, -128}, {inf, 127}, {-inf, -128},
+                                                   {std::nanf(""), 0}, {0.f, 0}, {10.25f, 20}};
+  for (size_t i = 0; i < edge.size(); ++i) x[i] = __float2half_rn(edge[i].first);
+  Dev dx(x), dq(static_cast<size_t>(pixels) * c_dst);
+  int8_quantize_run(dx.p, x_pitch, c_src, static_cast<int8_t*>(dq.p), c_dst, pixels, scale, nullptr);
+  std::vector<int8_t> q(static_cast<size_t>(pixels) * c_dst);
+  ASSERT_EQ(cudaMemcpy(q.data(), dq.p, q.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t bad = 0;
+  for (int p = 0; p < pixels; ++p)
+    for (int c = 0; c < c_dst; ++c) {
+      const int8_t got = q[static_cast<size_t>(p) * c_dst + c];
+      const float v = __half2float(x[static_cast<size_t>(p) * x_pitch + c]);
+      const int8_t want = c < c_src ? int8::quantize(v, scale) : int8_t{0};
+      bad += got != want;
+      if (c < c_src) bad += std::fabs(got - std::min(127.0, std::max(-128.0, std::nearbyint(v / 0.5)))) > 0;
+    }
+  EXPECT_EQ(bad, 0u);
+  for (size_t i = 0; i < edge.size(); ++i) EXPECT_EQ(q[i], edge[i].second) << "quantize(" << edge[i].first << ")";
+
+  std::vector<int8_t> all(static_cast<size_t>(256) * 32);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int8_t>(static_cast<int>(i % 256) - 128);
+  const float dscale = 0.0371f;
+  std::vector<__half> y(static_cast<size_t>(256) * 40, __float2half_rn(-7.f));
+  Dev dall(all), dy(y);
+  int8_dequantize_run(static_cast<const int8_t*>(dall.p), 32, dy.p, 40, 256, dscale, nullptr);
+  ASSERT_EQ(cudaMemcpy(y.data(), dy.p, y.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  bad = 0;
+  for (size_t p = 0; p < 256; ++p)
+    for (size_t c = 0; c < 40; ++c) {
+      const float got = __half2float(y[p * 40 + c]);
+      if (c >= 32) {
+        bad += got != -7.f;
+        continue;
+      }
+      const int8_t v = all[p * 32 + c];
+      bad += got != __half2float(__float2half_rn(int8::dequantize(v, dscale)));
+      bad += std::fabs(got - v * static_cast<double>(dscale)) > std::fabs(v * dscale) / 1024 + 1e-7;
+    }
+  EXPECT_EQ(bad, 0u);
+  EXPECT_THROW(int8_quantize_run(dx.p, x_pitch, c_src, static_cast<int8_t*>(dq.p), 18, pixels, scale, nullptr), Error);
+  EXPECT_THROW(int8_quantize_run(dx.p, x_pitch, c_src, static_cast<int8_t*>(dq.p), c_dst, pixels, 0.f, nullptr), Error);
+  EXPECT_THROW(int8_dequantize_run(static_cast<const int8_t*>(dall.p), 32, dy.p, 16, 256, dscale, nullptr), Error);
+}
+
+// The 3-channel stem as the INT8 path runs it: the fp16 image quantised on the GPU into 16
+// channels (zeros past 3), the weights padded by int8_pad_krsc; the accumulators and outputs equal
+// the host's convolution over the 3 real channels.
+TEST(ConvInt8, PaddedStemFromFp16) {
+  YOLOCU_REQUIRE_GPU();
+  Shape sh3{2, 3, 64, 48, 32, 6, 2, 2, true, true, Int8Residual::kNone, Int8Out::kInt8};
+  Data d = make_data(sh3, 31);
+  std::mt19937 rng(32);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<__half> img(d.x.size());
+  for (auto& v : img) v = __float2half_rn(u(rng));
+  const float x_scale = 1.f / 127;
+  for (size_t i = 0; i < img.size(); ++i) d.x[i] = int8::quantize(__half2float(img[i]), x_scale);
+  const std::vector<int32_t> acc = host_acc(sh3, d);
+
+  Shape sh16 = sh3;
+  sh16.c = int8_padded_channels(3);
+  const int64_t pixels = int64_t{sh3.n} * sh3.h * sh3.w;
+  Dev dimg(img), dx(static_cast<size_t>(pixels) * sh16.c);
+  int8_quantize_run(dimg.p, 3, 3, static_cast<int8_t*>(dx.p), sh16.c, pixels, x_scale, nullptr);
+  Data d16 = d;
+  d16.x.resize(static_cast<size_t>(pixels) * sh16.c);
+  ASSERT_EQ(cudaMemcpy(d16.x.data(), dx.p, d16.x.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(d16.x, int8_pad_krsc(d.x.data(), static_cast<int>(pixels), 1, 1, 3, sh16.c));
+  d16.w = int8_pad_krsc(d.w.data(), sh3.k, sh3.r, sh3.r, 3, sh16.c);
+  check_data(sh16, d16, acc);
+  sh16.out = Int8Out::kInt32;
+  check_data(sh16, d16, acc);
+}
+
+}  // namespace
+}  // namespace yolocu::engine
