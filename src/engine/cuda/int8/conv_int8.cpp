@@ -45,9 +45,10 @@ std::string int8_conv_unsupported(const Int8ConvArgs& a) {
   if (!aligned(a.x, 16) || !aligned(a.w, 16)) return "x and w must be 16-byte aligned";
   const bool has_res = a.residual_type != Int8Residual::kNone;
   if (has_res != (a.residual != nullptr)) return "residual pointer and residual type disagree";
-  const uintptr_t y_align = a.out == Int8Out::kInt32 ? 8 : a.out == Int8Out::kHalf ? 4 : 2;
+  // the epilogue moves 4 channels at once
+  const uintptr_t y_align = a.out == Int8Out::kInt32 ? 16 : a.out == Int8Out::kHalf ? 8 : 4;
   if (!aligned(a.y, y_align)) return "y not aligned to " + std::to_string(y_align) + " bytes";
-  if (has_res && !aligned(a.residual, a.residual_type == Int8Residual::kHalf ? 4 : 2)) return "residual misaligned";
+  if (has_res && !aligned(a.residual, a.residual_type == Int8Residual::kHalf ? 8 : 4)) return "residual misaligned";
   if (a.out == Int8Out::kInt8 && !finite_positive(a.y_scale)) return "y_scale must be positive and finite";
   if (a.residual_type == Int8Residual::kInt8 && !finite_positive(a.residual_scale))
     return "residual_scale must be positive and finite";

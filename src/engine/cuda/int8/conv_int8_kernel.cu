@@ -12,8 +12,9 @@
 //      16-byte bank groups (no conflicts, no swizzle);
 //   3. per 32-byte half step: ldmatrix.x4 gives the A fragment of a 16-row tile and the B fragments
 //      of two 8-column tiles; mma.sync m16n8k32 s8 x s8 -> s32;
-//   4. epilogue straight from the accumulators: lane = (row gid / gid + 8, channels 2 tig, 2 tig + 1)
-//      of each m16n8 tile; int8_math.hpp's float math; 2-element stores (int8x2, half2 or int2).
+//   4. epilogue through shared memory (epilogue() below): the int32 accumulators are staged, then
+//      each thread takes 4 adjacent channels of a row: int8_math.hpp's float math, one 4-, 8- or
+//      16-byte store (int8, fp16, int32), coalesced along the channels.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -70,33 +71,81 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two adjacent output channels (co, co + 1) of output pixel m: the epilogue and the store.
-__device__ __forceinline__ void store_pair(const Params& P, int m, int co, int a0, int a1, float s0, float s1,
-                                           float b0, float b1) {
+// Four adjacent output channels (co .. co + 3) of output pixel m: the epilogue and one store
+// (16 bytes of int32, 8 of fp16 or 4 of int8; the residual likewise read in one load).
+__device__ __forceinline__ void store_quad(const Params& P, int m, int co, int4 acc) {
   const int64_t yo = static_cast<int64_t>(m) * P.yp + co;
   if (P.out == static_cast<int>(Int8Out::kInt32)) {
-    *reinterpret_cast<int2*>(static_cast<int32_t*>(P.y) + yo) = make_int2(a0, a1);
+    *reinterpret_cast<int4*>(static_cast<int32_t*>(P.y) + yo) = acc;
     return;
   }
-  float v0 = int8::conv_value(a0, s0, b0, P.silu);
-  float v1 = int8::conv_value(a1, s1, b1, P.silu);
+  const int a[4] = {acc.x, acc.y, acc.z, acc.w};
+  float v[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v[e] = int8::conv_value(a[e], __ldg(P.scale + co + e), P.bias ? __ldg(P.bias + co + e) : 0.f, P.silu);
   const int64_t ro = static_cast<int64_t>(m) * P.k + co;
   if (P.res_type == static_cast<int>(Int8Residual::kInt8)) {
-    const char2 r = *reinterpret_cast<const char2*>(static_cast<const int8_t*>(P.res) + ro);
-    v0 = int8::add_residual_i8(v0, r.x, P.res_scale);
-    v1 = int8::add_residual_i8(v1, r.y, P.res_scale);
+    const char4 r = *reinterpret_cast<const char4*>(static_cast<const int8_t*>(P.res) + ro);
+    v[0] = int8::add_residual_i8(v[0], r.x, P.res_scale);
+    v[1] = int8::add_residual_i8(v[1], r.y, P.res_scale);
+    v[2] = int8::add_residual_i8(v[2], r.z, P.res_scale);
+    v[3] = int8::add_residual_i8(v[3], r.w, P.res_scale);
   } else if (P.res_type == static_cast<int>(Int8Residual::kHalf)) {
-    const __half2 r = *reinterpret_cast<const __half2*>(static_cast<const __half*>(P.res) + ro);
-    v0 = int8::add_residual_f32(v0, __low2float(r));
-    v1 = int8::add_residual_f32(v1, __high2float(r));
+    const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const __half*>(P.res) + ro);
+    const __half2 r01 = *reinterpret_cast<const __half2*>(&raw.x), r23 = *reinterpret_cast<const __half2*>(&raw.y);
+    v[0] = int8::add_residual_f32(v[0], __low2float(r01));
+    v[1] = int8::add_residual_f32(v[1], __high2float(r01));
+    v[2] = int8::add_residual_f32(v[2], __low2float(r23));
+    v[3] = int8::add_residual_f32(v[3], __high2float(r23));
   }
   if (P.out == static_cast<int>(Int8Out::kInt8)) {
-    char2 o;
-    o.x = int8::quantize(v0, P.y_scale);
-    o.y = int8::quantize(v1, P.y_scale);
-    *reinterpret_cast<char2*>(static_cast<int8_t*>(P.y) + yo) = o;
+    *reinterpret_cast<char4*>(static_cast<int8_t*>(P.y) + yo) =
+        make_char4(int8::quantize(v[0], P.y_scale), int8::quantize(v[1], P.y_scale), int8::quantize(v[2], P.y_scale),
+                   int8::quantize(v[3], P.y_scale));
   } else {
-    *reinterpret_cast<__half2*>(static_cast<__half*>(P.y) + yo) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+    uint2 out;
+    *reinterpret_cast<__half2*>(&out.x) = __halves2half2(__float2half_rn(v[0]), __float2half_rn(v[1]));
+    *reinterpret_cast<__half2*>(&out.y) = __halves2half2(__float2half_rn(v[2]), __float2half_rn(v[3]));
+    *reinterpret_cast<uint2*>(static_cast<__half*>(P.y) + yo) = out;
+  }
+}
+
+// The block's accumulators leave through shared memory (the pipeline's, free again): in passes of
+// kPassRows rows, the warps holding those rows store their int32 fragments there, then every thread
+// takes 4 adjacent channels of a row at a time (consecutive threads: consecutive channels, then
+// rows), so residual loads and output stores are whole 32-byte sectors.
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int MI, int NI>
+__device__ __forceinline__ void epilogue(const Params& P, const int (&acc)[MI][NI][4], unsigned char* smem, int m0,
+                                         int n0) {
+  constexpr int kThreads = WARPS_M * WARPS_N * 32, WM = BM / WARPS_M, WN = BN / WARPS_N;
+  constexpr int kCPitch = BN + 8;  // int32s; +8: a warp's 8-byte stores of 8 rows x 4 lanes hit distinct banks
+  constexpr int kFit = STAGES * (BM + BN) * kLds / (kCPitch * 4);
+  constexpr int kPassRows = (kFit < BM ? kFit : BM) / WM * WM;
+  static_assert(kPassRows >= WM && BM % kPassRows == 0, "a pass holds whole warp rows");
+  int* Cs = reinterpret_cast<int*>(smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N, gid = lane >> 2, tig = lane & 3;
+#pragma unroll
+  for (int r0 = 0; r0 < BM; r0 += kPassRows) {
+    __syncthreads();  // the pipeline's last reads, or the previous pass's
+    if (wm * WM >= r0 && wm * WM < r0 + kPassRows) {
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni) {
+            const int row = wm * WM + mi * 16 + gid + hh * 8 - r0, col = wn * WN + ni * 8 + tig * 2;
+            *reinterpret_cast<int2*>(Cs + row * kCPitch + col) = make_int2(acc[mi][ni][hh * 2], acc[mi][ni][hh * 2 + 1]);
+          }
+    }
+    __syncthreads();
+    for (int g = tid; g < kPassRows * BN / 4; g += kThreads) {
+      const int row = g / (BN / 4), col = (g - row * (BN / 4)) * 4;
+      const int m = m0 + r0 + row, co = n0 + col;
+      if (m < P.m && co < P.k)  // k % 8 == 0: co + 3 < k too
+        store_quad(P, m, co, *reinterpret_cast<const int4*>(Cs + row * kCPitch + col));
+    }
   }
 }
 
@@ -196,32 +245,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params
         for (int ni = 0; ni < NI; ++ni) mma_s8(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
     }
   }
-  cp_async_wait<0>();
-
-  // 4. epilogue
-  const int gid = lane >> 2, tig = lane & 3;
-  float sc[NI][2], bi[NI][2];
-#pragma unroll
-  for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int co = n0 + wn * WN + ni * 8 + tig * 2 + e;
-      sc[ni][e] = co < P.k ? P.scale[co] : 0.f;
-      bi[ni][e] = co < P.k && P.bias ? P.bias[co] : 0.f;
-    }
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int m = m0 + wm * WM + mi * 16 + gid + hh * 8;
-      if (m >= P.m) continue;
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const int co = n0 + wn * WN + ni * 8 + tig * 2;
-        if (co >= P.k) continue;  // k % 8 == 0: co + 1 < k too
-        store_pair(P, m, co, acc[mi][ni][hh * 2], acc[mi][ni][hh * 2 + 1], sc[ni][0], sc[ni][1], bi[ni][0], bi[ni][1]);
-      }
-    }
+  cp_async_wait<0>();  // (only empty groups are left)
+  epilogue<BM, BN, WARPS_M, WARPS_N, STAGES, MI, NI>(P, acc, smem, m0, n0);
 }
 
 using KernelFn = void (*)(Params);

@@ -12,6 +12,8 @@
 //   residual NHWC [n, p, q, k] packed, int8 (with residual_scale) or fp16, or null;
 //   y   NHWC [n, p, q], pixels y_pitch elements apart (0: k), int8 (y_scale), fp16 or int32 (the raw
 //       accumulators, for tests); k a multiple of 8, y_pitch a multiple of 8 >= k.
+// Alignment (cudaMalloc's is enough): x and w 16 bytes; y 4 (int8), 8 (fp16) or 16 (int32) bytes;
+// residual 4 (int8) or 8 (fp16) bytes.
 // Every launch runs on the caller's stream, never synchronises, and is capturable in a CUDA graph.
 #pragma once
 
