@@ -1,11 +1,12 @@
 // The INT8 convolution (src/engine/cuda/int8) against the FP16 engine's own choice for the same
 // layers: YOLOv5s's convolution shapes at a 640x640 input (bias + SiLU, the C3 bottlenecks' 3x3
 // with their residual), batch 1 and 32.
-//   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...]
+//   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...] [--fp16-out]
 // FP16: the tuner (engine/cuda/tactics/tuner.hpp) picks the tactic exactly as the engine does
 // (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
 // --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
-// int8_conv_tiles(), int8 in, int8 out, int8 residual; the best one is reported.
+// int8_conv_tiles(), int8 in, int8 out (--fp16-out: fp16, as for a layer feeding float consumers),
+// int8 residual; the best one is reported.
 // Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
 // CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
 // counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input
@@ -65,6 +66,7 @@ struct Options {
   std::vector<int> layers;
   int samples = 30, reps = 20;
   bool cutlass = false;
+  bool fp16_out = false;
 };
 
 std::vector<int> parse_list(const char* s) {
@@ -87,8 +89,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--samples" && has_value) o.samples = std::max(1, std::atoi(argv[++i]));
     else if (a == "--reps" && has_value) o.reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--cutlass") o.cutlass = true;
+    else if (a == "--fp16-out") o.fp16_out = true;
     else {
-      std::fprintf(stderr, "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j]\n");
+      std::fprintf(stderr, "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j] [--fp16-out]\n");
       std::exit(2);
     }
   }
@@ -175,7 +178,7 @@ struct Int8Result {
 Int8Result run_int8(const Options& o, const ConvProblem& pb, cudaStream_t s) {
   const size_t nx = size_t(pb.n) * pb.h * pb.w * pb.c, nw = size_t(pb.k) * pb.r * pb.s * pb.c;
   const size_t ny = size_t(pb.n) * pb.p * pb.q * pb.k;
-  DevBuf xh(nx * 2), x(nx), wh(nw * 2), w(nw), scale(pb.k * 4), bias(pb.k * 4), resh(ny * 2), res(ny), y(ny);
+  DevBuf xh(nx * 2), x(nx), wh(nw * 2), w(nw), scale(pb.k * 4), bias(pb.k * 4), resh(ny * 2), res(ny), y(ny * 2);
   cuda_kernels::fill_uniform(xh.p, true, int64_t(nx), 4, -3.f, 3.f, s);
   cuda_kernels::fill_uniform(wh.p, true, int64_t(nw), 5, -3.f, 3.f, s);
   cuda_kernels::fill_uniform(resh.p, true, int64_t(ny), 6, -3.f, 3.f, s);
@@ -194,7 +197,8 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, cudaStream_t s) {
   a.scale = static_cast<const float*>(scale.p), a.bias = static_cast<const float*>(bias.p);
   a.residual = pb.residual ? res.p : nullptr;
   a.residual_type = pb.residual ? Int8Residual::kInt8 : Int8Residual::kNone;
-  a.residual_scale = q_scale, a.y = y.p, a.out = Int8Out::kInt8, a.y_scale = q_scale;
+  a.residual_scale = q_scale, a.y = y.p, a.y_scale = q_scale;
+  a.out = o.fp16_out ? Int8Out::kHalf : Int8Out::kInt8;
   a.n = pb.n, a.c = pb.c, a.h = pb.h, a.w_ = pb.w, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = pb.p, a.q = pb.q;
   a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.str_h = pb.str_h, a.str_w = pb.str_w, a.silu = pb.silu;
   const std::string why = int8_conv_unsupported(a);
@@ -210,11 +214,12 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, cudaStream_t s) {
   return r;
 }
 
-void report(const Layer& l, const ConvProblem& pb, const Fp16Result& f, const Int8Result& q) {
+void report(const Options& o, const Layer& l, const ConvProblem& pb, const Fp16Result& f, const Int8Result& q) {
   const double macs = double(pb.n) * pb.p * pb.q * pb.k * pb.r * pb.s * pb.c;
   const double px = double(pb.n) * pb.h * pb.w * pb.c, py = double(pb.n) * pb.p * pb.q * pb.k;
   const double wts = double(pb.k) * pb.r * pb.s * pb.c;
-  const double bytes16 = 2 * (px + wts + py * (pb.residual ? 2 : 1)), bytes8 = bytes16 / 2;
+  const double bytes16 = 2 * (px + wts + py * (pb.residual ? 2 : 1));
+  const double bytes8 = px + wts + py * (pb.residual ? 1 : 0) + py * (o.fp16_out ? 2 : 1);
   const bench::EventTiming& b = q.tiles[size_t(q.best)];
   auto us = [](double ms) { return ms * 1e3; };
   std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-26s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f |",
@@ -251,8 +256,8 @@ int main(int argc, char** argv) {
     for (int b : o.batches)
       for (int i : o.layers) all.push_back(problem_of(kLayers[i], b));
     tuner.prebuild(all, device, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    std::printf("device %s (%d SMs); %d samples x %d launches per graph; times in us per launch (median, p10-p90)\n",
-                prop.name, prop.multiProcessorCount, o.samples, o.reps);
+    std::printf("device %s (%d SMs); %d samples x %d launches per graph; times in us per launch (median, p10-p90); int8 out %s\n",
+                prop.name, prop.multiProcessorCount, o.samples, o.reps, o.fp16_out ? "fp16" : "int8");
     std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile | int8 us | TOP/s | GB/s | speedup | q us | per tile:");
     for (const Int8Tile& t : int8_conv_tiles()) std::printf(" %s", int8_tile_id(t).c_str());
     std::printf("\n");
@@ -261,7 +266,7 @@ int main(int argc, char** argv) {
         const ConvProblem pb = problem_of(kLayers[i], b);
         const Fp16Result f = run_fp16(o, tuner, pb, cudnn, s, ws.p, lim.workspace);
         const Int8Result q = run_int8(o, pb, s);
-        report(kLayers[i], pb, f, q);
+        report(o, kLayers[i], pb, f, q);
       }
     cudnnDestroy(cudnn);
     cudaStreamDestroy(s);
