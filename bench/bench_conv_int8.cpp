@@ -6,7 +6,7 @@
 // (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
 // --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
 // int8_conv_tiles(), int8 in, int8 out (--fp16-out: fp16, as for a layer feeding float consumers),
-// int8 residual; the best one is reported.
+// int8 residual; split-K 2, 4, 8 tried where the grid is small (splits_for); the best is reported.
 // Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
 // CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
 // counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input
@@ -170,12 +170,24 @@ Fp16Result run_fp16(const Options& o, Tuner& tuner, const ConvProblem& pb, cudnn
 }
 
 struct Int8Result {
-  std::vector<bench::EventTiming> tiles;  // median_ms < 0: the tile cannot run the problem
+  std::vector<bench::EventTiming> tiles;  // per tile, its best split
+  std::vector<int> splits;                // that split
   int best = -1;
   bench::EventTiming quantise{};
 };
 
-Int8Result run_int8(const Options& o, const ConvProblem& pb, cudaStream_t s) {
+// Split-K factors worth trying for tile t: 1, and 2, 4, 8 while the grid is under 2 waves and every
+// slice keeps at least 4 reduction steps.
+std::vector<int> splits_for(const ConvProblem& pb, const Int8Tile& t, int sms) {
+  const int64_t blocks = (int64_t(pb.n) * pb.p * pb.q + t.bm - 1) / t.bm * ((pb.k + t.bn - 1) / t.bn);
+  const int steps = (pb.r * pb.s * pb.c + 63) / 64;
+  std::vector<int> v = {1};
+  for (int sk = 2; sk <= 8; sk *= 2)
+    if (blocks * sk / 2 < 2 * sms && steps >= 4 * sk) v.push_back(sk);
+  return v;
+}
+
+Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream_t s) {
   const size_t nx = size_t(pb.n) * pb.h * pb.w * pb.c, nw = size_t(pb.k) * pb.r * pb.s * pb.c;
   const size_t ny = size_t(pb.n) * pb.p * pb.q * pb.k;
   DevBuf xh(nx * 2), x(nx), wh(nw * 2), w(nw), scale(pb.k * 4), bias(pb.k * 4), resh(ny * 2), res(ny), y(ny * 2);
@@ -208,8 +220,19 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, cudaStream_t s) {
   }
   for (int t = 0; t < static_cast<int>(int8_conv_tiles().size()); ++t) {
     int8_conv_prepare(t);
-    r.tiles.push_back(time_launch(o, s, [&] { int8_conv_run(a, t, s); }));
-    if (r.best < 0 || r.tiles.back().median_ms < r.tiles[size_t(r.best)].median_ms) r.best = t;
+    bench::EventTiming best{};
+    int best_split = 0;
+    for (int sk : splits_for(pb, int8_conv_tiles()[size_t(t)], sms)) {
+      a.split_k = sk;
+      a.workspace_bytes = int8_conv_workspace(a);
+      DevBuf ws(a.workspace_bytes);
+      a.workspace = ws.p;
+      const bench::EventTiming et = time_launch(o, s, [&] { int8_conv_run(a, t, s); });
+      if (best_split == 0 || et.median_ms < best.median_ms) best = et, best_split = sk;
+    }
+    r.tiles.push_back(best);
+    r.splits.push_back(best_split);
+    if (r.best < 0 || best.median_ms < r.tiles[size_t(r.best)].median_ms) r.best = t;
   }
   return r;
 }
@@ -222,12 +245,13 @@ void report(const Options& o, const Layer& l, const ConvProblem& pb, const Fp16R
   const double bytes8 = px + wts + py * (pb.residual ? 1 : 0) + py * (o.fp16_out ? 2 : 1);
   const bench::EventTiming& b = q.tiles[size_t(q.best)];
   auto us = [](double ms) { return ms * 1e3; };
-  std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-26s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f |",
+  const std::string tile = int8_tile_id(int8_conv_tiles()[size_t(q.best)]) + " k" + std::to_string(q.splits[size_t(q.best)]);
+  std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-29s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f |",
               l.name, pb.n, f.tactic.substr(0, 34).c_str(), us(f.t.median_ms), 2 * macs / f.t.median_ms / 1e9,
-              bytes16 / f.t.median_ms / 1e6, int8_tile_id(int8_conv_tiles()[size_t(q.best)]).c_str(), us(b.median_ms),
+              bytes16 / f.t.median_ms / 1e6, tile.c_str(), us(b.median_ms),
               us(b.p10_ms), us(b.p90_ms), 2 * macs / b.median_ms / 1e9, bytes8 / b.median_ms / 1e6,
               f.t.median_ms / b.median_ms, us(q.quantise.median_ms));
-  for (const bench::EventTiming& t : q.tiles) std::printf(" %7.2f", us(t.median_ms));
+  for (size_t t = 0; t < q.tiles.size(); ++t) std::printf(" %7.2f/k%d", us(q.tiles[t].median_ms), q.splits[t]);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -258,14 +282,14 @@ int main(int argc, char** argv) {
     tuner.prebuild(all, device, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     std::printf("device %s (%d SMs); %d samples x %d launches per graph; times in us per launch (median, p10-p90); int8 out %s\n",
                 prop.name, prop.multiProcessorCount, o.samples, o.reps, o.fp16_out ? "fp16" : "int8");
-    std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile | int8 us | TOP/s | GB/s | speedup | q us | per tile:");
+    std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile, split-K | int8 us | TOP/s | GB/s | speedup | q us | per tile:");
     for (const Int8Tile& t : int8_conv_tiles()) std::printf(" %s", int8_tile_id(t).c_str());
     std::printf("\n");
     for (int b : o.batches)
       for (int i : o.layers) {
         const ConvProblem pb = problem_of(kLayers[i], b);
         const Fp16Result f = run_fp16(o, tuner, pb, cudnn, s, ws.p, lim.workspace);
-        const Int8Result q = run_int8(o, pb, s);
+        const Int8Result q = run_int8(o, pb, prop.multiProcessorCount, s);
         report(o, kLayers[i], pb, f, q);
       }
     cudnnDestroy(cudnn);

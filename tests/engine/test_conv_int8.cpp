@@ -10,7 +10,8 @@
 //     division): int8 within 1 LSB (the float and the double value may round to either side of a
 //     .5 boundary) on at most 1% of the outputs, fp16 within 2^-9 relative + 1e-3 absolute; this
 //     is what catches a wrong formula in int8_math.hpp itself.
-// Output channels between k and the pitch are never written; refused shapes are named.
+// Split-K gives the same results. Output channels between k and the pitch are never written;
+// refused shapes are named.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -40,6 +41,7 @@ struct Shape {
   Int8Residual res;
   Int8Out out;
   int y_pitch = 0;
+  int split_k = 1;
   int p() const { return (h + 2 * pad - r) / stride + 1; }
   int q() const { return (w + 2 * pad - r) / stride + 1; }
   std::string name() const {
@@ -48,7 +50,8 @@ struct Shape {
     return "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(w) +
            " k" + std::to_string(k) + " " + std::to_string(r) + "x" + std::to_string(r) + " s" + std::to_string(stride) +
            (bias ? " bias" : "") + (silu ? " silu" : "") + ress[static_cast<int>(res)] + " -> " +
-           outs[static_cast<int>(out)] + (y_pitch ? " pitch " + std::to_string(y_pitch) : "");
+           outs[static_cast<int>(out)] + (y_pitch ? " pitch " + std::to_string(y_pitch) : "") +
+           (split_k > 1 ? " split-k " + std::to_string(split_k) : "");
   }
 };
 
@@ -152,7 +155,10 @@ GpuOut run_gpu(const Shape& sh, const Data& d, int tile) {
   a.n = sh.n, a.c = sh.c, a.h = sh.h, a.w_ = sh.w, a.k = sh.k, a.r = a.s = sh.r, a.p = sh.p(), a.q = sh.q();
   a.pad_h = a.pad_w = sh.pad, a.str_h = a.str_w = sh.stride, a.silu = sh.silu;
   a.residual_type = sh.res, a.out = sh.out, a.residual_scale = d.res_scale, a.y_scale = d.y_scale;
-  a.y_pitch = sh.y_pitch;
+  a.y_pitch = sh.y_pitch, a.split_k = sh.split_k;
+  a.workspace_bytes = int8_conv_workspace(a);
+  Dev ws(a.workspace_bytes);
+  a.workspace = ws.p;
   GpuOut g;
   g.elem = sh.out == Int8Out::kInt32 ? 4 : sh.out == Int8Out::kHalf ? 2 : 1;
   const size_t pitch = static_cast<size_t>(sh.y_pitch ? sh.y_pitch : sh.k);
@@ -257,6 +263,16 @@ TEST(ConvInt8, StrideTwoAndStem) {
   check_shape({1, 16, 64, 64, 32, 6, 2, 2, true, true, Int8Residual::kNone, Int8Out::kInt8}, 12);  // v5 stem
 }
 
+// Split-K (slices of the reduction, then a second launch): the same exact results, also with more
+// slices asked for than the reduction has steps.
+TEST(ConvInt8, SplitK) {
+  YOLOCU_REQUIRE_GPU();
+  check_shape({1, 256, 20, 20, 256, 3, 1, 1, true, true, Int8Residual::kInt8, Int8Out::kInt8, 0, 4}, 13);
+  check_shape({1, 128, 20, 20, 64, 1, 1, 0, true, true, Int8Residual::kHalf, Int8Out::kHalf, 72, 3}, 14);
+  check_shape({2, 64, 10, 10, 32, 3, 2, 1, false, false, Int8Residual::kNone, Int8Out::kInt32, 0, 5}, 15);
+  check_shape({1, 16, 12, 12, 16, 1, 1, 0, true, false, Int8Residual::kNone, Int8Out::kInt8, 0, 8}, 16);
+}
+
 TEST(ConvInt8, RefusesWhatItCannotRun) {
   Int8ConvArgs a;
   a.n = 1, a.c = 24, a.h = a.w_ = 8, a.k = 16, a.p = a.q = 8;
@@ -277,6 +293,13 @@ TEST(ConvInt8, RefusesWhatItCannotRun) {
   EXPECT_NE(int8_conv_unsupported(a).find("residual"), std::string::npos);
   a.residual_type = Int8Residual::kNone;
   EXPECT_EQ(int8_conv_unsupported(a), "");
+  a.split_k = 65;
+  EXPECT_NE(int8_conv_unsupported(a).find("split_k"), std::string::npos);
+  a.split_k = 2;
+  EXPECT_EQ(int8_conv_workspace(a), size_t{2} * 64 * 16 * 4);
+  EXPECT_NE(int8_conv_unsupported(a).find("workspace"), std::string::npos);
+  a.split_k = 1;
+  EXPECT_EQ(int8_conv_workspace(a), 0u);
   a.c = 24;
   EXPECT_THROW(int8_conv_run(a, 0, nullptr), Error);
   EXPECT_THROW(int8_conv_run(a, 99, nullptr), Error);

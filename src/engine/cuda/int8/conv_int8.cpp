@@ -52,7 +52,16 @@ std::string int8_conv_unsupported(const Int8ConvArgs& a) {
   if (a.out == Int8Out::kInt8 && !finite_positive(a.y_scale)) return "y_scale must be positive and finite";
   if (a.residual_type == Int8Residual::kInt8 && !finite_positive(a.residual_scale))
     return "residual_scale must be positive and finite";
+  if (a.split_k < 1 || a.split_k > 64) return "split_k " + std::to_string(a.split_k) + " not in 1..64";
+  const size_t ws = int8_conv_workspace(a);
+  if (ws > 0 && (!a.workspace || !aligned(a.workspace, 16) || a.workspace_bytes < ws))
+    return "split_k " + std::to_string(a.split_k) + " needs a 16-byte aligned workspace of " + std::to_string(ws) + " bytes";
   return {};
+}
+
+size_t int8_conv_workspace(const Int8ConvArgs& a) {
+  if (a.split_k <= 1 || !shape_problem(a).empty()) return 0;
+  return static_cast<size_t>(a.split_k) * static_cast<size_t>(a.n) * a.p * a.q * a.k * sizeof(int32_t);
 }
 
 std::string int8_tile_id(const Int8Tile& t) {

@@ -15,9 +15,13 @@
 //   4. epilogue through shared memory (epilogue() below): the int32 accumulators are staged, then
 //      each thread takes 4 adjacent channels of a row: int8_math.hpp's float math, one 4-, 8- or
 //      16-byte store (int8, fp16, int32), coalesced along the channels.
+// Split-K (Int8ConvArgs::split_k > 1, for grids too small to fill the GPU): blockIdx.z takes a slice
+// of the reduction steps and writes its raw int32 sums to its own workspace slice; a second kernel
+// adds the slices in order and runs the epilogue (integer sums: bit-identical to one slice).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/check.hpp"
@@ -45,6 +49,8 @@ struct Params {
   int c, h, w_, k, s, p, q, yp, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
   int kd, m;
   bool silu;
+  int32_t* partial;  // split-K: int32 slices [splits][m][k]; null: the epilogue runs in the GEMM kernel
+  int kt_per;        // reduction steps per slice (blockIdx.z)
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -71,12 +77,18 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Where the epilogue writes: the output (P.y, P.yp, P.out), or a split-K slice of raw int32 sums.
+struct Dst {
+  void* y;
+  int yp, out;
+};
+
 // Four adjacent output channels (co .. co + 3) of output pixel m: the epilogue and one store
 // (16 bytes of int32, 8 of fp16 or 4 of int8; the residual likewise read in one load).
-__device__ __forceinline__ void store_quad(const Params& P, int m, int co, int4 acc) {
-  const int64_t yo = static_cast<int64_t>(m) * P.yp + co;
-  if (P.out == static_cast<int>(Int8Out::kInt32)) {
-    *reinterpret_cast<int4*>(static_cast<int32_t*>(P.y) + yo) = acc;
+__device__ __forceinline__ void store_quad(const Params& P, const Dst& d, int m, int co, int4 acc) {
+  const int64_t yo = static_cast<int64_t>(m) * d.yp + co;
+  if (d.out == static_cast<int>(Int8Out::kInt32)) {
+    *reinterpret_cast<int4*>(static_cast<int32_t*>(d.y) + yo) = acc;
     return;
   }
   const int a[4] = {acc.x, acc.y, acc.z, acc.w};
@@ -98,15 +110,15 @@ __device__ __forceinline__ void store_quad(const Params& P, int m, int co, int4 
     v[2] = int8::add_residual_f32(v[2], __low2float(r23));
     v[3] = int8::add_residual_f32(v[3], __high2float(r23));
   }
-  if (P.out == static_cast<int>(Int8Out::kInt8)) {
-    *reinterpret_cast<char4*>(static_cast<int8_t*>(P.y) + yo) =
+  if (d.out == static_cast<int>(Int8Out::kInt8)) {
+    *reinterpret_cast<char4*>(static_cast<int8_t*>(d.y) + yo) =
         make_char4(int8::quantize(v[0], P.y_scale), int8::quantize(v[1], P.y_scale), int8::quantize(v[2], P.y_scale),
                    int8::quantize(v[3], P.y_scale));
   } else {
     uint2 out;
     *reinterpret_cast<__half2*>(&out.x) = __halves2half2(__float2half_rn(v[0]), __float2half_rn(v[1]));
     *reinterpret_cast<__half2*>(&out.y) = __halves2half2(__float2half_rn(v[2]), __float2half_rn(v[3]));
-    *reinterpret_cast<uint2*>(static_cast<__half*>(P.y) + yo) = out;
+    *reinterpret_cast<uint2*>(static_cast<__half*>(d.y) + yo) = out;
   }
 }
 
@@ -115,8 +127,8 @@ __device__ __forceinline__ void store_quad(const Params& P, int m, int co, int4 
 // takes 4 adjacent channels of a row at a time (consecutive threads: consecutive channels, then
 // rows), so residual loads and output stores are whole 32-byte sectors.
 template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int MI, int NI>
-__device__ __forceinline__ void epilogue(const Params& P, const int (&acc)[MI][NI][4], unsigned char* smem, int m0,
-                                         int n0) {
+__device__ __forceinline__ void epilogue(const Params& P, const Dst& d, const int (&acc)[MI][NI][4],
+                                         unsigned char* smem, int m0, int n0) {
   constexpr int kThreads = WARPS_M * WARPS_N * 32, WM = BM / WARPS_M, WN = BN / WARPS_N;
   constexpr int kCPitch = BN + 8;  // int32s; +8: a warp's 8-byte stores of 8 rows x 4 lanes hit distinct banks
   constexpr int kFit = STAGES * (BM + BN) * kLds / (kCPitch * 4);
@@ -144,7 +156,7 @@ __device__ __forceinline__ void epilogue(const Params& P, const int (&acc)[MI][N
       const int row = g / (BN / 4), col = (g - row * (BN / 4)) * 4;
       const int m = m0 + r0 + row, co = n0 + col;
       if (m < P.m && co < P.k)  // k % 8 == 0: co + 3 < k too
-        store_quad(P, m, co, *reinterpret_cast<const int4*>(Cs + row * kCPitch + col));
+        store_quad(P, d, m, co, *reinterpret_cast<const int4*>(Cs + row * kCPitch + col));
     }
   }
 }
@@ -212,17 +224,19 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0;
 
-  const int kt_count = (P.kd + kBK - 1) / kBK;
+  // this block's reduction steps: all, or slice blockIdx.z of P.kt_per steps (split-K)
+  const int kt_all = (P.kd + kBK - 1) / kBK, kt0 = blockIdx.z * P.kt_per;
+  const int kt_count = max(0, min(kt_all, kt0 + P.kt_per) - kt0);
 #pragma unroll
   for (int st = 0; st < STAGES - 1; ++st) {
-    if (st < kt_count) load(st, st);
+    if (st < kt_count) load(st, kt0 + st);
     cp_async_commit();
   }
   for (int kt = 0; kt < kt_count; ++kt) {
     cp_async_wait<STAGES - 2>();  // step kt has landed (this thread's copies) ...
     __syncthreads();              // ... everyone's, and step kt - 1's stage is free again
     const int next = kt + STAGES - 1;
-    if (next < kt_count) load(next % STAGES, next);
+    if (next < kt_count) load(next % STAGES, kt0 + next);
     cp_async_commit();
     const unsigned char* As = smem + (kt % STAGES) * (BM + BN) * kLds;
     const unsigned char* Bs = As + BM * kLds;
@@ -246,7 +260,26 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params
     }
   }
   cp_async_wait<0>();  // (only empty groups are left)
-  epilogue<BM, BN, WARPS_M, WARPS_N, STAGES, MI, NI>(P, acc, smem, m0, n0);
+  Dst d{P.y, P.yp, P.out};
+  if (P.partial) d = Dst{P.partial + static_cast<int64_t>(blockIdx.z) * P.m * P.k, P.k, static_cast<int>(Int8Out::kInt32)};
+  epilogue<BM, BN, WARPS_M, WARPS_N, STAGES, MI, NI>(P, d, acc, smem, m0, n0);
+}
+
+// Split-K's second launch: one thread = 4 adjacent channels of one pixel; the slices' int32 sums
+// added in slice order (exact in any order), then the epilogue and the store.
+__global__ void split_reduce_kernel(Params P, int splits) {
+  const int quads_per_row = P.k / 4;
+  const int64_t quads = static_cast<int64_t>(P.m) * quads_per_row;
+  const int4* part = reinterpret_cast<const int4*>(P.partial);
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < quads; i += int64_t{gridDim.x} * blockDim.x) {
+    int4 sum = __ldcs(part + i);
+    for (int z = 1; z < splits; ++z) {
+      const int4 v = __ldcs(part + z * quads + i);
+      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    }
+    const int m = static_cast<int>(i / quads_per_row);
+    store_quad(P, Dst{P.y, P.yp, P.out}, m, static_cast<int>(i - int64_t{m} * quads_per_row) * 4, sum);
+  }
 }
 
 using KernelFn = void (*)(Params);
@@ -298,11 +331,22 @@ void int8_conv_run(const Int8ConvArgs& a, int tile, cudaStream_t stream) {
   P.yp = a.y_pitch > 0 ? a.y_pitch : a.k;
   P.pad_h = a.pad_h, P.pad_w = a.pad_w, P.str_h = a.str_h, P.str_w = a.str_w, P.dil_h = a.dil_h, P.dil_w = a.dil_w;
   P.kd = a.r * a.s * a.c, P.m = a.n * a.p * a.q, P.silu = a.silu;
+  // split-K: slices of kt_per steps (the last ones may be fewer: no empty slice is launched)
+  const int kt_all = (P.kd + kBK - 1) / kBK;
+  P.kt_per = (kt_all + a.split_k - 1) / a.split_k;
+  const int splits = (kt_all + P.kt_per - 1) / P.kt_per;
+  P.partial = splits > 1 ? static_cast<int32_t*>(a.workspace) : nullptr;
   const dim3 grid(static_cast<unsigned>((P.m + in.tile.bm - 1) / in.tile.bm),
-                  static_cast<unsigned>((a.k + in.tile.bn - 1) / in.tile.bn));
+                  static_cast<unsigned>((a.k + in.tile.bn - 1) / in.tile.bn), static_cast<unsigned>(splits));
   const unsigned threads = static_cast<unsigned>(in.tile.warps_m * in.tile.warps_n * 32);
   in.fn<<<grid, threads, int8_conv_smem(tile), stream>>>(P);
   YOLOCU_CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    const int64_t quads = int64_t{P.m} * (P.k / 4);
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((quads + 255) / 256, int64_t{65535} * 8));
+    split_reduce_kernel<<<blocks, 256, 0, stream>>>(P, splits);
+    YOLOCU_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace yolocu::engine

@@ -44,6 +44,12 @@ struct Int8ConvArgs {
   int y_pitch = 0;
   int pad_h = 0, pad_w = 0, str_h = 1, str_w = 1, dil_h = 1, dil_w = 1;
   bool silu = false;
+  // Split-K: the reduction in up to split_k slices run side by side (1..64; for layers whose grid
+  // is too small for the GPU), their int32 sums in `workspace` (int8_conv_workspace bytes, 16-byte
+  // aligned), then a second launch adds them and runs the epilogue. Same results as split_k = 1.
+  int split_k = 1;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
 // One block shape of the GEMM: bm output pixels x bn output channels, warps_m x warps_n warps, a
@@ -58,12 +64,14 @@ std::string int8_tile_id(const Int8Tile& t);
 
 // Empty if the kernel runs this problem, else what it refuses (c % 16, k % 8, pitch, sizes...).
 std::string int8_conv_unsupported(const Int8ConvArgs& a);
+// Workspace bytes int8_conv_run needs for a.split_k (0 when split_k is 1).
+size_t int8_conv_workspace(const Int8ConvArgs& a);
 // Dynamic shared memory of one block of tile `tile` (an index into int8_conv_tiles()).
 size_t int8_conv_smem(int tile);
 // Raises the kernel's dynamic shared-memory limit (host call, outside any capture); once per process
 // and device is enough, int8_conv_run does it too.
 void int8_conv_prepare(int tile);
-// Enqueues one launch; throws yolocu::Error(kInvalidArgument) for an unsupported problem,
+// Enqueues the launch (two with split-K); throws yolocu::Error(kInvalidArgument) for an unsupported problem,
 // Error(kCuda) if the launch fails.
 void int8_conv_run(const Int8ConvArgs& a, int tile, cudaStream_t stream);
 
