@@ -273,6 +273,14 @@ TEST(ConvInt8, SplitK) {
   check_shape({1, 16, 12, 12, 16, 1, 1, 0, true, false, Int8Residual::kNone, Int8Out::kInt8, 0, 8}, 16);
 }
 
+// Small problems with every feature at once (partial tiles, pitch, residual, split-K): what
+// compute-sanitizer's racecheck and initcheck run (scripts/gpu/parts/int8.sh).
+TEST(ConvInt8, SmallEveryFeature) {
+  YOLOCU_REQUIRE_GPU();
+  check_shape({1, 32, 9, 11, 40, 3, 1, 1, true, true, Int8Residual::kInt8, Int8Out::kInt8, 48}, 17);
+  check_shape({1, 48, 7, 6, 24, 3, 2, 1, true, true, Int8Residual::kHalf, Int8Out::kHalf, 32, 2}, 18);
+}
+
 TEST(ConvInt8, RefusesWhatItCannotRun) {
   Int8ConvArgs a;
   a.n = 1, a.c = 24, a.h = a.w_ = 8, a.k = 16, a.p = a.q = 8;

@@ -15,7 +15,7 @@ gpu_begin
 if run_tests test_conv_int8 && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter
   sanitize_each <<'LIST'
-test_conv_int8 * ConvInt8.PaddedStemFromFp16:Int8Convert.*:ConvInt8.ThreeByThreeStrideOne
+test_conv_int8 * ConvInt8.SmallEveryFeature:Int8Convert.*
 LIST
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
