@@ -5,7 +5,7 @@
 // chunk of a row of A is 16 channels of one tap of one input pixel (or zeros outside the image).
 // Block = BM pixels x BN channels, WARPS_M x WARPS_N warps, each owning a (BM / WARPS_M) x
 // (BN / WARPS_N) piece of C as m16n8 int32 accumulators.
-//   1. each thread loads a fixed 16-byte column (tid % 4) of the 64-byte reduction step for its
+//   1. each thread loads a fixed 16-byte column (tid % 4) of the 64-byte reduction steps for its
 //      BM * 4 / threads rows of A and BN * 4 / threads rows of B (the weights, [k][Kd]) with
 //      cp.async (zero-fill outside the image, past Kd, past K); STAGES steps in flight;
 //   2. shared rows are 80 bytes apart, so the 8 rows one ldmatrix reads fall into 8 different
@@ -191,16 +191,17 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params
     const int co = n0 + row0 + j * kRowStep;
     b_row[j] = co < P.k ? P.w + static_cast<int64_t>(co) * P.kd : nullptr;
   }
-  auto load = [&](int stage, int kt) {
+  // this block's reduction steps: all, or slice blockIdx.z of P.kt_per steps (split-K)
+  const int kt_all = (P.kd + kBK - 1) / kBK, kt0 = blockIdx.z * P.kt_per;
+  const int kt_count = max(0, min(kt_all, kt0 + P.kt_per) - kt0);
+  // Where this thread's column of the next step to load starts: reduction index k0 = tap * c + c0,
+  // tap = rr * s + ss. load() takes the steps in order and advances it without dividing.
+  int k0 = kt0 * kBK + col * 16, tap = k0 / P.c, c0 = k0 - tap * P.c, rr = tap / P.s, ss = tap - rr * P.s;
+  auto load = [&](int stage) {
     unsigned char* As = smem + stage * (BM + BN) * kLds;
     unsigned char* Bs = As + BM * kLds;
-    const int k0 = kt * kBK + col * 16;
     const bool k_in = k0 < P.kd;
-    int dy = 0, dx = 0, c0 = 0;
-    if (k_in) {
-      const int tap = k0 / P.c, rr = tap / P.s, ss = tap - rr * P.s;
-      c0 = k0 - tap * P.c, dy = rr * P.dil_h, dx = ss * P.dil_w;
-    }
+    const int dy = rr * P.dil_h, dx = ss * P.dil_w;
 #pragma unroll
     for (int i = 0; i < kAIters; ++i) {
       const int iy = a_iy[i] + dy, ix = a_ix[i] + dx;
@@ -214,6 +215,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params
       const bool ok = k_in && b_row[j] != nullptr;
       cp_async16(smem_u32(Bs + (row0 + j * kRowStep) * kLds + col * 16), ok ? b_row[j] + k0 : P.w, ok);
     }
+    k0 += kBK, c0 += kBK;
+    while (c0 >= P.c) {
+      c0 -= P.c;
+      if (++ss == P.s) ss = 0, ++rr;
+    }
   };
 
   int acc[MI][NI][4];
@@ -224,19 +230,16 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) conv_int8_kernel(Params
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0;
 
-  // this block's reduction steps: all, or slice blockIdx.z of P.kt_per steps (split-K)
-  const int kt_all = (P.kd + kBK - 1) / kBK, kt0 = blockIdx.z * P.kt_per;
-  const int kt_count = max(0, min(kt_all, kt0 + P.kt_per) - kt0);
 #pragma unroll
   for (int st = 0; st < STAGES - 1; ++st) {
-    if (st < kt_count) load(st, kt0 + st);
+    if (st < kt_count) load(st);
     cp_async_commit();
   }
   for (int kt = 0; kt < kt_count; ++kt) {
     cp_async_wait<STAGES - 2>();  // step kt has landed (this thread's copies) ...
     __syncthreads();              // ... everyone's, and step kt - 1's stage is free again
     const int next = kt + STAGES - 1;
-    if (next < kt_count) load(next % STAGES, kt0 + next);
+    if (next < kt_count) load(next % STAGES);
     cp_async_commit();
     const unsigned char* As = smem + (kt % STAGES) * (BM + BN) * kLds;
     const unsigned char* Bs = As + BM * kLds;
