@@ -10,7 +10,8 @@
 // Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
 // CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
 // counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input
-// (the cost of entering an INT8 region there).
+// (the cost of entering an INT8 region there). Last, per batch: the layers' fp16 and best int8 times
+// summed (each layer once, as listed: not a whole network).
 // The stem (3 channels) runs with its channels padded to 16 on both sides.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -285,13 +286,22 @@ int main(int argc, char** argv) {
     std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile, split-K | int8 us | TOP/s | GB/s | speedup | q us | per tile:");
     for (const Int8Tile& t : int8_conv_tiles()) std::printf(" %s", int8_tile_id(t).c_str());
     std::printf("\n");
-    for (int b : o.batches)
+    std::vector<std::string> totals;
+    for (int b : o.batches) {
+      double fp16_us = 0, int8_us = 0;
       for (int i : o.layers) {
         const ConvProblem pb = problem_of(kLayers[i], b);
         const Fp16Result f = run_fp16(o, tuner, pb, cudnn, s, ws.p, lim.workspace);
         const Int8Result q = run_int8(o, pb, prop.multiProcessorCount, s);
         report(o, kLayers[i], pb, f, q);
+        fp16_us += f.t.median_ms * 1e3, int8_us += q.tiles[size_t(q.best)].median_ms * 1e3;
       }
+      char line[160];
+      std::snprintf(line, sizeof line, "total batch %d (%zu layers): fp16 %.1f us, int8 %.1f us, speedup %.2fx", b,
+                    o.layers.size(), fp16_us, int8_us, fp16_us / int8_us);
+      totals.push_back(line);
+    }
+    for (const std::string& t : totals) std::printf("%s\n", t.c_str());
     cudnnDestroy(cudnn);
     cudaStreamDestroy(s);
   } catch (const Error& e) {

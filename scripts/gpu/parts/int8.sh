@@ -26,6 +26,6 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   else
     row "FAIL  bench_conv_int8 (log bench_conv_int8.log)"; tail -5 "$out/bench_conv_int8.log"
   fi
-  summarize '^\||^device' "$out/bench_conv_int8.log"
+  summarize '^\||^device|^total' "$out/bench_conv_int8.log"
 fi
 gpu_end
