@@ -68,8 +68,8 @@ std::string int8_conv_unsupported(const Int8ConvArgs& a);
 size_t int8_conv_workspace(const Int8ConvArgs& a);
 // Dynamic shared memory of one block of tile `tile` (an index into int8_conv_tiles()).
 size_t int8_conv_smem(int tile);
-// Raises the kernel's dynamic shared-memory limit (host call, outside any capture); once per process
-// and device is enough, int8_conv_run does it too.
+// Raises the tile's dynamic shared-memory limit on the current device (host call, once per process
+// and device; int8_conv_run does it too, so call it before capturing a tile's first launch).
 void int8_conv_prepare(int tile);
 // Enqueues the launch (two with split-K); throws yolocu::Error(kInvalidArgument) for an unsupported problem,
 // Error(kCuda) if the launch fails.
