@@ -295,6 +295,7 @@ const Instance kInstances[] = {
     {{128, 64, 2, 2, 4}, conv_int8_kernel<128, 64, 2, 2, 4>},
     {{64, 64, 2, 2, 4}, conv_int8_kernel<64, 64, 2, 2, 4>},
     {{64, 32, 2, 2, 4}, conv_int8_kernel<64, 32, 2, 2, 4>},
+    {{256, 128, 4, 2, 3}, conv_int8_kernel<256, 128, 4, 2, 3>},
 };
 constexpr int kInstanceCount = static_cast<int>(sizeof(kInstances) / sizeof(kInstances[0]));
 
