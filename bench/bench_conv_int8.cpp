@@ -9,8 +9,9 @@
 // int8 residual; split-K 2, 4, 8 tried where the grid is small (splits_for); the best is reported.
 // Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
 // CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
-// counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input
-// (the cost of entering an INT8 region there). Last, per batch: the layers' fp16 and best int8 times
+// counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input,
+// "dq" the int8 -> fp16 dequantisation of its output (the costs of entering and leaving an INT8
+// region there). Last, per batch: the layers' fp16 and best int8 times
 // summed (each layer once, as listed: not a whole network).
 // The stem (3 channels) runs with its channels padded to 16 on both sides.
 #include <cuda_fp16.h>
@@ -174,7 +175,7 @@ struct Int8Result {
   std::vector<bench::EventTiming> tiles;  // per tile, its best split
   std::vector<int> splits;                // that split
   int best = -1;
-  bench::EventTiming quantise{};
+  bench::EventTiming quantise{}, dequantise{};
 };
 
 // Split-K factors worth trying for tile t: 1, and 2, 4, 8 while the grid is under 2 waves and every
@@ -235,6 +236,9 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream
     r.splits.push_back(best_split);
     if (r.best < 0 || best.median_ms < r.tiles[size_t(r.best)].median_ms) r.best = t;
   }
+  r.dequantise = time_launch(o, s, [&] {
+    int8_dequantize_run(static_cast<const int8_t*>(y.p), pb.k, resh.p, pb.k, int64_t(ny / pb.k), q_scale, s);
+  });
   return r;
 }
 
@@ -247,11 +251,11 @@ void report(const Options& o, const Layer& l, const ConvProblem& pb, const Fp16R
   const bench::EventTiming& b = q.tiles[size_t(q.best)];
   auto us = [](double ms) { return ms * 1e3; };
   const std::string tile = int8_tile_id(int8_conv_tiles()[size_t(q.best)]) + " k" + std::to_string(q.splits[size_t(q.best)]);
-  std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-29s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f |",
+  std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-29s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f | %7.2f |",
               l.name, pb.n, f.tactic.substr(0, 34).c_str(), us(f.t.median_ms), 2 * macs / f.t.median_ms / 1e9,
               bytes16 / f.t.median_ms / 1e6, tile.c_str(), us(b.median_ms),
               us(b.p10_ms), us(b.p90_ms), 2 * macs / b.median_ms / 1e9, bytes8 / b.median_ms / 1e6,
-              f.t.median_ms / b.median_ms, us(q.quantise.median_ms));
+              f.t.median_ms / b.median_ms, us(q.quantise.median_ms), us(q.dequantise.median_ms));
   for (size_t t = 0; t < q.tiles.size(); ++t) std::printf(" %7.2f/k%d", us(q.tiles[t].median_ms), q.splits[t]);
   std::printf("\n");
   std::fflush(stdout);
@@ -283,7 +287,7 @@ int main(int argc, char** argv) {
     tuner.prebuild(all, device, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     std::printf("device %s (%d SMs); %d samples x %d launches per graph; times in us per launch (median, p10-p90); int8 out %s\n",
                 prop.name, prop.multiProcessorCount, o.samples, o.reps, o.fp16_out ? "fp16" : "int8");
-    std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile, split-K | int8 us | TOP/s | GB/s | speedup | q us | per tile:");
+    std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile, split-K | int8 us | TOP/s | GB/s | speedup | q us | dq us | per tile:");
     for (const Int8Tile& t : int8_conv_tiles()) std::printf(" %s", int8_tile_id(t).c_str());
     std::printf("\n");
     std::vector<std::string> totals;

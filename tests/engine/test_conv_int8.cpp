@@ -331,7 +331,7 @@ TEST(ConvInt8, PadsWeightChannelsWithZeros) {
 
 // fp16 -> int8 from a pitched 20-channel slice into 32 channels (zeros past 20): random values and
 // hand-computed edge cases (ties to even, saturation, infinities, NaN); int8 -> fp16 of every int8
-// value into a pitched buffer (channels past c untouched).
+// value into a pitched buffer (channels past c untouched), 4 channels per thread and 1.
 TEST(Int8Convert, QuantiseAndDequantise) {
   YOLOCU_REQUIRE_GPU();
   const int pixels = 997, x_pitch = 24, c_src = 20, c_dst = 32;
@@ -382,6 +382,18 @@ TEST(Int8Convert, QuantiseAndDequantise) {
       bad += got != __half2float(__float2half_rn(int8::dequantize(v, dscale)));
       bad += std::fabs(got - v * static_cast<double>(dscale)) > std::fabs(v * dscale) / 1024 + 1e-7;
     }
+  EXPECT_EQ(bad, 0u);
+  // 6 channels into a pitch of 7: one channel per thread
+  std::vector<__half> y7(static_cast<size_t>(50) * 7, __float2half_rn(-7.f));
+  Dev dy7(y7);
+  int8_dequantize_run(static_cast<const int8_t*>(dall.p), 6, dy7.p, 7, 50, dscale, nullptr);
+  ASSERT_EQ(cudaMemcpy(y7.data(), dy7.p, y7.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  bad = 0;
+  for (size_t p = 0; p < 50; ++p) {
+    for (size_t c = 0; c < 6; ++c)
+      bad += __half2float(y7[p * 7 + c]) != __half2float(__float2half_rn(int8::dequantize(all[p * 6 + c], dscale)));
+    bad += __half2float(y7[p * 7 + 6]) != -7.f;
+  }
   EXPECT_EQ(bad, 0u);
   EXPECT_THROW(int8_quantize_run(dx.p, x_pitch, c_src, static_cast<int8_t*>(dq.p), 18, pixels, scale, nullptr), Error);
   EXPECT_THROW(int8_quantize_run(dx.p, x_pitch, c_src, static_cast<int8_t*>(dq.p), c_dst, pixels, 0.f, nullptr), Error);

@@ -1,6 +1,7 @@
 // fp16 <-> int8 activation conversion (int8_convert.hpp). Grid-stride loops over the output:
-// quantise: one thread = 4 int8 channels of one pixel (one 4-byte store; reads of the fp16 source
-// are 2 bytes each, the source may be a pitched channel slice); dequantise: one thread = one channel.
+// quantise: one thread = 4 int8 channels of one pixel (one 4-byte store; the fp16 source, maybe a
+// pitched channel slice, in one 8-byte load where aligned, else 2 bytes at a time); dequantise: one
+// thread = 4 channels (4-byte load, 8-byte store) where aligned, else one channel.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -21,24 +22,49 @@ unsigned grid_for(int64_t work) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((work + kThreads - 1) / kThreads, 65535 * 8)));
 }
 
+// vec: x 8-byte aligned, x_pitch and c_src multiples of 4: 4 source channels in one 8-byte load.
 __global__ void quantize_kernel(const __half* x, int x_pitch, int c_src, char4* y, int c_dst4, int64_t total,
-                                float scale) {
+                                float scale, bool vec) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t pix = i / c_dst4;
     const int c0 = static_cast<int>(i - pix * c_dst4) * 4;
-    const __half* src = x + pix * x_pitch;
-    int8_t q[4];
+    const __half* src = x + pix * x_pitch + c0;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    if (vec && c0 < c_src) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(src);
+      const __half2 a = *reinterpret_cast<const __half2*>(&raw.x), b = *reinterpret_cast<const __half2*>(&raw.y);
+      v[0] = __low2float(a), v[1] = __high2float(a), v[2] = __low2float(b), v[3] = __high2float(b);
+    } else if (!vec) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) q[e] = c0 + e < c_src ? int8::quantize(__half2float(src[c0 + e]), scale) : int8_t{0};
-    y[i] = make_char4(q[0], q[1], q[2], q[3]);
+      for (int e = 0; e < 4; ++e)
+        if (c0 + e < c_src) v[e] = __half2float(src[e]);
+    }
+    // channels past c_src: quantize(0) = 0
+    y[i] = make_char4(int8::quantize(v[0], scale), int8::quantize(v[1], scale), int8::quantize(v[2], scale),
+                      int8::quantize(v[3], scale));
   }
 }
 
-__global__ void dequantize_kernel(const int8_t* x, int c, __half* y, int y_pitch, int64_t total, float scale) {
+// vec: c and y_pitch multiples of 4, y 8-byte aligned: one thread = 4 channels (4-byte load, 8-byte
+// store); else one thread = one channel.
+__global__ void dequantize_kernel(const int8_t* x, int c, __half* y, int y_pitch, int64_t total, float scale,
+                                  bool vec) {
+  const int per = vec ? 4 : 1;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t pix = i / c;
-    const int ch = static_cast<int>(i - pix * c);
-    y[pix * y_pitch + ch] = __float2half_rn(int8::dequantize(x[i], scale));
+    const int64_t e0 = i * per, pix = e0 / c;
+    const int ch = static_cast<int>(e0 - pix * c);
+    __half* dst = y + pix * y_pitch + ch;
+    if (!vec) {
+      *dst = __float2half_rn(int8::dequantize(x[e0], scale));
+      continue;
+    }
+    const char4 q = *reinterpret_cast<const char4*>(x + e0);
+    uint2 out;
+    *reinterpret_cast<__half2*>(&out.x) =
+        __halves2half2(__float2half_rn(int8::dequantize(q.x, scale)), __float2half_rn(int8::dequantize(q.y, scale)));
+    *reinterpret_cast<__half2*>(&out.y) =
+        __halves2half2(__float2half_rn(int8::dequantize(q.z, scale)), __float2half_rn(int8::dequantize(q.w, scale)));
+    *reinterpret_cast<uint2*>(dst) = out;
   }
 }
 
@@ -54,8 +80,9 @@ void int8_quantize_run(const void* x, int x_pitch, int c_src, int8_t* y, int c_d
                ", pixels ", pixels, ", scale ", scale, ")");
   const int64_t total = pixels * (c_dst / 4);
   if (total == 0) return;
+  const bool vec = reinterpret_cast<uintptr_t>(x) % 8 == 0 && x_pitch % 4 == 0 && c_src % 4 == 0;
   quantize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), x_pitch, c_src,
-                                                            reinterpret_cast<char4*>(y), c_dst / 4, total, scale);
+                                                            reinterpret_cast<char4*>(y), c_dst / 4, total, scale, vec);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
@@ -64,9 +91,12 @@ void int8_dequantize_run(const int8_t* x, int c, void* y, int y_pitch, int64_t p
   YOLOCU_CHECK(x && y && c > 0 && y_pitch >= c && pixels >= 0 && scale_ok(scale), kInvalidArgument,
                "int8_dequantize: bad arguments (c ", c, ", y_pitch ", y_pitch, ", pixels ", pixels, ", scale ", scale,
                ")");
-  const int64_t total = pixels * c;
+  const bool vec = c % 4 == 0 && y_pitch % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(x) % 4 == 0;
+  const int64_t total = pixels * c / (vec ? 4 : 1);
   if (total == 0) return;
-  dequantize_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, c, static_cast<__half*>(y), y_pitch, total, scale);
+  dequantize_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, c, static_cast<__half*>(y), y_pitch, total, scale,
+                                                              vec);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 
