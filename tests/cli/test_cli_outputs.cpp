@@ -28,7 +28,7 @@ struct Outcome {
 
 // `yolocu <args>` in a forked child under RLIMIT_FSIZE `limit` bytes (0: none).
 Outcome run_with_file_limit(const std::string& args, rlim_t limit) {
-  const std::string cmd = quote(yolocu_binary()) + " " + args;
+  const std::string cmd = yolocu_command(args);
   int fds[2];
   if (::pipe(fds) != 0) return {};
   const pid_t pid = ::fork();

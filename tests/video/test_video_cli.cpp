@@ -58,7 +58,11 @@ TEST(VideoCli, UsageErrors) {
     std::string args, says;
   } cases[] = {
       {"--vid-stride 2 x.jpg", "--vid-stride needs --source"},
-      {"--save x.jpg", "--save needs --source"},
+      {"--save-frames x.jpg", "--save-frames needs --source or a video PATH"},
+      {"--nosave --save x.jpg", "--nosave and --save contradict each other"},
+      {"--source x.mp4 --save-crop", "--save-crop is for images"},
+      {"--source x.mp4 --nosave --save", "--nosave and --save contradict each other"},
+      {"x.mp4 y.jpg", "the PATHs mix videos ('x.mp4') and images ('y.jpg')"},
       {"--source x.mp4 --vid-stride 0", "--vid-stride must be in 1.."},
       {"--source x.mp4 --decoder gpu", "--decoder must be auto, cpu or cuda"},
       {"--source x.mp4 --device cpu --decoder cuda", "--decoder cuda needs the GPU detector (--device cuda)"},
