@@ -44,7 +44,7 @@ print(f"[fresh-venv] Python detect on {det.device}: {len(res.boxes)} boxes")
 if len(res.boxes) == 0:
     sys.exit("[fresh-venv] no detections on the sample image")
 EOF
-out=$("$tmp/venv/bin/yolocu" detect --model "$model" "$image" 2>&1) || { echo "$out" >&2; echo "[fresh-venv] the yolocu command failed" >&2; exit 1; }
+out=$("$tmp/venv/bin/yolocu" detect --model "$model" --nosave "$image" 2>&1) || { echo "$out" >&2; echo "[fresh-venv] the yolocu command failed" >&2; exit 1; }
 echo "[fresh-venv] yolocu detect: ok ($(echo "$out" | tail -n 1))"
 ((serve)) || exit 0
 

@@ -3,9 +3,23 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace yolocu::cli {
+
+namespace {
+
+bool numbers(const char* a) { return a[0] != '\0' && std::strspn(a, "0123456789, ") == std::strlen(a); }
+
+// A value after --classes that is taken as a class name: not an option, no '/', '.' or glob
+// character in it, and no file or folder of that name here (which would be an input PATH).
+bool class_name_like(const char* a) {
+  std::error_code ec;
+  return a[0] != '\0' && a[0] != '-' && std::strpbrk(a, "/.*?[") == nullptr && !std::filesystem::exists(a, ec);
+}
+
+}  // namespace
 
 Args::Args(int argc, char** argv, int first, const std::vector<std::string>& flags,
            const std::vector<std::string>& valued) {
@@ -33,12 +47,12 @@ Args::Args(int argc, char** argv, int first, const std::vector<std::string>& fla
         }
         values_[key].push_back(value);
         // ultralytics style: --classes 0 2 5 (several values after one option; also --imgsz, --batches, --tune-batches)
-        // (numeric lists stop at the first non-number, so that paths can follow them)
+        // (numeric lists stop at the first non-number, so that paths can follow them; --classes also
+        // takes class names: class_name_like)
         if (key == "input")
           while (i + 1 < argc && argv[i + 1][0] != '-') values_[key].push_back(argv[++i]);
         if (key == "classes" || key == "imgsz" || key == "batch" || key == "batches" || key == "tune-batches")
-          while (i + 1 < argc && argv[i + 1][0] != '\0' &&
-                 std::strspn(argv[i + 1], "0123456789, ") == std::strlen(argv[i + 1]))
+          while (i + 1 < argc && (numbers(argv[i + 1]) || (key == "classes" && class_name_like(argv[i + 1]))))
             values_[key].push_back(argv[++i]);
       } else {
         throw UsageError("unknown option --" + key);

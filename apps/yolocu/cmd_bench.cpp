@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "classes_option.hpp"
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "options.hpp"
@@ -377,6 +378,7 @@ int cmd_bench(int argc, char** argv) {
   const std::string model = args.require("model");
   check_model_file(model);
   if (args.has("timeline")) check_output_file("--timeline", args.get("timeline"));
+  add_named_classes(args, model, base);  // --classes by name: their ids, for every batch size's detector
   if (args.has("from-jpeg")) {
     if (args.has("image")) throw UsageError("--from-jpeg and --image exclude each other");
     if (args.has("timeline")) throw UsageError("--timeline applies to the image benchmark, not --from-jpeg (see --stage-times)");

@@ -1,21 +1,21 @@
 // yolocu detect: images in, boxes out (JSON, YOLO txt, annotated JPEGs, per-stage .npy dumps).
-#include <cctype>
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <map>
+#include <string>
+#include <vector>
 
 #include "args.hpp"
+#include "classes_option.hpp"
 #include "commands.hpp"
+#include "image_outputs.hpp"
 #include "json_out.hpp"
 #include "options.hpp"
 #include "paths.hpp"
 #include "report.hpp"
-#include "yolocu/annotate.hpp"
 #include "yolocu/error.hpp"
-#include "yolocu/npy.hpp"
 #include "yolocu/pipeline.hpp"
+#include "yolocu/video.hpp"
 
 namespace yolocu::cli {
 namespace fs = std::filesystem;
@@ -27,13 +27,16 @@ void print_help() {
       "       yolocu detect --model M.onnx [options] --source SOURCE\n"
       "Detects objects in images exactly as ultralytics does (YOLOv5 models: yolov5 v7.0 detect.py;\n"
       "YOLOv8 / YOLO11 models: the ultralytics package's predict): letterbox, model,\n"
-      "non_max_suppression, scale_boxes. PATHs are image files (JPEG, PNG), folders (their images,\n"
-      "sorted) and glob patterns ('coco/*.jpg', quoted).\n\n"
+      "non_max_suppression, scale_boxes. PATHs are image files (JPEG, PNG, ...), folders (their images,\n"
+      "sorted) and glob patterns ('coco/*.jpg', quoted), or video files (.mp4, .mkv, .avi, ... or a\n"
+      "video container's bytes): those run as --source does. Annotated images are saved by default, as\n"
+      "ultralytics' predict saves them, into a new run folder: runs/detect/predict, then predict2, ...\n\n"
       "post-processing (defaults: detect.py's for YOLOv5, predict's for YOLOv8 / YOLO11):\n"
       "  --conf C           confidence threshold (0.25)\n"
       "  --iou T            NMS IoU threshold (0.45; YOLOv8 / YOLO11: 0.7)\n"
       "  --max-det N        detections per image (1000; YOLOv8 / YOLO11: 300)\n"
-      "  --classes 0 2 ...  keep only these class ids\n"
+      "  --classes 0 2 ...  keep only these classes: ids or the model's class names (--classes person car 0;\n"
+      "                     a name with a space in quotes; a PATH right after it needs a '/' or '.')\n"
       "  --agnostic         class-agnostic NMS (also --agnostic-nms)\n"
       "  --multi-label      one candidate per (box, class) above --conf\n"
       "model and execution:\n"
@@ -65,12 +68,19 @@ void print_help() {
       "  --tune-batches 1 8 32  GPU: batch sizes whose tactics are tuned at build (1 and --batch)\n"
       "  --tactic-cache FILE GPU tactic cache ($YOLOCU_TACTIC_CACHE, else ~/.cache/yolocu/tactics.json;\n"
       "                     none: tune every build)\n"
-      "outputs:\n"
+      "outputs (DIR: the run folder, created only when something is saved into it):\n"
       "  --json OUT         write all results as JSON to OUT ('-' = stdout)\n"
-      "  --output-dir DIR   where --save-txt / --save-img write (runs/detect); --project is an alias\n"
+      "  --project P        the run folders' parent (runs/detect)\n"
+      "  --name N           the run folder's name (predict): P/N, else P/N2, P/N3, ... (a new one per run)\n"
+      "  --exist-ok         write into P/N even when it exists (no new numbered folder)\n"
+      "  --output-dir DIR   the run folder itself, used as it is (= --project, --name and --exist-ok in one)\n"
+      "  --nosave           do not save the annotated images (--save-txt, --save-crop still write)\n"
+      "  --save-img         DIR/<stem>.jpg (.png for PNG inputs), the image with boxes and labels drawn:\n"
+      "                     the default for images (also --save); not with --decode gpu, which saves none\n"
       "  --save-txt         DIR/labels/<stem>.txt: 'class cx cy w h' normalised, like detect.py\n"
       "  --save-conf        add the confidence to each --save-txt line\n"
-      "  --save-img         DIR/<stem>.jpg (.png for PNG inputs): the image with boxes and labels drawn\n"
+      "  --save-crop        DIR/crops/<class name>/<stem>.jpg per detection (<stem>2.jpg, ... for more):\n"
+      "                     the box grown as ultralytics' save_one_box (x1.02 + 10 px), clipped\n"
       "  --dump DIR         every stage as .npy: <stem>_letterboxed, _input, _output<k>, _candidates\n"
       "  --verbose          one summary line per image on stdout\n"
       "video, streams, cameras (--source; docs/video.md):\n"
@@ -81,7 +91,8 @@ void print_help() {
       "  --start N          skip the frames before frame N of each source (0)\n"
       "  --frames N         at most N frames per source (all)\n"
       "  --jsonl OUT        one JSON line per frame: source, stream, frame, pts, detections ('-' = stdout)\n"
-      "  --save             DIR/<source>.mp4: the annotated video (H.264 via libx264, else MPEG-4)\n"
+      "  --save             DIR/<source>.mp4: the annotated video (H.264 via libx264, else MPEG-4). Off by\n"
+      "                     default for video (encoding slows the run): --save or --save-frames asks for it\n"
       "  --save-frames      DIR/<source>/<frame>.jpg: annotated frames\n"
       "  --decoder D        auto | cpu | cuda: NVDEC (H.264 / HEVC) for the GPU detector, frames stay on\n"
       "                     the GPU; auto = cuda when the detector runs on the GPU and NVDEC takes the\n"
@@ -93,127 +104,65 @@ void print_help() {
       "                     (2); shown on a terminal, elsewhere only when given. Images: '[done/total]\n"
       "                     img/s, ETA', off a terminal (S > 0 given) a line every 50 images\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
-      "  --quiet            no progress or summary on stderr\n"
-      "Output files are written whole or not at all (a temporary file beside each, renamed over it): a\n"
-      "failed write names the file and the reason and exits 1, leaving the previous file in place.\n"
+      "  --quiet            no progress, summary or 'Results saved to DIR' on stderr\n"
+      "Output files are written whole or not at all (a temporary file beside each, renamed over it),\n"
+      "leaving the previous file in place on a failure. A failed write of an image's outputs names the\n"
+      "file and the reason; the run goes on with the next image, the --json file marks that image\n"
+      "(\"error\": \"write failed: ...\") and the exit status is 1.\n"
       "Inputs of the same name (a/x.jpg, b/x.jpg) write x.* and x_<index>.*.\n"
       "Exit status: 0 all images / sources processed, 1 some image, source, output or the model failed,\n"
       "2 bad usage.\n");
 }
 
-// YOLO txt lines as detect.py --save-txt writes them: boxes rounded to whole pixels
-// (torch.round: half to even), xywh normalised by the image size, '%g', in reversed order.
-std::string yolo_txt(const ImageResult& r, bool with_conf) {
-  std::string s;
-  const float w = static_cast<float>(r.width), h = static_cast<float>(r.height);
-  for (auto it = r.detections.rbegin(); it != r.detections.rend(); ++it) {
-    const float x1 = std::nearbyint(it->x1), y1 = std::nearbyint(it->y1);
-    const float x2 = std::nearbyint(it->x2), y2 = std::nearbyint(it->y2);
-    const float cx = (x1 + x2) / 2.f / w, cy = (y1 + y2) / 2.f / h;
-    const float bw = (x2 - x1) / w, bh = (y2 - y1) / h;
-    char buf[160];
-    if (with_conf)
-      std::snprintf(buf, sizeof buf, "%d %g %g %g %g %g\n", it->class_id, static_cast<double>(cx), static_cast<double>(cy),
-                    static_cast<double>(bw), static_cast<double>(bh), static_cast<double>(it->confidence));
-    else
-      std::snprintf(buf, sizeof buf, "%d %g %g %g %g\n", it->class_id, static_cast<double>(cx), static_cast<double>(cy),
-                    static_cast<double>(bw), static_cast<double>(bh));
-    s += buf;
-  }
-  return s;
-}
-
-// Image `slot` of a batched tensor (dim 0), as a [1, ...] copy.
-Tensor batch_slice(const Tensor& t, size_t slot) {
-  Shape s = t.shape();
-  const size_t per = t.nbytes() / static_cast<size_t>(s.at(0));
-  s[0] = 1;
-  Tensor out(t.dtype(), s);
-  std::memcpy(out.data(), static_cast<const uint8_t*>(t.data()) + slot * per, per);
-  return out;
-}
-
-std::string summary_line(const ImageResult& r, const std::vector<std::string>& names) {
-  std::map<int, int> counts;
-  for (const Detection& d : r.detections) counts[d.class_id]++;
-  std::string s = r.path + ": " + std::to_string(r.width) + "x" + std::to_string(r.height);
-  if (counts.empty()) return s + " (no detections)";
-  for (const auto& [c, k] : counts) {
-    const std::string name = class_name(names, c);
-    s += " " + std::to_string(k) + " " + name + ",";
-  }
-  s.pop_back();
-  return s;
-}
-
-// What detect writes per image (--save-txt, --save-img, --dump, --verbose, errors on stderr).
-struct ImageOutputs {
-  bool verbose = false, save_txt = false, save_conf = false, save_img = false;
-  std::string out_dir, dump_dir;
-  const std::vector<std::string>* names = nullptr;
-
-  // `stem`: the output file names' stem, unique in the run (unique_stems).
-  void write(const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot,
-             const std::string& stem) const {
-    if (!r.error.empty()) {
-      std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
-      return;
-    }
-    if (verbose) std::printf("%s\n", summary_line(r, *names).c_str());
-    if (save_txt && !r.detections.empty())
-      write_text((fs::path(out_dir) / "labels" / (stem + ".txt")).string(), yolo_txt(r, save_conf));
-    if (save_img) {
-      Image copy(image.width, image.height);
-      for (int y = 0; y < image.height; ++y)
-        std::memcpy(copy.row(y), image.data + static_cast<size_t>(y) * image.pitch_bytes, static_cast<size_t>(image.width) * 3);
-      draw_detections(copy, r.detections, *names);
-      // PNG inputs stay lossless (Python's Results.plot() gives the same pixels), others are JPEGs
-      std::string ext = fs::path(r.path).extension().string();
-      for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      write_image((fs::path(out_dir) / (stem + (ext == ".png" ? ".png" : ".jpg"))).string(), copy.view());
-    }
-    if (trace) {
-      const fs::path base = fs::path(dump_dir) / stem;
-      save_npy(base.string() + "_letterboxed.npy", trace->letterboxed.at(slot));
-      save_npy(base.string() + "_input.npy", batch_slice(trace->input, slot));
-      for (size_t k = 0; k < trace->outputs.size(); ++k)
-        save_npy(base.string() + "_output" + std::to_string(k) + ".npy", batch_slice(trace->outputs[k], slot));
-      save_npy(base.string() + "_candidates.npy", trace->candidates.at(slot));
-    }
-  }
-};
-
-void print_summary(const PipelineSummary& sum, const Detector& detector) {
+// "120 images (2 failed: 1 unreadable, 1 write failed), ..." on stderr.
+void print_summary(const PipelineSummary& sum, size_t write_failed, const Detector& detector) {
   const double ok = static_cast<double>(std::max<size_t>(sum.images - sum.failed, 1));
+  std::string failed = std::to_string(sum.failed + write_failed) + " failed";
+  if (sum.failed + write_failed > 0) {
+    failed += ":";
+    if (sum.failed) failed += " " + std::to_string(sum.failed) + " unreadable" + (write_failed ? "," : "");
+    if (write_failed) failed += " " + std::to_string(write_failed) + " write failed";
+  }
   std::fprintf(stderr,
-               "%zu images (%zu failed), %zu detections on %s; per image: %.1f ms preprocess, %.1f ms inference, "
+               "%zu images (%s), %zu detections on %s; per image: %.1f ms preprocess, %.1f ms inference, "
                "%.1f ms postprocess; %.1f img/s overall\n",
-               sum.images, sum.failed, sum.detections, device_name(detector.device()), sum.times.preprocess / ok,
+               sum.images, failed.c_str(), sum.detections, device_name(detector.device()), sum.times.preprocess / ok,
                sum.times.inference / ok, sum.times.postprocess / ok,
                sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0);
 }
 
-// The image run: PATHs through the pipeline, each image's outputs written as it comes.
+// The image outputs the command line asks for; the run folder is claimed (created) only when
+// something is saved into it.
+ImageOutputs image_outputs(const Args& args, bool gpu_decode) {
+  ImageOutputs out;
+  out.verbose = args.flag("verbose");
+  out.save_txt = args.flag("save-txt"), out.save_conf = args.flag("save-conf"), out.save_crop = args.flag("save-crop");
+  if (out.save_conf && !out.save_txt) throw UsageError("--save-conf needs --save-txt");
+  const bool asked = args.flag("save-img") || args.flag("save");
+  if (args.flag("nosave") && asked) throw UsageError(std::string("--nosave and --") + (args.flag("save") ? "save" : "save-img") + " contradict each other");
+  out.dump_dir = args.get("dump");
+  if (gpu_decode && (asked || out.save_crop || !out.dump_dir.empty()))
+    throw UsageError(std::string("--decode gpu: ") + (asked ? "--save-img" : out.save_crop ? "--save-crop" : "--dump") +
+                     " needs the decoded image on the host: use --decode cpu");
+  // saved by default, as ultralytics' predict does; with --decode gpu the pixels never reach the host
+  out.save_img = !args.flag("nosave") && !gpu_decode;
+  return out;
+}
+
+// The image run: PATHs through the pipeline, each image's outputs written as it comes. A failed
+// write is reported for its image and the run goes on; the --json file is written at the end.
 int detect_images(const Args& args, const std::string& model) {
   for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout"})
-    if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source");
-  for (const char* f : {"save", "save-frames"})
-    if (args.flag(f)) throw UsageError(std::string("--") + f + " needs --source (for images: --save-img)");
+    if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source or a video PATH");
+  if (args.flag("save-frames")) throw UsageError("--save-frames needs --source or a video PATH");
   if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
   const DetectorOptions opts = detector_options(args, family_postprocess_options());
   const int workers = decode_workers(args);
   const bool quiet = args.flag("quiet");
-  ImageOutputs out;
-  out.verbose = args.flag("verbose");
-  out.save_txt = args.flag("save-txt"), out.save_img = args.flag("save-img"), out.save_conf = args.flag("save-conf");
-  if (out.save_conf && !out.save_txt) throw UsageError("--save-conf needs --save-txt");
-  out.out_dir = args.get("output-dir", args.get("project", "runs/detect"));
-  out.dump_dir = args.get("dump");
-  const std::string json_path = args.get("json");
   const bool gpu_decode = opts.decode == DecodeDevice::kGpu;
-  if (gpu_decode && (out.save_img || !out.dump_dir.empty()))
-    throw UsageError(std::string("--decode gpu: ") + (out.save_img ? "--save-img" : "--dump") +
-                     " needs the decoded image on the host: use --decode cpu");
+  ImageOutputs out = image_outputs(args, gpu_decode);
+  const RunDir run_dir = run_dir_option(args, "runs/detect", "predict");
+  const std::string json_path = args.get("json");
 
   // every path the command line names is checked before the model is loaded
   check_model_file(model);
@@ -222,11 +171,12 @@ int detect_images(const Args& args, const std::string& model) {
   for (const Source& s : items) stems.push_back(file_stem(s.name));
   stems = unique_stems(stems);  // a/x.jpg and b/x.jpg: x.jpg and x_1.jpg
   if (!json_path.empty()) check_output_file("--json", json_path);
-  if (out.save_txt || out.save_img) prepare_output_dir("--output-dir", out.out_dir);
-  if (out.save_txt) prepare_output_dir("--output-dir", (fs::path(out.out_dir) / "labels").string());
+  const bool saving = out.save_txt || out.save_img || out.save_crop;
+  if (saving) out.run_dir = claim_run_dir(run_dir);
+  if (out.save_txt) prepare_output_dir(run_dir.option, (fs::path(out.run_dir) / "labels").string());
   if (!out.dump_dir.empty()) prepare_output_dir("--dump", out.dump_dir);
 
-  auto detector = Detector::create(model, opts);
+  auto detector = create_detector(args, model, opts);
   const std::vector<std::string>& names = detector->class_names();
   out.names = &names;
   PipelineOptions po;
@@ -237,30 +187,67 @@ int detect_images(const Args& args, const std::string& model) {
   const double progress_s = args.get_double("progress", 0);
   if (progress_s < 0) throw UsageError("--progress must be >= 0");
   Progress progress(items.size(), quiet || (args.has("progress") && progress_s == 0), progress_s > 0);
+  std::vector<std::string> write_errors(items.size());
+  size_t write_failed = 0;
   auto on_image = [&](size_t i, const ImageResult& r, const ImageView& image, const DetectionTrace* trace, size_t slot) {
-    out.write(r, image, trace, slot, stems.at(i));
+    if (!r.error.empty()) std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), r.error.c_str());
+    try {
+      out.write(r, image, trace, slot, stems.at(i));
+    } catch (const Error& e) {  // this image's outputs stop; the run goes on with the next image
+      write_errors[i] = std::string("write failed: ") + e.what();
+      write_failed++;
+      std::fprintf(stderr, "yolocu detect: %s: %s\n", r.path.c_str(), write_errors[i].c_str());
+    }
     progress.update(i + 1);
   };
   PipelineSummary sum;
   const std::vector<ImageResult> results = run_pipeline(*detector, items, po, on_image, &sum);
 
-  if (!json_path.empty())
-    write_text(json_path, "{\"images\": " + images_json(results, names, [&](size_t i) { return results[i].error; }) + "}\n");
-  if (!quiet) {
-    print_summary(sum, *detector);
-    if (gpu_decode) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
-    if (out.save_txt || out.save_img) std::fprintf(stderr, "results saved to %s\n", out.out_dir.c_str());
+  int status = sum.failed || write_failed ? 1 : 0;
+  if (!json_path.empty()) {
+    try {
+      write_text(json_path, "{\"images\": " + images_json(results, names, [&](size_t i) {
+                   return results[i].error.empty() ? write_errors[i] : results[i].error;
+                 }) + "}\n");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "yolocu detect: --json: %s\n", e.what());
+      status = 1;
+    }
   }
-  return sum.failed ? 1 : 0;
+  if (!quiet) {
+    print_summary(sum, write_failed, *detector);
+    if (gpu_decode) std::fprintf(stderr, "%s\n", describe_decode(*detector).c_str());
+    if (saving) std::fprintf(stderr, "Results saved to %s\n", out.run_dir.c_str());
+    if (out.save_txt)
+      std::fprintf(stderr, "%zu label%s saved to %s\n", out.labels_written(), out.labels_written() == 1 ? "" : "s",
+                   (fs::path(out.run_dir) / "labels").string().c_str());
+  }
+  return status;
+}
+
+// Video files given as PATHs, or --source: the video run (cmd_detect_video.cpp). Saving is off by
+// default there (--save, --save-frames): encoding every frame would slow the run.
+int detect_videos(const Args& args, const std::string& model, const std::vector<std::string>& videos) {
+  if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
+  for (const char* o : {"save-txt", "save-conf", "save-img", "save-crop", "dump", "json"})
+    if (args.flag(o) || args.has(o))
+      throw UsageError(std::string("--") + o + " is for images; with --source or a video PATH use --save, --save-frames or --jsonl");
+  for (const char* f : {"save", "save-frames"})
+    if (args.flag("nosave") && args.flag(f)) throw UsageError(std::string("--nosave and --") + f + " contradict each other");
+  if (!videos.empty() && !video_input_supported())
+    throw UsageError(videos[0] + ": a video, and this yolocu was built without video input (FFmpeg)");
+  check_model_file(model);
+  return cmd_detect_video(args, detector_options(args, family_postprocess_options()),
+                          run_dir_option(args, "runs/detect", "predict"), nullptr, videos);
 }
 
 }  // namespace
 
 int cmd_detect(int argc, char** argv) {
   std::vector<std::string> valued = detector_valued_options();
-  for (const char* o : {"json", "output-dir", "project", "dump"}) valued.push_back(o);
+  for (const char* o : {"json", "output-dir", "project", "name", "dump"}) valued.push_back(o);
   std::vector<std::string> flags = detector_flag_options();
-  for (const char* f : {"save-txt", "save-conf", "save-img", "verbose"}) flags.push_back(f);
+  for (const char* f : {"save-txt", "save-conf", "save-img", "save-crop", "nosave", "exist-ok", "verbose"}) flags.push_back(f);
   add_video_options(valued, flags);
   Args args(argc, argv, 2, flags, valued);
   if (args.flag("help")) {
@@ -268,13 +255,14 @@ int cmd_detect(int argc, char** argv) {
     return 0;
   }
   const std::string model = args.require("model");
-  if (!args.has("source")) return detect_images(args, model);
-  if (args.has("decode")) throw UsageError("--decode applies to image files; for video frames see --decoder");
-  for (const char* o : {"save-txt", "save-img", "dump", "json"})
-    if (args.flag(o) || args.has(o)) throw UsageError(std::string("--") + o + " is for images; with --source use --save, --save-frames or --jsonl");
-  check_model_file(model);
-  return cmd_detect_video(args, detector_options(args, family_postprocess_options()),
-                          args.get("output-dir", args.get("project", "runs/detect")), nullptr);
+  if (args.has("source")) return detect_videos(args, model, {});
+  // video files among the PATHs (by extension, else by their first bytes) take the video run
+  std::vector<std::string> videos, images;
+  for (const std::string& p : args.positional()) (is_video_path(p) ? videos : images).push_back(p);
+  if (videos.empty()) return detect_images(args, model);
+  if (!images.empty())
+    throw UsageError("the PATHs mix videos ('" + videos[0] + "') and images ('" + images[0] + "'): give them in separate runs");
+  return detect_videos(args, model, videos);
 }
 
 }  // namespace yolocu::cli

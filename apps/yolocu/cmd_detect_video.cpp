@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "classes_option.hpp"
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "paths.hpp"
@@ -99,12 +100,11 @@ struct VideoRunOptions {
   double progress_s = 2;
   bool progress_asked = false;  // --progress given: lines also when stderr is not a terminal
   bool quiet = false, verbose = false, save = false, save_frames = false;
-  std::string jsonl_path, out_dir;
+  std::string jsonl_path, out_dir;  // out_dir: the run folder, claimed when --save or --save-frames writes
 };
 
-VideoRunOptions video_options(const Args& args, const std::string& out_dir) {
+VideoRunOptions video_options(const Args& args) {
   VideoRunOptions r;
-  r.out_dir = out_dir;
   VideoSourceOptions& vo = r.streams.source;
   vo.vid_stride = static_cast<int>(int_option(args, "vid-stride", 1, 1, 100000));
   vo.start_frame = int_option(args, "start", 0, 0, int64_t{1} << 40);
@@ -262,7 +262,7 @@ class VideoRun {
     if (o_.verbose)
       for (const StreamStatus& st : streams.status())
         std::fprintf(stderr, "stream %d (%s): decoder %s\n", st.stream_id, st.source.c_str(), st.info.decoder.c_str());
-    if (o_.save || o_.save_frames) std::fprintf(stderr, "results saved to %s\n", o_.out_dir.c_str());
+    if (o_.save || o_.save_frames) std::fprintf(stderr, "Results saved to %s\n", o_.out_dir.c_str());
     return status_;
   }
 
@@ -375,21 +375,23 @@ void add_video_options(std::vector<std::string>& valued, std::vector<std::string
   for (const char* f : {"save", "save-frames"}) flags.push_back(f);
 }
 
-int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, const std::string& out_dir,
-                     FrameStage* stage) {
+int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, const RunDir& out_dir,
+                     FrameStage* stage, const std::vector<std::string>& video_paths) {
   const std::string model = args.require("model");
-  const std::string source_arg = args.require("source");
-  if (!args.positional().empty()) throw UsageError("give inputs either as PATHs or with --source, not both");
-  VideoRunOptions vo = video_options(args, out_dir);
+  if (video_paths.empty() && !args.positional().empty()) throw UsageError("give inputs either as PATHs or with --source, not both");
+  VideoRunOptions vo = video_options(args);
 
   // every path is checked before the model is loaded
   check_model_file(model);
-  const std::vector<std::string> sources = is_source_list(source_arg) ? read_source_list(source_arg)
-                                                                       : std::vector<std::string>{source_arg};
+  std::vector<std::string> sources = video_paths;
+  if (sources.empty()) {
+    const std::string source_arg = args.require("source");
+    sources = is_source_list(source_arg) ? read_source_list(source_arg) : std::vector<std::string>{source_arg};
+  }
   if (!vo.jsonl_path.empty()) check_output_file("--jsonl", vo.jsonl_path);
-  if (vo.save || vo.save_frames) prepare_output_dir("--output-dir", out_dir);
+  if (vo.save || vo.save_frames) vo.out_dir = claim_run_dir(out_dir);
 
-  auto detector = Detector::create(model, detector_opts);
+  auto detector = create_detector(args, model, detector_opts);
   // GPU decoding feeds the GPU detector (device frames, no host copy); the CPU detector reads host frames
   if (detector->device() != Device::kCuda) {
     if (vo.streams.source.backend == DecodeBackend::kCuda)

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "args.hpp"
+#include "classes_option.hpp"
 #include "commands.hpp"
 #include "dataset_yaml.hpp"
 #include "eval_outputs.hpp"
@@ -198,7 +199,7 @@ int cmd_eval(int argc, char** argv) {
   if (!coco_path.empty()) check_output_file("--save-json", coco_path);
   if (!plots_dir.empty()) prepare_output_dir("--plots", plots_dir);
 
-  auto detector = Detector::create(model, opts);
+  auto detector = create_detector(args, model, opts);
   check_names(in.names, *detector, args.get("data"));
   const std::vector<std::string>& names = in.names.empty() ? detector->class_names() : in.names;
   PipelineOptions po;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "args.hpp"
+#include "classes_option.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "paths.hpp"
@@ -165,7 +166,8 @@ int cmd_inspect(int argc, char** argv) {
   }
   std::printf("status:   runnable\n");
   if (args.has("device")) {
-    const DetectorOptions o = detector_options(args, PostprocessOptions{});
+    DetectorOptions o = detector_options(args, PostprocessOptions{});
+    for (int id : class_ids_of(class_selection(args).names, model->class_names())) o.postprocess.classes.push_back(id);
     const auto det = Detector::create(model, o);
     std::printf("build:    %s, batch %d, %s\n", device_name(det->device()), o.max_batch, describe_build(*det).c_str());
   }

@@ -94,7 +94,9 @@ int cmd_track(int argc, char** argv) {
   args.require("model");
   TrackStage stage(track_options(args, out_dir, false));
   if (args.flag("save-txt")) prepare_output_dir("--output-dir", out_dir);
-  return cmd_detect_video(args, detector_options(args, family_postprocess_options()), out_dir, &stage);
+  RunDir run_dir;
+  run_dir.path = out_dir, run_dir.option = "--output-dir";
+  return cmd_detect_video(args, detector_options(args, family_postprocess_options()), run_dir, &stage);
 }
 
 }  // namespace yolocu::cli

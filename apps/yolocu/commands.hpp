@@ -17,10 +17,15 @@ int cmd_bench(int argc, char** argv);
 int cmd_track(int argc, char** argv);
 
 class FrameStage;
-// yolocu detect --source (cmd_detect_video.cpp): the option names it adds to detect's, and the run;
-// `stage` (yolocu track's trackers; nullptr for detect) sits between the detector and the outputs.
+struct RunDir;
+// yolocu detect --source (cmd_detect_video.cpp): the option names it adds to detect's, and the run
+// over `sources` (video files given as PATHs), or when that is empty over --source's (a source or
+// a source list); --save and --save-frames write into `out_dir`, claimed (claim_run_dir) when the
+// run starts. `stage` (yolocu track's trackers; nullptr for detect) sits between the detector and
+// the outputs.
 void add_video_options(std::vector<std::string>& valued, std::vector<std::string>& flags);
-int cmd_detect_video(const Args& args, const DetectorOptions& options, const std::string& out_dir, FrameStage* stage);
+int cmd_detect_video(const Args& args, const DetectorOptions& options, const RunDir& out_dir, FrameStage* stage,
+                     const std::vector<std::string>& sources = {});
 // A file-name stem per source, made unique (the names of --save videos).
 std::vector<std::string> source_stems(const std::vector<std::string>& sources);
 

@@ -11,6 +11,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "paths.hpp"
 #include "yolocu/error.hpp"
 
 namespace {
@@ -38,8 +39,9 @@ void prefer_passive_openmp_for_video(int argc, char** argv) {
       std::getenv("OMP_WAIT_POLICY"))
     return;
   bool video = false;
-  for (int i = 2; i < argc; ++i)
-    video = video || !std::strcmp(argv[i], "--source") || !std::strncmp(argv[i], "--source=", 9);
+  for (int i = 2; i < argc; ++i)  // --source, or a video file given as a PATH (by its extension)
+    video = video || !std::strcmp(argv[i], "--source") || !std::strncmp(argv[i], "--source=", 9) ||
+            (argv[i][0] != '-' && yolocu::cli::has_video_suffix(argv[i]));
   if (!video) return;
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then go on as we are

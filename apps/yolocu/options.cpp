@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "classes_option.hpp"
 #include "yolocu/error.hpp"
 
 namespace yolocu::cli {
@@ -24,11 +25,8 @@ void read_postprocess(const Args& args, PostprocessOptions& p) {
     if (max_det < 1 || max_det > 1000000) throw UsageError("--max-det must be in 1..1000000");
     p.max_det = static_cast<int>(max_det);
   }
-  if (args.has("classes")) {
-    p.classes = args.get_int_list("classes");
-    for (int c : p.classes)
-      if (c < 0) throw UsageError("--classes: class ids are >= 0");
-  }
+  // the ids; names are resolved against the model's names when it is loaded (create_detector)
+  if (args.has("classes")) p.classes = class_selection(args).ids;
   if (args.flag("agnostic") || args.flag("agnostic-nms")) p.agnostic = true;
   if (args.flag("multi-label")) p.multi_label = true;
 }

@@ -1,6 +1,7 @@
 #include "paths.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -54,6 +55,80 @@ std::vector<Source> expand_inputs(const std::vector<std::string>& specs) {
     if (e.code() == ErrorCode::kInvalidArgument) throw UsageError(e.what());  // a folder without images
     throw;
   }
+}
+
+RunDir run_dir_option(const Args& args, const std::string& default_project, const std::string& default_name) {
+  RunDir d;
+  if (args.has("output-dir")) {
+    for (const char* o : {"project", "name"})
+      if (args.has(o)) throw UsageError(std::string("--output-dir and --") + o + " exclude each other (--output-dir DIR is the run folder itself)");
+    if (args.flag("exist-ok")) throw UsageError("--output-dir DIR is written into as it is: --exist-ok is for --project / --name");
+    d.path = args.get("output-dir");
+    d.option = "--output-dir";
+    if (d.path.empty()) throw UsageError("--output-dir: empty folder name");
+    return d;
+  }
+  const std::string project = args.get("project", default_project), name = args.get("name", default_name);
+  if (project.empty()) throw UsageError("--project: empty folder name");
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+    throw UsageError("--name '" + name + "': a folder name (not empty, no '/'), e.g. predict");
+  d.path = (fs::path(project) / name).string();
+  d.numbered = !args.flag("exist-ok");
+  d.option = args.has("project") ? "--project" : args.has("name") ? "--name" : "the run folder";
+  return d;
+}
+
+std::string claim_run_dir(const RunDir& dir) {
+  if (!dir.numbered) {
+    prepare_output_dir(dir.option, dir.path);
+    return dir.path;
+  }
+  const fs::path parent = fs::path(dir.path).parent_path();
+  if (!parent.empty()) prepare_output_dir(dir.option, parent.string());
+  // ultralytics' increment_path: the path, else path2, path3, ... (the first free name); each taken
+  // with one mkdir, which fails when another run took that name first
+  for (int n = 1; n < 10000; ++n) {
+    const std::string p = n == 1 ? dir.path : dir.path + std::to_string(n);
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(p, ec))) continue;
+    if (fs::create_directory(p, ec)) return p;
+    if (ec && ec != std::errc::file_exists) throw UsageError(dir.option + " " + p + ": cannot create the folder: " + ec.message());
+  }
+  throw UsageError(dir.option + " " + dir.path + ": " + dir.path + " to " + dir.path +
+                   "9999 all exist: remove old runs, or give --exist-ok or another --name");
+}
+
+namespace {
+
+// Whether the path's extension (any case) is one of `list` (".a, .b, ...").
+bool suffix_listed(const std::string& path, const char* list) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // ".mp4" in ".asf, .avi, ...": compared as ", .mp4," in ", .asf, .avi, ...,"
+  return ext.size() > 1 && (", " + std::string(list) + ",").find(", " + ext + ",") != std::string::npos;
+}
+
+}  // namespace
+
+bool has_video_suffix(const std::string& path) { return suffix_listed(path, kVideoSuffixes); }
+
+bool is_video_path(const std::string& path) {
+  if (has_video_suffix(path)) return true;
+  if (suffix_listed(path, kImageSuffixes)) return false;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  unsigned char b[192] = {};
+  std::ifstream f(path, std::ios::binary);
+  f.read(reinterpret_cast<char*>(b), sizeof b);
+  const size_t n = static_cast<size_t>(f.gcount());
+  auto at = [&](size_t off, const char* sig, size_t len) { return n >= off + len && std::memcmp(b + off, sig, len) == 0; };
+  return at(4, "ftyp", 4) ||                                       // MP4, MOV, M4V, 3GP
+         at(0, "\x1A\x45\xDF\xA3", 4) ||                          // Matroska, WebM
+         (at(0, "RIFF", 4) && at(8, "AVI ", 4)) ||                 // AVI
+         (n >= 189 && b[0] == 0x47 && b[188] == 0x47) ||           // MPEG-TS (188-byte packets)
+         at(0, "\x00\x00\x01\xBA", 4) || at(0, "\x00\x00\x01\xB3", 4) ||  // MPEG-PS, MPEG-1/2 video
+         at(0, "\x30\x26\xB2\x75", 4) ||                          // ASF, WMV
+         at(0, "FLV\x01", 4);                                       // FLV
 }
 
 std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }

@@ -204,12 +204,13 @@ TEST(CliDetect, SaveTxtAndSaveImg) {
   ASSERT_EQ(drawn.height(), 1080);
   EXPECT_NE(std::memcmp(original.data(), drawn.data(), original.size_bytes()), 0);
 
+  fs::remove_all(dir + "/conf");
   ASSERT_EQ(run_yolocu("detect --model " + quote(f.model) + " --quiet --save-txt --save-conf --project " +
                            quote(dir + "/conf") + " " + quote(f.bus),
                        &out, &err),
             0)
       << err;
-  expect_txt(dir + "/conf/labels/bus.txt", expected_txt(f.bus_detect, 810, 1080, true));
+  expect_txt(dir + "/conf/predict/labels/bus.txt", expected_txt(f.bus_detect, 810, 1080, true));
   EXPECT_EQ(run_yolocu("detect --model " + quote(f.model) + " --save-conf " + quote(f.bus), &out, &err), 2);
 }
 

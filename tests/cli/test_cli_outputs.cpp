@@ -28,7 +28,7 @@ struct Outcome {
 
 // `yolocu <args>` in a forked child under RLIMIT_FSIZE `limit` bytes (0: none).
 Outcome run_with_file_limit(const std::string& args, rlim_t limit) {
-  const std::string cmd = quote(yolocu_binary()) + " " + args;
+  const std::string cmd = yolocu_command(args);
   int fds[2];
   if (::pipe(fds) != 0) return {};
   const pid_t pid = ::fork();
@@ -137,12 +137,12 @@ TEST(CliOutputs, LabelsImagesAndDumpsFullDiskAndSymlinks) {
   const std::string base = detect(d) + quote(d.bus) + " --output-dir " + quote(out);
   expect_full_disk_refused(base + " --save-txt", out + "/labels/bus.txt", 16);
   expect_full_disk_refused(base + " --save-img", out + "/bus.jpg", 4096);
-  expect_full_disk_refused(base + " --dump " + quote(dir + "/dump"), dir + "/dump/bus_letterboxed.npy", 4096);
+  expect_full_disk_refused(base + " --nosave --dump " + quote(dir + "/dump"), dir + "/dump/bus_letterboxed.npy", 4096);
   expect_link_replaced(base + " --save-txt", out + "/labels/bus.txt");
   EXPECT_TRUE(has_class(slurp(out + "/labels/bus.txt"), 5));  // the bus
   expect_link_replaced(base + " --save-img", out + "/bus.jpg");
   EXPECT_EQ(slurp(out + "/bus.jpg").substr(0, 3), "\xff\xd8\xff");
-  expect_link_replaced(base + " --dump " + quote(dir + "/dump"), dir + "/dump/bus_candidates.npy");
+  expect_link_replaced(base + " --nosave --dump " + quote(dir + "/dump"), dir + "/dump/bus_candidates.npy");
 }
 
 // a/x.jpg (bus) and b/x.jpg (zidane) in one run: two label files, two images, two dumps.

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 
 import pytest
 
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.skipif(not (os.path.isfile(MODEL) and os.path.isdir(IMA
 
 
 def yolocu(*args):
-    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, timeout=600)
+    # in a temporary folder: detect saves its annotated images into ./runs/detect/predict* by default
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, timeout=600, cwd=cwd)
 
 
 def two_images():

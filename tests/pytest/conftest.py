@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DATA = os.environ.get("YOLOCU_DATA_DIR") or os.path.join(REPO, "..", "shared", "data")
+DATA = os.path.abspath(os.environ.get("YOLOCU_DATA_DIR") or os.path.join(REPO, "..", "shared", "data"))  # tests run in tmp_path
 
 
 def data_path(*parts):
@@ -19,6 +19,13 @@ def data_path(*parts):
     if not os.path.exists(p):
         pytest.skip(f"test material missing: {p} (set YOLOCU_DATA_DIR)")
     return p
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """Every test runs in its own temporary folder: what a `yolocu detect` run saves by default
+    (runs/detect/predict, as ultralytics' predict) lands there, never in the repository."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture(scope="session")

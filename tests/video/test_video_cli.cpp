@@ -1,5 +1,6 @@
 // yolocu detect --source end to end: a source list with a dead source (the others complete, exit
-// status 1, the failure named), --save / --save-frames outputs, --frames, and the usage errors.
+// status 1, the failure named), --save / --save-frames outputs, --frames, video files given as
+// PATHs, and the usage errors.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include "video/video_test_util.hpp"
 #include "yolocu/video.hpp"
+#include "yolocu/video_writer.hpp"
 
 namespace yolocu {
 namespace {
@@ -51,6 +53,46 @@ TEST(VideoCli, SourceListWithADeadSourceSavesTheOthers) {
   }
 }
 
+// A video file given as a PATH takes the video run: by its extension, or (no extension) by its first
+// bytes. Nothing is saved by default; --save writes the annotated video into the run folder.
+TEST(VideoCli, VideoFilesAsPaths) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  if (!video_input_supported()) GTEST_SKIP() << "this build reads no video (built without FFmpeg)";
+  const std::string dir = test::scratch_dir("video_paths");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // three frames: 320x240 windows of bus.jpg, moving down
+  const Image image = decode_image_file(bus);
+  {
+    auto w = VideoWriter::open(dir + "/clip.mp4", 320, 240, 25);
+    for (int k = 0; k < 3; ++k) w->write(ImageView{image.row(400 + 8 * k), 320, 240, image.view().pitch_bytes});
+    w->close();
+  }
+  fs::copy_file(dir + "/clip.mp4", dir + "/clip_noext");
+  const std::string run = "cd '" + dir + "' && " + cli() + " detect --model '" + model + "' --device cpu ";
+  for (const std::string name : {"clip.mp4", "clip_noext"}) {
+    std::string log;
+    ASSERT_EQ(test::run_command(run + name + " --jsonl " + name + ".jsonl 2>&1", &log), 0) << log;
+    EXPECT_EQ(log.find("not a JPEG"), std::string::npos) << log;
+    EXPECT_NE(log.find("3 frames from 1 sources"), std::string::npos) << log;
+    std::ifstream f(dir + "/" + name + ".jsonl");
+    int lines = 0;
+    for (std::string line; std::getline(f, line); ++lines) {
+      const auto j = nlohmann::json::parse(line);
+      EXPECT_EQ(j["source"], name);
+      EXPECT_EQ(j["frame"], lines);
+      EXPECT_EQ(j["width"], 320);
+    }
+    EXPECT_EQ(lines, 3) << name;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/runs")) << "video runs save nothing unless asked";
+  std::string log;
+  ASSERT_EQ(test::run_command(run + "clip_noext --save 2>&1", &log), 0) << log;
+  EXPECT_NE(log.find("Results saved to runs/detect/predict\n"), std::string::npos) << log;
+  EXPECT_EQ(test::read_all(dir + "/runs/detect/predict/clip_noext.mp4").size(), 3u);
+}
+
 TEST(VideoCli, UsageErrors) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   const std::string m = " detect --model '" + model + "' ";
@@ -58,7 +100,11 @@ TEST(VideoCli, UsageErrors) {
     std::string args, says;
   } cases[] = {
       {"--vid-stride 2 x.jpg", "--vid-stride needs --source"},
-      {"--save x.jpg", "--save needs --source"},
+      {"--save-frames x.jpg", "--save-frames needs --source or a video PATH"},
+      {"--nosave --save x.jpg", "--nosave and --save contradict each other"},
+      {"--source x.mp4 --save-crop", "--save-crop is for images"},
+      {"--source x.mp4 --nosave --save", "--nosave and --save contradict each other"},
+      {"x.mp4 y.jpg", "the PATHs mix videos ('x.mp4') and images ('y.jpg')"},
       {"--source x.mp4 --vid-stride 0", "--vid-stride must be in 1.."},
       {"--source x.mp4 --decoder gpu", "--decoder must be auto, cpu or cuda"},
       {"--source x.mp4 --device cpu --decoder cuda", "--decoder cuda needs the GPU detector (--device cuda)"},

@@ -18,7 +18,7 @@ decode_parity() {  # eval and detect with each decoder, then their comparison (n
   for dec in cpu gpu; do
     timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
       --device cuda --batch 32 --decode "$dec" --json "$out/eval_$dec.json" >"$out/eval_$dec.log" 2>&1 || row "FAIL  yolocu eval --decode $dec (log eval_$dec.log)"
-    timeout 120 "$bin/yolocu" detect --model "$m" --device cuda --batch 2 --conf 0.25 --decode "$dec" --json "$out/detect_$dec.json" \
+    timeout 120 "$bin/yolocu" detect --model "$m" --device cuda --batch 2 --conf 0.25 --decode "$dec" --nosave --json "$out/detect_$dec.json" \
       "$d/images/bus.jpg" "$d/images/zidane.jpg" >"$out/detect_$dec.log" 2>&1 || row "FAIL  yolocu detect --decode $dec (log detect_$dec.log)"
   done
   python3 - "$out" 2>&1 <<'PY' | tee -a "$summary"
