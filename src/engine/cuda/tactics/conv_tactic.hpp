@@ -5,6 +5,7 @@
 //   cudnn_legacy.cpp  "cudnn:<ALGO>"            cudnnConvolutionForward + yolocu's epilogue kernel
 //   cudnn_graph.cpp   "cudnn-graph:e<id>;..."   one cuDNN Graph API (cudnn-frontend) fused kernel
 //   own_conv.cpp      "own:igemm-bm<rows>"      yolocu's tensor-core implicit GEMM for small layers
+//   own_dwconv.cpp    "own:dw-q<cols>r<rows>"   yolocu's depthwise (group == c == k) stencil kernel
 //   cutlass_conv.cu   "cutlass:tb<M>x<N>x<K>-s<stages>"  CUTLASS implicit GEMM, epilogue fused
 //                     (TacticLimits::cutlass; off by default until its first GPU run)
 #pragma once
@@ -60,6 +61,7 @@ struct TacticLimits {
   size_t workspace = size_t{256} << 20;  // candidates needing more are left out
   int max_graph_plans = 7;              // cudnn-graph candidates per problem, in heuristic order
   bool cutlass = false;                 // offer the cutlass family's candidates (CudaEngineOptions::cutlass_tactics)
+  bool own_depthwise = true;            // offer the own:dw family's (CudaEngineOptions::own_depthwise_tactics)
 };
 
 // Legacy cuDNN: every algorithm cuDNN supports for the problem (FP16: tensor-op math, no FFT; FP32:
@@ -83,6 +85,12 @@ std::vector<std::string> cudnn_graph_configs(cudnnHandle_t cudnn, const ConvProb
 // r * s * c <= 320 (the space-to-depth stem and other small early layers).
 std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
 
+// yolocu's depthwise kernel (own_dwconv_kernel.hpp): group == c == k, fp16 or fp32, r and s <= 9,
+// any stride, padding and dilation, bias / SiLU / residual fused, packed or pitched output; one
+// candidate per tile shape. Nothing unless lim.own_depthwise.
+std::vector<TacticPtr> own_dwconv_candidates(const ConvProblem& pb, const TacticLimits& lim);
+bool own_dwconv_shape_ok(const ConvProblem& pb);
+
 // CUTLASS's implicit-GEMM fprop (cutlass_conv.cu): fp16, groups 1, a bias, no residual, c, k and the
 // output pitch multiples of 8; one candidate per instantiated tile shape that CUTLASS can run the
 // problem with. Nothing unless lim.cutlass, or in a build without CUTLASS (cutlass_conv_available).
@@ -103,6 +111,7 @@ TacticPtr make_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std
 TacticPtr restore_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id,
                               const TacticLimits& lim, const std::vector<uint8_t>& plan);
 TacticPtr make_own_conv(const ConvProblem& pb, const std::string& id);
+TacticPtr make_own_dwconv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 TacticPtr make_cutlass_conv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 
 }  // namespace yolocu::engine

@@ -122,13 +122,14 @@ std::string tactic_device_key(int device) {
   int driver = 0;
   YOLOCU_CUDA_CHECK(cudaDriverGetVersion(&driver));
   return detail::cat(prop.name, " | sm", prop.major, prop.minor, " x", prop.multiProcessorCount, " | driver ", driver,
-                     " | cudnn ", cudnnGetVersion(), " | cudnn-frontend ", CUDNN_FRONTEND_VERSION, " | tactics 1");
+                     " | cudnn ", cudnnGetVersion(), " | cudnn-frontend ", CUDNN_FRONTEND_VERSION, " | tactics 2");
 }
 
 TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
                       const std::vector<uint8_t>* plan) {
   if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim, plan);
   if (id.rfind("cudnn:", 0) == 0) return make_cudnn_legacy(cudnn, pb, id, lim);
+  if (id.rfind("own:dw-", 0) == 0) return make_own_dwconv(pb, id, lim);
   if (id.rfind("own:", 0) == 0) return make_own_conv(pb, id);
   if (id.rfind("cutlass:", 0) == 0) return make_cutlass_conv(pb, id, lim);
   return nullptr;
@@ -148,14 +149,16 @@ Tuner::Tuner(cudnnHandle_t cudnn, const TacticLimits& limits, TacticCache* cache
 }
 
 std::string Tuner::memo_key_of(const std::string& key) const {
-  // with the cutlass family on, the candidates differ: entries of their own
-  return device_key_ + "|" + key + (limits_.cutlass ? "|cutlass" : "");
+  // with the cutlass family on or the own:dw family off, the candidates differ: entries of their own
+  return device_key_ + "|" + key + (limits_.cutlass ? "|cutlass" : "") + (limits_.own_depthwise ? "" : "|no-dw");
 }
 
 const TacticRecord* Tuner::usable_record(const std::string& sig, int batch) const {
   const TacticRecord* r = cache_ ? cache_->find(sig, batch) : nullptr;
-  // A CUTLASS choice while that family is off: the layer is tuned again without it (no warning).
-  return r && !limits_.cutlass && family_of(r->tactic) == TacticFamily::kCutlass ? nullptr : r;
+  // A CUTLASS or own:dw choice while that family is off: the layer is tuned again without it (no warning).
+  if (r && !limits_.cutlass && family_of(r->tactic) == TacticFamily::kCutlass) return nullptr;
+  if (r && !limits_.own_depthwise && r->tactic.rfind("own:dw-", 0) == 0) return nullptr;
+  return r;
 }
 
 void Tuner::set_limits(const TacticLimits& limits) {
@@ -405,7 +408,7 @@ bool Tuner::choose_from_memo(Choice& c) {
 }
 
 // Candidates in a fixed order: cuDNN graph configs in heuristic order, legacy cuDNN algorithms, own
-// kernels, CUTLASS (prebuilt ones first built on the pool, else here).
+// kernels (implicit GEMM, depthwise), CUTLASS (prebuilt ones first built on the pool, else here).
 std::vector<TacticPtr> Tuner::candidates(const Choice& c) {
   TuneBreakdown& bd = stats_.breakdown;
   std::vector<TacticPtr> cands;
@@ -433,6 +436,7 @@ std::vector<TacticPtr> Tuner::candidates(const Choice& c) {
   for (TacticPtr& t : legacy) cands.push_back(std::move(t));
   const auto o0 = Clock::now();
   std::vector<TacticPtr> own = own_conv_candidates(c.pb);
+  for (TacticPtr& t : own_dwconv_candidates(c.pb, limits_)) own.push_back(std::move(t));
   bd.add_builds(TacticFamily::kOwn, ms_since(o0), static_cast<int>(own.size()));
   for (TacticPtr& t : own) cands.push_back(std::move(t));
   const auto c0 = Clock::now();
