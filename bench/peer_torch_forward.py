@@ -98,7 +98,7 @@ def main():
                 h.remove()
             for m, xi in inputs.values():
                 c = m.conv
-                key = (xi.shape[1], c.out_channels, c.kernel_size[0], c.stride[0], xi.shape[2], xi.shape[3])
+                key = (xi.shape[1], c.out_channels, c.kernel_size[0], c.stride[0], xi.shape[2], xi.shape[3], c.groups)
                 if key in seen:
                     seen[key][1] += 1
                     continue
@@ -106,8 +106,9 @@ def main():
                 with torch.inference_mode():
                     us = 1000 * graph_ms(torch, lambda: m(xi), 10, reps=20)[0]
                 seen[key] = [us, 1]
-            for (cin, cout, k, st, h, w), (us, uses) in seen.items():
-                layer_rows.append((name.replace(".yaml", ""), b, f"{cin}->{cout} {k}x{k} s{st} {h}x{w}", uses, us))
+            for (cin, cout, k, st, h, w, g), (us, uses) in seen.items():
+                grouped = f" g{g}" if g > 1 else ""  # as the engine's LayerTime::shape
+                layer_rows.append((name.replace(".yaml", ""), b, f"{cin}->{cout} {k}x{k} s{st} {h}x{w}{grouped}", uses, us))
     if layer_rows:
         print("\n| model | batch | Conv+SiLU (cin->cout k s input) | uses | PyTorch us per use |")
         print("|---|---|---|---|---|")

@@ -155,7 +155,8 @@ struct LayerTime {
   std::string tactic;  // Conv: the tactic's name
   double flops = 0;    // Conv: 2 * MACs at this batch
   double bytes = 0;    // minimum bytes moved (inputs read once, outputs written once)
-  std::string shape;   // Conv: the ONNX convolution as "cin->cout kxk sS HxW" (input size), the key
+  std::string shape;   // Conv: the ONNX convolution as "cin->cout kxk sS HxW" (input size; " gG" appended
+                       // for G > 1 groups), the key
                        // bench/peer_torch_forward.py --per-layer prints its PyTorch times under
 };
 

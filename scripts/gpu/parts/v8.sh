@@ -3,8 +3,8 @@
 # (the engine's raw outputs, the v8 decode, the detector's CUDA cases on the sample images; the
 # _cpu cases need letterboxed_bgr, which the static set leaves out, and run in CI) and
 # compute-sanitizer on the new plain-layout kernels (Softmax, MatMul, channel Split), the fused v8
-# Detect tail and the fused C2PSA attention (memcheck and racecheck on their synthetic cases) and
-# the v8 decode; then both models on the engine against ultralytics' own in PyTorch (FP16, channels_last,
+# Detect tail and the fused C2PSA attention (memcheck and racecheck on their synthetic cases), the
+# depthwise kernel (memcheck) and the v8 decode; then both models on the engine against ultralytics' own in PyTorch (FP16, channels_last,
 # CUDA graph), same call.
 #   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
@@ -27,15 +27,20 @@ v8_bench() {
   LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/$g/ultralytics" \
     --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
     row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
-  # COMPARE_FLAGS="...": the same engines again with those flags (e.g. --no-fuse-v8-tail), this call's tactics
+  # COMPARE_FLAGS="...": the same engines again with those flags (e.g. --no-fuse-v8-tail, --no-own-dwconv),
+  # starting from a copy of this call's tactics (what they tune differently stays out of tactics_v8.json);
+  # with PROFILE=1 profiled too
   if [ -n "${COMPARE_FLAGS:-}" ]; then
-    # shellcheck disable=SC2086  # COMPARE_FLAGS: several flags
+    cp "$out/tactics_v8.json" "$out/tactics_v8_compare.json" 2>/dev/null
+    # shellcheck disable=SC2086,SC2046  # COMPARE_FLAGS: several flags; --profile or nothing
     timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
-      $COMPARE_FLAGS --tactic-cache "$out/tactics_v8.json" >"$out/bench_cuda_engine_v8_compare.log" 2>&1 ||
+      $COMPARE_FLAGS $([ "${PROFILE:-0}" = 1 ] && echo --profile) --tactic-cache "$out/tactics_v8_compare.json" \
+      >"$out/bench_cuda_engine_v8_compare.log" 2>&1 ||
       row "FAIL  bench_cuda_engine v8 $COMPARE_FLAGS (log bench_cuda_engine_v8_compare.log)"
   fi
   cp "$out/tactics_v8.json" "$final/tactics_v8.json" 2>/dev/null
-  summarize '^(yolo|device|model)|^\| yolo|tune breakdown:' "$out/bench_cuda_engine_v8.log" "$out/peer_torch_forward_v8.log" \
+  # (with PROFILE=1 also the grouped convolutions' rows: YOLO11's depthwise layers)
+  summarize '^(yolo|device|model)|^\| yolo|tune breakdown:|^  \| [0-9]+ \| .* g[0-9]+ \|' "$out/bench_cuda_engine_v8.log" "$out/peer_torch_forward_v8.log" \
     "$out/bench_cuda_engine_v8_compare.log"
 }
 
@@ -47,6 +52,7 @@ if run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_san
   sanitize memcheck test_cuda_engine 'CudaV8TailSynthetic.*'
   sanitize racecheck test_cuda_engine 'CudaV8TailSynthetic.ConcatenatedForm'
   sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*'
+  sanitize memcheck test_cuda_engine 'OwnDwConv.MatchesDirectConvolution'
   sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.PartialBlocks'
   sanitize memcheck test_postprocess_cuda 'PostprocessCuda.V8*'
   sanitize racecheck test_postprocess_cuda 'PostprocessCuda.V8*'

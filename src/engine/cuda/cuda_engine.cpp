@@ -195,8 +195,10 @@ void describe_conv(const Engine& im, const BatchExec& be, const cuda_engine_inte
   const auto strides = pn.node.attr_ints("strides", {1, 1});
   if (xs.size() == 4 && ws.size() == 4) {
     const std::string k = std::to_string(ws[2]) + "x" + std::to_string(ws[3]);
+    const int64_t group = pn.node.attr_int("group", 1);
     l.shape = std::to_string(xs[1]) + "->" + std::to_string(ws[0]) + " " + k + " s" +
-              std::to_string(strides.empty() ? 1 : strides[0]) + " " + std::to_string(xs[2]) + "x" + std::to_string(xs[3]);
+              std::to_string(strides.empty() ? 1 : strides[0]) + " " + std::to_string(xs[2]) + "x" + std::to_string(xs[3]) +
+              (group > 1 ? " g" + std::to_string(group) : "");
   }
 }
 

@@ -31,7 +31,8 @@
 namespace yolocu::engine {
 
 // Everything a tactic's validity and speed depends on: GPU name, SM count and compute capability,
-// driver, cuDNN (runtime) and cudnn-frontend versions, the tactic format.
+// driver, cuDNN (runtime) and cudnn-frontend versions, the tactic format (raised when a family
+// joins: cached layers are then tuned again with its candidates).
 std::string tactic_device_key(int device);
 
 // A candidate's output against the reference (cuda_kernels::compare_rows's sums): rel L2 and the
