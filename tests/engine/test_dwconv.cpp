@@ -200,7 +200,7 @@ TEST(OwnDwConv, OffersWhatItCanRun) {
   for (bool half : {true, false}) {
     const ConvProblem pb = dw_problem(kShapes[0], half);
     const std::vector<TacticPtr> cands = own_dwconv_candidates(pb, on);
-    ASSERT_EQ(cands.size(), 3u) << pb.signature();
+    ASSERT_EQ(cands.size(), 4u) << pb.signature();  // three tiles and the 3x3 stride-1 window
     for (const TacticPtr& t : cands) {
       EXPECT_EQ(t->id().rfind("own:dw-", 0), 0u) << t->id();
       EXPECT_EQ(family_of(t->id()), TacticFamily::kOwn) << t->id();
@@ -213,6 +213,12 @@ TEST(OwnDwConv, OffersWhatItCanRun) {
     }
     EXPECT_TRUE(own_dwconv_candidates(pb, off).empty());
     EXPECT_FALSE(make_tactic(nullptr, pb, "own:dw-q3r3", on));
+    ConvProblem s2 = pb;  // stride 2: no window tile
+    s2.str_h = s2.str_w = 2;
+    s2.p = s2.q = 10;
+    EXPECT_EQ(own_dwconv_candidates(s2, on).size(), 3u);
+    EXPECT_FALSE(make_tactic(nullptr, s2, "own:dw-q4r4w", on));
+    EXPECT_TRUE(make_tactic(nullptr, s2, "own:dw-q4r4", on));
   }
   auto refused = [&](const char* what, void (*change)(ConvProblem&)) {
     ConvProblem p = dw_problem(kShapes[0], true);
@@ -263,7 +269,8 @@ TEST(OwnDwConv, MatchesDirectConvolution) {
     for (const DwShape& s : kShapes) {
       const ConvProblem pb = dw_problem(s, half);
       const std::vector<TacticPtr> cands = own_dwconv_candidates(pb, TacticLimits{});
-      EXPECT_EQ(cands.size(), 3u) << pb.signature();
+      const bool window = s.r == 3 && s.s == 3 && s.str == 1 && s.dil == 1;
+      EXPECT_EQ(cands.size(), window ? 4u : 3u) << pb.signature();
       for (const TacticPtr& t : cands) {
         expect_matches(pb, *t);
         ++ran;
@@ -329,12 +336,13 @@ TEST(OwnDwConv, PassesTheTunersCheck) {
         ++checked;
       }
     }
-  // the 3x3 layers with channels a multiple of 8 (YOLO11's) are always checked: 3 shapes x 3 tiles x 2 dtypes
-  EXPECT_GE(checked, 18);
+  // the 3x3 layers with channels a multiple of 8 (YOLO11's) are always checked: 3 shapes x 3 or 4
+  // tiles x 2 dtypes
+  EXPECT_GE(checked, 22);
 }
 
 // The tuner on a YOLO11-sized depthwise layer (batch 8, 40x40, 64 channels): every family's
-// candidates checked and timed, the three own:dw ones among them (each passing the check), and
+// candidates checked and timed, the four own:dw ones among them (each passing the check), and
 // without the family the choice is another family's.
 TEST(OwnDwConv, TunerChoosesAmongThem) {
   YOLOCU_REQUIRE_GPU();
@@ -365,7 +373,7 @@ TEST(OwnDwConv, TunerChoosesAmongThem) {
     std::printf("[ own:dw ] %s: %d candidates, %d rejected, chosen %s (%.1f us)\n",
                 with_dw ? "with the family" : "without it", out.candidates, out.rejected, out.tactic->id().c_str(),
                 out.us);
-    EXPECT_EQ(bd.built[static_cast<int>(TacticFamily::kOwn)], with_dw ? 3 : 0);
+    EXPECT_EQ(bd.built[static_cast<int>(TacticFamily::kOwn)], with_dw ? 4 : 0);
     EXPECT_GT(out.us, 0);
     const bool dw_won = out.tactic->id().rfind("own:dw-", 0) == 0;
     if (!with_dw) {

@@ -5,7 +5,7 @@
 //   cudnn_legacy.cpp  "cudnn:<ALGO>"            cudnnConvolutionForward + yolocu's epilogue kernel
 //   cudnn_graph.cpp   "cudnn-graph:e<id>;..."   one cuDNN Graph API (cudnn-frontend) fused kernel
 //   own_conv.cpp      "own:igemm-bm<rows>"      yolocu's tensor-core implicit GEMM for small layers
-//   own_dwconv.cpp    "own:dw-q<cols>r<rows>"   yolocu's depthwise (group == c == k) stencil kernel
+//   own_dwconv.cpp    "own:dw-q<cols>r<rows>[w]"  yolocu's depthwise (group == c == k) stencil kernel
 //   cutlass_conv.cu   "cutlass:tb<M>x<N>x<K>-s<stages>"  CUTLASS implicit GEMM, epilogue fused
 //                     (TacticLimits::cutlass; off by default until its first GPU run)
 #pragma once

@@ -1,6 +1,7 @@
 // The "own:dw" tactic family: yolocu's depthwise convolution (own_dwconv_kernel.cu) for layers whose
 // groups are their channels (group == c == k), fp16 or fp32, epilogue fused; one candidate per tile
-// shape. Ids: "own:dw-q<cols>r<rows>" (DwTile: output columns per thread, rows per block).
+// shape. Ids: "own:dw-q<cols>r<rows>[w]" (DwTile: output columns per thread, rows per block, "w": the
+// register window of 3x3 stride-1 layers).
 #include <string>
 
 #include "engine/cuda/tactics/conv_tactic.hpp"
@@ -10,8 +11,9 @@ namespace yolocu::engine {
 namespace {
 
 // 8 rows of single pixels (most threads, short rows), 8 rows of pairs, 4 rows of quadruples (fewer
-// weight loads per output, longer rows)
-constexpr DwTile kTiles[] = {{1, 8}, {2, 8}, {4, 4}};
+// weight loads per output, longer rows); 4 rows of adjacent quadruples with a register window
+// (3x3 stride 1: each input vector loaded and converted once per filter row, not three times)
+constexpr DwTile kTiles[] = {{1, 8, false}, {2, 8, false}, {4, 4, false}, {4, 4, true}};
 
 DwConvArgs args_of(const ConvProblem& pb) {
   DwConvArgs a;
@@ -35,13 +37,16 @@ DwConvArgs args_of(const ConvProblem& pb) {
   return a;
 }
 
-std::string id_of(const DwTile& t) { return "own:dw-q" + std::to_string(t.cols) + "r" + std::to_string(t.rows); }
+std::string id_of(const DwTile& t) {
+  return "own:dw-q" + std::to_string(t.cols) + "r" + std::to_string(t.rows) + (t.window ? "w" : "");
+}
 
 class DwTactic final : public ConvTactic {
  public:
   DwTactic(const ConvProblem& pb, const DwTile& t) : pb_(pb), tile_(t), id_(id_of(t)) {
     name_ = "yolocu depthwise " + std::to_string(pb.r) + "x" + std::to_string(pb.s) + " s" +
-            std::to_string(pb.str_h) + " q" + std::to_string(t.cols) + "r" + std::to_string(t.rows);
+            std::to_string(pb.str_h) + " q" + std::to_string(t.cols) + "r" + std::to_string(t.rows) +
+            (t.window ? " window" : "");
   }
   const std::string& id() const override { return id_; }
   const std::string& name() const override { return name_; }
@@ -72,14 +77,18 @@ bool own_dwconv_shape_ok(const ConvProblem& pb) {
 std::vector<TacticPtr> own_dwconv_candidates(const ConvProblem& pb, const TacticLimits& lim) {
   std::vector<TacticPtr> out;
   if (!lim.own_depthwise || !own_dwconv_shape_ok(pb)) return out;
-  for (const DwTile& t : kTiles) out.push_back(std::make_unique<DwTactic>(pb, t));
+  for (const DwTile& t : kTiles)
+    if (!t.window || dwconv_window_ok(args_of(pb))) out.push_back(std::make_unique<DwTactic>(pb, t));
   return out;
 }
 
 TacticPtr make_own_dwconv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim) {
   if (!lim.own_depthwise || !own_dwconv_shape_ok(pb)) return nullptr;
   for (const DwTile& t : kTiles)
-    if (id == id_of(t)) return std::make_unique<DwTactic>(pb, t);
+    if (id == id_of(t)) {
+      if (t.window && !dwconv_window_ok(args_of(pb))) return nullptr;
+      return std::make_unique<DwTactic>(pb, t);
+    }
   return nullptr;
 }
 

@@ -13,7 +13,9 @@
 //   3. Epilogue in float32: + bias, SiLU, + residual, one rounding to the activation dtype, one
 //      vector store per pixel.
 // KS > 0: a KS x KS filter known at compile time (loops unrolled: every load of a row in flight at
-// once); KS == 0: r x s from the arguments.
+// once); KS == 0: r x s from the arguments. WIN (KS > 0, stride and dilation 1): a thread's TQ
+// pixels are adjacent instead, and each filter row's TQ + KS - 1 input vectors are loaded and
+// converted once into a register window that all its taps read.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -118,7 +120,49 @@ __device__ __forceinline__ void load_w(const float* p, float (&w)[V]) {
   }
 }
 
-template <typename T, int V, int TQ, int KS>
+// Accumulates filter row `i` (input row pointer xr, valid when row_ok) into acc.
+template <typename T, int V, int TQ, int KS, bool WIN>
+__device__ __forceinline__ void accumulate_row(const Params& P, const T* xr, bool row_ok, const int (&ix0)[TQ],
+                                               const float* wrow, int cbn, int s, float (&acc)[TQ][V]) {
+  if constexpr (WIN) {
+    constexpr int kWin = TQ + KS - 1;  // ix0[j] == ix0[0] + j
+    float xv[kWin][V];
+#pragma unroll
+    for (int m = 0; m < kWin; ++m) {
+      const int ix = ix0[0] + m;
+      const bool ok = row_ok && static_cast<unsigned>(ix) < static_cast<unsigned>(P.w_);
+      load_vec<T, V>(xr + (ok ? ix : 0) * P.c, ok, xv[m]);
+    }
+#pragma unroll
+    for (int k = 0; k < KS; ++k) {
+      float wv[V];
+      load_w<V>(wrow + k * cbn, wv);
+#pragma unroll
+      for (int j = 0; j < TQ; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[j][e] = fmaf(xv[j + k][e], wv[e], acc[j][e]);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < s; ++k) {
+      float wv[V];
+      load_w<V>(wrow + k * cbn, wv);
+      float xv[TQ][V];
+#pragma unroll
+      for (int j = 0; j < TQ; ++j) {
+        const int ix = ix0[j] + k * P.dil_w;
+        const bool ok = row_ok && static_cast<unsigned>(ix) < static_cast<unsigned>(P.w_);
+        load_vec<T, V>(xr + (ok ? ix : 0) * P.c, ok, xv[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < TQ; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[j][e] = fmaf(xv[j][e], wv[e], acc[j][e]);
+    }
+  }
+}
+
+template <typename T, int V, int TQ, int KS, bool WIN>
 __global__ void __launch_bounds__(kThreads) dwconv_kernel(Params P) {
   extern __shared__ float4 smem_f4[];
   float* wsm = reinterpret_cast<float*>(smem_f4);
@@ -141,11 +185,12 @@ __global__ void __launch_bounds__(kThreads) dwconv_kernel(Params P) {
   const int ty = t % P.tiles_y, img = t / P.tiles_y;
   const int oy = ty * P.th + sy, ch0 = cb0 + lane * V;
   if (oy >= P.p || ch0 >= P.c) return;  // (V divides c: the whole vector is in range)
-  const int ox0 = tx * P.tws * TQ + sx;
+  // this thread's output columns: ox0 + j * step
+  const int ox0 = WIN ? (tx * P.tws + sx) * TQ : tx * P.tws * TQ + sx, step = WIN ? 1 : P.tws;
   const T* xi = static_cast<const T*>(P.x) + static_cast<int64_t>(img) * P.h * P.w_ * P.c + ch0;
   int ix0[TQ];
 #pragma unroll
-  for (int j = 0; j < TQ; ++j) ix0[j] = (ox0 + j * P.tws) * P.str_w - P.pad_w;
+  for (int j = 0; j < TQ; ++j) ix0[j] = (ox0 + j * step) * P.str_w - P.pad_w;
 
   float acc[TQ][V];
 #pragma unroll
@@ -158,22 +203,7 @@ __global__ void __launch_bounds__(kThreads) dwconv_kernel(Params P) {
     const int iy = oy * P.str_h - P.pad_h + i * P.dil_h;
     const bool row_ok = static_cast<unsigned>(iy) < static_cast<unsigned>(P.h);
     const T* xr = xi + (row_ok ? iy : 0) * P.w_ * P.c;  // (h * w * c < 2^31: dwconv_unsupported)
-#pragma unroll
-    for (int k = 0; k < s; ++k) {
-      float wv[V];
-      load_w<V>(wl + (i * s + k) * cbn, wv);
-      float xv[TQ][V];
-#pragma unroll
-      for (int j = 0; j < TQ; ++j) {
-        const int ix = ix0[j] + k * P.dil_w;
-        const bool ok = row_ok && static_cast<unsigned>(ix) < static_cast<unsigned>(P.w_);
-        load_vec<T, V>(xr + (ok ? ix : 0) * P.c, ok, xv[j]);
-      }
-#pragma unroll
-      for (int j = 0; j < TQ; ++j)
-#pragma unroll
-        for (int e = 0; e < V; ++e) acc[j][e] = fmaf(xv[j][e], wv[e], acc[j][e]);
-    }
+    accumulate_row<T, V, TQ, KS, WIN>(P, xr, row_ok, ix0, wl + i * s * cbn, cbn, s, acc);
   }
 
   // 3. epilogue
@@ -185,7 +215,7 @@ __global__ void __launch_bounds__(kThreads) dwconv_kernel(Params P) {
   const int64_t row = (static_cast<int64_t>(img) * P.p + oy) * P.q;
 #pragma unroll
   for (int j = 0; j < TQ; ++j) {
-    const int ox = ox0 + j * P.tws;
+    const int ox = ox0 + j * step;
     if (ox >= P.q) break;
     float v[V];
 #pragma unroll
@@ -207,28 +237,29 @@ using Kernel = void (*)(Params);
 
 template <typename T, int V, int TQ>
 Kernel pick_filter(bool k3) {
-  return k3 ? dwconv_kernel<T, V, TQ, 3> : dwconv_kernel<T, V, TQ, 0>;
+  return k3 ? dwconv_kernel<T, V, TQ, 3, false> : dwconv_kernel<T, V, TQ, 0, false>;
 }
 template <typename T, int V>
-Kernel pick_cols(int cols, bool k3) {
+Kernel pick_cols(int cols, bool k3, bool window) {
+  if (window) return dwconv_kernel<T, V, 4, 3, true>;
   switch (cols) {
     case 1: return pick_filter<T, V, 1>(k3);
     case 2: return pick_filter<T, V, 2>(k3);
     default: return pick_filter<T, V, 4>(k3);
   }
 }
-Kernel pick(bool half, int v, int cols, bool k3) {
+Kernel pick(bool half, int v, int cols, bool k3, bool window) {
   if (half) {
     switch (v) {
-      case 8: return pick_cols<__half, 8>(cols, k3);
-      case 2: return pick_cols<__half, 2>(cols, k3);
-      default: return pick_cols<__half, 1>(cols, k3);
+      case 8: return pick_cols<__half, 8>(cols, k3, window);
+      case 2: return pick_cols<__half, 2>(cols, k3, window);
+      default: return pick_cols<__half, 1>(cols, k3, window);
     }
   }
   switch (v) {
-    case 4: return pick_cols<float, 4>(cols, k3);
-    case 2: return pick_cols<float, 2>(cols, k3);
-    default: return pick_cols<float, 1>(cols, k3);
+    case 4: return pick_cols<float, 4>(cols, k3, window);
+    case 2: return pick_cols<float, 2>(cols, k3, window);
+    default: return pick_cols<float, 1>(cols, k3, window);
   }
 }
 
@@ -250,6 +281,10 @@ std::string dwconv_unsupported(const DwConvArgs& a) {
   return "";
 }
 
+bool dwconv_window_ok(const DwConvArgs& a) {
+  return a.r == 3 && a.s == 3 && a.str_h == 1 && a.str_w == 1 && a.dil_h == 1 && a.dil_w == 1;
+}
+
 int dwconv_vector(const DwConvArgs& a) {
   const int es = a.half ? 2 : 4;
   const int yp = a.y_pitch > 0 ? a.y_pitch : a.c;
@@ -265,8 +300,10 @@ int dwconv_vector(const DwConvArgs& a) {
 void dwconv_run(const DwConvArgs& a, const DwTile& tile, cudaStream_t stream) {
   const std::string why = dwconv_unsupported(a);
   YOLOCU_CHECK(why.empty(), kUnsupported, "depthwise convolution: ", why);
-  YOLOCU_CHECK((tile.cols == 1 || tile.cols == 2 || tile.cols == 4) && tile.rows >= 1, kInternal,
-               "depthwise convolution: a tile of ", tile.cols, " columns, ", tile.rows, " rows");
+  YOLOCU_CHECK((tile.cols == 1 || tile.cols == 2 || tile.cols == 4) && tile.rows >= 1 &&
+                   (!tile.window || (tile.cols == 4 && dwconv_window_ok(a))),
+               kInternal, "depthwise convolution: a tile of ", tile.cols, " columns, ", tile.rows, " rows",
+               tile.window ? " (window)" : "");
   const int v = dwconv_vector(a);
   Params P{};
   P.x = a.x;
@@ -304,7 +341,7 @@ void dwconv_run(const DwConvArgs& a, const DwTile& tile, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(a.r) * a.s * P.lanes * v * sizeof(float);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(cblocks));
   const unsigned threads = static_cast<unsigned>(P.lanes * P.tws * P.th);
-  pick(a.half, v, tile.cols, a.r == 3 && a.s == 3)<<<grid, threads, smem, stream>>>(P);
+  pick(a.half, v, tile.cols, a.r == 3 && a.s == 3, tile.window)<<<grid, threads, smem, stream>>>(P);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 

@@ -26,15 +26,20 @@ struct DwConvArgs {
   bool half = true, silu = false;
 };
 
-// A tile shape (a tactic candidate): each thread computes `cols` output pixels of one row (interleaved
-// with its neighbours': adjacent threads read adjacent pixels) for a vector of channels; a block of
-// about 256 threads stacks up to `rows` output rows (more when the image is narrow).
+// A tile shape (a tactic candidate): each thread computes `cols` output pixels of one row (1, 2 or
+// 4; interleaved with its neighbours': adjacent threads read adjacent pixels) for a vector of
+// channels; a block of about 256 threads stacks up to `rows` output rows (more when the image is
+// narrow). window: the thread's 4 pixels adjacent instead, each filter row's 6 input pixels loaded
+// once into registers (3x3, stride and dilation 1 only: dwconv_window_ok).
 struct DwTile {
   int cols = 1, rows = 1;
+  bool window = false;
 };
 
 // "" if the kernel runs this shape, else why not.
 std::string dwconv_unsupported(const DwConvArgs& a);
+// True if a window tile runs this shape: a 3x3 filter, stride and dilation 1.
+bool dwconv_window_ok(const DwConvArgs& a);
 // Channels per thread the launch will use for these buffers: the widest vector (16 bytes at most)
 // that divides c and the output pitch and to which x, y and the residual are aligned.
 int dwconv_vector(const DwConvArgs& a);
