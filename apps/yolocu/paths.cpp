@@ -12,6 +12,7 @@
 
 #include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
+#include "yolocu/video.hpp"
 
 namespace yolocu::cli {
 namespace fs = std::filesystem;
@@ -113,9 +114,14 @@ bool suffix_listed(const std::string& path, const char* list) {
 bool has_video_suffix(const std::string& path) { return suffix_listed(path, kVideoSuffixes); }
 
 bool is_video_path(const std::string& path) {
+  // a stream URL (rtsp://, http(s)://... not naming an image file) or a camera (/dev/videoN, or a
+  // bare number as ultralytics' source=0 unless a file of that name exists)
+  const SourceKind kind = classify_source(path);
+  std::error_code ec;
+  if (kind == SourceKind::kNetwork) return !suffix_listed(path, kImageSuffixes);
+  if (kind == SourceKind::kCamera) return !fs::is_regular_file(path, ec);
   if (has_video_suffix(path)) return true;
   if (suffix_listed(path, kImageSuffixes)) return false;
-  std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
   unsigned char b[192] = {};
   std::ifstream f(path, std::ios::binary);

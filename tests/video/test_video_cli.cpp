@@ -93,6 +93,22 @@ TEST(VideoCli, VideoFilesAsPaths) {
   EXPECT_EQ(test::read_all(dir + "/runs/detect/predict/clip_noext.mp4").size(), 3u);
 }
 
+// A stream URL given as a PATH takes the video run (a refused connection on a closed loopback port:
+// exit 1 naming the source, credentials redacted), not the image reader's "no such file".
+TEST(VideoCli, StreamUrlAsPath) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  if (!video_input_supported()) GTEST_SKIP() << "this build reads no video (built without FFmpeg)";
+  std::string log;
+  const int rc = test::run_command(cli() + " detect --model '" + model +
+                                       "' --device cpu rtsp://user:secret@127.0.0.1:9/cam --timeout 2 --reconnects 0 2>&1",
+                                   &log);
+  EXPECT_EQ(rc, 1) << log;
+  EXPECT_NE(log.find("rtsp://***@127.0.0.1:9/cam"), std::string::npos) << log;
+  EXPECT_EQ(log.find("secret"), std::string::npos) << log;
+  EXPECT_NE(log.find("0 frames from 1 sources"), std::string::npos) << log;  // the video run's summary
+  EXPECT_EQ(log.find("not a JPEG"), std::string::npos) << log;
+}
+
 TEST(VideoCli, UsageErrors) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   const std::string m = " detect --model '" + model + "' ";
