@@ -66,6 +66,8 @@ void print_help() {
       "  --contexts N       execution contexts (GPU: streams with their own engine); N batches in flight (1)\n"
       "  --max-device-memory SIZE  GPU memory budget per context, e.g. 2G (none)\n"
       "  --tune-batches 1 8 32  GPU: batch sizes whose tactics are tuned at build (1 and --batch)\n"
+      "  --pad-batches      GPU: run only the batch sizes 1, 2, 4, ... and --batch, padding a partial\n"
+      "                     batch up to the next (fewer sizes to prepare: faster cold start of many streams)\n"
       "  --tactic-cache FILE GPU tactic cache ($YOLOCU_TACTIC_CACHE, else ~/.cache/yolocu/tactics.json;\n"
       "                     none: tune every build)\n"
       "outputs (DIR: the run folder, created only when something is saved into it):\n"

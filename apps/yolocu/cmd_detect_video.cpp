@@ -155,9 +155,12 @@ void warm_up_batch_sizes(Detector& detector, size_t batch_size, bool quiet) {
   std::vector<int> sizes;
   for (int b = 1; b <= warm_sizes; ++b) sizes.push_back(b);
   detector.warm_up(sizes);
-  if (!quiet)
-    std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s\n", warm_sizes,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count());
+  if (quiet) return;
+  std::string runs;  // --pad-batches: the sizes the engine runs
+  for (int b : detector.build_info().engine_batches) runs += " " + std::to_string(b);
+  std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s%s%s%s\n", warm_sizes,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count(),
+               runs.empty() ? "" : " (padded to the engine sizes", runs.c_str(), runs.empty() ? "" : ")");
 }
 
 // Ctrl-C while it lives: stops the streams (the outputs are then finished); the previous handler
