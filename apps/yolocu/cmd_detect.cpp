@@ -106,6 +106,9 @@ void print_help() {
       "                     (2); shown on a terminal, elsewhere only when given. Images: '[done/total]\n"
       "                     img/s, ETA', off a terminal (S > 0 given) a line every 50 images\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
+      "  --timeline FILE    video run: per-batch stage times (batch assembly, read/decode, GPU frames\n"
+      "                     ready, letterbox, engine, post-processing, host sync) as medians on stderr with\n"
+      "                     NVDEC utilisation from NVML, and FILE as a Chrome trace\n"
       "  --quiet            no progress, summary or 'Results saved to DIR' on stderr\n"
       "Output files are written whole or not at all (a temporary file beside each, renamed over it),\n"
       "leaving the previous file in place on a failure. A failed write of an image's outputs names the\n"
@@ -261,6 +264,8 @@ int cmd_detect(int argc, char** argv) {
   // video files among the PATHs (by extension, else by their first bytes) take the video run
   std::vector<std::string> videos, images;
   for (const std::string& p : args.positional()) (is_video_path(p) ? videos : images).push_back(p);
+  if (videos.empty() && args.has("timeline"))
+    throw UsageError("--timeline needs a video run (--source or video files); for images see yolocu bench --timeline");
   if (videos.empty()) return detect_images(args, model);
   if (!images.empty())
     throw UsageError("the PATHs mix videos ('" + videos[0] + "') and images ('" + images[0] + "'): give them in separate runs");

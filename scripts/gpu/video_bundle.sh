@@ -95,7 +95,7 @@ PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig PKG_CONFIG_PATH= cmake -S . -B "$bdir" -
 grep -q "video input on: libavformat" "$work/cmake.log" || { echo "[video-bundle] yolocu did not find the minimal FFmpeg" >&2; exit 1; }
 grep -q "FFMPEG_LIBRARY_DIRS:INTERNAL=$prefix/lib" "$bdir/CMakeCache.txt" ||
   { echo "[video-bundle] $bdir uses another FFmpeg than $prefix (delete $bdir and rerun)" >&2; exit 1; }
-targets="yolocu_cli bench_video_decode bench_track test_video_cuda test_nv12_convert test_letterbox_image_cuda test_device_image_cuda"
+targets="yolocu_cli bench_video_decode bench_track bench_warm_up test_video_cuda test_nv12_convert test_letterbox_image_cuda test_device_image_cuda"
 echo "[video-bundle] building $targets in $bdir (-j$jobs)"
 cmake --build "$bdir" -j"$jobs" --target $targets
 

@@ -17,8 +17,14 @@
 #      the 1080p clip, yolov5n FP16 batch 32: bench_track (detection vs detection + 32 ByteTrack
 #      trackers and counting lines, decoding excluded) and yolocu detect vs yolocu track end to end
 #      (NVDEC, frames/s of each and the difference).
+#   6. warm start (issue #35), only with WARM=1 (with the rest) or WARM_ONLY=1 (just this and the
+#      probe, ~4 minutes): bench_warm_up, yolov5n FP16, every batch size 1..WARM_BATCH (32) made
+#      ready, each way twice on a fresh tactic cache file of its own (the first process cold, the
+#      second from the file): every untuned size derived, then --pad-batches (only 1, 2, 4, ... and
+#      32 run); then each way's engine time per batch size (what padding costs).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
-# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32).
+# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
+# WARM_BATCH (default 32).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -74,7 +80,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
-if [ "${TRACK_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
+if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
   # exactness tests compare two paths through the same engine: quick tactic tuning is enough
@@ -172,6 +178,25 @@ if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
     timeout 300 "$bin/yolocu" $cmd --model "$model" --source "$out/track_streams.txt" --device cuda --precision fp16 \
       --decoder cuda --batch "$k" --progress 0 >"$out/cli_$cmd.log" 2>&1 || row "FAIL  yolocu $cmd (log cli_$cmd.log)"
     row "yolocu $cmd, $k x 1080p H.264 streams, NVDEC, yolov5n FP16 batch $k: $(fps_of "$out/cli_$cmd.log") frames/s"
+  done
+fi
+
+if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
+  wb=${WARM_BATCH:-32}
+  step "warm start: batch sizes 1..$wb, cold and from the cache file, derived vs --pad-batches"
+  unset YOLOCU_TUNE_QUICK
+  for mode in derive pad; do
+    flag=()
+    [ "$mode" = pad ] && flag=(--pad-batches)
+    cache=$out/warm_$mode.json
+    rm -f "$cache"
+    for start in cold cached; do
+      log=$out/warm_${mode}_$start.log
+      timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1 ||
+        row "FAIL  bench_warm_up $mode $start (log warm_${mode}_$start.log)"
+      row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
+    done
+    grep '^engine ms' "$out/warm_${mode}_cached.log" | sed "s/^/$mode: /" | tee -a "$summary"
   done
 fi
 
