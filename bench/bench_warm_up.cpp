@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
                 b.tactic_plans_restored, warm_s, sizes.empty() ? "" : " [engine sizes ", sizes.c_str(),
                 sizes.empty() ? " [every size]" : "]", o.precision == yolocu::Precision::kFloat16 ? "fp16" : "fp32",
                 b.tactic_cache.empty() ? "none" : b.tactic_cache.c_str());
+    std::printf("warm-up: %d sizes derived in %.0f ms (plans built / restored on all cores %.0f ms, then on the "
+                "engine's thread %.0f ms), %d derived plans restored from the file\n",
+                b.derived_batches, b.derive_ms, b.derive_pool_ms, b.derive_finish_ms, b.derived_plans_restored);
     // What each size costs once ready.
     std::vector<uint8_t> pixels(640 * 480 * 3, 114);
     const yolocu::ImageView im{pixels.data(), 640, 480, 640 * 3};

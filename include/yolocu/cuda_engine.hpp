@@ -150,6 +150,8 @@ struct CudaEngineStats {
   int derived_batches = 0;
   double derive_ms = 0;
   int derived_plans_restored = 0;
+  double derive_pool_ms = 0;    // of derive_ms: the plans built or restored on all cores
+  double derive_finish_ms = 0;  // ... then on the engine's thread (plans serialised for the file)
   // pad_batches: the sizes runs execute (ascending; empty without padding), and the rows computed
   // past the runs' batches so far.
   std::vector<int> anchors;

@@ -191,6 +191,12 @@ struct BuildInfo {
   std::string tune_breakdown;      // GPU: where tune_ms went ("tune breakdown: ...", CudaEngineStats)
   std::vector<int> direct_stem_batches;  // GPU: tuned batch sizes whose first layer runs as the direct stem kernel
   std::vector<int> engine_batches;  // GPU with pad_batches: the only batch sizes the engine runs (else empty)
+  // GPU, updated by warm_up(): the batch sizes derived so far (not tuned), the host time that took,
+  // of it the plans built or restored on all cores and the rest on the engine's thread (plans
+  // serialised for the cache file), and the derived plans restored from that file.
+  int derived_batches = 0;
+  double derive_ms = 0, derive_pool_ms = 0, derive_finish_ms = 0;
+  int derived_plans_restored = 0;
 };
 
 class Detector {

@@ -218,6 +218,12 @@ class CudaDetector final : public Detector {
       }
       YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     }
+    const CudaEngineStats st = contexts_.front()->engine->stats();
+    build_info_.derived_batches = st.derived_batches;
+    build_info_.derive_ms = st.derive_ms;
+    build_info_.derive_pool_ms = st.derive_pool_ms;
+    build_info_.derive_finish_ms = st.derive_finish_ms;
+    build_info_.derived_plans_restored = st.derived_plans_restored;
   }
   std::vector<BatchSpan> take_timeline() override {
     std::lock_guard<std::mutex> lock(timeline_mutex_);

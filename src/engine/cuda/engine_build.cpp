@@ -209,6 +209,8 @@ void Engine::prepare_batches(const std::vector<int>& sizes) {
   }
   stats.derived_batches += static_cast<int>(todo.size());
   stats.derived_plans_restored = tuner->stats().derived_restored;
+  stats.derive_pool_ms = tuner->stats().derive_pool_ms;
+  stats.derive_finish_ms = tuner->stats().derive_finish_ms;
   stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
