@@ -2,6 +2,8 @@
 // StreamSet (one reader thread each). Decoding only, no detection. Prints frames/s as the median of
 // --runs passes. --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host
 // frames; cuda: NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
+// With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
+// "NVDEC utilisation ...", or why there is none).
 //
 //   bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda]
 //     --threads N   libavcodec threads per decoder (0 = FFmpeg's choice; default 0; cpu only)
@@ -11,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "nvml_sampler.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/video.hpp"
 #include "yolocu/video_streams.hpp"
@@ -39,6 +43,8 @@ int main(int argc, char** argv) {
     const yolocu::SourceInfo info = yolocu::FrameSource::open(file, o)->info();
     std::vector<double> fps;
     int64_t frames = 0;
+    std::unique_ptr<yolocu::cli::NvmlSampler> nvml;
+    if (o.backend == yolocu::DecodeBackend::kCuda) nvml = std::make_unique<yolocu::cli::NvmlSampler>();
     for (int r = 0; r < runs; ++r) {
       frames = 0;
       const auto t0 = std::chrono::steady_clock::now();
@@ -56,11 +62,13 @@ int main(int argc, char** argv) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fps.push_back(static_cast<double>(frames) / s);
     }
+    if (nvml) nvml->stop();
     std::sort(fps.begin(), fps.end());
     std::printf("%s: %dx%d %s, %s, decoder threads %d, %d stream(s): %lld frames per pass, %.1f frames/s "
                 "(median of %d; min %.1f, max %.1f)\n",
                 file.c_str(), info.width, info.height, info.codec.c_str(), info.decoder.c_str(), threads, streams,
                 static_cast<long long>(frames), fps[fps.size() / 2], runs, fps.front(), fps.back());
+    if (nvml) std::printf("%s\n", nvml->summary().c_str());
   } catch (const yolocu::Error& e) {
     std::fprintf(stderr, "bench_video_decode: %s\n", e.what());
     return 1;

@@ -67,6 +67,8 @@ void print_help() {
       "  --contexts N       execution contexts (GPU: streams with their own engine); N batches in flight (1)\n"
       "  --max-device-memory SIZE  GPU memory budget per context, e.g. 2G (none)\n"
       "  --tune-batches 1 8 32  GPU: batch sizes whose tactics are tuned at build (1 and --batch)\n"
+      "  --pad-batches      GPU: run only the batch sizes 1, 2, 4, ... and --batch, padding a partial\n"
+      "                     batch up to the next (fewer sizes to prepare: faster cold start of many streams)\n"
       "  --tactic-cache FILE GPU tactic cache ($YOLOCU_TACTIC_CACHE, else ~/.cache/yolocu/tactics.json;\n"
       "                     none: tune every build)\n"
       "outputs (DIR: the run folder, created only when something is saved into it):\n"
@@ -105,6 +107,9 @@ void print_help() {
       "                     (2); shown on a terminal, elsewhere only when given. Images: '[done/total]\n"
       "                     img/s, ETA', off a terminal (S > 0 given) a line every 50 images\n"
       "  --batch N          with --source: frames per detector call (default: the number of sources, <= 16)\n"
+      "  --timeline FILE    video run: per-batch stage times (batch assembly, read/decode, GPU frames\n"
+      "                     ready, letterbox, engine, post-processing, host sync) as medians on stderr with\n"
+      "                     NVDEC utilisation from NVML, and FILE as a Chrome trace\n"
       "  --quiet            no progress, summary or 'Results saved to DIR' on stderr\n"
       "Output files are written whole or not at all (a temporary file beside each, renamed over it),\n"
       "leaving the previous file in place on a failure. A failed write of an image's outputs names the\n"
@@ -260,6 +265,8 @@ int cmd_detect(int argc, char** argv) {
   // video files among the PATHs (by extension, else by their first bytes) take the video run
   std::vector<std::string> videos, images;
   for (const std::string& p : args.positional()) (is_video_path(p) ? videos : images).push_back(p);
+  if (videos.empty() && args.has("timeline"))
+    throw UsageError("--timeline needs a video run (--source or video files); for images see yolocu bench --timeline");
   if (videos.empty()) return detect_images(args, model);
   if (!images.empty())
     throw UsageError("the PATHs mix videos ('" + videos[0] + "') and images ('" + images[0] + "'): give them in separate runs");

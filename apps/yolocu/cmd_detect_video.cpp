@@ -24,6 +24,7 @@
 #include "json_out.hpp"
 #include "paths.hpp"
 #include "video_stage.hpp"
+#include "video_timeline.hpp"
 #include "yolocu/annotate.hpp"
 #include "yolocu/atomic_file.hpp"
 #include "yolocu/error.hpp"
@@ -155,9 +156,12 @@ void warm_up_batch_sizes(Detector& detector, size_t batch_size, bool quiet) {
   std::vector<int> sizes;
   for (int b = 1; b <= warm_sizes; ++b) sizes.push_back(b);
   detector.warm_up(sizes);
-  if (!quiet)
-    std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s\n", warm_sizes,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count());
+  if (quiet) return;
+  std::string runs;  // --pad-batches: the sizes the engine runs
+  for (int b : detector.build_info().engine_batches) runs += " " + std::to_string(b);
+  std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s%s%s%s\n", warm_sizes,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count(),
+               runs.empty() ? "" : " (padded to the engine sizes", runs.c_str(), runs.empty() ? "" : ")");
 }
 
 // Ctrl-C while it lives: stops the streams (the outputs are then finished); the previous handler
@@ -219,14 +223,20 @@ class VideoRun {
   }
 
   // The batches of the streams until they end (or Ctrl-C stops them); the clock starts here.
-  void run(StreamSet& streams, size_t batch_size) {
+  // With a timeline (--timeline), each batch's stages are marked on it.
+  void run(StreamSet& streams, size_t batch_size, VideoTimeline* timeline) {
     t0_ = last_progress_ = std::chrono::steady_clock::now();
     std::vector<VideoFrame> batch;
-    while (streams.next_batch(batch, batch_size)) {
+    for (;;) {
+      if (timeline) timeline->begin_wait();
+      if (!streams.next_batch(batch, batch_size)) break;
+      if (timeline) timeline->got_batch(batch);
       std::vector<Detections> results = detect_frames(det_, batch);
+      if (timeline) timeline->detected();
       for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
       print_messages(streams);
       print_progress(streams);
+      if (timeline) timeline->written();
     }
   }
 
@@ -370,7 +380,7 @@ class VideoRun {
 
 void add_video_options(std::vector<std::string>& valued, std::vector<std::string>& flags) {
   for (const char* o : {"source", "vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects",
-                        "timeout", "progress"})
+                        "timeout", "progress", "timeline"})
     valued.push_back(o);
   for (const char* f : {"save", "save-frames"}) flags.push_back(f);
 }
@@ -389,6 +399,8 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
     sources = is_source_list(source_arg) ? read_source_list(source_arg) : std::vector<std::string>{source_arg};
   }
   if (!vo.jsonl_path.empty()) check_output_file("--jsonl", vo.jsonl_path);
+  const std::string timeline_path = args.get("timeline");
+  if (!timeline_path.empty()) check_output_file("--timeline", timeline_path);
   if (vo.save || vo.save_frames) vo.out_dir = claim_run_dir(out_dir);
 
   auto detector = create_detector(args, model, detector_opts);
@@ -405,15 +417,19 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
   warm_up_batch_sizes(*detector, batch_size, vo.quiet);
 
   VideoRun run(*detector, sources, vo, stage);
+  std::unique_ptr<VideoTimeline> timeline;
+  if (!timeline_path.empty()) timeline = std::make_unique<VideoTimeline>(*detector, timeline_path);
   StreamSet streams(sources, vo.streams);
   try {
     InterruptWatcher watcher(streams);
-    run.run(streams, batch_size);
+    run.run(streams, batch_size, timeline.get());
   } catch (...) {
     streams.stop();
     throw;
   }
-  return run.finish(streams);
+  const int status = run.finish(streams);
+  if (timeline) timeline->finish();
+  return status;
 }
 
 }  // namespace yolocu::cli

@@ -57,6 +57,7 @@ void read_device(const Args& args, DetectorOptions& o) {
 }
 
 // --batch --threads --max-memory --max-device-memory --contexts --precision --letterbox --tune-batches --tactic-cache
+// --pad-batches
 void read_engine(const Args& args, DetectorOptions& o) {
   const long batch = args.get_int("batch", 1);
   if (batch < 1 || batch > 1024) throw UsageError("--batch must be in 1..1024");
@@ -82,6 +83,7 @@ void read_engine(const Args& args, DetectorOptions& o) {
     if (b < 1 || b > o.max_batch)
       throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
   o.tactic_cache = args.get("tactic-cache", "");
+  o.pad_batches = args.flag("pad-batches");
 }
 
 // --decode --decode-cpu-share --engine-graphs --no-engine-graphs --engine-graph-segments
@@ -143,7 +145,8 @@ std::vector<std::string> detector_valued_options() {
           "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments", "max-pixels"};
 }
 std::vector<std::string> detector_flag_options() {
-  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs", "engine-graphs"};
+  return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs", "engine-graphs",
+          "pad-batches"};
 }
 
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults) {

@@ -8,7 +8,7 @@
 // checking and timing every candidate: cuDNN Graph API fused kernels and legacy cuDNN algorithms),
 // one activation arena planned by liveness, one shared workspace. Every device allocation happens
 // here. A batch size that was not tuned takes the tactics of the nearest tuned one (built at its
-// first run).
+// first run, or by prepare()); with pad_batches, runs use the anchor sizes only.
 //
 // run() enqueues one forward pass on the caller's stream: no allocation, no synchronisation (after
 // the first run of a batch size, which captures that size's CUDA graph). Outputs live in the
@@ -52,6 +52,11 @@ struct CudaEngineOptions {
   // Batch sizes whose tactics are chosen at build (like TensorRT's optimisation profiles); empty:
   // {1, max_batch}. Values outside [1, max_batch] are an error.
   std::vector<int> tune_batches;
+  // Run only the anchor batch sizes (the tuned ones, the powers of two below max_batch, max_batch):
+  // a run of n images runs the smallest anchor >= n, the extra rows computed and never read
+  // (engine/cuda/tactics/batch_sizes.hpp). Fewer sizes to derive, plan and capture (a cold start of
+  // every size 1..32 derives 4 instead of 30) for up to twice the work in a partial batch.
+  bool pad_batches = false;
   // The tactic cache file: "" = TacticCache::default_path() ($YOLOCU_TACTIC_CACHE, else
   // $XDG_CACHE_HOME/yolocu/tactics.json, else ~/.cache/yolocu/tactics.json); "none" = no file.
   std::string tactic_cache;
@@ -145,6 +150,12 @@ struct CudaEngineStats {
   int derived_batches = 0;
   double derive_ms = 0;
   int derived_plans_restored = 0;
+  double derive_pool_ms = 0;    // of derive_ms: the plans built or restored on all cores
+  double derive_finish_ms = 0;  // ... then on the engine's thread (plans serialised for the file)
+  // pad_batches: the sizes runs execute (ascending; empty without padding), and the rows computed
+  // past the runs' batches so far.
+  std::vector<int> anchors;
+  int64_t padded_images = 0;
   std::vector<std::string> warnings;
 };
 
@@ -173,6 +184,14 @@ class CudaEngine {
   // kFloat32 engines, float16 for kFloat16 engines; 1 <= batch <= max_batch. Enqueues on `stream`
   // (any stream of the engine's device, the legacy default stream included).
   void run(const void* d_input, int batch, cudaStream_t stream);
+
+  // Makes these batch sizes ready to run (1..max_batch each): the tactics of every one not tuned at
+  // build derived from the nearest tuned size's, all of them at once on the plan-building pool (one
+  // build per distinct layer and size), so that their first run builds nothing. With pad_batches,
+  // their anchors. Synchronous host work; no GPU work is enqueued. run() does the same for one size.
+  void prepare(const std::vector<int>& batches);
+  // The batch size a run of `batch` images executes: `batch`, or its anchor with pad_batches.
+  int run_batch(int batch) const;
 
   int num_outputs() const;
   const void* output(int i) const;        // device pointer, valid until the next run

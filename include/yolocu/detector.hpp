@@ -95,6 +95,11 @@ struct DetectorOptions {
   // path, see CudaEngineOptions::tactic_cache; "none": no file).
   std::vector<int> tune_batches;
   std::string tactic_cache;
+  // GPU: run only the anchor batch sizes (the tuned ones, powers of two, max_batch), padding a
+  // partial batch up to the next one (CudaEngineOptions::pad_batches): warm_up() of every size
+  // derives about 2 log2(max_batch) sizes instead of max_batch, for up to twice the engine work in
+  // a partial batch. The CPU path ignores it.
+  bool pad_batches = false;
   // detect_encoded(): where JPEGs are decoded, and the largest image accepted. kGpu needs the CUDA
   // detector and nvJPEG in the build: create() refuses it otherwise (kUnsupported), also for
   // Device::kAuto on a machine without a GPU - ask for kCpu there.
@@ -185,6 +190,13 @@ struct BuildInfo {
   std::string tactic_cache;        // GPU: the cache file ("" none)
   std::string tune_breakdown;      // GPU: where tune_ms went ("tune breakdown: ...", CudaEngineStats)
   std::vector<int> direct_stem_batches;  // GPU: tuned batch sizes whose first layer runs as the direct stem kernel
+  std::vector<int> engine_batches;  // GPU with pad_batches: the only batch sizes the engine runs (else empty)
+  // GPU, updated by warm_up(): the batch sizes derived so far (not tuned), the host time that took,
+  // of it the plans built or restored on all cores and the rest on the engine's thread (plans
+  // serialised for the cache file), and the derived plans restored from that file.
+  int derived_batches = 0;
+  double derive_ms = 0, derive_pool_ms = 0, derive_finish_ms = 0;
+  int derived_plans_restored = 0;
 };
 
 class Detector {

@@ -75,6 +75,9 @@ struct VideoFrame {
   FrameFormat format = FrameFormat::kBgr24;
   MemoryLocation location = MemoryLocation::kHost;
   Image image;         // kBgr24 + kHost: the picture (width x height x 3, contiguous)
+  double read_ms = 0;  // host time FrameSource::read() took for this frame: demux, decode (with
+                       // NVDEC, the surface's map), the BGR conversion, frames skipped by vid_stride,
+                       // and for a live source the wait for its packets (a video run's timeline)
 
   // kNv12 + kDevice (the NVDEC backend): luma and interleaved U, V planes in the memory of GPU
   // cuda_device, valid while `owner` lives (it holds a reference to the decoder's mapped surface:

@@ -9,7 +9,8 @@
 #   libnvidia-encode are loaded at run time, not linked); x86 assembly on (nasm), so swscale's
 #   conversion is the same code as the system library's; no programs, no external libraries.
 # Then it builds libyolocu, the CLI, the video GPU tests and the decode benchmark against it (sm_90,
-# -DYOLOCU_VIDEO=ON), makes a 1080p H.264 test clip (bench/make_video_clip.sh, system ffmpeg tool)
+# -DYOLOCU_VIDEO=ON), makes the 1080p H.264 and HEVC benchmark clips (bench/make_video_clip.sh, the
+# system ffmpeg tool with libx264 / libx265)
 # and packs all of it with yolov5n.onnx into .gpu-video/carry/ (git-ignored, < 64 MiB).
 #
 #   scripts/gpu/video_bundle.sh              everything (FFmpeg is built once, ~15 min on 2 cores)
@@ -95,7 +96,7 @@ PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig PKG_CONFIG_PATH= cmake -S . -B "$bdir" -
 grep -q "video input on: libavformat" "$work/cmake.log" || { echo "[video-bundle] yolocu did not find the minimal FFmpeg" >&2; exit 1; }
 grep -q "FFMPEG_LIBRARY_DIRS:INTERNAL=$prefix/lib" "$bdir/CMakeCache.txt" ||
   { echo "[video-bundle] $bdir uses another FFmpeg than $prefix (delete $bdir and rerun)" >&2; exit 1; }
-targets="yolocu_cli bench_video_decode bench_track test_video_cuda test_nv12_convert test_letterbox_image_cuda test_device_image_cuda"
+targets="yolocu_cli bench_video_decode bench_track bench_warm_up test_video_cuda test_nv12_convert test_letterbox_image_cuda test_device_image_cuda"
 echo "[video-bundle] building $targets in $bdir (-j$jobs)"
 cmake --build "$bdir" -j"$jobs" --target $targets
 
@@ -120,7 +121,9 @@ clip clip_h264.mp4 640 480 -c:v libx264 -pix_fmt yuv420p -movflags +faststart
 clip clip_h265.mkv 640 480 -c:v libx265 -pix_fmt yuv420p -x265-params log-level=error
 clip clip_h264_360.mp4 640 360 -c:v libx264 -pix_fmt yuv420p -movflags +faststart
 touch "$carry/video/COMPLETE"
-YOLOCU_DATA_DIR=$data bench/make_video_clip.sh "$carry/video/bench_1080p_h264.mp4" 1920x1080 >/dev/null
+for codec in h264 hevc; do
+  YOLOCU_DATA_DIR=$data bench/make_video_clip.sh "$carry/video/bench_1080p_$codec.mp4" 1920x1080 $codec >/dev/null
+done
 cp "$data/models/yolov5n.onnx" "$carry/data/models/"
 cp "$data/images/bus.jpg" "$data/images/zidane.jpg" "$carry/data/images/"
 

@@ -7,8 +7,11 @@
 #      letterbox kernel, detect_device of NV12/RGB/BGR, NVDEC vs the CPU decoder (planes, frames,
 #      detections); compute-sanitizer memcheck on the new kernel and on NVDEC frames;
 #   3. the CLI: detect --source with --decoder cpu and cuda write the same JSON lines;
-#   4. benchmark: 1080p H.264, decode only and decode + yolov5n detect (FP16), CPU decode vs NVDEC,
-#      1 stream and STREAMS (8) streams; a short table last.
+#   4. benchmark, per codec of CODECS (default "h264 hevc": the 1080p clips bench_1080p_<codec>.mp4):
+#      decode only and decode + yolov5n detect (FP16), CPU decode vs NVDEC, 1 stream and STREAMS (8)
+#      streams; a short table per codec; the NVDEC runs of STREAMS streams also report NVDEC
+#      utilisation from NVML (decode only and with detection) and the detect run's per-stage
+#      timeline (yolocu detect --timeline: medians per batch, the Chrome trace in the logs).
 # Logs under $OUT (or ./gpu-out): logs.tar.gz and summary.txt. Everything takes about 8-10 minutes,
 # so within a call's 10 minutes run it as two calls: SKIP_BENCH=1 (probe, tests, sanitizers, CLI),
 # then SKIP_TESTS=1 (probe, benchmark).
@@ -17,8 +20,14 @@
 #      the 1080p clip, yolov5n FP16 batch 32: bench_track (detection vs detection + 32 ByteTrack
 #      trackers and counting lines, decoding excluded) and yolocu detect vs yolocu track end to end
 #      (NVDEC, frames/s of each and the difference).
+#   6. warm start (issue #35), only with WARM=1 (with the rest) or WARM_ONLY=1 (just this and the
+#      probe, ~4 minutes): bench_warm_up, yolov5n FP16, every batch size 1..WARM_BATCH (32) made
+#      ready, each way twice on a fresh tactic cache file of its own (the first process cold, the
+#      second from the file): every untuned size derived, then --pad-batches (only 1, 2, 4, ... and
+#      32 run); then each way's engine time per batch size (what padding costs).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
-# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32).
+# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
+# WARM_BATCH (default 32), CODECS (default "h264 hevc").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -41,8 +50,9 @@ cudart_dir=$(dirname "$(find / -name 'libcudart.so.13*' -not -path '/proc/*' 2>/
 nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)")
 export LD_LIBRARY_PATH=$run/lib:$cudnn_dir:$cudart_dir:$nvrtc_dir:${LD_LIBRARY_PATH:-}
 export YOLOCU_DATA_DIR=$carry/data YOLOCU_VIDEO_DIR=$carry/video YOLOCU_REQUIRE_VIDEO=1
-export YOLOCU_VIDEO_BENCH_CLIP=$carry/video/bench_1080p_h264.mp4 YOLOCU_SCRATCH_DIR=$out/scratch
-clip=$YOLOCU_VIDEO_BENCH_CLIP
+clip=$carry/video/bench_1080p_h264.mp4
+# test_video_cuda also runs on the 1080p clips (':'-separated)
+export YOLOCU_VIDEO_BENCH_CLIP=$clip:$carry/video/bench_1080p_hevc.mp4 YOLOCU_SCRATCH_DIR=$out/scratch
 model=$carry/data/models/yolov5n.onnx
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
 row "commit $(cat "$carry/COMMIT" 2>/dev/null || echo unknown) on $(head -1 "$out/device.txt")"
@@ -74,7 +84,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
-if [ "${TRACK_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
+if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
   # exactness tests compare two paths through the same engine: quick tactic tuning is enough
@@ -127,34 +137,49 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  step "benchmark: 1080p H.264, decode and decode + yolov5n detect"
   unset YOLOCU_TUNE_QUICK
   # A tactic cache of this step's own (not the tests' quick-tuned one): the first batch-k detect
   # below starts cold, the second from the file (its derived sizes' plans restored).
   export YOLOCU_TACTIC_CACHE=$out/video_tactics.json
   rm -f "$YOLOCU_TACTIC_CACHE"
   k=${STREAMS:-8}
-  for i in $(seq "$k"); do echo "$clip"; done >"$out/streams.txt"
   fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
-  for d in cpu cuda; do
-    timeout 200 "$bin/bench_video_decode" "$clip" --decoder $d --runs 3 >"$out/decode_${d}_1.log" 2>&1
-    timeout 200 "$bin/bench_video_decode" "$clip" --decoder $d --runs 2 --streams "$k" >"$out/decode_${d}_$k.log" 2>&1
-    timeout 200 "$bin/yolocu" detect --model "$model" --source "$clip" --device cuda --precision fp16 --decoder $d \
-      --progress 0 >"$out/detect_${d}_1.log" 2>&1
-    timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/streams.txt" --device cuda --precision fp16 \
-      --decoder $d --batch "$k" --progress 0 >"$out/detect_${d}_$k.log" 2>&1
+  warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s[^)]*)*' "$1" | tail -1; }
+  first=1
+  for codec in ${CODECS:-h264 hevc}; do
+    cclip=$carry/video/bench_1080p_$codec.mp4
+    [ -f "$cclip" ] || { row "no $cclip (CODECS: h264, hevc)"; continue; }
+    step "benchmark: 1080p $codec, decode and decode + yolov5n detect"
+    for i in $(seq "$k"); do echo "$cclip"; done >"$out/streams_$codec.txt"
+    for d in cpu cuda; do
+      p=$out/${codec}_$d
+      timeout 200 "$bin/bench_video_decode" "$cclip" --decoder $d --runs 3 >"${p}_decode_1.log" 2>&1
+      timeout 200 "$bin/bench_video_decode" "$cclip" --decoder $d --runs 2 --streams "$k" >"${p}_decode_$k.log" 2>&1
+      timeout 200 "$bin/yolocu" detect --model "$model" --source "$cclip" --device cuda --precision fp16 --decoder $d \
+        --progress 0 >"${p}_detect_1.log" 2>&1
+      tl=()
+      [ $d = cuda ] && tl=(--timeline "$out/timeline_${codec}_$k.json")
+      timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/streams_$codec.txt" --device cuda --precision fp16 \
+        --decoder $d --batch "$k" --progress 0 "${tl[@]}" >"${p}_detect_$k.log" 2>&1
+    done
+    c=$out/${codec}_cpu g=$out/${codec}_cuda
+    {
+      echo "| 1080p $codec (bench_1080p_$codec.mp4, 300 frames) | CPU decode (libavcodec + swscale) | NVDEC |"
+      echo "|---|---|---|"
+      echo "| decode only, 1 stream, frames/s | $(fps_of "${c}_decode_1.log") | $(fps_of "${g}_decode_1.log") |"
+      echo "| decode only, $k streams, frames/s | $(fps_of "${c}_decode_$k.log") | $(fps_of "${g}_decode_$k.log") |"
+      echo "| decode + yolov5n FP16 detect, 1 stream, frames/s | $(fps_of "${c}_detect_1.log") | $(fps_of "${g}_detect_1.log") |"
+      echo "| decode + yolov5n FP16 detect, $k streams (batch $k), frames/s | $(fps_of "${c}_detect_$k.log") | $(fps_of "${g}_detect_$k.log") |"
+    } | tee -a "$summary"
+    echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
+    echo "$codec NVDEC decode only, $k streams: $(grep '^NVDEC utilisation' "${g}_decode_$k.log" | tail -1)" | tee -a "$summary"
+    echo "$codec NVDEC + detect, $k streams: $(grep '^NVDEC utilisation' "${g}_detect_$k.log" | tail -1)" | tee -a "$summary"
+    echo "$codec NVDEC + detect, $k streams: $(grep '^timeline: [0-9]* batches' "${g}_detect_$k.log" | tail -1)" | tee -a "$summary"
+    if ((first)); then
+      echo "warm-up before the $k streams open: first start (--decoder cpu, cold cache): $(warm_of "${c}_detect_$k.log"); second start (--decoder cuda, the same cache file): $(warm_of "${g}_detect_$k.log")" | tee -a "$summary"
+      first=0
+    fi
   done
-  {
-    echo "| 1080p H.264 (bench_1080p_h264.mp4, 300 frames) | CPU decode (libavcodec + swscale) | NVDEC |"
-    echo "|---|---|---|"
-    echo "| decode only, 1 stream, frames/s | $(fps_of "$out/decode_cpu_1.log") | $(fps_of "$out/decode_cuda_1.log") |"
-    echo "| decode only, $k streams, frames/s | $(fps_of "$out/decode_cpu_$k.log") | $(fps_of "$out/decode_cuda_$k.log") |"
-    echo "| decode + yolov5n FP16 detect, 1 stream, frames/s | $(fps_of "$out/detect_cpu_1.log") | $(fps_of "$out/detect_cuda_1.log") |"
-    echo "| decode + yolov5n FP16 detect, $k streams (batch $k), frames/s | $(fps_of "$out/detect_cpu_$k.log") | $(fps_of "$out/detect_cuda_$k.log") |"
-  } | tee -a "$summary"
-  echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
-  warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s' "$1" | tail -1; }
-  echo "warm-up before the $k streams open: first start (--decoder cpu, cold cache): $(warm_of "$out/detect_cpu_$k.log"); second start (--decoder cuda, the same cache file): $(warm_of "$out/detect_cuda_$k.log")" | tee -a "$summary"
 fi
 
 if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
@@ -172,6 +197,26 @@ if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
     timeout 300 "$bin/yolocu" $cmd --model "$model" --source "$out/track_streams.txt" --device cuda --precision fp16 \
       --decoder cuda --batch "$k" --progress 0 >"$out/cli_$cmd.log" 2>&1 || row "FAIL  yolocu $cmd (log cli_$cmd.log)"
     row "yolocu $cmd, $k x 1080p H.264 streams, NVDEC, yolov5n FP16 batch $k: $(fps_of "$out/cli_$cmd.log") frames/s"
+  done
+fi
+
+if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
+  wb=${WARM_BATCH:-32}
+  step "warm start: batch sizes 1..$wb, cold and from the cache file, derived vs --pad-batches"
+  unset YOLOCU_TUNE_QUICK
+  for mode in derive pad; do
+    flag=()
+    [ "$mode" = pad ] && flag=(--pad-batches)
+    cache=$out/warm_$mode.json
+    rm -f "$cache"
+    for start in cold cached; do
+      log=$out/warm_${mode}_$start.log
+      timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1 ||
+        row "FAIL  bench_warm_up $mode $start (log warm_${mode}_$start.log)"
+      row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
+      row "      $(grep '^warm-up:' "$log")"
+    done
+    grep '^engine ms' "$out/warm_${mode}_cached.log" | sed "s/^/$mode: /" | tee -a "$summary"
   done
 fi
 

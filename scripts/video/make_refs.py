@@ -5,9 +5,10 @@
 
 Writes into OUT_DIR (skipped when OUT_DIR/COMPLETE matches this script and its inputs):
   clip_h264.mp4      coco128 images 0..9, each held 3 frames, 640x480 letterboxed by ffmpeg's scale+pad,
-                     25 fps, H.264 (libx264, yuv420p, +faststart): the parity clip
-  clip_mjpeg.avi     the same frames, MJPEG (yuvj420p)
-  clip_h265.mkv, clip_vp9.webm, clip_av1.mkv, clip_mpeg4.mov
+                     25 fps, H.264 (libx264, yuv420p, +faststart): a parity clip
+  clip_h265.mkv      the same frames, HEVC (libx265, yuv420p): a parity clip
+  clip_mjpeg.avi     the same frames, MJPEG (yuvj420p): a parity clip
+  clip_vp9.webm, clip_av1.mkv, clip_mpeg4.mov
                      the first 12 frames in the other codecs / containers (decode parity only)
   clip_h264_360.mp4  640x360 H.264 (coded height 368: the crop of OpenCV's coded-size conversion)
   frames_<clip>.npy  every frame of each clip as cv2.VideoCapture(clip).read() returns it (N x H x W x 3)
@@ -35,13 +36,13 @@ SHORT = 12  # frames of the other-codec clips
 CLIPS = {  # name: (ffmpeg output options, frames, size)
     "clip_h264.mp4": (["-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart"], None, (640, 480)),
     "clip_mjpeg.avi": (["-c:v", "mjpeg", "-pix_fmt", "yuvj420p", "-q:v", "3"], None, (640, 480)),
-    "clip_h265.mkv": (["-c:v", "libx265", "-pix_fmt", "yuv420p", "-x265-params", "log-level=error"], SHORT, (640, 480)),
+    "clip_h265.mkv": (["-c:v", "libx265", "-pix_fmt", "yuv420p", "-x265-params", "log-level=error"], None, (640, 480)),
     "clip_vp9.webm": (["-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p", "-deadline", "realtime", "-cpu-used", "8"], SHORT, (640, 480)),
     "clip_av1.mkv": (["-c:v", "libaom-av1", "-pix_fmt", "yuv420p", "-cpu-used", "8", "-row-mt", "1"], SHORT, (640, 480)),
     "clip_mpeg4.mov": (["-c:v", "mpeg4", "-q:v", "3"], SHORT, (640, 480)),
     "clip_h264_360.mp4": (["-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart"], SHORT, (640, 360)),
 }
-PARITY = ["clip_h264.mp4", "clip_mjpeg.avi"]
+PARITY = ["clip_h264.mp4", "clip_h265.mkv", "clip_mjpeg.avi"]
 
 
 def stub_missing(names):

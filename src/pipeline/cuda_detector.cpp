@@ -79,6 +79,7 @@ class CudaDetector final : public Detector {
     eo.width = options.input_width;
     eo.height = options.input_height;
     eo.tune_batches = options.tune_batches;
+    eo.pad_batches = options.pad_batches;
     eo.tactic_cache = options.tactic_cache;
     eo.max_device_memory = options.max_device_memory;
     eo.cuda_graphs = options.engine_graphs;
@@ -146,6 +147,7 @@ class CudaDetector final : public Detector {
         build_info_.tactic_cache = st.tactic_cache_path;
         build_info_.tune_breakdown = st.tune_breakdown;
         build_info_.direct_stem_batches = st.direct_stem_batches;
+        build_info_.engine_batches = st.anchors;
         build_info_.device_bytes = st.device_bytes + c->budget.used();
       }
       contexts_.push_back(std::move(c));
@@ -188,8 +190,10 @@ class CudaDetector final : public Detector {
     }
     profiling_.store(on);
   }
-  // Every context's engine runs each size once on a zeroed input (tactics derived, plans built,
-  // graph captured), with all the contexts taken so that no call runs meanwhile.
+  // Every context's engine prepares all the sizes at once (tactics derived, plans built on the pool),
+  // then runs each size once on a zeroed input (kernels loaded; with pad_batches each anchor runs
+  // more than once and captures its graph), with all the contexts taken so that no call runs
+  // meanwhile.
   void run_warm_up(const std::vector<int>& sizes) override {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     std::vector<Context*> held;
@@ -207,12 +211,19 @@ class CudaDetector final : public Detector {
     const size_t image_bytes = static_cast<size_t>(3) * static_cast<size_t>(input_w_) *
                                static_cast<size_t>(input_h_) * dtype_size(held.front()->engine->input_dtype());
     for (Context* c : held) {
+      c->engine->prepare(sizes);
       for (int n : sizes) {
         YOLOCU_CUDA_CHECK(cudaMemsetAsync(c->d_input.get(), 0, image_bytes * static_cast<size_t>(n), c->stream));
         c->engine->run(c->d_input.get(), n, c->stream);
       }
       YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     }
+    const CudaEngineStats st = contexts_.front()->engine->stats();
+    build_info_.derived_batches = st.derived_batches;
+    build_info_.derive_ms = st.derive_ms;
+    build_info_.derive_pool_ms = st.derive_pool_ms;
+    build_info_.derive_finish_ms = st.derive_finish_ms;
+    build_info_.derived_plans_restored = st.derived_plans_restored;
   }
   std::vector<BatchSpan> take_timeline() override {
     std::lock_guard<std::mutex> lock(timeline_mutex_);

@@ -1,5 +1,6 @@
 // FrameSource: options checked once, the input opened by kind, then start_frame / vid_stride /
 // max_frames applied over the RawSource (pixels are converted only for the frames kept).
+#include <chrono>
 #include <cmath>
 
 #include "core/check.hpp"
@@ -33,6 +34,7 @@ class SelectingSource final : public FrameSource {
 
   bool read(VideoFrame& frame) override {
     if (o_.max_frames >= 0 && delivered_ >= o_.max_frames) return false;
+    const auto t0 = std::chrono::steady_clock::now();
     for (;;) {
       // ultralytics' stride: of every vid_stride frames the last one (frames N-1, 2N-1, ... from start)
       const int64_t i = next_index_;
@@ -41,6 +43,7 @@ class SelectingSource final : public FrameSource {
       ++next_index_;
       if (keep) {
         ++delivered_;
+        frame.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         return true;
       }
     }

@@ -171,6 +171,56 @@ TEST(CudaEngine, DynamicBatch8AndSmallerBatches) {
   }
 }
 
+// pad_batches, max_batch 8 (tuned 1 and 8): the engine runs the anchors 1, 2, 4 and 8 only.
+// prepare() of every size 1..8 derives 2 and 4 in one call; a run of 3 images executes batch 4 and
+// of 5 batch 8; their outputs equal the CPU engine's (FP32) and, bit for bit, the first rows of the
+// same engine's run of the anchor size (the padded rows change nothing), FP32 and FP16 (direct stem).
+TEST(CudaEngine, PadBatchesRunsOnlyTheAnchorSizes) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
+  YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
+  YOLOCU_REQUIRE_DATA(zid, "reference/zidane.npz");
+  const auto m = load(path);
+  const Tensor r = random_input(6, 9);
+  std::vector<Tensor> imgs = {load_npz(bus)["input"], load_npz(zid)["input"]};
+  for (int i = 0; i < 6; ++i)
+    imgs.push_back(Tensor::view(DType::kFloat32, {1, 3, 640, 640}, const_cast<float*>(r.data_as<float>()) + i * 3 * 640 * 640).clone());
+  auto first = [&](size_t n) { return stack(std::vector<Tensor>(imgs.begin(), imgs.begin() + static_cast<long>(n))); };
+  // rows [0, n) of `big` (outputs at a larger batch) equal `small` byte for byte
+  auto leading_rows_equal = [](const std::vector<Tensor>& small, const std::vector<Tensor>& big) {
+    if (small.size() != big.size()) return false;
+    for (size_t i = 0; i < small.size(); ++i)
+      if (small[i].nbytes() > big[i].nbytes() || std::memcmp(small[i].data(), big[i].data(), small[i].nbytes()) != 0)
+        return false;
+    return true;
+  };
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    CudaEngineOptions o = opts(p, 8);
+    o.pad_batches = true;
+    CudaEngine e(m, o);
+    EXPECT_EQ(e.stats().anchors, (std::vector<int>{1, 2, 4, 8}));
+    e.prepare({1, 2, 3, 4, 5, 6, 7, 8});
+    EXPECT_EQ(e.stats().derived_batches, 2) << "sizes 2 and 4, derived at once";
+    e.prepare({3, 4});  // ready: nothing more
+    EXPECT_EQ(e.stats().derived_batches, 2);
+    EXPECT_EQ(e.run_batch(3), 4);
+    EXPECT_EQ(e.run_batch(5), 8);
+    EXPECT_EQ(e.run_batch(8), 8);
+    const std::string prec = p == Precision::kFloat32 ? "fp32" : "fp16";
+    for (size_t n : {3u, 5u}) {
+      const size_t anchor = static_cast<size_t>(e.run_batch(static_cast<int>(n)));
+      const std::vector<Tensor> padded = e.run_host({first(n)});
+      ASSERT_EQ(padded[0].dim(0), static_cast<int64_t>(n));
+      const std::vector<Tensor> full = e.run_host({first(anchor)});
+      EXPECT_TRUE(leading_rows_equal(padded, full)) << prec << ": batch " << n << " padded to " << anchor
+                                                    << " differs from the first rows of batch " << anchor;
+      if (p == Precision::kFloat32)
+        expect_close(padded, cpu_run(m, first(n)), 1e-5, "yolov5n_dyn fp32 batch " + std::to_string(n) + " padded");
+    }
+    EXPECT_EQ(e.stats().padded_images, 1 + 3) << "3 -> 4 and 5 -> 8";
+  }
+}
+
 TEST(CudaEngine, RepeatedRunsBitIdenticalAndGraphEqualsEager) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");

@@ -1,6 +1,6 @@
 // yolocu detect --source end to end: a source list with a dead source (the others complete, exit
 // status 1, the failure named), --save / --save-frames outputs, --frames, video files given as
-// PATHs, and the usage errors.
+// PATHs, --timeline, and the usage errors.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -109,6 +109,35 @@ TEST(VideoCli, StreamUrlAsPath) {
   EXPECT_EQ(log.find("not a JPEG"), std::string::npos) << log;
 }
 
+// --timeline: one "timeline:" line with the batches the run had, a Chrome trace whose host rows
+// cover every batch (3 stages each), and the NVML line (figures on a GPU machine, the reason here).
+TEST(VideoCli, TimelineWritesATraceAndTheStageMedians) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h265.mkv");
+  const std::string dir = test::scratch_dir("video_cli_timeline");
+  const std::string trace = dir + "/trace.json";
+  fs::remove(trace);
+  std::string log;
+  const int rc = test::run_command(cli() + " detect --model '" + model + "' --device cpu --source '" + clip +
+                                       "' --frames 5 --progress 0 --timeline '" + trace + "' 2>&1",
+                                   &log);
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("timeline: 5 batches (median 1 frames), median ms per batch: batch assembly"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("NVDEC utilisation"), std::string::npos) << log;
+  std::ifstream f(trace);
+  ASSERT_TRUE(f.good()) << log;
+  const auto j = nlohmann::json::parse(f);
+  int host = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["cat"] != "host") continue;
+    ++host;
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    EXPECT_EQ(e["args"]["frames"].get<int>(), 1);
+  }
+  EXPECT_EQ(host, 5 * 3);
+}
+
 TEST(VideoCli, UsageErrors) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   const std::string m = " detect --model '" + model + "' ";
@@ -127,6 +156,8 @@ TEST(VideoCli, UsageErrors) {
       {"--source x.mp4 --save-img", "--save-img is for images"},
       {"--source x.mp4 y.jpg", "either as PATHs or with --source"},
       {"--source x.mp4 --timeout 0", "--timeout must be in"},
+      {"--timeline t.json x.jpg", "--timeline needs a video run"},
+      {"--source x.mp4 --timeline '" + model + "/t.json'", "--timeline " + model + "/t.json: cannot create it"},
   };
   for (const Case& c : cases) {
     std::string log;

@@ -4,11 +4,13 @@
 //    (frame_to_host_bgr) equal the CPU path's BGR frames (= cv2.VideoCapture's) byte for byte;
 //  - detections from device frames (detect_device) equal those from the CPU-decoded frames;
 //  - frames held by the consumer (max_frames_held) stay valid while decoding goes on.
-// Clips: the make_refs.sh material (YOLOCU_VIDEO_DIR), and the 1080p benchmark clip when
-// YOLOCU_VIDEO_BENCH_CLIP names one (scripts/gpu/video_bundle.sh carries both).
+// Clips: the make_refs.sh material (YOLOCU_VIDEO_DIR), and the 1080p benchmark clips that
+// YOLOCU_VIDEO_BENCH_CLIP names, ':'-separated (scripts/gpu/video_bundle.sh carries all of them:
+// H.264 and HEVC).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -31,8 +33,14 @@ std::vector<std::string> clips() {
     const std::string p = test::video_file(c);
     if (!p.empty()) out.push_back(p);
   }
+  // the 1080p benchmark clips, ':'-separated (H.264 and HEVC on the GPU machine)
   const char* bench = std::getenv("YOLOCU_VIDEO_BENCH_CLIP");
-  if (bench && *bench) out.push_back(bench);
+  const std::string list = bench ? bench : "";
+  for (size_t at = 0; at < list.size();) {
+    const size_t end = std::min(list.find(':', at), list.size());
+    if (end > at) out.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
   return out;
 }
 

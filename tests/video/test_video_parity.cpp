@@ -1,4 +1,4 @@
-// Parity on video: the test clips (H.264 and MJPEG, made from coco128 by scripts/video/make_refs.sh)
+// Parity on video: the test clips (H.264, HEVC and MJPEG, made from coco128 by scripts/video/make_refs.sh)
 // decoded by yolocu equal cv2.VideoCapture's frames byte for byte, and the CPU detector's
 // detections on every frame equal ultralytics/yolov5 v7.0's detections on cv2's frames within the
 // still-image tolerance (0.5 px, 1e-3 confidence). Through the library (FrameSource + Detector)
@@ -120,8 +120,8 @@ TEST_P(VideoParity, CliJsonLinesMatchUltralytics) {
   EXPECT_EQ(n, 15u) << log;
 }
 
-INSTANTIATE_TEST_SUITE_P(Clips, VideoParity, ::testing::Values("clip_h264.mp4", "clip_mjpeg.avi"),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param == "clip_h264.mp4" ? std::string("h264") : std::string("mjpeg"); });
+INSTANTIATE_TEST_SUITE_P(Clips, VideoParity, ::testing::Values("clip_h264.mp4", "clip_h265.mkv", "clip_mjpeg.avi"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param.substr(5, p.param.find('.') - 5); });
 
 }  // namespace
 }  // namespace yolocu

@@ -4,6 +4,7 @@
 // device arena, one CUDA graph per batch size. This file: the public API; the rest in
 // engine_{build,exec,stem}.cpp (engine_impl.hpp).
 #include "engine/cuda/engine_impl.hpp"
+#include "engine/cuda/tactics/batch_sizes.hpp"
 
 namespace yolocu {
 
@@ -61,6 +62,19 @@ void CudaEngine::run(const void* d_input, int batch, cudaStream_t stream) {
                kInvalidArgument, "CudaEngine::run: d_input is not device memory");
   impl_->run(d_input, batch, stream);
 }
+
+void CudaEngine::prepare(const std::vector<int>& batches) {
+  for (int b : batches)
+    YOLOCU_CHECK(b >= 1 && b <= impl_->options.max_batch, kInvalidArgument, "CudaEngine::prepare: batch ", b,
+                 " outside [1, max_batch = ", impl_->options.max_batch, "]");
+  std::vector<int> ready;
+  for (size_t b = 0; b < impl_->batches.size(); ++b)
+    if (impl_->batches[b]) ready.push_back(static_cast<int>(b));
+  DeviceGuard guard(impl_->options.device);
+  impl_->prepare_batches(engine::sizes_to_prepare(batches, impl_->anchors, ready));
+}
+
+int CudaEngine::run_batch(int batch) const { return engine::run_batch(batch, impl_->anchors); }
 
 int CudaEngine::num_outputs() const { return static_cast<int>(impl_->sp.plan.outputs.size()); }
 

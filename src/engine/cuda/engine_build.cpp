@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/cuda/engine_impl.hpp"
+#include "engine/cuda/tactics/batch_sizes.hpp"
 
 namespace yolocu::cuda_engine_internal {
 
@@ -171,33 +172,46 @@ void Engine::record_tuning_stats(std::chrono::steady_clock::time_point t0, doubl
 
 BatchExec& Engine::batch_exec(int batch) {
   auto& slot = batches[static_cast<size_t>(batch)];
-  if (!slot) {
-    // Not tuned: the tactics of the nearest tuned batch size (in ratio; a tie takes the larger).
-    int near = tuned.front();
-    for (int t : tuned)
-      if (std::abs(std::log(static_cast<double>(t) / batch)) <= std::abs(std::log(static_cast<double>(near) / batch)))
-        near = t;
-    const BatchExec& from = batch_exec(near);
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<engine::ConvProblem> problems;
-    std::vector<std::string> ids;
+  if (!slot) prepare_batches({batch});
+  return *slot;
+}
+
+void Engine::prepare_batches(const std::vector<int>& sizes) {
+  // Not tuned: the tactics of the nearest tuned batch size (engine/cuda/tactics/batch_sizes.hpp),
+  // every layer of every size built in one pool call.
+  std::vector<int> todo;
+  for (int b : sizes)
+    if (!batches[static_cast<size_t>(b)] && std::find(todo.begin(), todo.end(), b) == todo.end()) todo.push_back(b);
+  if (todo.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<engine::ConvProblem> problems;
+  std::vector<std::string> ids;
+  for (int b : todo) {
+    const BatchExec& from = *batches[static_cast<size_t>(engine::nearest_tuned(b, tuned))];
     for (size_t c = 0; c < convs.size(); ++c) {
-      problems.push_back(convs[c].problem(batch));
+      problems.push_back(convs[c].problem(b));
       ids.push_back(from.tactics[c]->id());
     }
-    auto be = std::make_unique<BatchExec>();
-    be->tactics = tuner->derive_many(problems, ids, options.device, pool_threads());
-    be->direct_stem = from.direct_stem;
-    slot = std::move(be);
-    if (tactic_cache && tactic_cache->dirty()) {
-      std::string warning;
-      if (!tactic_cache->save(tactic_cache_path, &warning)) stats.warnings.push_back(warning);
-    }
-    stats.derived_batches += 1;
-    stats.derived_plans_restored = tuner->stats().derived_restored;
-    stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
-  return *slot;
+  const std::vector<std::shared_ptr<const engine::ConvTactic>> built =
+      tuner->derive_many(problems, ids, options.device, pool_threads());
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const int b = todo[k];
+    auto be = std::make_unique<BatchExec>();
+    be->tactics.assign(built.begin() + static_cast<std::ptrdiff_t>(k * convs.size()),
+                       built.begin() + static_cast<std::ptrdiff_t>((k + 1) * convs.size()));
+    be->direct_stem = batches[static_cast<size_t>(engine::nearest_tuned(b, tuned))]->direct_stem;
+    batches[static_cast<size_t>(b)] = std::move(be);
+  }
+  if (tactic_cache && tactic_cache->dirty()) {
+    std::string warning;
+    if (!tactic_cache->save(tactic_cache_path, &warning)) stats.warnings.push_back(warning);
+  }
+  stats.derived_batches += static_cast<int>(todo.size());
+  stats.derived_plans_restored = tuner->stats().derived_restored;
+  stats.derive_pool_ms = tuner->stats().derive_pool_ms;
+  stats.derive_finish_ms = tuner->stats().derive_finish_ms;
+  stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void Engine::build() {
@@ -245,6 +259,7 @@ void Engine::build() {
                  " outside [1, max_batch = ", options.max_batch, "]");
   std::sort(tuned.begin(), tuned.end());
   tuned.erase(std::unique(tuned.begin(), tuned.end()), tuned.end());
+  if (options.pad_batches) anchors = engine::batch_anchors(options.max_batch, tuned);
   choose_tactics();
   record_build_stats(t0);
 }
@@ -288,6 +303,7 @@ void Engine::allocate() {
 }
 
 void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
+  stats.anchors = anchors;
   stats.activation_bytes = sp.arena_bytes;
   stats.naive_bytes = sp.naive_bytes;
   stats.workspace_bytes = workspace_bytes;

@@ -1,6 +1,7 @@
 // GPU engine execution: the input conversion, the steps' launches (steps/), CUDA graph capture and
 // replay.
 #include "engine/cuda/engine_impl.hpp"
+#include "engine/cuda/tactics/batch_sizes.hpp"
 
 namespace yolocu::cuda_engine_internal {
 
@@ -52,11 +53,16 @@ void Engine::convert_input(const BatchExec& be, const void* d_input, int batch, 
     ck::nchw_to_nhwc(d_input, half, ptr(sp.plan.inputs[0]), half, batch, in_c, in_h, in_w, s);
 }
 
-void Engine::run(const void* d_input, int batch, cudaStream_t s) {
+void Engine::run(const void* d_input, int n, cudaStream_t s) {
+  // With pad_batches the steps run at the anchor `batch` >= n; only the n images of d_input are
+  // converted (d_input may hold no more), rows n..batch-1 keep what the buffers held (zeros from
+  // the build or an earlier batch's values: finite, computed, never read back).
+  const int batch = engine::run_batch(n, anchors);
+  stats.padded_images += batch - n;
   BatchExec& be = batch_exec(batch);
   // The input conversion (or the direct stem) stays outside the graph: the graph then never
   // depends on d_input.
-  convert_input(be, d_input, batch, s);
+  convert_input(be, d_input, n, s);
   // The first run of a batch size is eager (it loads every kernel module outside any capture);
   // the second captures the graph, later ones replay it.
   if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {

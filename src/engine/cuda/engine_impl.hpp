@@ -66,6 +66,7 @@ struct Engine {
   int input_readers = 0;  // steps reading the network input
   size_t workspace_bytes = 0;
   std::vector<int> tuned;                // tuned batch sizes, ascending
+  std::vector<int> anchors;              // pad_batches: the sizes runs execute, ascending (else empty)
   std::unique_ptr<engine::Tuner> tuner;  // kept for the batch sizes derived later
   CudnnHandle cudnn;
   Stream stream;          // run_host / profile
@@ -96,6 +97,8 @@ struct Engine {
     return cuda_engine_internal::conv_buffers(ci, values, stem_input.get(), workspace.get(), workspace_bytes);
   }
   BatchExec& batch_exec(int batch);
+  // The tactics of every size in `sizes` not ready yet, derived in one derive_many call.
+  void prepare_batches(const std::vector<int>& sizes);
   // Host threads that build cuDNN plans at once (prebuild, derived batch sizes): the cores, at most 16.
   static int pool_threads() { return static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))); }
 

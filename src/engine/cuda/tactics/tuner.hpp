@@ -64,6 +64,8 @@ struct TunerStats {
   int layers = 0, memo_hits = 0, cache_hits = 0, tuned = 0, candidates = 0, rejected = 0;
   int plans_restored = 0;  // cache hits whose tactic was restored from its serialised plan
   int derived_restored = 0;  // derive_many(): tactics restored from the file's derived plans
+  double derive_pool_ms = 0;    // derive_many(): wall time of the pool's builds and restores
+  double derive_finish_ms = 0;  // ... of what follows on the engine's handle (failed builds, plans serialised)
   double ms = 0;  // host time spent in choose()
   TuneBreakdown breakdown;  // where the time of prebuild() and choose() went (breakdown.choose_ms == ms)
 };

@@ -1,6 +1,7 @@
 // Tuner, host-thread half: prebuild() (the plans choose() will need, built on a pool of threads)
 // and derive() / derive_many() (tactics for batch sizes that were not tuned). See tuner.hpp.
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <map>
@@ -331,10 +332,13 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
       }
     }
   };
+  const auto pool0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), todo.size()));
   std::vector<std::thread> pool;
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+  const auto finish0 = std::chrono::steady_clock::now();
+  stats_.derive_pool_ms += std::chrono::duration<double, std::milli>(finish0 - pool0).count();
   for (Job* j : todo) {
     const ConvProblem& pb = problems[j->first];
     if (!j->built) j->built = derive(pb, ids[j->first]);
@@ -348,6 +352,7 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
     }
     memo_put(j->memo_key, {j->built->id(), j->built->name(), 0, j->text}, j->built);
   }
+  stats_.derive_finish_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - finish0).count();
   std::vector<std::shared_ptr<const ConvTactic>> out(problems.size());
   for (size_t i = 0; i < problems.size(); ++i) out[i] = jobs[job_of[i]].built;
   return out;
