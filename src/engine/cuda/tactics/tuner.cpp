@@ -565,8 +565,13 @@ int Tuner::pick_winner(const Choice& c, const Sweep& s, double* us) {
 // 3: tune: check every candidate, the brief sweep of those that passed, the full sweep of the
 // finalists; the winner goes to the cache file and the process memo.
 void Tuner::tune(Choice& c) {
-  // A pitched input: the packed problem's choice first (it fills buffers and y_ref of its own).
-  const std::shared_ptr<const ConvTactic> packed_best = c.pb.inputs_packed() ? nullptr : choose_packed_inputs(c);
+  // A pitched input: the packed problem's choice first. It fills x, the residual and y_ref with its
+  // own data, so c's are prepared (again, if a cached choice's check prepared them) afterwards.
+  std::shared_ptr<const ConvTactic> packed_best;
+  if (!c.pb.inputs_packed()) {
+    packed_best = choose_packed_inputs(c);
+    c.prepared = false;
+  }
   ensure_prepared(c);
   std::vector<TacticPtr> cands = candidates(c);
   if (!c.pb.inputs_packed()) {
