@@ -37,7 +37,10 @@ class ConcatNhwcStep final : public Step {
   }
 
  private:
-  static bool in_place(const LaunchContext& ctx, int id) { return ctx.sp.channel_offset[static_cast<size_t>(id)] >= 0; }
+  // Written in its slice of this Concat's output (not a view of some other buffer).
+  bool in_place(const LaunchContext& ctx, int id) const {
+    return ctx.sp.channel_offset[static_cast<size_t>(id)] >= 0 && ctx.sp.root[static_cast<size_t>(id)] == st_.out[0];
+  }
 };
 
 }  // namespace

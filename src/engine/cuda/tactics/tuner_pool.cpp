@@ -219,10 +219,14 @@ void PrebuildPool::worker() {
 
 void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int threads) {
   const auto wall0 = Clock::now();
-  // A layer with pitched inputs also has the same layer on packed inputs tuned (Tuner::tune).
+  // A layer with pitched inputs that will be tuned (no choice in the file or this process) also has
+  // the same layer on packed inputs chosen first (Tuner::tune).
   std::vector<ConvProblem> all(problems);
-  for (const ConvProblem& pb : problems)
-    if (!pb.inputs_packed()) all.push_back(pb.packed_inputs());
+  for (const ConvProblem& pb : problems) {
+    const std::string key = pb.signature() + "|b" + std::to_string(pb.n);
+    if (!pb.inputs_packed() && !usable_record(pb.signature(), pb.n) && !memo_find(memo_key_of(key), nullptr, nullptr))
+      all.push_back(pb.packed_inputs());
+  }
   std::vector<PrebuildJob> jobs;
   std::vector<std::string> seen;
   for (const ConvProblem& pb : all) {
