@@ -93,8 +93,8 @@ std::vector<std::string> cudnn_graph_configs(cudnnHandle_t cudnn, const ConvProb
 std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
 
 // yolocu's depthwise kernel (own_dwconv_kernel.hpp): group == c == k, fp16 or fp32, r and s <= 9,
-// any stride, padding and dilation, bias / SiLU / residual fused, packed or pitched output; one
-// candidate per tile shape. Nothing unless lim.own_depthwise.
+// any stride, padding and dilation, bias / SiLU / residual fused, packed or pitched output, packed
+// input and residual; one candidate per tile shape. Nothing unless lim.own_depthwise.
 std::vector<TacticPtr> own_dwconv_candidates(const ConvProblem& pb, const TacticLimits& lim);
 bool own_dwconv_shape_ok(const ConvProblem& pb);
 

@@ -178,7 +178,8 @@ const TacticRecord* Tuner::usable_record(const std::string& sig, int batch) cons
   const TacticRecord* r = cache_ ? cache_->find(sig, batch) : nullptr;
   // A CUTLASS or own:dw choice while that family is off: the layer is tuned again without it (no warning).
   if (r && !limits_.cutlass && family_of(r->tactic) == TacticFamily::kCutlass) return nullptr;
-  if (r && !limits_.own_depthwise && r->tactic.rfind("own:dw-", 0) == 0) return nullptr;
+  const size_t base = r && r->tactic.rfind("packin:", 0) == 0 ? 7 : 0;  // a packin wrapper: its inner tactic
+  if (r && !limits_.own_depthwise && r->tactic.compare(base, 7, "own:dw-") == 0) return nullptr;
   return r;
 }
 
