@@ -1,8 +1,8 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail]
-//                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--no-fuse-sppf] [--cutlass] [--no-own-dwconv]
-//                     [--tactic-cache FILE|none] [--max-plans N]
+//                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--cutlass]
+//                     [--no-own-dwconv] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
 // and verifies that every value then scales with the batch.
@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8, 32};
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
-  bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, fuse_attn = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false;
+  bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, fuse_attn = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false,
+       channel_views = false;
   bool direct_stem = true, own_dw = true;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
     else if (k == "--no-fuse-attention") fuse_attn = false;  // CudaEngineOptions::fuse_attention
     else if (k == "--no-s2d") s2d = false;
     else if (k == "--no-copy-free-concat") copy_free = false;
+    else if (k == "--channel-views") channel_views = true;  // CudaEngineOptions::channel_views
     else if (k == "--no-fuse-sppf") fuse_sppf = false;
     else if (k == "--no-direct-stem") direct_stem = false;  // CudaEngineOptions::direct_stem
     else if (k == "--cutlass") cutlass = true;  // CudaEngineOptions::cutlass_tactics
@@ -107,8 +109,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-fuse-attention] [--no-s2d] "
-                   "[--no-copy-free-concat] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--no-own-dwconv] [--tactic-cache FILE|none] "
-                   "[--max-plans N]\n");
+                   "[--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--no-own-dwconv] "
+                   "[--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
   }
@@ -118,10 +120,11 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
   BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
   const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
-  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
+  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
               prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
               graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "", fuse_v8 ? ", fused v8 tail" : "",
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
+              channel_views && copy_free ? ", channel views" : "",
               fuse_sppf ? ", SPPF kernel" : "", direct_stem ? ", direct stem where faster" : "",
               cutlass ? ", cutlass tactics" : "", own_dw ? "" : ", no own depthwise tactics", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
   std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
@@ -143,6 +146,7 @@ int main(int argc, char** argv) {
         o.fuse_attention = fuse_attn;
         o.space_to_depth_stem = s2d;
         o.copy_free_concat = copy_free;
+        o.channel_views = channel_views;
         o.fuse_sppf = fuse_sppf;
         o.direct_stem = direct_stem;
         o.cutlass_tactics = cutlass;
@@ -195,6 +199,9 @@ int main(int argc, char** argv) {
         const char* kind = st.tactics_tuned == 0 ? "warm"
                            : st.tactic_cache_hits + st.tactic_memo_hits > 0 ? "partly-cold" : "cold";
         std::printf("  %s batch %d %s: %s\n", name.c_str(), batch, kind, st.tune_breakdown.c_str());
+        if (channel_views)
+          std::printf("  %s batch %d channel views: %d Split outputs, %d Split / Concat steps removed, %d steps\n",
+                      name.c_str(), batch, st.channel_views, st.copy_steps_removed, st.steps);
         std::printf("  %s batch %d stem: %s\n", name.c_str(), batch,
                     std::find(st.direct_stem_batches.begin(), st.direct_stem_batches.end(), batch) != st.direct_stem_batches.end()
                         ? "direct stem kernel (from the NCHW input)"

@@ -103,6 +103,13 @@ struct CudaEngineOptions {
   // output (the convolution's tactics are tuned for that pitched output); the Concat copies the
   // others. Off when workspace_limit is 0 (the legacy cuDNN tactics need workspace for it).
   bool copy_free_concat = true;
+  // Channel views (with copy_free_concat): a C2f / C3k2 block runs without copies. Its first
+  // convolution writes its output into the final Concat's buffer, the channel Split's outputs are
+  // views of that buffer (no Split step), each bottleneck's output is written in its slice even
+  // where the next bottleneck reads it too, and the Concat step disappears. The convolutions that
+  // read a view (input or residual with a wider pixel pitch) are tuned for it: cuDNN's strided
+  // kernels, or a packed copy then the layer's best packed tactic. Off until verified on a GPU.
+  bool channel_views = false;
   bool print_warnings = true;                 // tactic-cache warnings to stderr (also in stats())
   // Device memory the engine may allocate itself (activations, weights, constants, workspaces,
   // tuning buffers), bytes; 0: no limit. Over it the build throws kOutOfMemory naming the buffer,
@@ -127,6 +134,8 @@ struct CudaEngineStats {
   int fused_sppf = 0;           // SPPF blocks run as one kernel (three MaxPools and a Concat each)
   int concat_inputs_in_place = 0;  // channel-Concat inputs their producers write in place (copy-free)
   int concat_inputs_copied = 0;    // ... that the Concat copies
+  int channel_views = 0;           // Split outputs that are channel views (channel_views: no Split step)
+  int copy_steps_removed = 0;      // Split and Concat steps channel_views removed
   int convs = 0;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image
   bool space_to_depth_stem = false; // the stem runs as space-to-depth + 3x3

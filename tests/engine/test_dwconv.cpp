@@ -234,6 +234,11 @@ TEST(OwnDwConv, OffersWhatItCanRun) {
   refused("an 11x11 filter", [](ConvProblem& p) { p.r = p.s = 11; });
   refused("a pitch below c", [](ConvProblem& p) { p.yp = p.c / 2; });
   refused("stride 0", [](ConvProblem& p) { p.str_w = 0; });
+  refused("a channel view as input", [](ConvProblem& p) { p.xp = p.c + 16; });
+  refused("a channel view as residual", [](ConvProblem& p) {
+    p.residual = true;
+    p.rp = p.k + 16;
+  });
 }
 
 TEST(OwnDwConv, VectorWidth) {

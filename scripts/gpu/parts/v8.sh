@@ -3,8 +3,9 @@
 # (the engine's raw outputs, the v8 decode, the detector's CUDA cases on the sample images; the
 # _cpu cases need letterboxed_bgr, which the static set leaves out, and run in CI) and
 # compute-sanitizer on the new plain-layout kernels (Softmax, MatMul, channel Split), the fused v8
-# Detect tail and the fused C2PSA attention (memcheck and racecheck on their synthetic cases), the
-# depthwise kernel (memcheck) and the v8 decode; then both models on the engine against ultralytics' own in PyTorch (FP16, channels_last,
+# Detect tail, the fused C2PSA attention and channel views (memcheck and racecheck on their
+# synthetic cases), the depthwise kernel (memcheck) and the v8 decode; then both models on the
+# engine against ultralytics' own in PyTorch (FP16, channels_last,
 # CUDA graph), same call.
 #   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
@@ -46,7 +47,7 @@ v8_bench() {
 
 gpu_begin
 export YOLOCU_V8_DIR=$root/$g/data/v8
-TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
+TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:CudaChannelViews.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
 if run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
   sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
   sanitize memcheck test_cuda_engine 'CudaV8TailSynthetic.*'
@@ -54,6 +55,7 @@ if run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_san
   sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*'
   sanitize memcheck test_cuda_engine 'OwnDwConv.MatchesDirectConvolution'
   sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.PartialBlocks'
+  sanitize memcheck test_cuda_engine 'CudaChannelViews.SyntheticC2f'
   sanitize memcheck test_postprocess_cuda 'PostprocessCuda.V8*'
   sanitize racecheck test_postprocess_cuda 'PostprocessCuda.V8*'
 fi

@@ -126,15 +126,16 @@ __global__ void nhwc_to_nchw_kernel(const Tin* __restrict__ src, float* __restri
 // Conv epilogue, in place on the NHWC output: each thread owns V consecutive channels of one
 // pixel (C % V == 0), one vector load of y (and of the residual), bias from the (cached) bias
 // array, SiLU in float, one vector store.
-// src == y in place; else y has a pixel pitch of pvec vectors (a channel slice).
+// src == y in place; else y has a pixel pitch of pvec vectors (a channel slice); the residual one of
+// rvec vectors.
 template <typename T, int V>
 __global__ void bias_act_kernel(const T* src, T* y, const float* __restrict__ bias, const T* __restrict__ res,
-                                int nvec, int cvec, int64_t pvec, bool silu) {
+                                int nvec, int cvec, int64_t pvec, int64_t rvec, bool silu) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += gridDim.x * blockDim.x) {
     const int cv = i % cvec, c0 = cv * V;
     Vec<T, V> a = reinterpret_cast<const Vec<T, V>*>(src)[i];
     Vec<T, V> r;
-    if (res) r = reinterpret_cast<const Vec<T, V>*>(res)[i];
+    if (res) r = reinterpret_cast<const Vec<T, V>*>(res)[(i / cvec) * rvec + cv];
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       float v = to_f(a.v[k]);
@@ -255,33 +256,35 @@ void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h
 
 namespace {
 template <typename T, int V>
-void launch_bias_act(const void* src, void* y, int64_t pitch, const float* bias, const void* res, int64_t pixels,
-                     int channels, bool silu, cudaStream_t stream) {
+void launch_bias_act(const void* src, void* y, int64_t pitch, const float* bias, const void* res, int64_t res_pitch,
+                     int64_t pixels, int channels, bool silu, cudaStream_t stream) {
   const int64_t nvec = pixels * channels / V;
   bias_act_kernel<T, V><<<grid_for(nvec), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(y), bias,
                                                                  static_cast<const T*>(res), static_cast<int>(nvec),
-                                                                 channels / V, pitch / V, silu);
+                                                                 channels / V, pitch / V, res_pitch / V, silu);
 }
 }  // namespace
 
-void bias_act_nhwc_to(const void* src, void* y, int64_t pitch, const float* bias, const void* residual, bool half,
-                      int64_t pixels, int channels, bool silu, cudaStream_t stream) {
+void bias_act_nhwc_to(const void* src, void* y, int64_t pitch, const float* bias, const void* residual,
+                      int64_t res_pitch, bool half, int64_t pixels, int channels, bool silu, cudaStream_t stream) {
   check_count(pixels * channels, "bias_act_nhwc");
   check_count(pixels * pitch, "bias_act_nhwc output");
-  YOLOCU_CHECK(pitch >= channels, kInternal, "bias_act_nhwc: pitch ", pitch, " < channels ", channels);
+  check_count(pixels * res_pitch, "bias_act_nhwc residual");
+  YOLOCU_CHECK(pitch >= channels && res_pitch >= channels, kInternal, "bias_act_nhwc: pitches ", pitch, " / ",
+               res_pitch, " < channels ", channels);
   // Vector width: 16-byte accesses when the channel count, the pitch and the pointers allow.
   const auto fits = [&](int v) {
     const uintptr_t bytes = static_cast<uintptr_t>(v) * (half ? 2 : 4);
-    return channels % v == 0 && pitch % v == 0 && reinterpret_cast<uintptr_t>(src) % bytes == 0 &&
+    return channels % v == 0 && pitch % v == 0 && res_pitch % v == 0 && reinterpret_cast<uintptr_t>(src) % bytes == 0 &&
            reinterpret_cast<uintptr_t>(y) % bytes == 0 && reinterpret_cast<uintptr_t>(residual) % bytes == 0;
   };
   if (half) {
-    if (fits(8)) launch_bias_act<__half, 8>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
-    else if (fits(2)) launch_bias_act<__half, 2>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
-    else launch_bias_act<__half, 1>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
+    if (fits(8)) launch_bias_act<__half, 8>(src, y, pitch, bias, residual, res_pitch, pixels, channels, silu, stream);
+    else if (fits(2)) launch_bias_act<__half, 2>(src, y, pitch, bias, residual, res_pitch, pixels, channels, silu, stream);
+    else launch_bias_act<__half, 1>(src, y, pitch, bias, residual, res_pitch, pixels, channels, silu, stream);
   } else {
-    if (fits(4)) launch_bias_act<float, 4>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
-    else launch_bias_act<float, 1>(src, y, pitch, bias, residual, pixels, channels, silu, stream);
+    if (fits(4)) launch_bias_act<float, 4>(src, y, pitch, bias, residual, res_pitch, pixels, channels, silu, stream);
+    else launch_bias_act<float, 1>(src, y, pitch, bias, residual, res_pitch, pixels, channels, silu, stream);
   }
   YOLOCU_CUDA_CHECK_LAUNCH();
 }

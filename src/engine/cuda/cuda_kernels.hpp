@@ -36,11 +36,11 @@ void nchw_to_s2d_nhwc(const void* src, bool in_half, void* dst, bool out_half, i
 void nhwc_to_nchw(const void* src, bool in_half, float* dst, int n, int c, int h, int w, cudaStream_t stream);
 
 // dst[p, c] = act(src[p, c] + bias[c]) (+ residual[p, c]) over pixels x channels; bias may be null,
-// residual may be null, act = SiLU if silu else identity. src and residual are packed [pixels,
-// channels]; dst has a pixel pitch of dst_pitch elements (>= channels: a channel slice of a wider
-// NHWC buffer). src == dst (dst_pitch == channels): in place.
-void bias_act_nhwc_to(const void* src, void* dst, int64_t dst_pitch, const float* bias, const void* residual, bool half,
-                      int64_t pixels, int channels, bool silu, cudaStream_t stream);
+// residual may be null, act = SiLU if silu else identity. src is packed [pixels, channels]; dst and
+// the residual have pixel pitches of dst_pitch and res_pitch elements (>= channels: channel slices
+// of wider NHWC buffers). src == dst (dst_pitch == channels): in place.
+void bias_act_nhwc_to(const void* src, void* dst, int64_t dst_pitch, const float* bias, const void* residual,
+                      int64_t res_pitch, bool half, int64_t pixels, int channels, bool silu, cudaStream_t stream);
 
 // Same-shape elementwise op over n elements of the activation dtype (b null for unary ops).
 void eltwise_flat(EltOp op, const void* a, const void* b, void* y, bool half, int64_t n, cudaStream_t stream);
@@ -61,9 +61,10 @@ void sppf_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, in
                cudaStream_t stream);
 
 // Nearest resize: output row oy reads input row src_y[oy], column ox reads src_x[ox] (device tables).
-// y_pitch: elements per output pixel (>= c; > c when y is a channel slice of a wider buffer).
-void resize_nearest_nhwc(const void* x, void* y, bool half, int n, int h, int w, int c, int oh, int ow, int y_pitch,
-                         const int* src_y, const int* src_x, cudaStream_t stream);
+// x_pitch, y_pitch: elements per input / output pixel (>= c; > c when x or y is a channel slice of
+// a wider buffer).
+void resize_nearest_nhwc(const void* x, int x_pitch, void* y, bool half, int n, int h, int w, int c, int oh, int ow,
+                         int y_pitch, const int* src_y, const int* src_x, cudaStream_t stream);
 
 // Strided views for the plain (float32) generic kernels: out coordinate -> element offsets.
 struct StridedParams {

@@ -239,6 +239,7 @@ void Engine::build() {
   }
   so.fuse_sppf = options.fuse_sppf;
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
+  so.channel_views = options.channel_views && so.copy_free_concat;
   sp = engine::plan_gpu_steps(std::move(plan), so);
   values.init(&sp, options.max_batch);
   allocate();
@@ -317,6 +318,8 @@ void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.fused_sppf = sp.fused_sppf;
   stats.concat_inputs_in_place = sp.concat_inputs_in_place;
   stats.concat_inputs_copied = sp.concat_inputs_copied;
+  stats.channel_views = sp.channel_views;
+  stats.copy_steps_removed = sp.copy_steps_removed;
   stats.convs = sp.convs;
   count_kernels();
   stats.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

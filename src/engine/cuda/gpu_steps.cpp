@@ -30,6 +30,11 @@ size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size) {
   return n * es;
 }
 
+int64_t view_pitch(const GpuStepPlan& sp, int value) {
+  if (value < 0 || sp.channel_offset[static_cast<size_t>(value)] < 0) return 0;
+  return sp.channel_pitch[static_cast<size_t>(value)];
+}
+
 GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   GpuStepPlan sp;
   sp.plan = std::move(plan_in);

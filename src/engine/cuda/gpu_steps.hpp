@@ -67,9 +67,12 @@ struct GpuStepPlan {
   std::vector<int64_t> channel_pitch;
   // Copy-free Concat: per value, >= 0 when the value lives inside its root's NHWC buffer, starting
   // at this channel (its producer writes its channel slice of the Concat's output directly, with
-  // the Concat's channel count as its pixel pitch); -1: the value owns its buffer.
+  // the Concat's channel count as its pixel pitch; a channel view's readers read it with that
+  // pitch); -1: the value owns its buffer.
   std::vector<int64_t> channel_offset;
   int concat_inputs_in_place = 0, concat_inputs_copied = 0;
+  int channel_views = 0;       // Split outputs made channel views (GpuStepOptions::channel_views)
+  int copy_steps_removed = 0;  // Split and Concat steps they made unnecessary (removed from steps)
 };
 
 struct GpuStepOptions {
@@ -88,6 +91,15 @@ struct GpuStepOptions {
   // is a Conv or a nearest Resize is written by its producer straight into its channel slice of the
   // Concat's output (16-byte aligned slices only); the Concat copies only the other inputs.
   bool copy_free_concat = true;
+  // Channel views (with copy_free_concat; planning/channel_views.cpp): a channel Split whose input
+  // is a Conv's output read only by the Split, and whose outputs are consecutive inputs of one
+  // channel Concat, in order: the Conv writes into the Concat's buffer at their place and the
+  // Split's outputs become views of it (root, channel_offset, the Concat's pitch), the Split steps
+  // removed. A Concat input made by a Conv or a nearest Resize that other steps read too is placed
+  // as well when every other reader is a Conv reading it as its input or residual or a nearest
+  // Resize (they read the pitch). A Concat step whose inputs are all in place is removed. Views are only made where every
+  // reader is one of those.
+  bool channel_views = false;
   size_t alignment = 256;
 };
 
@@ -102,5 +114,10 @@ GpuStepPlan plan_gpu_steps(Plan plan, const GpuStepOptions& options);
 
 // Bytes of a value's buffer at the plan's shapes in its layout (channel_pitch included).
 size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size);
+
+// The pixel pitch (elements) a step reading `value` uses when the value lives inside another
+// value's NHWC buffer (channel_offset >= 0: a copy-free Concat input or a channel view), else 0
+// (-1 and values owning their buffer). A Conv reading it gets ConvProblem::xp / rp from it.
+int64_t view_pitch(const GpuStepPlan& sp, int value);
 
 }  // namespace yolocu::engine

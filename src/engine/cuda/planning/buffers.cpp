@@ -87,6 +87,7 @@ void plan_buffer_roots(GpuStepPlan& sp, const GpuStepOptions& options) {
     if (s.kind == GpuStepKind::kView) sp.root[static_cast<size_t>(s.out[0])] = sp.root[static_cast<size_t>(s.in[0])];
   sp.channel_offset.assign(nv, -1);
   if (options.copy_free_concat) place_concat_inputs(sp, options.act_elem_size);
+  if (options.copy_free_concat && options.channel_views) plan_channel_views(sp, options);
 }
 
 void plan_arena(GpuStepPlan& sp, const GpuStepOptions& options) {

@@ -3,6 +3,7 @@
 //   fusion.cpp    which nodes fuse: Detect tails, SPPF blocks (Conv + SiLU + residual fuse while lowering)
 //   lowering.cpp  nodes -> steps, each value's layout, reorder steps between layouts
 //   buffers.cpp   channel pitches, buffer roots (views alias), copy-free Concat placement, the arena
+//   channel_views.cpp  C2f / C3k2 without copies: Split outputs as channel views of the Concat's buffer
 #pragma once
 
 #include <vector>
@@ -35,8 +36,14 @@ void lower_nodes(GpuStepPlan& sp, Fusions& f, const GpuStepOptions& options);
 // convolutions that only the fused Detect tail reads (options.pad_tail_channels).
 void plan_channel_pitches(GpuStepPlan& sp, const GpuStepOptions& options);
 
-// sp.root (views alias their input) and sp.channel_offset (copy-free Concat, options.copy_free_concat).
+// sp.root (views alias their input) and sp.channel_offset (copy-free Concat, options.copy_free_concat;
+// then channel views, options.channel_views).
 void plan_buffer_roots(GpuStepPlan& sp, const GpuStepOptions& options);
+
+// Channel views (GpuStepOptions::channel_views): more Concat inputs in place, Split outputs as views
+// of the Concat's buffer; removes the Split and Concat steps that no longer copy anything. Fills
+// sp.channel_views and sp.copy_steps_removed, updates the Concat placement counts.
+void plan_channel_views(GpuStepPlan& sp, const GpuStepOptions& options);
 
 // sp.offset, sp.arena_bytes, sp.naive_bytes: the liveness-planned arena of the roots.
 void plan_arena(GpuStepPlan& sp, const GpuStepOptions& options);

@@ -23,8 +23,9 @@ class ConcatNhwcStep final : public Step {
         off += c;
         continue;
       }
-      ck::copy_rows(ctx.ptr(id), c * es, static_cast<uint8_t*>(ctx.ptr(st_.out[0])) + off * es, ys[1] * es, rows,
-                    c * es, s);
+      // an input's own pixel pitch (a channel view of another buffer reads with that buffer's)
+      ck::copy_rows(ctx.ptr(id), ctx.sp.channel_pitch[static_cast<size_t>(id)] * es,
+                    static_cast<uint8_t*>(ctx.ptr(st_.out[0])) + off * es, ys[1] * es, rows, c * es, s);
       off += c;
     }
   }
@@ -36,7 +37,10 @@ class ConcatNhwcStep final : public Step {
   }
 
  private:
-  static bool in_place(const LaunchContext& ctx, int id) { return ctx.sp.channel_offset[static_cast<size_t>(id)] >= 0; }
+  // Written in its slice of this Concat's output (not a view of some other buffer).
+  bool in_place(const LaunchContext& ctx, int id) const {
+    return ctx.sp.channel_offset[static_cast<size_t>(id)] >= 0 && ctx.sp.root[static_cast<size_t>(id)] == st_.out[0];
+  }
 };
 
 }  // namespace

@@ -44,7 +44,10 @@ ConvInfo make_layer(const SetupContext& ctx, const engine::GpuStep& st, const Te
                ": its input has ", xs[0], " images in dim 0 where the engine's batch is ", ctx.options.max_batch,
                " (the GPU engine convolves only values whose dim 0 is the network input's batch)");
   p.n = ctx.options.max_batch;
-  p.c = static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(ci.x)]);
+  // A channel view input (GpuStepOptions::channel_views) keeps its channels, read with its root's
+  // pitch; likewise a residual.
+  p.xp = static_cast<int>(engine::view_pitch(ctx.sp, ci.x));
+  p.c = p.xp > 0 ? static_cast<int>(xs[1]) : static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(ci.x)]);
   p.h = static_cast<int>(xs[2]);
   p.w = static_cast<int>(xs[3]);
   // Output channels as stored (the fused Detect tail's padding included); a copy-free Concat's
@@ -66,7 +69,12 @@ ConvInfo make_layer(const SetupContext& ctx, const engine::GpuStep& st, const Te
   p.bias = st.in[2] >= 0;
   p.silu = st.silu;
   p.residual = st.residual >= 0;
+  p.rp = static_cast<int>(engine::view_pitch(ctx.sp, st.residual));
   YOLOCU_CHECK(p.c == xs[1], kInternal, n.describe(), ": reads a channel-padded value");
+  YOLOCU_CHECK(!p.residual || p.rp > 0 || ctx.sp.channel_pitch[static_cast<size_t>(st.residual)] == p.k, kInternal,
+               n.describe(), ": its residual's channels differ from its output's");
+  if (p.xp == p.c) p.xp = 0;
+  if (p.rp == p.k) p.rp = 0;
   return ci;
 }
 

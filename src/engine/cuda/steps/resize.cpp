@@ -29,7 +29,8 @@ class ResizeStep final : public Step {
   }
   void launch(const LaunchContext& ctx, cudaStream_t s) const override {
     const Shape xs = ctx.shape_at(st_.in[0]), ys = ctx.shape_at(st_.out[0]);
-    ck::resize_nearest_nhwc(ctx.ptr(st_.in[0]), ctx.ptr(st_.out[0]), ctx.half, static_cast<int>(xs[0]),
+    ck::resize_nearest_nhwc(ctx.ptr(st_.in[0]), static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(st_.in[0])]),
+                            ctx.ptr(st_.out[0]), ctx.half, static_cast<int>(xs[0]),
                             static_cast<int>(xs[2]), static_cast<int>(xs[3]), static_cast<int>(xs[1]),
                             static_cast<int>(ys[2]), static_cast<int>(ys[3]),
                             static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(st_.out[0])]),

@@ -12,6 +12,8 @@ std::string ConvProblem::signature() const {
                 residual ? "+res" : "");
   std::string sig = b;
   if (!y_packed()) sig += " yp" + std::to_string(y_pitch());
+  if (x_pitch() != c) sig += " xp" + std::to_string(x_pitch());
+  if (residual && r_pitch() != k) sig += " rp" + std::to_string(r_pitch());
   return sig;
 }
 

@@ -8,6 +8,12 @@
 //   own_dwconv.cpp    "own:dw-q<cols>r<rows>[w]"  yolocu's depthwise (group == c == k) stencil kernel
 //   cutlass_conv.cu   "cutlass:tb<M>x<N>x<K>-s<stages>"  CUTLASS implicit GEMM, epilogue fused
 //                     (TacticLimits::cutlass; off by default until its first GPU run)
+//   packed_input.cpp  "packin:<inner id>"       a layer with a pitched input or residual (a channel
+//                     view, ConvProblem::xp / rp): copies them packed into the workspace, then runs
+//                     the inner tactic (any family's) on ConvProblem::packed_inputs()
+// Pitched inputs: cudnn_legacy and cudnn_graph read them natively (cuDNN may refuse some algorithms
+// or engines); every other family offers nothing for them (a new family must refuse them too, or
+// read them with their pitch), and the packin wrapper always works.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,7 +30,8 @@
 namespace yolocu::engine {
 
 // Device pointers of one launch: x NHWC, w KRSC (activation dtype), bias float32 [k] (null if the
-// problem has none), residual NHWC like y (null if none), y NHWC; ws: workspace of ws_bytes.
+// problem has none), residual NHWC like y (null if none), y NHWC, each with its pixel pitch
+// (ConvProblem::x_pitch, r_pitch, y_pitch); ws: workspace of ws_bytes.
 struct ConvBuffers {
   const void* x = nullptr;
   const void* w = nullptr;
@@ -86,8 +93,8 @@ std::vector<std::string> cudnn_graph_configs(cudnnHandle_t cudnn, const ConvProb
 std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
 
 // yolocu's depthwise kernel (own_dwconv_kernel.hpp): group == c == k, fp16 or fp32, r and s <= 9,
-// any stride, padding and dilation, bias / SiLU / residual fused, packed or pitched output; one
-// candidate per tile shape. Nothing unless lim.own_depthwise.
+// any stride, padding and dilation, bias / SiLU / residual fused, packed or pitched output, packed
+// input and residual; one candidate per tile shape. Nothing unless lim.own_depthwise.
 std::vector<TacticPtr> own_dwconv_candidates(const ConvProblem& pb, const TacticLimits& lim);
 bool own_dwconv_shape_ok(const ConvProblem& pb);
 
@@ -97,6 +104,19 @@ bool own_dwconv_shape_ok(const ConvProblem& pb);
 std::vector<TacticPtr> cutlass_conv_candidates(const ConvProblem& pb, const TacticLimits& lim);
 bool cutlass_conv_shape_ok(const ConvProblem& pb);
 bool cutlass_conv_available();
+
+// The "packin" wrapper (packed_input.cpp) of `inner`, a tactic of pb.packed_inputs(): null if pb's
+// inputs are packed or the copies and inner's workspace exceed lim.workspace. packin_copy_bytes:
+// the workspace its copies take (aligned). make_packin: from the id "packin:<inner id>", the inner
+// tactic built (or restored from `plan`) for pb.packed_inputs() within what the copies leave of
+// lim.workspace. restore_tactic: only a restore from serialised plan bytes (restore_cudnn_graph, or
+// a packin wrapper around one), never a compilation; null if the plan does not restore.
+TacticPtr wrap_packin(const ConvProblem& pb, std::shared_ptr<const ConvTactic> inner, const TacticLimits& lim);
+size_t packin_copy_bytes(const ConvProblem& pb);
+TacticPtr make_packin(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
+                      const std::vector<uint8_t>* plan = nullptr);
+TacticPtr restore_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
+                         const std::vector<uint8_t>& plan);
 
 // Re-creates a tactic from its id (any family); null if the id is unknown or no longer supported.
 // `plan` (optional): bytes of serialize_plan() for this id; restored if they still load, else the

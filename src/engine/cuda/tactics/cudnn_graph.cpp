@@ -32,7 +32,7 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t cudnn, const ConvProb
   g->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
   const int64_t cg = pb.c / pb.group;
   auto x = g->tensor(fe::graph::Tensor_attributes().set_name("x").set_uid(kX).set_dim({pb.n, pb.c, pb.h, pb.w})
-                         .set_stride(nhwc_strides(pb.c, pb.h, pb.w)));
+                         .set_stride(nhwc_strides(pb.x_pitch(), pb.h, pb.w)));
   auto w = g->tensor(fe::graph::Tensor_attributes().set_name("w").set_uid(kW).set_dim({pb.k, cg, pb.r, pb.s})
                          .set_stride(nhwc_strides(cg, pb.r, pb.s)));
   auto conv = fe::graph::Conv_fprop_attributes()
@@ -48,10 +48,12 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t cudnn, const ConvProb
   if (pb.silu) y = g->pointwise(y, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::SWISH_FWD));
   if (pb.residual) {
     auto r = g->tensor(fe::graph::Tensor_attributes().set_name("residual").set_uid(kResidual)
-                           .set_dim({pb.n, pb.k, pb.p, pb.q}).set_stride(nhwc_strides(pb.k, pb.p, pb.q)));
+                           .set_dim({pb.n, pb.k, pb.p, pb.q}).set_stride(nhwc_strides(pb.r_pitch(), pb.p, pb.q)));
     y = g->pointwise(y, r, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
   }
-  // A pitched output (a copy-free Concat's channel slice): pixels pb.y_pitch() elements apart.
+  // Pitched buffers (channel slices of wider NHWC buffers: a copy-free Concat's input, a channel
+  // view): pixels x_pitch() / r_pitch() / y_pitch() elements apart; engines that refuse the strides
+  // drop out.
   y->set_output(true).set_uid(kY).set_data_type(io).set_dim({pb.n, pb.k, pb.p, pb.q})
       .set_stride(nhwc_strides(pb.y_pitch(), pb.p, pb.q));
   if (!g->validate().is_good() || !g->build_operation_graph(cudnn).is_good()) return nullptr;

@@ -1,7 +1,9 @@
 // Legacy cuDNN tactics: cudnnConvolutionForward with one algorithm, then yolocu's epilogue kernel
 // y = act(y + bias) (+ residual) in place (two launches when the layer has an epilogue). A pitched
 // output (a channel slice of a copy-free Concat) is written by the epilogue from a packed
-// convolution result at the end of the workspace.
+// convolution result at the end of the workspace. A pitched input (a channel view) is described to
+// cuDNN by its strides (algorithms that refuse them drop out); a pitched residual is read by the
+// epilogue with its pitch.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -64,7 +66,10 @@ class LegacyTactic final : public ConvTactic {
     t->w_.reset(w);
     YOLOCU_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
     t->conv_.reset(c);
-    YOLOCU_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, dt, pb.n, pb.c, pb.h, pb.w));
+    const int xp = pb.x_pitch();
+    if (cudnnSetTensor4dDescriptorEx(x, dt, pb.n, pb.c, pb.h, pb.w, pb.h * pb.w * xp, 1, pb.w * xp, xp) !=
+        CUDNN_STATUS_SUCCESS)
+      return nullptr;
     YOLOCU_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, dt, pb.n, pb.k, pb.p, pb.q));
     YOLOCU_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NHWC, pb.k, pb.c / pb.group, pb.r, pb.s));
     YOLOCU_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, pb.pad_h, pb.pad_w, pb.str_h, pb.str_w, pb.dil_h, pb.dil_w,
@@ -105,8 +110,8 @@ class LegacyTactic final : public ConvTactic {
                                                conv_ws_, &zero, y_.get(), conv_y));
     if (epilogue())
       cuda_kernels::bias_act_nhwc_to(conv_y, b.y, pb_.y_pitch(), pb_.bias ? b.bias : nullptr,
-                                     pb_.residual ? b.residual : nullptr, pb_.half, int64_t{pb_.n} * pb_.p * pb_.q,
-                                     pb_.k, pb_.silu, s);
+                                     pb_.residual ? b.residual : nullptr, pb_.r_pitch(), pb_.half,
+                                     int64_t{pb_.n} * pb_.p * pb_.q, pb_.k, pb_.silu, s);
   }
 
  private:

@@ -7,7 +7,8 @@
 // activation dtype (ConvBuffers::bias_act, fp16; the other families add the float32 bias): the
 // tuner's check bounds what that rounding changes like any other candidate's. The output may be
 // pitched (a copy-free Concat's slice): CUTLASS addresses output pixels by the W stride. Not
-// covered: fp32, groups, a residual, input channels or outputs not a multiple of 8.
+// covered: fp32, groups, a residual, a pitched input (a channel view: the "packin" wrapper runs such
+// layers on a packed copy), input channels or outputs not a multiple of 8.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -148,8 +149,8 @@ const std::vector<Entry>& entries() {
 }  // namespace
 
 bool cutlass_conv_shape_ok(const ConvProblem& pb) {
-  return pb.half && pb.group == 1 && pb.bias && !pb.residual && pb.c % kVector == 0 && pb.k % kVector == 0 &&
-         pb.y_pitch() % kVector == 0;
+  return pb.half && pb.group == 1 && pb.bias && !pb.residual && pb.inputs_packed() && pb.c % kVector == 0 &&
+         pb.k % kVector == 0 && pb.y_pitch() % kVector == 0;
 }
 
 std::vector<TacticPtr> cutlass_conv_candidates(const ConvProblem& pb, const TacticLimits& lim) {

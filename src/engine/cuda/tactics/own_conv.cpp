@@ -35,7 +35,7 @@ OwnConvArgs args_of(const ConvProblem& pb) {
 }
 
 bool supported(const ConvProblem& pb, int bm) {
-  if (!pb.half || pb.group != 1) return false;
+  if (!pb.half || pb.group != 1 || !pb.inputs_packed()) return false;  // packed x and residual only
   const OwnConvArgs a = args_of(pb);
   return own_conv_supports(a) && own_conv_smem(a, bm) <= kMaxSmem;
 }

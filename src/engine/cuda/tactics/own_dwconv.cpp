@@ -71,7 +71,8 @@ class DwTactic final : public ConvTactic {
 }  // namespace
 
 bool own_dwconv_shape_ok(const ConvProblem& pb) {
-  return pb.group == pb.c && pb.k == pb.c && dwconv_unsupported(args_of(pb)).empty();
+  // packed x and residual only (a channel view runs through the packin wrapper)
+  return pb.group == pb.c && pb.k == pb.c && pb.inputs_packed() && dwconv_unsupported(args_of(pb)).empty();
 }
 
 std::vector<TacticPtr> own_dwconv_candidates(const ConvProblem& pb, const TacticLimits& lim) {

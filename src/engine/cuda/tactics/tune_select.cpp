@@ -24,6 +24,9 @@ int pick_fastest(const std::vector<double>& us) {
 }
 
 TacticFamily family_of(const std::string& tactic_id) {
+  // The packed-input wrapper ("packin:<inner id>") counts as its inner tactic's family (it keeps
+  // that tactic's serialised plan, and a cutlass inner is left out like a cutlass tactic).
+  if (tactic_id.rfind("packin:", 0) == 0) return family_of(tactic_id.substr(7));
   if (tactic_id.rfind("cudnn-graph:", 0) == 0) return TacticFamily::kCudnnGraph;
   if (tactic_id.rfind("own:", 0) == 0) return TacticFamily::kOwn;
   if (tactic_id.rfind("cutlass:", 0) == 0) return TacticFamily::kCutlass;

@@ -30,7 +30,8 @@ std::vector<size_t> retime_set(const std::vector<double>& quick_us, double margi
 // Index of the smallest non-negative entry (the first of equal ones); -1 if there is none.
 int pick_fastest(const std::vector<double>& us);
 
-// Tactic families as the breakdown counts them, by id prefix ("cudnn-graph:", "cudnn:", "own:").
+// Tactic families as the breakdown counts them, by id prefix ("cudnn-graph:", "cudnn:", "own:",
+// "cutlass:"; "packin:<inner id>" as its inner tactic's).
 enum class TacticFamily { kCudnnGraph = 0, kCudnnLegacy = 1, kOwn = 2, kCutlass = 3 };
 constexpr int kTacticFamilies = 4;
 TacticFamily family_of(const std::string& tactic_id);

@@ -60,7 +60,7 @@ std::string plan_text(cudnnHandle_t cudnn, const ConvProblem& pb, const TacticLi
   std::vector<uint8_t> bytes;
   try {
     if (!t.serialize_plan(&bytes) || bytes.empty() || bytes.size() > TacticCache::kMaxPlanBytes) return "";
-    const TacticPtr back = restore_cudnn_graph(cudnn, pb, t.id(), lim, bytes);
+    const TacticPtr back = restore_tactic(cudnn, pb, t.id(), lim, bytes);
     if (!back || !back->restored_from_plan()) return "";
   } catch (const std::exception&) {
     return "";
@@ -89,6 +89,26 @@ struct AddElapsed {
 };
 
 size_t out_elems(const ConvProblem& pb) { return static_cast<size_t>(pb.n) * pb.p * pb.q * pb.k; }
+
+// Device scratch ordered on one stream: allocated there, freed there when it goes out of scope
+// (after the work enqueued before), on every way out.
+struct StreamScratch {
+  void* p = nullptr;
+  cudaStream_t s;
+  StreamScratch(size_t bytes, cudaStream_t stream) : s(stream) {
+    YOLOCU_CUDA_CHECK(cudaMallocAsync(&p, std::max<size_t>(bytes, 256), s));
+  }
+  ~StreamScratch() { cudaFreeAsync(p, s); }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(p) + offset; }
+};
+
+// Packed copies of a pitched problem's x and residual: their bytes, x's aligned to 256.
+size_t packed_x_bytes(const ConvProblem& pb) {
+  return (static_cast<size_t>(pb.n) * pb.h * pb.w * pb.c * (pb.half ? 2 : 4) + 255) / 256 * 256;
+}
+size_t packed_r_bytes(const ConvProblem& pb) { return pb.residual ? out_elems(pb) * (pb.half ? 2 : 4) : 0; }
 
 float bits_to_float(unsigned u) {
   float f;
@@ -132,6 +152,7 @@ TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::str
   if (id.rfind("own:dw-", 0) == 0) return make_own_dwconv(pb, id, lim);
   if (id.rfind("own:", 0) == 0) return make_own_conv(pb, id);
   if (id.rfind("cutlass:", 0) == 0) return make_cutlass_conv(pb, id, lim);
+  if (id.rfind("packin:", 0) == 0) return make_packin(cudnn, pb, id, lim, plan);
   return nullptr;
 }
 
@@ -157,7 +178,8 @@ const TacticRecord* Tuner::usable_record(const std::string& sig, int batch) cons
   const TacticRecord* r = cache_ ? cache_->find(sig, batch) : nullptr;
   // A CUTLASS or own:dw choice while that family is off: the layer is tuned again without it (no warning).
   if (r && !limits_.cutlass && family_of(r->tactic) == TacticFamily::kCutlass) return nullptr;
-  if (r && !limits_.own_depthwise && r->tactic.rfind("own:dw-", 0) == 0) return nullptr;
+  const size_t base = r && r->tactic.rfind("packin:", 0) == 0 ? 7 : 0;  // a packin wrapper: its inner tactic
+  if (r && !limits_.own_depthwise && r->tactic.compare(base, 7, "own:dw-") == 0) return nullptr;
   return r;
 }
 
@@ -174,13 +196,30 @@ Tuner::~Tuner() {
 }
 
 void Tuner::prepare(const ConvProblem& pb, const ConvBuffers& b, void* y_ref) {
-  const int64_t nx = int64_t{pb.n} * pb.h * pb.w * pb.c;
-  ck::fill_uniform(const_cast<void*>(b.x), pb.half, nx, 0x5eed0001u, -1.f, 1.f, stream_);
+  // x and the residual over their pitched extents (a channel view: its pixels' channels and the
+  // other channels between them, all inside the buffer the view lives in).
+  const int64_t x_rows = int64_t{pb.n} * pb.h * pb.w, y_rows = int64_t{pb.n} * pb.p * pb.q;
+  ck::fill_uniform(const_cast<void*>(b.x), pb.half, (x_rows - 1) * pb.x_pitch() + pb.c, 0x5eed0001u, -1.f, 1.f,
+                   stream_);
   if (pb.residual)
-    ck::fill_uniform(const_cast<void*>(b.residual), pb.half, static_cast<int64_t>(out_elems(pb)), 0x5eed0002u, -1.f,
+    ck::fill_uniform(const_cast<void*>(b.residual), pb.half, (y_rows - 1) * pb.r_pitch() + pb.k, 0x5eed0002u, -1.f,
                      1.f, stream_);
   ConvBuffers r = b;
   r.y = y_ref;  // packed [n, p, q, k], whatever the problem's output pitch
+  if (pb.inputs_packed()) {
+    cudnn_legacy_reference(cudnn_, pb.packed())->run(cudnn_, r, stream_);
+    return;
+  }
+  // Pitched inputs: the reference reads packed copies of the same data.
+  const int64_t es = pb.half ? 2 : 4;
+  const StreamScratch scratch(packed_x_bytes(pb) + packed_r_bytes(pb), stream_);
+  ck::copy_rows(b.x, pb.x_pitch() * es, scratch.at(0), pb.c * es, x_rows, pb.c * es, stream_);
+  r.x = scratch.at(0);
+  if (pb.residual) {
+    ck::copy_rows(b.residual, pb.r_pitch() * es, scratch.at(packed_x_bytes(pb)), pb.k * es, y_rows, pb.k * es,
+                  stream_);
+    r.residual = scratch.at(packed_x_bytes(pb));
+  }
   cudnn_legacy_reference(cudnn_, pb.packed())->run(cudnn_, r, stream_);
 }
 
@@ -335,7 +374,7 @@ TacticPtr Tuner::cached_tactic(Choice& c, const TacticRecord& r, bool* memo_hit)
   // tactic built from the id is there already.
   if (t && !plan.empty() && !t->restored_from_plan()) {
     const auto r0 = Clock::now();
-    if (TacticPtr again = restore_cudnn_graph(cudnn_, c.pb, r.tactic, limits_, plan)) t = std::move(again);
+    if (TacticPtr again = restore_tactic(cudnn_, c.pb, r.tactic, limits_, plan)) t = std::move(again);
     bd.restore_ms += ms_since(r0);
     ++bd.restores;
   }
@@ -405,6 +444,33 @@ bool Tuner::choose_from_memo(Choice& c) {
   ++stats_.memo_hits;
   if (cache_) cache_->put(c.sig, c.pb.n, rec);
   return true;
+}
+
+// The tactic of c.pb.packed_inputs() (the same layer reading packed x and residual), chosen like
+// any layer's (cache file, memo, else tuned) on packed scratch copies of x and the residual, with
+// c's output and workspace; its "packin" wrapper is then a candidate of c. Not counted as a layer
+// of its own; null (with a warning) if nothing passed.
+std::shared_ptr<const ConvTactic> Tuner::choose_packed_inputs(Choice& c) {
+  const ConvProblem inner = c.pb.packed_inputs();
+  const bool x_pitched = c.pb.x_pitch() != c.pb.c, r_pitched = c.pb.residual && c.pb.r_pitch() != c.pb.k;
+  const size_t xb = x_pitched ? packed_x_bytes(c.pb) : 0;
+  const StreamScratch scratch(xb + (r_pitched ? packed_r_bytes(c.pb) : 0), stream_);
+  ConvBuffers b = c.b;
+  if (x_pitched) b.x = scratch.at(0);
+  if (r_pitched) b.residual = scratch.at(xb);
+  const int layers = stats_.layers;
+  const double ms = stats_.ms;
+  std::shared_ptr<const ConvTactic> t;
+  try {
+    t = choose(inner, b, c.y_ref).tactic;
+  } catch (const Error& e) {
+    warnings_.push_back(detail::cat("conv ", c.sig, " batch ", c.pb.n, ": no tactic for its packed inputs (",
+                                    e.what(), ")"));
+  }
+  stats_.layers = layers;  // c's choice counts, and its time (c.t0) includes this one's
+  stats_.ms = ms;
+  stats_.breakdown.choose_ms = ms;
+  return t;
 }
 
 // Candidates in a fixed order: cuDNN graph configs in heuristic order, legacy cuDNN algorithms, own
@@ -500,8 +566,20 @@ int Tuner::pick_winner(const Choice& c, const Sweep& s, double* us) {
 // 3: tune: check every candidate, the brief sweep of those that passed, the full sweep of the
 // finalists; the winner goes to the cache file and the process memo.
 void Tuner::tune(Choice& c) {
+  // A pitched input: the packed problem's choice first. It fills x, the residual and y_ref with its
+  // own data, so c's are prepared (again, if a cached choice's check prepared them) afterwards.
+  std::shared_ptr<const ConvTactic> packed_best;
+  if (!c.pb.inputs_packed()) {
+    packed_best = choose_packed_inputs(c);
+    c.prepared = false;
+  }
   ensure_prepared(c);
   std::vector<TacticPtr> cands = candidates(c);
+  if (!c.pb.inputs_packed()) {
+    TacticPtr w = wrap_packin(c.pb, packed_best, limits_);
+    if (!w) w = make_packin(cudnn_, c.pb, "packin:cudnn:IMPLICIT_GEMM", limits_);  // its workspace did not fit
+    if (w) cands.push_back(std::move(w));
+  }
   Sweep s = check_and_sweep(c, cands);
   double best = -1;
   const int winner = pick_winner(c, s, &best);

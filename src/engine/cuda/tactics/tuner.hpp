@@ -5,7 +5,11 @@
 //   3. tuning: every candidate of every family (conv_tactic.hpp) is run on random data and checked
 //      against the reference convolution (cuDNN implicit GEMM + yolocu's epilogue), then the ones
 //      that pass are timed in two stages (tune_select.hpp: a brief sweep, then a full one of those
-//      within 25% of the best); the fastest of the full sweep wins.
+//      within 25% of the best); the fastest of the full sweep wins. A layer with a pitched input
+//      or residual (a channel view) first has the tactic of the same layer on packed inputs chosen
+//      (1 to 3, as a layer of its own signature); that tactic in the "packin" wrapper (copy, then
+//      run it) joins the families' native candidates, so the layer is never slower than the copy
+//      and the packed layer, and always has a candidate. The check's reference reads packed copies.
 // A choice from the file is checked before it is used (never trusted); if it fails the check or no
 // longer builds, a warning says so and the layer is tuned. A choice of this process was checked
 // when it was made: its tactic object is shared.
@@ -99,7 +103,8 @@ class Tuner {
   void prebuild(const std::vector<ConvProblem>& problems, int device, int threads);
 
   // For a batch size that was not tuned: the tactic `id` (chosen for the nearest tuned batch) if it
-  // builds for `pb` within the workspace, else the first cuDNN graph plan, else implicit GEMM. No
+  // builds for `pb` within the workspace, else the first cuDNN graph plan, else implicit GEMM (behind
+  // the packin wrapper for pitched inputs, else direct). No
   // timing, no check (the check ran on the tuned batch), no synchronisation.
   std::shared_ptr<const ConvTactic> derive(const ConvProblem& pb, const std::string& id);
   // derive() for every layer of a batch size at once (problems[i] with ids[i]): the tactics are
@@ -145,6 +150,7 @@ class Tuner {
   Sweep check_and_sweep(Choice& c, std::vector<TacticPtr>& cands);
   int pick_winner(const Choice& c, const Sweep& s, double* us);
   void tune(Choice& c);
+  std::shared_ptr<const ConvTactic> choose_packed_inputs(Choice& c);
 
   cudnnHandle_t cudnn_;
   TacticLimits limits_;

@@ -220,9 +220,17 @@ void PrebuildPool::worker() {
 
 void Tuner::prebuild(const std::vector<ConvProblem>& problems, int device, int threads) {
   const auto wall0 = Clock::now();
+  // A layer with pitched inputs that will be tuned (no choice in the file or this process) also has
+  // the same layer on packed inputs chosen first (Tuner::tune).
+  std::vector<ConvProblem> all(problems);
+  for (const ConvProblem& pb : problems) {
+    const std::string key = pb.signature() + "|b" + std::to_string(pb.n);
+    if (!pb.inputs_packed() && !usable_record(pb.signature(), pb.n) && !memo_find(memo_key_of(key), nullptr, nullptr))
+      all.push_back(pb.packed_inputs());
+  }
   std::vector<PrebuildJob> jobs;
   std::vector<std::string> seen;
-  for (const ConvProblem& pb : problems) {
+  for (const ConvProblem& pb : all) {
     const std::string sig = pb.signature(), key = sig + "|b" + std::to_string(pb.n);
     if (std::find(seen.begin(), seen.end(), key) != seen.end() || prebuilt_.count(key) || premade_.count(key)) continue;
     seen.push_back(key);
@@ -269,6 +277,8 @@ std::shared_ptr<const ConvTactic> Tuner::derive(const ConvProblem& pb, const std
   one.max_graph_plans = 1;
   auto g = cudnn_graph_candidates(cudnn_, pb, one);
   if (!g.empty()) return std::move(g.front());
+  if (!pb.inputs_packed())
+    if (TacticPtr t = make_packin(cudnn_, pb, "packin:cudnn:IMPLICIT_GEMM", limits_)) return t;
   return cudnn_legacy_reference(cudnn_, pb);
 }
 
