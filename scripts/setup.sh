@@ -58,6 +58,7 @@ apt_packages=(
   libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev zlib1g-dev   # image codecs, .npz
   libwebp-dev libtiff-dev                           # WebP and TIFF images
   libyaml-dev                                       # yolocu eval --data (ultralytics dataset files)
+  libssl-dev                                        # SHA-256 (libcrypto): the INT8 calibration file
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev    # video input/output (FFmpeg 5.1; YOLOCU_VIDEO)
   libavdevice-dev                                   # video: V4L2 cameras (/dev/videoN)
   ffmpeg                                            # tests only: encodes the test clips (scripts/video/make_refs.sh)

@@ -33,6 +33,8 @@ void print_help() {
       "  --iou T            NMS IoU threshold (0.6; YOLOv8 / YOLO11: 0.7, as their val)\n"
       "  --max-det N        detections per image (300)\n"
       "  --single-label     best class per box only (val.py default is multi-label)\n"
+      "  --precision int8 --calibration FILE\n"
+      "                     simulated INT8 on the CPU with a calibration of yolocu calibrate (docs/int8.md)\n"
       "  --classes ... --agnostic --imgsz --device --batch --threads --workers --max-memory --max-pixels\n"
       "                     as in yolocu detect\n"
       "  --decode D         cpu (default: identical to OpenCV / val.py) or gpu (nvJPEG, as in yolocu detect)\n"

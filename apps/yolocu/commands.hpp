@@ -15,6 +15,7 @@ int cmd_detect(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_track(int argc, char** argv);
+int cmd_calibrate(int argc, char** argv);
 
 class FrameStage;
 struct RunDir;

@@ -23,6 +23,7 @@ void usage(FILE* f) {
                "  detect    detect objects in images (JSON, YOLO txt, annotated JPEGs, stage dumps)\n"
                "  track     track objects over video and streams (ByteTrack, BoT-SORT): ids, counts, MOT files\n"
                "  eval      mAP of a model over a labelled image folder (val.py metrics)\n"
+               "  calibrate INT8 calibration: activation and weight scales from a folder of images\n"
                "  bench     latency (median, p90, p99) and throughput of detection, per stage and batch size\n"
                "  infer     run an ONNX model on .npy tensors, write every output as .npy\n"
                "  inspect   describe an ONNX model: inputs, outputs, opset, ops, metadata\n\n"
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return yolocu::cli::cmd_eval(argc, argv);
     if (cmd == "bench") return yolocu::cli::cmd_bench(argc, argv);
     if (cmd == "track") return yolocu::cli::cmd_track(argc, argv);
+    if (cmd == "calibrate") return yolocu::cli::cmd_calibrate(argc, argv);
     std::fprintf(stderr, "yolocu: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

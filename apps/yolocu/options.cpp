@@ -5,7 +5,9 @@
 #include <cstdlib>
 
 #include "classes_option.hpp"
+#include "paths.hpp"
 #include "yolocu/error.hpp"
+#include "yolocu/int8.hpp"
 
 namespace yolocu::cli {
 namespace {
@@ -56,6 +58,20 @@ void read_device(const Args& args, DetectorOptions& o) {
   }
 }
 
+// --precision int8 --calibration FILE: the calibration, checked against the model's bytes.
+void read_calibration(const Args& args, DetectorOptions& o) {
+  const bool int8 = o.precision == Precision::kInt8;
+  if (!int8 && args.has("calibration"))
+    throw UsageError("--calibration is the INT8 calibration: it goes with --precision int8");
+  if (!int8) return;
+  if (!args.has("calibration"))
+    throw UsageError("--precision int8 needs --calibration FILE (made by yolocu calibrate)");
+  const std::string model = args.require("model"), file = args.get("calibration");
+  check_model_file(model);
+  check_input_file("--calibration", file, "a calibration file", ".json");
+  o.int8_calibration = std::make_shared<const Int8Calibration>(load_int8_calibration(file, file_sha256(model)));
+}
+
 // --batch --threads --max-memory --max-device-memory --contexts --precision --letterbox --tune-batches --tactic-cache
 // --pad-batches
 void read_engine(const Args& args, DetectorOptions& o) {
@@ -73,7 +89,9 @@ void read_engine(const Args& args, DetectorOptions& o) {
   const std::string prec = args.flag("half") ? "fp16" : args.get("precision", "fp16");
   if (prec == "fp16" || prec == "half") o.precision = Precision::kFloat16;
   else if (prec == "fp32" || prec == "float") o.precision = Precision::kFloat32;
-  else throw UsageError("--precision must be fp16 or fp32, got '" + prec + "'");
+  else if (prec == "int8") o.precision = Precision::kInt8;
+  else throw UsageError("--precision must be fp16, fp32 or int8, got '" + prec + "'");
+  read_calibration(args, o);
   const std::string lb = args.get("letterbox", "exact");
   if (lb == "exact") o.letterbox = LetterboxMode::kExact;
   else if (lb == "fast") o.letterbox = LetterboxMode::kFast;
@@ -142,7 +160,7 @@ void read_decode_limits(const Args& args, DetectorOptions& o) {
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",
           "precision", "letterbox", "tune-batches", "tactic-cache", "max-memory",
-          "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments", "max-pixels"};
+          "calibration", "contexts", "decode", "decode-cpu-share", "max-device-memory", "engine-graph-segments", "max-pixels"};
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs", "engine-graphs",

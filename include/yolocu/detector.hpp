@@ -34,7 +34,9 @@
 namespace yolocu {
 
 enum class Device { kAuto, kCpu, kCuda };  // kAuto: the GPU when one is usable, else the CPU
-enum class Precision { kFloat32, kFloat16 };
+// kInt8: simulated INT8 (docs/int8.md) on the CPU detector, with DetectorOptions::int8_calibration;
+// the GPU engine has no INT8 kernels yet and refuses it.
+enum class Precision { kFloat32, kFloat16, kInt8 };
 // Where detect_encoded() decodes JPEGs: kCpu (libjpeg-turbo, pixel-identical to OpenCV's imread,
 // so detections identical to ultralytics') or kGpu (nvJPEG on the CUDA detector's GPU, straight
 // into device memory: faster, pixels within a few levels of kCpu, see docs/semantics.md).
@@ -44,6 +46,7 @@ const char* device_name(Device d) noexcept;
 const char* decode_device_name(DecodeDevice d) noexcept;  // "cpu", "gpu"
 
 struct Model;
+struct Int8Calibration;  // yolocu/int8.hpp
 
 // Post-processing options left to the model's family: conf_threshold and iou_threshold set to
 // kFamilyDefault, max_det set to kFamilyDefaultMaxDet. create() replaces them with the family's
@@ -67,7 +70,11 @@ PostprocessOptions resolve_family_defaults(const PostprocessOptions& options, Ou
 struct DetectorOptions {
   Device device = Device::kAuto;
   int cuda_device = 0;
-  Precision precision = Precision::kFloat16;  // GPU engine precision; the CPU always runs FP32
+  Precision precision = Precision::kFloat16;  // GPU engine precision; the CPU runs FP32, or
+                                              // simulated INT8 with kInt8 (then the CPU detector)
+  // kInt8: the calibration (load_int8_calibration, checked against the model's hash there; create()
+  // checks that it names every convolution of the model).
+  std::shared_ptr<const Int8Calibration> int8_calibration;
   int max_batch = 1;                          // images per detect() call are split into batches of this size
   int input_width = 0, input_height = 0;      // network input; 0 = the model's static size, else 640
   PostprocessOptions postprocess;             // conf, iou, max_det, classes, agnostic, multi-label, NMS mode;

@@ -7,6 +7,7 @@
 // Model through the shared_ptr, for parallel CPU inference).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "yolocu/tensor.hpp"
 
 namespace yolocu {
+
+struct Int8Calibration;  // yolocu/int8.hpp
 
 struct CpuEngineOptions {
   int num_threads = 0;  // 0: all cores (OpenMP default)
@@ -26,6 +29,12 @@ struct CpuEngineOptions {
   // model declares or folds, all folded constants together, and the activation arena must fit in
   // it. Checked from the inferred shapes before allocating; kOutOfMemory names what does not fit.
   uint64_t max_memory = 0;
+  // Simulated INT8 (yolocu/int8.hpp, docs/int8.md): every convolution the calibration does not keep
+  // in float reads its input quantised -> dequantised with the input tensor's scale and uses its
+  // weights quantised -> dequantised per output channel; the arithmetic stays float. The
+  // calibration must name every convolution of the model (kInvalidArgument at prepare naming the
+  // first it lacks). null: FP32.
+  std::shared_ptr<const Int8Calibration> int8;
 };
 
 // The default memory budget: the machine's physical memory (16 GiB where it cannot be read).
@@ -53,6 +62,14 @@ class CpuEngine {
   // model order. Throws yolocu::Error (kInvalidArgument naming the input) on a mismatch.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
+  // run() that also hands intermediate tensors to `observe(index into names, tensor)` right after
+  // the step that writes each one (a plain NCHW tensor, valid during the call only). `names` are
+  // tensor names of the model the engine keeps in a buffer of its own: graph inputs, the outputs of
+  // its steps (a convolution's fused SiLU / residual Add output, not the raw convolution it
+  // absorbed). kInvalidArgument naming the first name the prepared plan does not hold.
+  std::vector<Tensor> run_observed(const std::vector<Tensor>& inputs, const std::vector<std::string>& names,
+                                   const std::function<void(size_t, const Tensor&)>& observe);
+
   // Builds the execution plan for these input shapes now instead of on the first run().
   void prepare(const std::vector<Shape>& input_shapes);
 
@@ -61,7 +78,9 @@ class CpuEngine {
   const Model& model() const;
 
  private:
-  std::vector<Tensor> run_locked(const std::vector<Tensor>& inputs);
+  using Observer = std::function<void(size_t, const Tensor&)>;
+  std::vector<Tensor> run_locked(const std::vector<Tensor>& inputs, const std::vector<std::string>* names,
+                                 const Observer* observe);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

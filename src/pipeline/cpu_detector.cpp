@@ -99,6 +99,7 @@ CpuDetector::CpuDetector(std::shared_ptr<const Model> model, const DetectorOptio
   CpuEngineOptions eo;
   eo.num_threads = options_.cpu_threads;
   eo.max_memory = options_.max_memory;
+  if (options_.precision == Precision::kInt8) eo.int8 = options_.int8_calibration;
   contexts_.resize(static_cast<size_t>(options_.contexts));
   for (size_t i = 0; i < contexts_.size(); ++i) {
     contexts_[i].engine = std::make_unique<CpuEngine>(model_, eo);

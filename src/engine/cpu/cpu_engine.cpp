@@ -23,7 +23,9 @@
 #include "engine/cpu/cpu_plan.hpp"
 #include "engine/cpu/steps/cpu_step.hpp"
 #include "engine/plan.hpp"
+#include "engine/quant/fake_quant.hpp"
 #include "yolocu/engine.hpp"
+#include "yolocu/int8.hpp"
 
 namespace yolocu {
 namespace {
@@ -87,8 +89,46 @@ struct Prepared {
   CpuStepPlan sp;
   std::unique_ptr<uint8_t[], AlignedFree> arena;
   std::vector<std::unique_ptr<CpuStep>> steps;  // no object for a no-op step
+  std::vector<std::vector<int>> step_outs;      // per step object: the values complete after it
   EngineStats stats;
 };
+
+// A value of the prepared plan as a plain tensor: a view of its buffer, or a plain copy of a
+// blocked one (nChw{B}c, channels padded to a multiple of B).
+Tensor plain_value(const Prepared& p, int id, std::vector<float>& scratch) {
+  const engine::PlanValue& v = p.sp.plan.values[static_cast<size_t>(id)];
+  uint8_t* data = p.arena.get() + p.sp.offset[static_cast<size_t>(id)];
+  if (!p.sp.blocked[static_cast<size_t>(id)]) return Tensor::view(v.dtype, v.shape, data);
+  const int64_t B = p.sp.block, n = v.shape[0], c = v.shape[1], hw = v.shape[2] * v.shape[3], cb = (c + B - 1) / B;
+  scratch.resize(static_cast<size_t>(n * c * hw));
+  const float* src = reinterpret_cast<const float*>(data);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t x = 0; x < hw; ++x)
+        scratch[static_cast<size_t>((i * c + ch) * hw + x)] = src[((i * cb + ch / B) * hw + x) * B + ch % B];
+  return Tensor::view(v.dtype, v.shape, scratch.data());
+}
+
+// Where run_observed() reads each name: (step object index or -1 for a graph input, value id).
+std::vector<std::pair<int, int>> observation_points(const Prepared& p, const std::vector<std::string>& names) {
+  std::vector<std::pair<int, int>> at;
+  const auto& values = p.sp.plan.values;
+  for (const std::string& name : names) {
+    int id = -1;
+    for (size_t v = 0; v < values.size() && id < 0; ++v)
+      if (values[v].name == name && !values[v].constant && p.sp.offset[v] >= 0) id = static_cast<int>(v);
+    int step = -2;
+    if (id >= 0 && values[static_cast<size_t>(id)].graph_input) step = -1;
+    for (size_t k = 0; id >= 0 && step == -2 && k < p.step_outs.size(); ++k)
+      for (int o : p.step_outs[k])
+        if (o == id) step = static_cast<int>(k);
+    YOLOCU_CHECK(step != -2, kInvalidArgument, "CpuEngine: tensor '", name,
+                 "' cannot be observed: the prepared plan holds no buffer of it (not in the model, a constant, or "
+                 "fused into another step)");
+    at.emplace_back(step, id);
+  }
+  return at;
+}
 
 }  // namespace
 
@@ -118,6 +158,7 @@ std::unique_ptr<Prepared> CpuEngine::Impl::build(const std::vector<Shape>& shape
   step_options.block = engine::cpu::block_size();
   step_options.fuse_detect_head = options.fuse_detect_head;
   p->sp = engine::cpu::plan_cpu_steps(engine::build_plan(*model, shapes, plan_options), step_options);
+  if (options.int8) engine::quant::attach_int8_scales(p->sp, *options.int8);
   p->stats.fused_nodes = p->sp.fused_nodes;
   allocate_arena(*p, shapes);
   make_steps(*p);
@@ -145,7 +186,12 @@ void CpuEngine::Impl::allocate_arena(Prepared& p, const std::vector<Shape>& shap
 void CpuEngine::Impl::make_steps(Prepared& p) {
   const engine::cpu::CpuStepBuild b{p.sp, p.arena.get(), eng, strm, p.stats};
   for (const engine::cpu::CpuStepSpec& s : p.sp.steps)
-    if (s.kind != CpuStepKind::kNoop) p.steps.push_back(engine::cpu::make_cpu_step(s, b));
+    if (s.kind != CpuStepKind::kNoop) {
+      p.steps.push_back(engine::cpu::make_cpu_step(s, b));
+      p.step_outs.push_back(s.out);
+    } else if (!p.step_outs.empty()) {  // an in-place Concat: complete once the step before it ran
+      p.step_outs.back().insert(p.step_outs.back().end(), s.out.begin(), s.out.end());
+    }
 }
 
 Prepared& CpuEngine::Impl::prepare(const std::vector<Shape>& shapes) {
@@ -182,10 +228,17 @@ EngineStats CpuEngine::stats() const {
 
 std::vector<Tensor> CpuEngine::run(const std::vector<Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return translate_errors("CpuEngine::run", [&] { return run_locked(inputs); });
+  return translate_errors("CpuEngine::run", [&] { return run_locked(inputs, nullptr, nullptr); });
 }
 
-std::vector<Tensor> CpuEngine::run_locked(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> CpuEngine::run_observed(const std::vector<Tensor>& inputs, const std::vector<std::string>& names,
+                                            const std::function<void(size_t, const Tensor&)>& observe) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return translate_errors("CpuEngine::run", [&] { return run_locked(inputs, &names, &observe); });
+}
+
+std::vector<Tensor> CpuEngine::run_locked(const std::vector<Tensor>& inputs, const std::vector<std::string>* names,
+                                          const Observer* observe) {
   const Model& m = *impl_->model;
   YOLOCU_CHECK(inputs.size() == m.graph.inputs.size(), kInvalidArgument, "the model takes ", m.graph.inputs.size(),
                " input(s), ", inputs.size(), " given");
@@ -210,11 +263,22 @@ std::vector<Tensor> CpuEngine::run_locked(const std::vector<Tensor>& inputs) {
       std::memcpy(dst, c.data(), c.nbytes());
     }
   }
+  std::vector<std::pair<int, int>> watch;
+  std::vector<float> scratch;
+  if (names) watch = observation_points(p, *names);
+  const auto observe_after = [&](int step) {
+    if (!watch.empty() && step >= 0) impl_->strm.wait();
+    for (size_t k = 0; k < watch.size(); ++k)
+      if (watch[k].first == step) (*observe)(k, plain_value(p, watch[k].second, scratch));
+  };
+  observe_after(-1);
   static const bool profile = std::getenv("YOLOCU_PROFILE") != nullptr;
   std::map<std::string, double> prof;
-  for (const auto& st : p.steps) {
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const auto& st = p.steps[k];
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     st->run(impl_->strm);
+    observe_after(static_cast<int>(k));
     if (profile) {
       impl_->strm.wait();
       prof[st->profile_name()] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -42,6 +42,10 @@ struct CpuStepSpec {
   int residual = -1;            // kConv: value added to the (activated) output, an absorbed Add
   std::vector<int> in;          // per node input: value id actually read (-1 omitted)
   std::vector<int> out;         // per node output
+  // kConv, simulated INT8 (quant/fake_quant.hpp): the input's scale (0: FP32) and the weights'
+  // per output channel.
+  float int8_x_scale = 0;
+  std::vector<float> int8_w_scales;
 };
 
 struct CpuStepOptions {

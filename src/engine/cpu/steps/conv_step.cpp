@@ -1,10 +1,16 @@
 // The convolution step: one oneDNN convolution with SiLU (swish), the Detect head's sigmoid
 // (logistic) and a residual Add (binary add) as post-ops, reading and writing either layout; its
-// weights reordered once, at build time, into the layout the chosen kernel wants.
+// weights reordered once, at build time, into the layout the chosen kernel wants. Simulated INT8
+// (CpuStepSpec::int8_x_scale > 0): weights quantised -> dequantised before that reorder, and the
+// input quantised -> dequantised into the step's own buffer before each run (quant/fake_quant.hpp).
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "core/check.hpp"
 #include "engine/cpu/cpu_layout.hpp"
 #include "engine/cpu/steps/cpu_step.hpp"
+#include "engine/quant/fake_quant.hpp"
 
 namespace yolocu::engine::cpu {
 namespace {
@@ -60,6 +66,33 @@ dnnl::convolution_forward::primitive_desc conv_primitive_desc(const CpuStepSpec&
   return dnnl::convolution_forward::primitive_desc(desc, attr, b.eng);
 }
 
+struct FreeFloats {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// The convolution of simulated INT8: its input quantised -> dequantised into `src_` first.
+class FakeQuantConvStep : public CpuStep {
+ public:
+  FakeQuantConvStep(dnnl::primitive prim, std::unordered_map<int, memory> args, const char* name, const float* input,
+                    std::unique_ptr<float, FreeFloats> src, size_t numel, float scale)
+      : prim_(std::move(prim)), args_(std::move(args)), name_(name), input_(input), src_(std::move(src)),
+        numel_(numel), scale_(scale) {}
+  void run(dnnl::stream& strm) override {
+    quant::fake_quantize_tensor(input_, src_.get(), numel_, scale_);
+    prim_.execute(strm, args_);
+  }
+  const char* profile_name() const override { return name_; }
+
+ private:
+  dnnl::primitive prim_;
+  std::unordered_map<int, memory> args_;
+  const char* name_;
+  const float* input_;
+  std::unique_ptr<float, FreeFloats> src_;
+  size_t numel_;
+  float scale_;
+};
+
 }  // namespace
 
 std::unique_ptr<CpuStep> make_conv_step(const CpuStepSpec& spec, const CpuStepBuild& b) {
@@ -69,12 +102,27 @@ std::unique_ptr<CpuStep> make_conv_step(const CpuStepSpec& spec, const CpuStepBu
   const auto pd = conv_primitive_desc(spec, b, d, &post_ops);
   dnnl::convolution_forward prim(pd);
   std::unordered_map<int, memory> args;
-  // Weights reordered once into the layout the chosen kernel wants.
-  memory w_user(d.w_user, b.eng, const_cast<void*>(b.value(pn.in[1]).value.data()));
+  // Weights reordered once into the layout the chosen kernel wants (simulated INT8: a quantised ->
+  // dequantised copy).
+  const bool int8 = spec.int8_x_scale > 0;
+  const Tensor& weights = b.value(pn.in[1]).value;
+  std::vector<float> wq;
+  if (int8) {
+    wq.assign(weights.data_as<float>(), weights.data_as<float>() + weights.numel());
+    const int64_t k = weights.shape()[0];
+    quant::fake_quantize_weights(wq.data(), k, weights.numel() / k, spec.int8_w_scales.data());
+  }
+  memory w_user(d.w_user, b.eng, int8 ? static_cast<void*>(wq.data()) : const_cast<void*>(weights.data()));
   memory w_mem(pd.weights_desc(), b.eng);
   dnnl::reorder(w_user, w_mem).execute(b.strm, w_user, w_mem);
   b.stats.weight_bytes += pd.weights_desc().get_size();
-  args[DNNL_ARG_SRC] = memory(d.src, b.eng, b.ptr(spec.in[0]));
+  std::unique_ptr<float, FreeFloats> src;
+  const size_t src_numel = cpu_value_bytes(b.sp, spec.in[0]) / sizeof(float);
+  if (int8) {
+    src.reset(static_cast<float*>(std::aligned_alloc(64, (src_numel * sizeof(float) + 63) / 64 * 64)));
+    YOLOCU_CHECK(src, kOutOfMemory, "cannot allocate the simulated INT8 input of ", pn.node.describe());
+  }
+  args[DNNL_ARG_SRC] = memory(d.src, b.eng, int8 ? static_cast<void*>(src.get()) : b.ptr(spec.in[0]));
   args[DNNL_ARG_WEIGHTS] = w_mem;
   if (pn.in.size() > 2 && pn.in[2] >= 0) {
     memory bias(d.bias, b.eng);
@@ -85,6 +133,9 @@ std::unique_ptr<CpuStep> make_conv_step(const CpuStepSpec& spec, const CpuStepBu
   if (spec.residual >= 0)
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_ops - 1) | DNNL_ARG_SRC_1] = memory(d.residual, b.eng, b.ptr(spec.residual));
   b.strm.wait();
+  if (int8)
+    return std::make_unique<FakeQuantConvStep>(std::move(prim), std::move(args), pn.node.op_type.c_str(),
+                                               b.fptr(spec.in[0]), std::move(src), src_numel, spec.int8_x_scale);
   return std::make_unique<PrimitiveStep>(std::move(prim), std::move(args), pn.node.op_type.c_str());
 }
 
