@@ -2,6 +2,7 @@
 // activation and weight scales written to a JSON file for yolocu eval/detect --precision int8.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -31,6 +32,9 @@ void print_help() {
       "                       in float (default 0: no pass)\n"
       "  --sensitivity-images N  images of the sensitivity pass (16)\n"
       "  --keep-float-edges   keep the first convolution and the Detect head's convolutions in float\n"
+      "  --scales-from FILE   take the activation scales of an earlier calibration of this model on the same\n"
+      "                       images with the same method (checked) instead of collecting them again: to\n"
+      "                       choose the layers kept in float anew\n"
       "  --threads N          CPU engine threads (0 = all cores)\n"
       "  -o, --output FILE    the calibration file (JSON, written atomically)\n"
       "  --quiet              no progress line, no summary\n"
@@ -67,20 +71,23 @@ Int8CalibrateOptions calibrate_options(const Args& args) {
   return o;
 }
 
-void print_summary(const Int8Calibration& c, const std::string& out) {
-  std::fprintf(stderr, "calibrated %zu convolutions (%zu tensors) on %lld images, method %s%s -> %s\n", c.convs.size(),
-               c.tensors.size(), static_cast<long long>(c.num_images), calibration_method_name(c.method),
+}  // namespace
+
+void print_calibration_summary(FILE* f, const Int8Calibration& c) {
+  std::fprintf(f, "%zu convolutions (%zu tensors) calibrated on %lld images (sha256 %s), method %s%s, input %dx%d\n",
+               c.convs.size(), c.tensors.size(), static_cast<long long>(c.num_images), c.images_sha256.c_str(),
+               calibration_method_name(c.method),
                c.method == CalibrationMethod::kPercentile ? (" " + std::to_string(c.percentile)).c_str() : "",
-               out.c_str());
-  std::fprintf(stderr, "kept in float: %d convolution(s)%s\n", c.float_convs(), c.float_convs() ? ":" : "");
+               c.input_width, c.input_height);
+  std::fprintf(f, "kept in float: %d convolution(s)%s%s\n", c.float_convs(),
+               c.sensitivity_keep ? (" (" + std::to_string(c.sensitivity_keep) + " by the sensitivity pass)").c_str() : "",
+               c.float_convs() ? ":" : "");
   for (const Int8ConvScales& k : c.convs)
     if (k.keep_float) {
-      if (k.sensitivity >= 0) std::fprintf(stderr, "  %s (output error alone %.5f)\n", k.node.c_str(), k.sensitivity);
-      else std::fprintf(stderr, "  %s\n", k.node.c_str());
+      if (k.sensitivity >= 0) std::fprintf(f, "  %s (output error alone %.5f)\n", k.node.c_str(), k.sensitivity);
+      else std::fprintf(f, "  %s\n", k.node.c_str());
     }
 }
-
-}  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
   // -o FILE is --output FILE (the Args parser reads --options only)
@@ -89,7 +96,7 @@ int cmd_calibrate(int argc, char** argv) {
   for (std::string& w : words) av.push_back(w == "-o" ? const_cast<char*>("--output") : w.data());
   Args args(argc, av.data(), 2, {"help", "quiet", "keep-float-edges", "progress"},
             {"model", "images", "method", "percentile", "imgsz", "max-images", "keep-float-worst", "sensitivity-images",
-             "threads", "output"});
+             "threads", "output", "scales-from"});
   if (args.flag("help")) {
     print_help();
     return 0;
@@ -120,9 +127,18 @@ int cmd_calibrate(int argc, char** argv) {
     }
     progress->update(static_cast<size_t>(done));
   };
+  std::unique_ptr<Int8Calibration> reuse;
+  if (args.has("scales-from")) {
+    check_input_file("--scales-from", args.get("scales-from"), "a calibration file", ".json");
+    reuse = std::make_unique<Int8Calibration>(load_int8_calibration(args.get("scales-from"), file_sha256(model)));
+    o.scales_from = reuse.get();
+  }
   const Int8Calibration c = calibrate_int8(model, images, o);
   save_int8_calibration(c, out);
-  if (!quiet) print_summary(c, out);
+  if (!quiet) {
+    std::fprintf(stderr, "wrote %s: ", out.c_str());
+    print_calibration_summary(stderr, c);
+  }
   return 0;
 }
 

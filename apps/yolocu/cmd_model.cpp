@@ -103,11 +103,12 @@ int cmd_inspect(int argc, char** argv) {
   if (args.flag("help")) {
     std::printf(
         "usage: yolocu inspect --model M.onnx [--device cpu|cuda|cuda:N [--precision fp16|fp32] [--batch N]\n"
-        "                      [--tune-batches 1 8 32] [--tactic-cache FILE|none]]\n"
+        "                      [--tune-batches 1 8 32] [--tactic-cache FILE|none]] [--calibration FILE]\n"
         "Prints the model family and task, inputs, outputs, opset, op counts and metadata. With --device it\n"
         "then builds the detector there and says how long that took; on the GPU also where the tactics came\n"
         "from: tuned now (a cold build) or from the tactic cache file (a warm build). The detector options of\n"
-        "yolocu detect (--imgsz, --max-memory, --contexts, ...) apply to that build.\n");
+        "yolocu detect (--imgsz, --max-memory, --contexts, ...) apply to that build. --calibration FILE: what\n"
+        "an INT8 calibration of this model holds (yolocu calibrate): method, images, layers kept in float.\n");
     return 0;
   }
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);
@@ -165,6 +166,10 @@ int cmd_inspect(int argc, char** argv) {
     return 1;
   }
   std::printf("status:   runnable\n");
+  if (args.has("calibration")) {
+    std::printf("int8:     %s: ", args.get("calibration").c_str());
+    print_calibration_summary(stdout, load_int8_calibration(args.get("calibration"), file_sha256(path)));
+  }
   if (args.has("device")) {
     DetectorOptions o = detector_options(args, PostprocessOptions{});
     for (int id : class_ids_of(class_selection(args).names, model->class_names())) o.postprocess.classes.push_back(id);

@@ -1,11 +1,13 @@
 // The yolocu CLI sub-commands.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
 #include "yolocu/detector.hpp"
+#include "yolocu/int8.hpp"
 
 namespace yolocu::cli {
 
@@ -16,6 +18,8 @@ int cmd_eval(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_track(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
+// What a calibration file holds (yolocu calibrate's summary, yolocu inspect --calibration).
+void print_calibration_summary(FILE* f, const Int8Calibration& c);
 
 class FrameStage;
 struct RunDir;

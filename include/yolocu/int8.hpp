@@ -91,6 +91,10 @@ struct Int8CalibrateOptions {
   int keep_worst = 0;
   int sensitivity_images = 16;
   bool keep_detect_and_stem = false;
+  // The activation scales of an earlier calibration of the same model, images, method and input
+  // size (kInvalidArgument otherwise) instead of the two passes: to choose the layers kept in float
+  // again without collecting the statistics again. Its keep_float choices are not taken over.
+  const Int8Calibration* scales_from = nullptr;
   // Progress: (phase, done, total) after each image of each pass.
   std::function<void(const char* phase, int64_t done, int64_t total)> progress;
 };

@@ -186,6 +186,19 @@ TEST(Calibrate, DeterministicAndBoundToModelAndImages) {
   EXPECT_EQ(edges.float_convs(), 4);
   EXPECT_TRUE(edges.conv("/model.0/conv/Conv")->keep_float);
   EXPECT_TRUE(edges.conv("/model.24/m.2/Conv")->keep_float);
+  // the scales reused for a new float choice: the same tensors without the passes; refused for
+  // other images
+  Int8CalibrateOptions reuse;
+  reuse.method = CalibrationMethod::kPercentile;
+  reuse.scales_from = &a;
+  reuse.keep_detect_and_stem = true;
+  const Int8Calibration again = calibrate_int8(model, coco_images(2), reuse);
+  ASSERT_EQ(again.tensors.size(), a.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) EXPECT_EQ(again.tensors[i].scale, a.tensors[i].scale);
+  EXPECT_EQ(again.float_convs(), 4);
+  std::string msg;
+  EXPECT_EQ(test::code_of([&] { calibrate_int8(model, coco_images(3), reuse); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_NE(msg.find("other images"), std::string::npos) << msg;
   // checked against the model it was made for, refused for another
   auto m = std::make_shared<const Model>(load_onnx(model));
   EXPECT_NO_THROW(check_int8_calibration(a, *m));

@@ -91,31 +91,6 @@ struct TensorStats {
   engine::quant::AbsHistogram hist;
 };
 
-// Runs the engine over every image and hands each observed tensor to `add(tensor index, data)`;
-// `inputs_kept` collects the first `keep` network inputs (the sensitivity pass).
-template <typename Add>
-void pass(CpuEngine& engine, const std::vector<std::string>& images, const std::vector<std::string>& names,
-          int width, int height, DType dtype, const char* phase, const Int8CalibrateOptions& o, Add&& add,
-          detail::Sha256* hash, std::vector<Tensor>* inputs_kept, size_t keep) {
-  for (size_t i = 0; i < images.size(); ++i) {
-    const std::string bytes = read_file_bytes(images[i]);
-    if (hash) {
-      const std::string name = std::filesystem::path(images[i]).filename().string();
-      hash->update(name);
-      hash->update(std::string(1, '\0') + std::to_string(bytes.size()) + std::string(1, '\0'));
-      hash->update(bytes);
-    }
-    Tensor x = image_input(bytes, images[i], width, height, dtype);
-    engine.run_observed({x}, names, [&](size_t k, const Tensor& t) {
-      YOLOCU_CHECK(t.dtype() == DType::kFloat32, kUnsupported, "INT8 calibration: tensor '", names[k], "' is ",
-                   dtype_name(t.dtype()), ", not float32");
-      add(k, t.data_as<float>(), static_cast<size_t>(t.numel()));
-    });
-    if (inputs_kept && inputs_kept->size() < keep) inputs_kept->push_back(std::move(x));
-    if (o.progress) o.progress(phase, static_cast<int64_t>(i + 1), static_cast<int64_t>(images.size()));
-  }
-}
-
 float tensor_amax(const TensorStats& s, const Int8CalibrateOptions& o) {
   const float max_abs = s.range.amax();
   switch (o.method) {
@@ -124,6 +99,82 @@ float tensor_amax(const TensorStats& s, const Int8CalibrateOptions& o) {
     case CalibrationMethod::kEntropy: return engine::quant::entropy_amax(s.hist, max_abs);
   }
   return max_abs;
+}
+
+// SHA-256 over each image's file name, '\0', its size in decimal, '\0', and its bytes.
+std::string images_sha256(const std::vector<std::string>& images) {
+  detail::Sha256 hash;
+  for (const std::string& path : images) {
+    const std::string bytes = read_file_bytes(path);
+    hash.update(std::filesystem::path(path).filename().string());
+    hash.update(std::string(1, '\0') + std::to_string(bytes.size()) + std::string(1, '\0'));
+    hash.update(bytes);
+  }
+  return hash.hex();
+}
+
+// Runs the engine over every image and hands each observed tensor to `add(tensor index, data)`.
+template <typename Add>
+void pass(CpuEngine& engine, const std::vector<std::string>& images, const std::vector<std::string>& names,
+          int width, int height, DType dtype, const char* phase, const Int8CalibrateOptions& o, Add&& add) {
+  for (size_t i = 0; i < images.size(); ++i) {
+    const Tensor x = image_input(read_file_bytes(images[i]), images[i], width, height, dtype);
+    engine.run_observed({x}, names, [&](size_t k, const Tensor& t) {
+      YOLOCU_CHECK(t.dtype() == DType::kFloat32, kUnsupported, "INT8 calibration: tensor '", names[k], "' is ",
+                   dtype_name(t.dtype()), ", not float32");
+      add(k, t.data_as<float>(), static_cast<size_t>(t.numel()));
+    });
+    if (o.progress) o.progress(phase, static_cast<int64_t>(i + 1), static_cast<int64_t>(images.size()));
+  }
+}
+
+// The activation scales from two passes over the images: max |x|, then (entropy, percentile) the
+// histograms over [0, max |x|].
+std::vector<Int8TensorScale> tensor_scales(const std::shared_ptr<const Model>& model, const std::vector<std::string>& images,
+                                           const std::vector<std::string>& names, const Int8Calibration& c,
+                                           const Int8CalibrateOptions& o) {
+  CpuEngineOptions eo;
+  eo.num_threads = o.num_threads;
+  eo.fuse_detect_head = false;
+  CpuEngine engine(model, eo);
+  const DType dtype = model->graph.inputs[0].dtype;
+  std::vector<TensorStats> stats(names.size());
+  pass(engine, images, names, c.input_width, c.input_height, dtype, "range", o,
+       [&](size_t k, const float* x, size_t n) { stats[k].range.add(x, n); });
+  if (o.method != CalibrationMethod::kMinMax) {
+    for (TensorStats& s : stats) s.hist = engine::quant::AbsHistogram(s.range.amax(), c.num_bins);
+    pass(engine, images, names, c.input_width, c.input_height, dtype, "histogram", o,
+         [&](size_t k, const float* x, size_t n) { stats[k].hist.add(x, n); });
+  }
+  std::vector<Int8TensorScale> scales;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const float amax = tensor_amax(stats[k], o);
+    scales.push_back({names[k], amax, engine::quant::int8_scale(amax)});
+  }
+  return scales;
+}
+
+// Int8CalibrateOptions::scales_from: its tensors, when it was made with these images and method.
+std::vector<Int8TensorScale> reused_scales(const Int8Calibration& c, const Int8CalibrateOptions& o) {
+  const Int8Calibration& r = *o.scales_from;
+  YOLOCU_CHECK(r.model_sha256 == c.model_sha256, kInvalidArgument, "INT8 calibration: the scales to reuse were made "
+               "for another model (sha256 ", r.model_sha256, ", this one's ", c.model_sha256, ")");
+  YOLOCU_CHECK(r.images_sha256 == c.images_sha256 && r.num_images == c.num_images, kInvalidArgument,
+               "INT8 calibration: the scales to reuse were made on other images (", r.num_images, " images, sha256 ",
+               r.images_sha256, "; these: ", c.num_images, ", ", c.images_sha256, ")");
+  YOLOCU_CHECK(r.method == c.method && r.percentile == c.percentile && r.num_bins == c.num_bins &&
+                   r.input_width == c.input_width && r.input_height == c.input_height,
+               kInvalidArgument, "INT8 calibration: the scales to reuse were made with another method (",
+               calibration_method_name(r.method), ") or input size");
+  return r.tensors;
+}
+
+// The network inputs of the first n images (the sensitivity pass).
+std::vector<Tensor> first_inputs(const std::vector<std::string>& images, size_t n, const Int8Calibration& c, DType dtype) {
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < images.size() && i < n; ++i)
+    inputs.push_back(image_input(read_file_bytes(images[i]), images[i], c.input_width, c.input_height, dtype));
+  return inputs;
 }
 
 void check_options(const std::vector<std::string>& images, const Int8CalibrateOptions& o) {
@@ -171,7 +222,6 @@ Int8Calibration calibrate_int8(const std::string& onnx_path, const std::vector<s
   c.percentile = o.percentile;
   c.model_sha256 = detail::sha256_hex(onnx);
   std::tie(c.input_width, c.input_height) = input_size(*model, o);
-  const DType dtype = model->graph.inputs[0].dtype;
   std::vector<ConvSite> sites = conv_sites(*model, c.input_width, c.input_height);
   std::vector<std::string> names;
   std::map<std::string, size_t> index;
@@ -179,27 +229,11 @@ Int8Calibration calibrate_int8(const std::string& onnx_path, const std::vector<s
     for (const std::string& t : {s.scales.input, s.scales.output})
       if (index.emplace(t, names.size()).second) names.push_back(t);
 
-  CpuEngineOptions eo;
-  eo.num_threads = o.num_threads;
-  eo.fuse_detect_head = false;
-  CpuEngine engine(model, eo);
-  std::vector<TensorStats> stats(names.size());
-  detail::Sha256 hash;
-  std::vector<Tensor> kept;
-  const size_t keep = o.keep_worst > 0 ? static_cast<size_t>(o.sensitivity_images) : 0;
-  pass(engine, images, names, c.input_width, c.input_height, dtype, "range", o,
-       [&](size_t k, const float* x, size_t n) { stats[k].range.add(x, n); }, &hash, &kept, keep);
-  if (o.method != CalibrationMethod::kMinMax) {
-    for (TensorStats& s : stats) s.hist = engine::quant::AbsHistogram(s.range.amax(), c.num_bins);
-    pass(engine, images, names, c.input_width, c.input_height, dtype, "histogram", o,
-         [&](size_t k, const float* x, size_t n) { stats[k].hist.add(x, n); }, nullptr, nullptr, 0);
-  }
   c.num_images = static_cast<int64_t>(images.size());
-  c.images_sha256 = hash.hex();
-  for (size_t k = 0; k < names.size(); ++k) {
-    const float amax = tensor_amax(stats[k], o);
-    c.tensors.push_back({names[k], amax, engine::quant::int8_scale(amax)});
-  }
+  c.images_sha256 = images_sha256(images);
+  c.tensors = o.scales_from ? reused_scales(c, o) : tensor_scales(model, images, names, c, o);
+  for (const std::string& name : names)
+    YOLOCU_CHECK(c.tensor(name), kInvalidArgument, "INT8 calibration: the scales to reuse lack tensor '", name, "'");
   for (ConvSite& s : sites) {
     s.scales.keep_float = o.keep_detect_and_stem && (s.stem || s.head);
     c.convs.push_back(s.scales);
@@ -208,7 +242,9 @@ Int8Calibration calibrate_int8(const std::string& onnx_path, const std::vector<s
     const auto progress = [&](int64_t done, int64_t total) {
       if (o.progress) o.progress("sensitivity", done, total);
     };
-    engine::quant::sensitivity_pass(model, kept, o.keep_worst, o.num_threads, c, progress);
+    const std::vector<Tensor> inputs =
+        first_inputs(images, static_cast<size_t>(o.sensitivity_images), c, model->graph.inputs[0].dtype);
+    engine::quant::sensitivity_pass(model, inputs, o.keep_worst, o.num_threads, c, progress);
   }
   return c;
 }
