@@ -23,15 +23,16 @@ void print_help() {
       "the model's and the images' SHA-256 (docs/int8.md). Same images, same options: the same file.\n\n"
       "  --images SPEC        images (files, folders, glob patterns; repeatable; also as plain arguments),\n"
       "                       used in sorted order\n"
-      "  --method M           entropy (default: TensorRT's KL divergence), percentile, minmax\n"
+      "  --method M           percentile (default), entropy (TensorRT's KL divergence), minmax\n"
       "  --percentile P       percentile of |x| for --method percentile (99.99)\n"
       "  --imgsz S | H W      network input size (default: the model's static size, else 640)\n"
       "  --max-images N       calibrate on the first N images only (default: all)\n"
       "  --keep-float-worst K sensitivity pass: quantise one convolution at a time over the first\n"
       "                       --sensitivity-images images and keep the K whose output error is largest\n"
-      "                       in float (default 0: no pass)\n"
-      "  --sensitivity-images N  images of the sensitivity pass (16)\n"
-      "  --keep-float-edges   keep the first convolution and the Detect head's convolutions in float\n"
+      "                       in float (default 8; 0: no pass)\n"
+      "  --sensitivity-images N  images of the sensitivity pass (8)\n"
+      "  --quantize-edges     quantise the first convolution and the Detect head's convolutions too (by\n"
+      "                       default they stay in float)\n"
       "  --scales-from FILE   take the activation scales of an earlier calibration of this model on the same\n"
       "                       images with the same method (checked) instead of collecting them again: to\n"
       "                       choose the layers kept in float anew\n"
@@ -44,7 +45,7 @@ void print_help() {
 Int8CalibrateOptions calibrate_options(const Args& args) {
   Int8CalibrateOptions o;
   try {
-    o.method = parse_calibration_method(args.get("method", "entropy"));
+    o.method = parse_calibration_method(args.get("method", "percentile"));
   } catch (const Error& e) {
     throw UsageError(std::string("--method: ") + e.what());
   }
@@ -59,12 +60,12 @@ Int8CalibrateOptions calibrate_options(const Args& args) {
   const long max_images = args.get_int("max-images", 0);
   if (max_images < 0) throw UsageError("--max-images must be >= 0 (0: all)");
   o.max_images = static_cast<int>(max_images);
-  const long worst = args.get_int("keep-float-worst", 0), simages = args.get_int("sensitivity-images", 16);
+  const long worst = args.get_int("keep-float-worst", 8), simages = args.get_int("sensitivity-images", 8);
   if (worst < 0 || worst > 100000) throw UsageError("--keep-float-worst must be >= 0");
   if (simages < 1 || simages > 100000) throw UsageError("--sensitivity-images must be >= 1");
   o.keep_worst = static_cast<int>(worst);
   o.sensitivity_images = static_cast<int>(simages);
-  o.keep_detect_and_stem = args.flag("keep-float-edges");
+  o.keep_detect_and_stem = !args.flag("quantize-edges");
   const long threads = args.get_int("threads", 0);
   if (threads < 0 || threads > 1024) throw UsageError("--threads must be in 0..1024 (0: all cores)");
   o.num_threads = static_cast<int>(threads);
@@ -94,7 +95,7 @@ int cmd_calibrate(int argc, char** argv) {
   std::vector<std::string> words(argv, argv + argc);
   std::vector<char*> av;
   for (std::string& w : words) av.push_back(w == "-o" ? const_cast<char*>("--output") : w.data());
-  Args args(argc, av.data(), 2, {"help", "quiet", "keep-float-edges", "progress"},
+  Args args(argc, av.data(), 2, {"help", "quiet", "quantize-edges", "progress"},
             {"model", "images", "method", "percentile", "imgsz", "max-images", "keep-float-worst", "sensitivity-images",
              "threads", "output", "scales-from"});
   if (args.flag("help")) {

@@ -3,6 +3,7 @@
 // calibrate_int8() on real images, simulated INT8 in the CPU engine, and the CLI's checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -165,6 +166,8 @@ TEST(Calibrate, DeterministicAndBoundToModelAndImages) {
   YOLOCU_REQUIRE_DATA(coco, "coco128/images/train2017");
   Int8CalibrateOptions o;
   o.method = CalibrationMethod::kPercentile;
+  o.keep_worst = 0;
+  o.keep_detect_and_stem = false;
   const Int8Calibration a = calibrate_int8(model, coco_images(2), o);
   const Int8Calibration b = calibrate_int8(model, coco_images(2), o);
   EXPECT_EQ(int8_calibration_json(a), int8_calibration_json(b));
@@ -189,7 +192,7 @@ TEST(Calibrate, DeterministicAndBoundToModelAndImages) {
   // the scales reused for a new float choice: the same tensors without the passes; refused for
   // other images
   Int8CalibrateOptions reuse;
-  reuse.method = CalibrationMethod::kPercentile;
+  reuse.keep_worst = 0;
   reuse.scales_from = &a;
   reuse.keep_detect_and_stem = true;
   const Int8Calibration again = calibrate_int8(model, coco_images(2), reuse);
@@ -208,10 +211,36 @@ TEST(Calibrate, DeterministicAndBoundToModelAndImages) {
   }
 }
 
+TEST(Calibrate, SensitivityPassKeepsTheWorstInFloat) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_DATA(coco, "coco128/images/train2017");
+  Int8CalibrateOptions o;
+  o.method = CalibrationMethod::kMinMax;
+  o.keep_worst = 3;
+  o.sensitivity_images = 1;
+  const Int8Calibration c = calibrate_int8(model, coco_images(1), o);
+  EXPECT_EQ(c.sensitivity_keep, 3);
+  EXPECT_EQ(c.float_convs(), 4 + 3);  // the first convolution, the 3 Detect heads, the 3 worst
+  double lowest_kept = 1e9, highest_quantised = -1;
+  for (const Int8ConvScales& k : c.convs) {
+    if (k.sensitivity < 0) {  // an edge: not measured, kept in float
+      EXPECT_TRUE(k.keep_float) << k.node;
+      continue;
+    }
+    EXPECT_GT(k.sensitivity, 0.0) << k.node;  // quantising any one layer changes the outputs
+    if (k.keep_float) lowest_kept = std::min(lowest_kept, k.sensitivity);
+    else highest_quantised = std::max(highest_quantised, k.sensitivity);
+  }
+  EXPECT_GE(lowest_kept, highest_quantised);
+}
+
 TEST(Calibrate, SimulatedInt8StaysCloseToFp32) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(coco, "coco128/images/train2017");
-  auto c = std::make_shared<Int8Calibration>(calibrate_int8(model, coco_images(2), {}));
+  Int8CalibrateOptions o;
+  o.keep_worst = 0;
+  o.keep_detect_and_stem = false;
+  auto c = std::make_shared<Int8Calibration>(calibrate_int8(model, coco_images(2), o));
   auto m = std::make_shared<const Model>(load_onnx(model));
   Tensor x(DType::kFloat32, {1, 3, 640, 640});
   for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = static_cast<float>((i * 7919) % 255) / 255.f;
@@ -241,7 +270,7 @@ TEST(CalibrateCli, WritesAFileEvalAcceptsAndRefusesAnotherModel) {
   const std::string dir = test::scratch_dir("int8_cli"), cal = dir + "/v5n.json";
   std::string out, err;
   ASSERT_EQ(test::run_yolocu("calibrate --model " + model + " --images " + images +
-                                 " --max-images 2 --method minmax --quiet -o " + cal, &out, &err),
+                                 " --max-images 2 --method minmax --keep-float-worst 0 --quiet -o " + cal, &out, &err),
             0)
       << err;
   const Int8Calibration c = load_int8_calibration(cal, file_sha256(model));
