@@ -43,7 +43,7 @@ CalibrationMethod parse_calibration_method(const std::string& name);
 struct Int8TensorScale {
   std::string name;
   float amax = 0;   // the calibrated threshold: values beyond +-amax saturate
-  float scale = 0;  // amax / 127 (1 when amax is 0); quantise as rne(x * (1 / scale)) clamped to [-128, 127]
+  float scale = 0;  // amax / 127 (1 when amax is 0); quantise as rne(x / scale) clamped to [-128, 127]
 };
 
 // One convolution: its tensors, per-output-channel weight scales and whether it stays in float.

@@ -1,4 +1,4 @@
-// The host INT8 reference (src/engine/quant/int8_conv_ref.hpp, int8_math.hpp) on small cases whose
+// The host INT8 reference (src/engine/quant/int8_conv_ref.hpp, quant/int8_math.hpp) on small cases whose
 // results are worked out by hand in the comments, and SHA-256 against FIPS 180-2's examples.
 #include <gtest/gtest.h>
 
@@ -13,27 +13,19 @@
 namespace yolocu::engine::quant {
 namespace {
 
-TEST(Int8Math, RoundsHalfToEvenAndSaturates) {
-  // x * (1 / scale) with scale 1: the value itself
-  EXPECT_EQ(quantize_int8(2.5f, 1.f), 2);
-  EXPECT_EQ(quantize_int8(3.5f, 1.f), 4);
-  EXPECT_EQ(quantize_int8(-2.5f, 1.f), -2);
-  EXPECT_EQ(quantize_int8(-3.5f, 1.f), -4);
-  EXPECT_EQ(quantize_int8(2.49f, 1.f), 2);
-  EXPECT_EQ(quantize_int8(126.5f, 1.f), 126);
-  EXPECT_EQ(quantize_int8(127.5f, 1.f), 127);   // rounds to 128, saturates
-  EXPECT_EQ(quantize_int8(1000.f, 1.f), 127);
-  EXPECT_EQ(quantize_int8(-128.5f, 1.f), -128);  // rounds to -128
-  EXPECT_EQ(quantize_int8(-1000.f, 1.f), -128);
-  EXPECT_EQ(quantize_int8(NAN, 1.f), 0);
-  // scale 0.5: x * 2
-  EXPECT_EQ(quantize_int8(1.25f, 2.f), 2);   // 2.5 -> 2
-  EXPECT_EQ(quantize_int8(1.75f, 2.f), 4);   // 3.5 -> 4
-  EXPECT_FLOAT_EQ(fake_quantize(1.3f, 0.5f, 2.f), 1.5f);  // 2.6 -> 3 -> 1.5
-  // amax 254 -> scale 2; amax 0 (never seen) -> 1
+TEST(Int8Scale, ScalesAndFakeQuantisation) {
+  // amax 254 -> scale 2; amax 0 (never seen) or not finite -> 1
   EXPECT_FLOAT_EQ(int8_scale(254.f), 2.f);
   EXPECT_FLOAT_EQ(int8_scale(0.f), 1.f);
   EXPECT_FLOAT_EQ(int8_scale(INFINITY), 1.f);
+  // scale 0.5: x / 0.5 rounded half to even, times 0.5
+  EXPECT_FLOAT_EQ(fake_quantize(1.3f, 0.5f), 1.5f);     // 2.6 -> 3
+  EXPECT_FLOAT_EQ(fake_quantize(1.25f, 0.5f), 1.f);     // 2.5 -> 2
+  EXPECT_FLOAT_EQ(fake_quantize(1.75f, 0.5f), 2.f);     // 3.5 -> 4
+  EXPECT_FLOAT_EQ(fake_quantize(-1.25f, 0.5f), -1.f);   // -2.5 -> -2
+  EXPECT_FLOAT_EQ(fake_quantize(100.f, 0.5f), 63.5f);   // 200 -> 127 (saturated)
+  EXPECT_FLOAT_EQ(fake_quantize(-100.f, 0.5f), -64.f);  // -200 -> -128
+  EXPECT_FLOAT_EQ(fake_quantize(NAN, 0.5f), 0.f);
 }
 
 TEST(Int8Ref, Conv3x3Accumulators) {

@@ -1,5 +1,5 @@
 // Per-tensor activation statistics of the INT8 calibration and the three ways to turn them into a
-// clipping threshold amax (scale = amax / 127, int8_math.hpp). Pure host code, no engine.
+// clipping threshold amax (scale = amax / 127, quant/int8_math.hpp). Pure host code, no engine.
 //
 // Histogram: `bins` equal bins of |x| over [0, range] with the bin of each value chosen as
 // numpy.histogram(np.abs(x).astype(np.float64), bins, range=(0, range)) chooses it (edges

@@ -33,16 +33,15 @@ int attach_int8_scales(engine::cpu::CpuStepPlan& sp, const Int8Calibration& c) {
 
 void fake_quantize_weights(float* w, int64_t k, int64_t per_channel, const float* scales) {
   for (int64_t i = 0; i < k; ++i) {
-    const float scale = scales[i], inv = 1.f / scale;
-    for (int64_t j = 0; j < per_channel; ++j) w[i * per_channel + j] = fake_quantize(w[i * per_channel + j], scale, inv);
+    const float scale = scales[i];
+    for (int64_t j = 0; j < per_channel; ++j) w[i * per_channel + j] = fake_quantize(w[i * per_channel + j], scale);
   }
 }
 
 void fake_quantize_tensor(const float* src, float* dst, size_t n, float scale) {
-  const float inv = 1.f / scale;
   const int64_t count = static_cast<int64_t>(n);
 #pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) dst[i] = fake_quantize(src[i], scale, inv);
+  for (int64_t i = 0; i < count; ++i) dst[i] = fake_quantize(src[i], scale);
 }
 
 }  // namespace yolocu::engine::quant

@@ -1,6 +1,6 @@
 // Simulated INT8 on the CPU engine: the calibration's scales attached to the planned convolution
 // steps (CpuStepSpec::int8_x_scale / int8_w_scales), and the quantise -> dequantise passes the
-// convolution step runs (int8_math.hpp's rounding): its weights once at build time, per output
+// convolution step runs (the INT8 kernels' rounding, quant/int8_math.hpp): its weights once at build time, per output
 // channel, and its input at every run, into a buffer of its own (other readers of the input see
 // the float values). Layers the calibration keeps in float run in FP32.
 #pragma once

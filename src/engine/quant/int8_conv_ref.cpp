@@ -51,7 +51,7 @@ std::vector<int32_t> int8_conv_accumulate(const Int8ConvShape& s, const int8_t* 
 
 std::vector<float> int8_multipliers(float x_scale, const std::vector<float>& w_scales) {
   std::vector<float> m(w_scales.size());
-  for (size_t k = 0; k < m.size(); ++k) m[k] = x_scale * w_scales[k];
+  for (size_t k = 0; k < m.size(); ++k) m[k] = int8::mul_rn(x_scale, w_scales[k]);
   return m;
 }
 
@@ -66,17 +66,16 @@ std::vector<float> int8_dequantize_output(const std::vector<int32_t>& acc, int64
   std::vector<float> out(acc.size());
   for (size_t i = 0; i < acc.size(); ++i) {
     const size_t c = (i / static_cast<size_t>(hw)) % static_cast<size_t>(k);
-    out[i] = int8_epilogue(acc[i], m[c], bias.empty() ? 0.f : bias[c], silu);
+    out[i] = int8::conv_value(acc[i], m[c], bias.empty() ? 0.f : bias[c], silu);
   }
   return out;
 }
 
 std::vector<int8_t> int8_requantize(const std::vector<int32_t>& acc, int64_t k, int64_t hw, const std::vector<float>& m,
                                     const std::vector<float>& bias, bool silu, float out_scale) {
-  const float inv = 1.f / out_scale;
   const std::vector<float> v = int8_dequantize_output(acc, k, hw, m, bias, silu);
   std::vector<int8_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = quantize_int8(v[i], inv);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = int8::quantize(v[i], out_scale);
   return out;
 }
 
@@ -95,16 +94,15 @@ std::vector<int8_t> quantize_weights(const float* w, int64_t k, int64_t per_chan
                " scales for ", k, " channels");
   std::vector<int8_t> q(static_cast<size_t>(k * per_channel));
   for (int64_t i = 0; i < k; ++i) {
-    const float inv = 1.f / scales[static_cast<size_t>(i)];
-    for (int64_t j = 0; j < per_channel; ++j) q[static_cast<size_t>(i * per_channel + j)] = quantize_int8(w[i * per_channel + j], inv);
+    const float scale = scales[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < per_channel; ++j) q[static_cast<size_t>(i * per_channel + j)] = int8::quantize(w[i * per_channel + j], scale);
   }
   return q;
 }
 
 std::vector<int8_t> quantize_tensor(const float* x, int64_t numel, float scale) {
-  const float inv = 1.f / scale;
   std::vector<int8_t> q(static_cast<size_t>(numel));
-  for (int64_t i = 0; i < numel; ++i) q[static_cast<size_t>(i)] = quantize_int8(x[i], inv);
+  for (int64_t i = 0; i < numel; ++i) q[static_cast<size_t>(i)] = int8::quantize(x[i], scale);
   return q;
 }
 

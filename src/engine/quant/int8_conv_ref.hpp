@@ -1,6 +1,6 @@
 // The host INT8 reference of a quantised convolution, computed as the GPU INT8 kernel computes it:
-// int8 activations x int8 weights accumulated exactly in int32, then the float epilogue of
-// int8_math.hpp (acc * (x_scale * w_scale[k]) + bias[k], optional SiLU) requantised to int8 with
+// int8 activations x int8 weights accumulated exactly in int32, then the kernels' float epilogue
+// (engine/cuda/int8/int8_math.hpp: acc * (x_scale * w_scale[k]) + bias[k], optional SiLU) requantised to int8 with
 // the output tensor's scale, or left in float (a layer whose consumer runs in float: the Detect
 // head). Plain NCHW int8 tensors, weights [K, C / group, R, S]; single-threaded, for tests and
 // parity checks, not for speed.
