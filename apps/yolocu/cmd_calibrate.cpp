@@ -29,7 +29,7 @@ void print_help() {
       "  --max-images N       calibrate on the first N images only (default: all)\n"
       "  --keep-float-worst K sensitivity pass: quantise one convolution at a time over the first\n"
       "                       --sensitivity-images images and keep the K whose output error is largest\n"
-      "                       in float (default 8; 0: no pass)\n"
+      "                       in float (default 12; 0: no pass)\n"
       "  --sensitivity-images N  images of the sensitivity pass (8)\n"
       "  --quantize-edges     quantise the first convolution and the Detect head's convolutions too (by\n"
       "                       default they stay in float)\n"
@@ -60,7 +60,7 @@ Int8CalibrateOptions calibrate_options(const Args& args) {
   const long max_images = args.get_int("max-images", 0);
   if (max_images < 0) throw UsageError("--max-images must be >= 0 (0: all)");
   o.max_images = static_cast<int>(max_images);
-  const long worst = args.get_int("keep-float-worst", 8), simages = args.get_int("sensitivity-images", 8);
+  const long worst = args.get_int("keep-float-worst", 12), simages = args.get_int("sensitivity-images", 8);
   if (worst < 0 || worst > 100000) throw UsageError("--keep-float-worst must be >= 0");
   if (simages < 1 || simages > 100000) throw UsageError("--sensitivity-images must be >= 1");
   o.keep_worst = static_cast<int>(worst);

@@ -78,7 +78,7 @@ struct Int8Calibration {
   int float_convs() const;  // convolutions with keep_float
 };
 
-// The defaults (percentile 99.99, the first convolution and the Detect head in float, the 8 most
+// The defaults (percentile 99.99, the first convolution and the Detect head in float, the 12 most
 // sensitive other convolutions in float, measured on 8 images) are those whose mAP50-95 drop on
 // coco128 docs/int8.md reports.
 struct Int8CalibrateOptions {
@@ -91,7 +91,7 @@ struct Int8CalibrateOptions {
   // the others in float) over the first `sensitivity_images` images, the relative L2 error of the
   // model's outputs measured, and the keep_worst worst kept in float. The first convolution and
   // the Detect head's convolutions are kept in float with keep_detect_and_stem.
-  int keep_worst = 8;
+  int keep_worst = 12;
   int sensitivity_images = 8;
   bool keep_detect_and_stem = true;
   // The activation scales of an earlier calibration of the same model, images, method and input
