@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/hd_math.hpp"
 #include "yolocu/geometry.hpp"  // YOLOCU_HD
 
 namespace yolocu::engine::tail {
@@ -43,20 +44,8 @@ void tables_of(const HostLevel& d, Vec* out) {
   for (const auto* v : {&d.xy_scale, &d.grid, &d.stride, &d.wh_scale, &d.anchor_grid}) out->insert(out->end(), v->begin(), v->end());
 }
 
-YOLOCU_HD float mul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-YOLOCU_HD float add(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
+using hd::add;
+using hd::mul;
 YOLOCU_HD float sigmoid(float v) {  // as the GPU engine's Sigmoid kernel
 #if defined(__CUDA_ARCH__)
   return __fdiv_rn(1.f, __fadd_rn(1.f, expf(-v)));

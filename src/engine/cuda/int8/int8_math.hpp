@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/hd_math.hpp"  // add / mul / div / fma rounded alike on both sides
+
 #if defined(__CUDACC__)
 #define YOLOCU_I8_HD __host__ __device__ __forceinline__
 #else
@@ -31,34 +33,10 @@
 
 namespace yolocu::engine::int8 {
 
-YOLOCU_I8_HD float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-YOLOCU_I8_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-YOLOCU_I8_HD float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-YOLOCU_I8_HD float fma_rn(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(a, b, c);
-#else
-  return std::fmaf(a, b, c);
-#endif
-}
+YOLOCU_I8_HD float add_rn(float a, float b) { return hd::add(a, b); }
+YOLOCU_I8_HD float mul_rn(float a, float b) { return hd::mul(a, b); }
+YOLOCU_I8_HD float div_rn(float a, float b) { return hd::div(a, b); }
+YOLOCU_I8_HD float fma_rn(float a, float b, float c) { return hd::fma(a, b, c); }
 YOLOCU_I8_HD float rint_even(float v) {  // round half to even (the default rounding mode on the host)
 #if defined(__CUDA_ARCH__)
   return rintf(v);
