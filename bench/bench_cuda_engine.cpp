@@ -2,7 +2,7 @@
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail]
 //                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--cutlass]
-//                     [--no-own-dwconv] [--tactic-cache FILE|none] [--max-plans N]
+//                     [--own-dwconv] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
 // and verifies that every value then scales with the batch.
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   int iters = 50, warmup = 10;
   bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, fuse_attn = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false,
        channel_views = false;
-  bool direct_stem = true, own_dw = true;
+  bool direct_stem = true, own_dw = false;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
   for (int i = 1; i < argc; ++i) {
@@ -102,14 +102,14 @@ int main(int argc, char** argv) {
     else if (k == "--no-fuse-sppf") fuse_sppf = false;
     else if (k == "--no-direct-stem") direct_stem = false;  // CudaEngineOptions::direct_stem
     else if (k == "--cutlass") cutlass = true;  // CudaEngineOptions::cutlass_tactics
-    else if (k == "--no-own-dwconv") own_dw = false;  // CudaEngineOptions::own_depthwise_tactics
+    else if (k == "--own-dwconv") own_dw = true;  // CudaEngineOptions::own_depthwise_tactics
     else if (k == "--tactic-cache") cache = next();
     else if (k == "--max-plans") max_plans = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-fuse-attention] [--no-s2d] "
-                   "[--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--no-own-dwconv] "
+                   "[--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--own-dwconv] "
                    "[--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
               channel_views && copy_free ? ", channel views" : "",
               fuse_sppf ? ", SPPF kernel" : "", direct_stem ? ", direct stem where faster" : "",
-              cutlass ? ", cutlass tactics" : "", own_dw ? "" : ", no own depthwise tactics", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
+              cutlass ? ", cutlass tactics" : "", own_dw ? ", own depthwise tactics" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
   std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
               "median_ms", "p90_ms", "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels", "tactics");
   try {

@@ -69,8 +69,9 @@ struct CudaEngineOptions {
   // without CUTLASS's headers has no such candidates.
   bool cutlass_tactics = false;
   // yolocu's depthwise kernel (group == channels: YOLO11's DWConv, the attention's positional
-  // convolution) as a candidate beside cuDNN's grouped convolution for those layers.
-  bool own_depthwise_tactics = true;
+  // convolution) as a candidate beside cuDNN's grouped convolution for those layers (off until its
+  // kernels have run on a GPU).
+  bool own_depthwise_tactics = false;
   // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
   // multiple of 8), instead of ~12 generic passes per level.

@@ -28,7 +28,7 @@ v8_bench() {
   LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/$g/ultralytics" \
     --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
     row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
-  # COMPARE_FLAGS="...": the same engines again with those flags (e.g. --no-fuse-v8-tail, --no-own-dwconv),
+  # COMPARE_FLAGS="...": the same engines again with those flags (e.g. --no-fuse-v8-tail, --own-dwconv),
   # starting from a copy of this call's tactics (what they tune differently stays out of tactics_v8.json);
   # with PROFILE=1 profiled too
   if [ -n "${COMPARE_FLAGS:-}" ]; then
