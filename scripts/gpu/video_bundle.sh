@@ -89,7 +89,14 @@ fi
 # 2. yolocu against that FFmpeg (pkg-config sees only it: no system libavdevice), CUDA for sm_90.
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig PKG_CONFIG_PATH= cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# Besides FFmpeg, pkg-config sees only the other modules the build asks it for (libwebp), each .pc
+# linked into a folder of its own.
+pcx=$work/pkgconfig-extra
+rm -rf "$pcx" && mkdir -p "$pcx"
+for m in libwebp libsharpyuv; do
+  pc=$(pkg-config --variable=pcfiledir "$m" 2>/dev/null)/$m.pc && [ -f "$pc" ] && ln -s "$pc" "$pcx/"
+done
+PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig:$pcx PKG_CONFIG_PATH= cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=ON -DYOLOCU_DATA_DIR="$data" "${launcher[@]}" \
   -DYOLOCU_CLI_OPENCV=OFF \
   >"$work/cmake.log" 2>&1 || { tail -20 "$work/cmake.log"; exit 1; }

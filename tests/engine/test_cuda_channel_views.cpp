@@ -206,7 +206,12 @@ TEST(CudaChannelViews, PitchedTacticsMatchDirectConvolution) {
         check_tactic(cs, half, *t, cd.h, cd.ws, cd.ws_bytes);
         ++wrapped;
       }
-      EXPECT_GT(wrapped, 0);
+      // FP32 bars tensor-core and reduced-precision engines (parity with the CPU engine); cuDNN's
+      // graph API then has no engine for these fused layers, and FP32 runs the legacy family (the
+      // IMPLICIT_GEMM wrapper below).
+      if (half) {
+        EXPECT_GT(wrapped, 0);
+      }
       const TacticPtr gemm = engine::make_tactic(cd.h, pb, "packin:cudnn:IMPLICIT_GEMM", lim);
       ASSERT_TRUE(gemm);
       const TacticPtr inner_gemm = engine::make_tactic(cd.h, packed, "cudnn:IMPLICIT_GEMM", lim);
