@@ -1,7 +1,7 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
 //   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail]
-//                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--cutlass]
+//                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--no-channel-views] [--no-fuse-sppf] [--cutlass]
 //                     [--own-dwconv] [--tactic-cache FILE|none] [--max-plans N]
 // Default models: $YOLOCU_DATA_DIR/models/{yolov5n.onnx, yolov5s_random_fp16.onnx}. Models exported
 // with a static batch of 1 run at any batch: the engine re-batches them (engine::make_batch_dynamic)
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   Precision precision = Precision::kFloat16;
   int iters = 50, warmup = 10;
   bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, fuse_attn = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false,
-       channel_views = false;
+       channel_views = CudaEngineOptions{}.channel_views;
   bool direct_stem = true, own_dw = false;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     else if (k == "--no-fuse-attention") fuse_attn = false;  // CudaEngineOptions::fuse_attention
     else if (k == "--no-s2d") s2d = false;
     else if (k == "--no-copy-free-concat") copy_free = false;
-    else if (k == "--channel-views") channel_views = true;  // CudaEngineOptions::channel_views
+    else if (k == "--channel-views") channel_views = true;  // CudaEngineOptions::channel_views (the default)
+    else if (k == "--no-channel-views") channel_views = false;
     else if (k == "--no-fuse-sppf") fuse_sppf = false;
     else if (k == "--no-direct-stem") direct_stem = false;  // CudaEngineOptions::direct_stem
     else if (k == "--cutlass") cutlass = true;  // CudaEngineOptions::cutlass_tactics
@@ -109,7 +110,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-fuse-attention] [--no-s2d] "
-                   "[--no-copy-free-concat] [--channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--own-dwconv] "
+                   "[--no-copy-free-concat] [--no-channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--own-dwconv] "
                    "[--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }

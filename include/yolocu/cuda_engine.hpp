@@ -109,8 +109,9 @@ struct CudaEngineOptions {
   // views of that buffer (no Split step), each bottleneck's output is written in its slice even
   // where the next bottleneck reads it too, and the Concat step disappears. The convolutions that
   // read a view (input or residual with a wider pixel pitch) are tuned for it: cuDNN's strided
-  // kernels, or a packed copy then the layer's best packed tactic. Off until verified on a GPU.
-  bool channel_views = false;
+  // kernels, or a packed copy then the layer's best packed tactic. Applies to graphs that have a
+  // channel Split (YOLOv8, YOLO11); a graph without one (YOLOv5) is planned as with it off.
+  bool channel_views = true;
   bool print_warnings = true;                 // tactic-cache warnings to stderr (also in stats())
   // Device memory the engine may allocate itself (activations, weights, constants, workspaces,
   // tuning buffers), bytes; 0: no limit. Over it the build throws kOutOfMemory naming the buffer,

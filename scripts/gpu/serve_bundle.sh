@@ -30,11 +30,12 @@ mkdir -p "$stage/lib" "$stage/bin" "$stage/backends/yolocu" "$stage/triton/bin" 
   "$stage/data/models" "$stage/data/coco128"
 cp "$bdir"/apps/yolocu/yolocu "$stage/bin/"
 cp "$bdir"/src/triton/libtriton_yolocu.so "$stage/backends/yolocu/"
-strip --strip-debug "$stage/bin/yolocu" "$stage/backends/yolocu/libtriton_yolocu.so"
-# Shared libraries that are neither glibc, libstdc++/libgcc/libgomp, nor CUDA / cuDNN (those are there).
+strip --strip-unneeded "$stage/bin/yolocu" "$stage/backends/yolocu/libtriton_yolocu.so"
+# Shared libraries that are neither glibc, libstdc++/libgcc/libgomp, OpenSSL 3 (libcrypto.so.3) nor
+# CUDA / cuDNN (those are there).
 for f in "$stage/bin/yolocu" "$stage/backends/yolocu/libtriton_yolocu.so"; do
   ldd "$f" | awk '$3 ~ /^\// {print $3}' |
-    grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libgomp|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
+    grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libgomp|libcrypto|libssl|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 done
 # tritonserver and the libraries of the wheel it loads (its RUNPATH names ../../../nvidia_pytriton.libs:

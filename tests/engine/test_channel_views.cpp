@@ -16,6 +16,7 @@
 #include "engine/cuda/tactics/tune_select.hpp"
 #include "engine/plan.hpp"
 #include "test_util.hpp"
+#include "yolocu/cuda_engine.hpp"
 #include "yolocu/model.hpp"
 
 namespace yolocu {
@@ -177,6 +178,33 @@ TEST(ChannelViews, V8Exports) {
       check_views(on, es);
       check_views(off, es);
     }
+  }
+}
+
+// On by default (CudaEngineOptions and GpuStepOptions), and only for graphs with a channel Split:
+// YOLOv5 (C3 blocks, no Split) is planned step for step and byte for byte as with views off.
+TEST(ChannelViews, OnByDefaultAndYoloV5Unchanged) {
+#if defined(YOLOCU_WITH_CUDA)
+  EXPECT_TRUE(CudaEngineOptions{}.channel_views);
+#endif
+  EXPECT_TRUE(engine::GpuStepOptions{}.channel_views);
+  const Model m = load_onnx(test::data_file("models/yolov5n.onnx"));
+  for (size_t es : {size_t{2}, size_t{4}}) {
+    const GpuStepPlan off = plan_of(m, 1, 640, 640, es, false), on = plan_of(m, 1, 640, 640, es, true);
+    ASSERT_EQ(count_kind(off, GpuStepKind::kSplitNhwc), 0);
+    ASSERT_GT(count_kind(off, GpuStepKind::kConcatNhwc), 0);
+    EXPECT_EQ(on.channel_views, 0);
+    EXPECT_EQ(on.copy_steps_removed, 0);
+    ASSERT_EQ(on.steps.size(), off.steps.size());
+    for (size_t i = 0; i < on.steps.size(); ++i) {
+      EXPECT_EQ(on.steps[i].kind, off.steps[i].kind) << "step " << i;
+      EXPECT_EQ(on.steps[i].in, off.steps[i].in) << "step " << i;
+      EXPECT_EQ(on.steps[i].out, off.steps[i].out) << "step " << i;
+    }
+    EXPECT_EQ(on.root, off.root);
+    EXPECT_EQ(on.offset, off.offset);
+    EXPECT_EQ(on.arena_bytes, off.arena_bytes);
+    EXPECT_EQ(on.concat_inputs_in_place, off.concat_inputs_in_place);
   }
 }
 

@@ -22,12 +22,14 @@ using engine::GpuStepKind;
 using engine::Layout;
 
 engine::GpuStepPlan plan_for(const std::string& path, int64_t batch, size_t es = 2, bool fuse_tail = false,
-                             bool copy_free_concat = true, bool fuse_sppf = true, int64_t size = 640) {
+                             bool copy_free_concat = true, bool fuse_sppf = true, int64_t size = 640,
+                             bool channel_views = true) {
   const Model m = load_onnx(path);
   engine::GpuStepOptions o;
   o.act_elem_size = es;
   o.fuse_detect_tail = fuse_tail;
   o.copy_free_concat = copy_free_concat;
+  o.channel_views = channel_views;
   o.fuse_sppf = fuse_sppf;
   return engine::plan_gpu_steps(engine::build_plan(m, {{batch, 3, size, size}}), o);
 }
@@ -107,7 +109,8 @@ TEST(GpuSteps, V8Exports) {
     SCOPED_TRACE(name);
     YOLOCU_REQUIRE_V8(path, name + ".onnx");
     for (size_t es : {size_t{2}, size_t{4}}) {
-      const auto sp = plan_for(path, 1, es);
+      // The lowering itself, before channel views take the Split steps away (test_channel_views.cpp)
+      const auto sp = plan_for(path, 1, es, false, true, true, 640, false);
       int split_nhwc = 0, softmax = 0, matmul = 0, gathers_of_nhwc = 0;
       for (const auto& s : sp.steps) {
         split_nhwc += s.kind == GpuStepKind::kSplitNhwc;

@@ -97,9 +97,10 @@ struct GpuStepOptions {
   // Split's outputs become views of it (root, channel_offset, the Concat's pitch), the Split steps
   // removed. A Concat input made by a Conv or a nearest Resize that other steps read too is placed
   // as well when every other reader is a Conv reading it as its input or residual or a nearest
-  // Resize (they read the pitch). A Concat step whose inputs are all in place is removed. Views are only made where every
-  // reader is one of those.
-  bool channel_views = false;
+  // Resize (they read the pitch). A Concat step whose inputs are all in place is removed. Views are
+  // only made where every reader is one of those, and only in plans that have a channel Split step
+  // (C2f / C3k2 graphs; a YOLOv5 plan stays as it is).
+  bool channel_views = true;
   size_t alignment = 256;
 };
 

@@ -10,7 +10,8 @@
 // A value becomes a view only if every step reading it, C aside, is a Conv reading it as its input
 // or residual (Conv tactics read pitched buffers: ConvProblem::xp / rp) or a nearest Resize (reads
 // its input's pitch), and it is C's input once.
-// Then a Concat step with every input in place does nothing and is removed.
+// Then a Concat step with every input in place does nothing and is removed. Plans without a channel
+// Split step (YOLOv5) are left as they are.
 #include <algorithm>
 #include <utility>
 
@@ -188,6 +189,11 @@ class ChannelViews {
 }  // namespace
 
 void plan_channel_views(GpuStepPlan& sp, const GpuStepOptions& options) {
+  // Only C2f / C3k2 graphs (a channel Split step): where there is none (YOLOv5) the neck's Concat
+  // placements alone are not measured to gain, and the plan stays as copy-free Concat made it.
+  const bool has_split = std::any_of(sp.steps.begin(), sp.steps.end(),
+                                     [](const GpuStep& s) { return s.kind == GpuStepKind::kSplitNhwc; });
+  if (!has_split) return;
   ChannelViews(sp, options.act_elem_size).run();
 }
 
