@@ -358,7 +358,8 @@ TEST(Int8Convert, QuantiseAndDequantise) {
       const float v = __half2float(x[static_cast<size_t>(p) * x_pitch + c]);
       const int8_t want = c < c_src ? int8::quantize(v, scale) : int8_t{0};
       bad += got != want;
-      if (c < c_src) bad += std::fabs(got - std::min(127.0, std::max(-128.0, std::nearbyint(v / 0.5)))) > 0;
+      // (the independent rule; NaN, which it cannot order, is the edge list's case: 0)
+      if (c < c_src && !std::isnan(v)) bad += std::fabs(got - std::min(127.0, std::max(-128.0, std::nearbyint(v / 0.5)))) > 0;
     }
   EXPECT_EQ(bad, 0u);
   for (size_t i = 0; i < edge.size(); ++i) EXPECT_EQ(q[i], edge[i].second) << "quantize(" << edge[i].first << ")";
