@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 namespace yolocu::track {
 
@@ -38,6 +37,8 @@ std::array<double, 4> xyxy(const STrack& t, BoxLayout layout) {
 
 std::vector<float> iou_distance(const TrackList& a, const TrackList& b, BoxLayout layout) {
   std::vector<std::array<float, 4>> ba, bb;
+  ba.reserve(a.size());
+  bb.reserve(b.size());
   for (const auto& t : a) {
     const auto d = xyxy(*t, layout);
     ba.push_back({float(d[0]), float(d[1]), float(d[2]), float(d[3])});
@@ -103,20 +104,37 @@ void apply_warp(const TrackList& tracks, const Warp2x3& hw) {
   }
 }
 
+namespace {
+
+// Sorted ids for membership tests: the lists are tens of tracks, where a sorted vector costs one
+// allocation and a hash set one per id.
+std::vector<int64_t> sorted_ids(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+bool has(const std::vector<int64_t>& sorted, int64_t id) { return std::binary_search(sorted.begin(), sorted.end(), id); }
+
+}  // namespace
+
 TrackList joint_tracks(const TrackList& a, const TrackList& b) {
-  std::unordered_set<int64_t> ids;
-  for (const auto& t : a) ids.insert(t->track_id);
-  TrackList out = a;
+  std::vector<int64_t> ids;
+  ids.reserve(a.size());
+  for (const auto& t : a) ids.push_back(t->track_id);
+  ids = sorted_ids(std::move(ids));
+  TrackList out;
+  out.reserve(a.size() + b.size());
+  out.insert(out.end(), a.begin(), a.end());
   for (const auto& t : b)
-    if (!ids.count(t->track_id)) out.push_back(t);
+    if (!has(ids, t->track_id)) out.push_back(t);
   return out;
 }
 
 TrackList sub_tracks(const TrackList& a, const std::vector<int64_t>& ids) {
-  const std::unordered_set<int64_t> drop(ids.begin(), ids.end());
+  const std::vector<int64_t> drop = sorted_ids(ids);
   TrackList out;
+  out.reserve(a.size());
   for (const auto& t : a)
-    if (!drop.count(t->track_id)) out.push_back(t);
+    if (!has(drop, t->track_id)) out.push_back(t);
   return out;
 }
 
