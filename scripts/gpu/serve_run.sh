@@ -10,6 +10,7 @@
 #   bash scripts/gpu/serve_run.sh
 # Environment: SERVE_MAX_BATCH (32), SERVE_INSTANCES (2 per GPU), SERVE_PROCS (12 client processes),
 # SERVE_THREADS (8 requests in flight per process), SERVE_SECONDS (15 per load), SERVE_DECODE (gpu),
+# SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,7 +44,7 @@ timeout 300 "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs"
 serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, waits until the model is ready
   local gpus=$1 name=$2 repo=$g/repo-$2
   python3 python/yolocu/serve.py --model "$m" --name yolo --device cuda --gpus ${gpus//,/} --instances "$inst" \
-    --max-batch "$batch" --max-queue-delay-us 500 --max-queue-size 4096 --decode "${SERVE_DECODE:-gpu}" \
+    --max-batch "$batch" --max-queue-delay-us "${SERVE_QUEUE_DELAY_US:-500}" --max-queue-size 4096 --decode "${SERVE_DECODE:-gpu}" \
     --tactic-cache "$cache" --write-repo "$repo" >/dev/null || return 1
   "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
     --load-model yolo --http-port 8000 --grpc-port 8001 --metrics-port 8002 >"$out/server_$name.log" 2>&1 &
