@@ -69,7 +69,8 @@ pa_json=$g/pa_images.json
 python3 bench/perf_analyzer_input.py --images "$imgs" --out "$pa_json" >/dev/null
 pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
   local mode=(--concurrency-range "$3")
-  [ -n "${4:-}" ] && mode=(--request-rate-range "$4")
+  # (rate mode: perf_analyzer's default of 4 sender threads did not keep up with the half-load rate)
+  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16)
   LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
     --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
     --stability-percentage 20 -f "$out/pa_$1.csv" >"$out/pa_$1.log" 2>&1
