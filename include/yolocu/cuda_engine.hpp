@@ -65,12 +65,12 @@ struct CudaEngineOptions {
   // compilation (docs/performance.md section 4); 12 or more for an exhaustive tune.
   int max_graph_plans = 7;
   // CUTLASS implicit-GEMM convolutions (fp16, bias and SiLU fused) as a fourth tactic family, tuned
-  // beside the others. Off by default until its first run on a GPU (docs/gpu-engine.md); a build
-  // without CUTLASS's headers has no such candidates.
+  // beside the others. Off by default: on the H100 its sm_80 kernels won no tuned layer
+  // (docs/gpu-engine.md); a build without CUTLASS's headers has no such candidates.
   bool cutlass_tactics = false;
   // yolocu's depthwise kernel (group == channels: YOLO11's DWConv, the attention's positional
-  // convolution) as a candidate beside cuDNN's grouped convolution for those layers (off until its
-  // kernels have run on a GPU).
+  // convolution) as a candidate beside cuDNN's grouped convolution for those layers (off until
+  // timed against it on a GPU).
   bool own_depthwise_tactics = false;
   // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a

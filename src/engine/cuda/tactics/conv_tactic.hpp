@@ -7,7 +7,7 @@
 //   own_conv.cpp      "own:igemm-bm<rows>"      yolocu's tensor-core implicit GEMM for small layers
 //   own_dwconv.cpp    "own:dw-q<cols>r<rows>[w]"  yolocu's depthwise (group == c == k) stencil kernel
 //   cutlass_conv.cu   "cutlass:tb<M>x<N>x<K>-s<stages>"  CUTLASS implicit GEMM, epilogue fused
-//                     (TacticLimits::cutlass; off by default until its first GPU run)
+//                     (TacticLimits::cutlass; off by default: it won no layer on the H100)
 //   packed_input.cpp  "packin:<inner id>"       a layer with a pitched input or residual (a channel
 //                     view, ConvProblem::xp / rp): copies them packed into the workspace, then runs
 //                     the inner tactic (any family's) on ConvProblem::packed_inputs()
