@@ -21,6 +21,8 @@ struct Solver {
   int n;
   std::vector<int> x, y;  // row -> col, col -> row (-1 free)
   std::vector<double> v;  // column prices
+  std::vector<double> d;  // augment's scratch, allocated once: shortest-path distances,
+  std::vector<int> pred, cols;  // predecessors and the column order
 
   double at(int i, int j) const { return c[static_cast<size_t>(i) * n + j]; }
 
@@ -40,8 +42,9 @@ struct Solver {
   }
 
   void augment(int free_row) {
-    std::vector<double> d(n);
-    std::vector<int> pred(n, free_row), cols(n);
+    d.assign(static_cast<size_t>(n), 0.0);
+    pred.assign(static_cast<size_t>(n), free_row);
+    cols.resize(static_cast<size_t>(n));
     std::iota(cols.begin(), cols.end(), 0);
     for (int j = 0; j < n; ++j) d[j] = at(free_row, j) - v[j];
     // cols[0, lo): finished; cols[lo, hi): at the current least distance; cols[hi, n): the rest
@@ -120,7 +123,7 @@ std::vector<int> lapjv(const std::vector<double>& cost, int n) {
                                                  " entries, expected " + std::to_string(n) + " x " + std::to_string(n));
   for (double value : cost)
     if (!std::isfinite(value)) throw Error(ErrorCode::kInvalidArgument, "lapjv: the cost matrix holds a non-finite value");
-  Solver s{cost, n, std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<double>(n, 0.0)};
+  Solver s{cost, n, std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<double>(n, 0.0), {}, {}, {}};
   if (n == 0) return {};
   s.reduce_columns();
   for (int i = 0; i < n; ++i)

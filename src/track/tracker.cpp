@@ -97,6 +97,7 @@ struct Tracker::Impl {
   // Scores against the thresholds in float, as ultralytics compares its float32 score array.
   void split_detections(const std::vector<TrackInput>& in, TrackList& high, TrackList& low) const {
     const float high_thresh = static_cast<float>(cfg.track_high_thresh), low_thresh = static_cast<float>(cfg.track_low_thresh);
+    high.reserve(in.size());
     for (size_t i = 0; i < in.size(); ++i) {
       const TrackInput& d = in[i];
       const float w = d.x2 - d.x1, h = d.y2 - d.y1;
@@ -111,6 +112,7 @@ struct Tracker::Impl {
   // Second stage: tracks still in the Tracked state against the low-score detections.
   void second_association(const TrackList& pool, const std::vector<int>& u_track, const TrackList& low, FrameLists& f) {
     TrackList rest;
+    rest.reserve(u_track.size());
     for (int i : u_track)
       if (pool[i]->state == TrackState::kTracked) rest.push_back(pool[i]);
     std::vector<int> unmatched;
@@ -146,10 +148,12 @@ struct Tracker::Impl {
 
   void merge(FrameLists& f) {
     TrackList still;
+    still.reserve(tracked.size());
     for (const auto& t : tracked)
       if (t->state == TrackState::kTracked) still.push_back(t);
     tracked = track::joint_tracks(track::joint_tracks(still, f.activated), f.refind);
     std::vector<int64_t> tracked_ids;
+    tracked_ids.reserve(tracked.size());
     for (const auto& t : tracked) tracked_ids.push_back(t->track_id);
     lost = track::sub_tracks(lost, tracked_ids);
     lost.insert(lost.end(), f.lost.begin(), f.lost.end());
@@ -183,6 +187,7 @@ struct Tracker::Impl {
     TrackList high, low;
     split_detections(in, high, low);
     TrackList unconfirmed, confirmed;
+    confirmed.reserve(tracked.size());
     for (const auto& t : tracked) (t->is_activated ? confirmed : unconfirmed).push_back(t);
     const TrackList pool = track::joint_tracks(confirmed, lost);
     predict(pool);
@@ -194,6 +199,7 @@ struct Tracker::Impl {
     apply_matches(first, pool, high, f);
     second_association(pool, first.unmatched_rows, low, f);
     TrackList left;
+    left.reserve(first.unmatched_cols.size());
     for (int id : first.unmatched_cols) left.push_back(high[id]);
     for (const auto& det : unconfirmed_association(unconfirmed, left, f)) {
       if (double(det->score) < cfg.new_track_thresh) continue;  // one float32 score: compared in double
@@ -211,6 +217,7 @@ struct Tracker::Impl {
 
   std::vector<TrackOutput> output() const {
     std::vector<TrackOutput> out;
+    out.reserve(tracked.size());
     for (const auto& t : tracked) {
       if (!t->is_activated) continue;
       const auto b = track::xyxy(*t, layout());
