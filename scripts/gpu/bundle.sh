@@ -49,6 +49,7 @@ targets_of() {
     v8) case "${V8_SET:-static}" in  # what a call of 64 MiB can hold (see the v8 data below)
           dynamic) echo "test_cuda_engine" ;;
           detector) echo "test_detector_v8" ;;
+          bench) echo "bench_cuda_engine" ;;
           *) echo "test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine" ;;
         esac ;;
     fuzz) echo "test_fuzz_replay_cuda" ;;
@@ -62,6 +63,8 @@ targets_of() {
   esac
 }
 targets="yolocu_cli"
+# the v8 benchmark set alone carries no CLI (an s model takes the room)
+[ "$parts" = v8 ] && [ "${V8_SET:-static}" = bench ] && targets=""
 for part in ${parts//,/ }; do targets="$targets $(targets_of "$part")" || exit 2; done
 targets=$(echo $targets | tr ' ' '\n' | sort -u | tr '\n' ' ')
 echo "[bundle] building: $(echo $targets | tr '\n' ' ')"
@@ -116,6 +119,8 @@ case "$part" in
             #   static (default): static exports, bus / zidane references, the benchmark's peer (~52 MiB)
             #   dynamic: dynamic exports and the batch-4 references (engine raw outputs, b1 and b4)
             #   detector: static + dynamic exports, coco128 and its references (the detector tests)
+            #   bench: the exports of V8_MODELS and the peer, bench_cuda_engine alone (no CLI, no
+            #          references): an s model's call (V8_MODELS=yolov8s; run_all.sh v8 with SKIP_TESTS=1)
     v8=${YOLOCU_V8_DIR:-$root/.data/v8/refs}
     [ -f "$v8/COMPLETE" ] || { echo "[bundle] no YOLOv8 references in $v8: run scripts/v8/make_refs.sh first" >&2; exit 1; }
     mkdir -p $g/data/v8
@@ -136,16 +141,18 @@ case "$part" in
           cp "$v8/${n}_coco128.npz" $g/data/v8/
           for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >"$g/data/v8/$f.xz"; done
           for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
+        bench)  # the benchmark alone (no references): room for an s model (V8_MODELS=yolov8s)
+          xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz" ;;
         *)  # (xz as above: with the references and the peer the static set is near a call's 64 MiB)
           xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz"
           for im in bus zidane; do slim_v8 "${n}_$im.npz" input output detect detect_low val; done ;;
       esac
     done
     [ "$set_" = detector ] && copy coco128
-    [ "$set_" = dynamic ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
+    [ "$set_" = dynamic ] || [ "$set_" = bench ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
     # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
     ulx=$(ls -d "${YOLOCU_V8_VENV:-$root/.data/v8/venv}"/lib/python3*/site-packages/ultralytics 2>/dev/null | head -1)
-    if [ "$set_" != static ]; then
+    if [ "$set_" != static ] && [ "$set_" != bench ]; then
       :
     elif [ -n "$ulx" ]; then
       mkdir -p $g/ultralytics && cp -r "$ulx" $g/ultralytics/

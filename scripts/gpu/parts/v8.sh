@@ -10,7 +10,8 @@
 #   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
 # SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS, COMPARE_FLAGS,
-# PROFILE (default 0 here), OUT, YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
+# PROFILE (default 0 here), V8_MODELS (the benchmark's models, default "yolov8n yolo11n"), OUT,
+# YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
 set -uo pipefail
 # shellcheck source=scripts/gpu/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -19,14 +20,16 @@ v8_bench() {
   step "v8 engine benchmark and the PyTorch peer"
   rm -f "$out/tactics_v8.json"
   [ -n "${TACTICS:-}" ] && cp "$TACTICS" "$out/tactics_v8.json"
-  local bs=${BATCHES:-1,32}
+  local bs=${BATCHES:-1,32} names=${V8_MODELS:-yolov8n yolo11n} models="" n
+  for n in $names; do models="$models${models:+,}$YOLOCU_V8_DIR/$n.onnx"; done
   # shellcheck disable=SC2046  # --profile or nothing
-  timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
+  timeout 330 "$bin/bench_cuda_engine" --models "$models" --batches "$bs" \
     $([ "${PROFILE:-0}" = 1 ] && echo --profile) --tactic-cache "$out/tactics_v8.json" >"$out/bench_cuda_engine_v8.log" 2>&1 ||
     row "FAIL  bench_cuda_engine v8 (log bench_cuda_engine_v8.log)"
   # shellcheck disable=SC2046  # the batch sizes as separate arguments
+  # shellcheck disable=SC2046  # the model yamls as separate arguments
   LD_LIBRARY_PATH=$peer_ld timeout 200 python3 bench/peer_torch_forward_v8.py --ultralytics "$root/$g/ultralytics" \
-    --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
+    --models $(for n in $names; do echo "$n.yaml"; done) --batches $(echo "$bs" | tr ',' ' ') >"$out/peer_torch_forward_v8.log" 2>&1 ||
     row "FAIL  peer_torch_forward_v8 (log peer_torch_forward_v8.log)"
   # COMPARE_FLAGS="...": the same engines again with those flags (e.g. --no-fuse-v8-tail, --own-dwconv),
   # starting from a copy of this call's tactics (what they tune differently stays out of tactics_v8.json);
@@ -34,7 +37,7 @@ v8_bench() {
   if [ -n "${COMPARE_FLAGS:-}" ]; then
     cp "$out/tactics_v8.json" "$out/tactics_v8_compare.json" 2>/dev/null
     # shellcheck disable=SC2086,SC2046  # COMPARE_FLAGS: several flags; --profile or nothing
-    timeout 330 "$bin/bench_cuda_engine" --models "$YOLOCU_V8_DIR/yolov8n.onnx,$YOLOCU_V8_DIR/yolo11n.onnx" --batches "$bs" \
+    timeout 330 "$bin/bench_cuda_engine" --models "$models" --batches "$bs" \
       $COMPARE_FLAGS $([ "${PROFILE:-0}" = 1 ] && echo --profile) --tactic-cache "$out/tactics_v8_compare.json" \
       >"$out/bench_cuda_engine_v8_compare.log" 2>&1 ||
       row "FAIL  bench_cuda_engine v8 $COMPARE_FLAGS (log bench_cuda_engine_v8_compare.log)"
