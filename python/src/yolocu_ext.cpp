@@ -26,6 +26,7 @@
 #include "yolocu/error.hpp"
 #include "yolocu/eval.hpp"
 #include "yolocu/image.hpp"
+#include "yolocu/int8.hpp"
 #include "yolocu/pipeline.hpp"
 #include "ext_bindings.hpp"
 
@@ -256,6 +257,7 @@ yolocu::Device parse_device(const std::string& s, int* index) {
 // family, as `defaults` ("predict" or "val") says; the Detector resolves it from the parsed model.
 struct PyOptions {
   std::string device = "auto", precision = "fp16", decode = "cpu", defaults = "predict";
+  std::string calibration;  // precision "int8": the calibration file (yolocu calibrate)
   float conf = 0.25f, iou = -1.f, decode_cpu_share = 0;
   int max_det = 300, batch = 1, imgsz_h = 0, imgsz_w = 0, threads = 0, contexts = 1;
   std::vector<int> classes;
@@ -269,7 +271,12 @@ yolocu::DetectorOptions detector_options(const PyOptions& p) {
   o.device = parse_device(p.device, &o.cuda_device);
   if (p.precision == "fp16" || p.precision == "half") o.precision = yolocu::Precision::kFloat16;
   else if (p.precision == "fp32" || p.precision == "float") o.precision = yolocu::Precision::kFloat32;
-  else throw nb::value_error(("precision must be 'fp16' or 'fp32', got '" + p.precision + "'").c_str());
+  else if (p.precision == "int8") o.precision = yolocu::Precision::kInt8;  // its calibration: PyDetector
+  else throw nb::value_error(("precision must be 'fp16', 'fp32' or 'int8', got '" + p.precision + "'").c_str());
+  if (o.precision == yolocu::Precision::kInt8 && p.calibration.empty())
+    throw nb::value_error("precision='int8' needs calibration=FILE (a calibration of this model by yolocu calibrate)");
+  if (o.precision != yolocu::Precision::kInt8 && !p.calibration.empty())
+    throw nb::value_error("calibration is the INT8 calibration: it goes with precision='int8'");
   if (!(p.conf >= 0 && p.conf <= 1)) throw nb::value_error(("conf must be in [0, 1], got " + std::to_string(p.conf)).c_str());
   if (!(p.iou < 0 || p.iou <= 1)) throw nb::value_error(("iou must be in [0, 1], got " + std::to_string(p.iou)).c_str());
   if (p.max_det < 1) throw nb::value_error(("max_det must be >= 1, got " + std::to_string(p.max_det)).c_str());
@@ -338,8 +345,11 @@ nb::dict metrics_dict(const yolocu::EvalRun& run) {
 class PyDetector {
  public:
   explicit PyDetector(const std::string& model, const PyOptions& options) {
-    const yolocu::DetectorOptions o = detector_options(options);
+    yolocu::DetectorOptions o = detector_options(options);
     nb::gil_scoped_release release;
+    if (o.precision == yolocu::Precision::kInt8)  // bound to this model's bytes: another model's is refused
+      o.int8_calibration = std::make_shared<const yolocu::Int8Calibration>(
+          yolocu::load_int8_calibration(options.calibration, yolocu::file_sha256(model)));
     det_ = yolocu::Detector::create(model, o);
   }
 
@@ -558,6 +568,7 @@ NB_MODULE(_yolocu, m) {
       .def(nb::init<>())
       .def_rw("device", &PyOptions::device)
       .def_rw("precision", &PyOptions::precision)
+      .def_rw("calibration", &PyOptions::calibration)
       .def_rw("decode", &PyOptions::decode)
       .def_rw("defaults", &PyOptions::defaults)
       .def_rw("conf", &PyOptions::conf)

@@ -101,7 +101,10 @@ class Detector:
             (YOLOv8, YOLO11; static or dynamic, fp32 or fp16).
         device: "auto" (the GPU when this build has CUDA and one is usable, else the CPU), "cpu",
             "cuda" or "cuda:N".
-        precision: GPU engine precision, "fp16" or "fp32" (the CPU always runs fp32).
+        precision: GPU engine precision, "fp16" or "fp32" (the CPU always runs fp32); or "int8" with
+            `calibration`: simulated INT8 on the CPU (docs/int8.md; the GPU engine has no INT8 yet).
+        calibration: the INT8 calibration file of this model (`yolocu calibrate`), with
+            precision="int8" only; a calibration of another model raises ValueError naming both hashes.
         conf: confidence threshold (obj > conf and obj * cls > conf).
         iou: NMS IoU threshold (suppress when IoU > iou). None: the model family's default, as
             the CLI's `yolocu detect` picks it: 0.45 for YOLOv5 (detect.py), 0.7 for YOLOv8 /
@@ -144,7 +147,7 @@ class Detector:
                  imgsz: Union[None, int, Sequence[int]] = None, multi_label: bool = False, threads: int = 0,
                  contexts: int = 1, max_memory: int = 0, max_device_memory: int = 0, decode: str = "cpu",
                  decode_cpu_share: float = 0.0, engine_graphs: bool = True, max_pixels: int = 50_000_000,
-                 _defaults: str = "predict"):
+                 calibration: Union[None, str, os.PathLike] = None, _defaults: str = "predict"):
         model = os.fspath(model)
         if not os.path.isfile(model):
             raise FileNotFoundError(2, "model: no such file", model)
@@ -176,6 +179,11 @@ class Detector:
                                                                     int(max_device_memory))
         o.decode_cpu_share, o.engine_graphs = float(decode_cpu_share), self._engine_graphs
         o.max_pixels = int(max_pixels)
+        if calibration is not None:
+            calibration = os.fspath(calibration)
+            if not os.path.isfile(calibration):
+                raise FileNotFoundError(2, "calibration: no such file", calibration)
+            o.calibration = calibration
         self._det = _yolocu._Detector(model, o)
         self.model = model
         self.names: Dict[int, str] = dict(enumerate(self._det.class_names))
@@ -416,7 +424,8 @@ def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequenc
          labels: Union[str, os.PathLike], conf: float = 0.001, iou: Optional[float] = None, max_det: int = 300,
          single_label: bool = False, device: str = "auto", precision: str = "fp16", batch: int = 8,
          imgsz: Union[None, int, Sequence[int]] = None, classes: Optional[Iterable[int]] = None,
-         agnostic: bool = False) -> Dict[str, Any]:  # noqa: A001 (the name the issue asks for)
+         agnostic: bool = False,
+         calibration: Union[None, str, os.PathLike] = None) -> Dict[str, Any]:  # noqa: A001 (the name the issue asks for)
     """mAP of a model over labelled images, as `yolocu eval` (val.py's metrics) computes it.
 
     images: a folder, a glob pattern, a file, or a list of those; labels: folder of YOLO label
@@ -426,12 +435,14 @@ def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequenc
     batches). Returns the CLI's "metrics" dict: map50, map50_95, precision, recall, num_images,
     num_labels, per_class (class_id, labels, predictions, ap50, ap50_95, precision, recall), plus
     errors (images or label files that failed, "<path>: <message>" / "<path>: labels: <message>";
-    the metrics cover the others)."""
+    the metrics cover the others). precision="int8" with `calibration`: simulated INT8 on the CPU, as
+    `yolocu eval --precision int8 --calibration FILE`."""
     labels = os.fspath(labels)
     if not os.path.isdir(labels):
         raise FileNotFoundError(2, "labels: no such folder", labels)
     specs = [images] if isinstance(images, (str, os.PathLike)) else list(images)
     paths = list_images(*specs)
     det = Detector(model, device=device, precision=precision, conf=conf, iou=iou, max_det=max_det, classes=classes,
-                   agnostic=agnostic, batch=batch, imgsz=imgsz, multi_label=not single_label, _defaults="val")
+                   agnostic=agnostic, batch=batch, imgsz=imgsz, multi_label=not single_label, calibration=calibration,
+                   _defaults="val")
     return dict(det._det.evaluate(paths, labels))

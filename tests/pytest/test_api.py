@@ -3,6 +3,7 @@ memory over many calls, and calls from several threads. CPU; GPU tests skip visi
 import gc
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -186,6 +187,60 @@ def test_eval_matches_cli(cli, tmp_path):
         assert a["class_id"] == b["class_id"] and a["labels"] == b["labels"] and a["predictions"] == b["predictions"]
         assert a["ap50_95"] == pytest.approx(b["ap50_95"], rel=0, abs=5e-9)
     assert 0.1 < m["map50_95"] < 0.5
+
+
+# ---- simulated INT8 (precision="int8", calibration=) ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def int8_calibration(cli, tmp_path_factory):
+    """A calibration of yolov5n made by `yolocu calibrate` on the two sample images (no sensitivity
+    pass: quick, and every convolution but the first and the heads in INT8)."""
+    out = os.path.join(str(tmp_path_factory.mktemp("cal")), "yolov5n.int8.json")
+    proc = subprocess.run([cli, "calibrate", "--model", model_path(), "--images", data_path("images", "bus.jpg"),
+                           data_path("images", "zidane.jpg"), "--keep-float-worst", "0", "--quiet", "-o", out],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+def test_int8_matches_cli(cli, samples, int8_calibration, tmp_path):
+    ref = run_cli_json(cli, ["detect", "--model", model_path(), "--device", "cpu", "--batch", "8", "--precision", "int8",
+                             "--calibration", int8_calibration] + samples, tmp_path)["images"]
+    det = yolocu.Detector(model_path(), device="cpu", iou=0.45, batch=8, precision="int8", calibration=int8_calibration)
+    res = det(samples)
+    for r, e in zip(res, ref):
+        assert_same_as_cli(r, e)
+    # INT8 is not FP32: the boxes move (else the calibration would not be in use)
+    fp32 = yolocu.Detector(model_path(), device="cpu", iou=0.45, batch=8)(samples)
+    assert any(not np.array_equal(a.boxes.xyxy, b.boxes.xyxy) for a, b in zip(res, fp32))
+
+
+def test_int8_eval_matches_cli(cli, int8_calibration, tmp_path):
+    src, labels = data_path("coco128", "images", "train2017"), data_path("coco128", "labels", "train2017")
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in sorted(os.listdir(src))[:16]:  # 16 images: the INT8 eval stays quick
+        os.symlink(os.path.join(src, name), images / name)
+    ref = run_cli_json(cli, ["eval", "--model", model_path(), "--device", "cpu", "--batch", "8",
+                             "--images", str(images), "--labels", labels, "--precision", "int8",
+                             "--calibration", int8_calibration], tmp_path)["metrics"]
+    m = yolocu.eval(model_path(), str(images), labels, device="cpu", batch=8, precision="int8",
+                    calibration=int8_calibration)
+    assert m["errors"] == [] and m["num_images"] == ref["num_images"] == 16
+    for k in ("map50", "map50_95", "precision", "recall"):
+        assert m[k] == pytest.approx(ref[k], rel=0, abs=5e-9), k
+
+
+def test_int8_refusals(int8_calibration):
+    with pytest.raises(ValueError, match="calibration"):
+        yolocu.Detector(model_path(), device="cpu", precision="int8")
+    with pytest.raises(ValueError, match="precision='int8'"):
+        yolocu.Detector(model_path(), device="cpu", calibration=int8_calibration)
+    with pytest.raises(FileNotFoundError):
+        yolocu.Detector(model_path(), device="cpu", precision="int8", calibration="no-such.json")
+    # bound to the model's bytes: another model (the dynamic export of the same weights) is refused
+    with pytest.raises(ValueError, match="sha256|SHA-256|hash"):
+        yolocu.Detector(model_path("yolov5n_dyn.onnx"), device="cpu", precision="int8", calibration=int8_calibration)
 
 
 # ---- the model family's defaults -----------------------------------------------------------------
