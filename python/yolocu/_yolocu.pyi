@@ -11,6 +11,7 @@ class _Options:
     "predict" or "val")."""
     device: str
     precision: str
+    calibration: str
     decode: str
     defaults: str
     conf: float
