@@ -24,6 +24,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+CALIBRATION_FILE = "calibration.json"  # --calibration, beside model.onnx in the version folder
 
 
 def backend_directory() -> str:
@@ -56,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--gpus", type=int, nargs="+", default=None, help="GPUs of the instance group (default: --device's)")
     p.add_argument("--instances", type=int, default=1, help="model instances per GPU (or on the CPU)")
-    p.add_argument("--precision", default="fp16", choices=["fp16", "fp32"], help="GPU engine precision")
+    p.add_argument("--precision", default="fp16", choices=["fp16", "fp32", "int8"],
+                   help="GPU engine precision; int8: simulated INT8 on CPU instances, with --calibration")
+    p.add_argument("--calibration", default=None, metavar="FILE",
+                   help="INT8 calibration of --model (yolocu calibrate), with --precision int8: copied into the repository")
     p.add_argument("--max-batch", type=int, default=8, help="Triton max_batch_size: the most images of one execution")
     p.add_argument("--max-queue-delay-us", type=int, default=2000, help="dynamic batcher: longest wait for a fuller batch")
     p.add_argument("--max-queue-size", type=int, default=256, help="requests queued at most; more are rejected")
@@ -110,6 +114,10 @@ def _validate(args: argparse.Namespace) -> None:
         _fail("--max-queue-delay-us and --queue-timeout-us must be >= 0, --max-queue-size >= 1")
     if not 0 <= args.conf <= 1 or (args.iou is not None and not 0 <= args.iou <= 1):
         _fail("--conf and --iou must be in [0, 1]")
+    if (args.precision == "int8") != (args.calibration is not None):
+        _fail("--precision int8 and --calibration FILE go together (yolocu calibrate makes the file)")
+    if args.calibration is not None and not os.path.isfile(args.calibration):
+        _fail(f"--calibration {args.calibration}: no such file")
     if args.imgsz is not None and len(args.imgsz) not in (1, 2):
         _fail("--imgsz takes one or two values")
     if not args.name.replace("_", "").replace("-", "").isalnum():
@@ -154,6 +162,8 @@ def parameters(args: argparse.Namespace) -> Dict[str, str]:
         p["max_pixels"] = str(args.max_pixels)
     if args.tactic_cache is not None:
         p["tactic_cache"] = args.tactic_cache
+    if args.calibration is not None:
+        p["calibration"] = CALIBRATION_FILE
     return p
 
 
@@ -256,6 +266,13 @@ def write_repository(args: argparse.Namespace, repo: str) -> str:
     config = model_config(args).encode()
     _write_atomically(os.path.join(model_dir, "config.pbtxt"), lambda f: f.write(config))
     _write_atomically(os.path.join(model_dir, "1", "model.onnx"), _copy_model(args.model))
+    if args.calibration is not None:
+        try:
+            with open(args.calibration, "rb") as f:
+                cal = f.read()
+        except OSError as e:
+            _fail(f"--calibration {args.calibration}: cannot read: {e.strerror or e}")
+        _write_atomically(os.path.join(model_dir, "1", CALIBRATION_FILE), lambda f: f.write(cal))
     return model_dir
 
 

@@ -80,6 +80,14 @@ TRITONSERVER_Error* load_model_state(TRITONBACKEND_Model* model, yt::ModelState&
   // when the config names none) are resolved by Detector::create.
   s.model = std::make_shared<const yolocu::Model>(yolocu::load_onnx(s.onnx_path));
   yolocu::check_detection_model(yolocu::model_info(*s.model));
+  if (s.config.precision == yolocu::Precision::kInt8) {
+    const std::string cal = (std::filesystem::path(location) / std::to_string(version) / s.config.calibration_file).string();
+    if (!std::filesystem::is_regular_file(cal))
+      return yt::make_error(TRITONSERVER_ERROR_NOT_FOUND, "model " + s.name + ": no file " + std::to_string(version) + "/" +
+                                                              s.config.calibration_file + " in its folder");
+    s.calibration = std::make_shared<const yolocu::Int8Calibration>(
+        yolocu::load_int8_calibration(cal, yolocu::file_sha256(s.onnx_path)));
+  }
   return nullptr;
 }
 
@@ -147,7 +155,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     state->instance = instance;
     state->model = static_cast<yt::ModelState*>(model_state);
     const bool gpu = kind == TRITONSERVER_INSTANCEGROUPKIND_GPU;
-    const yolocu::DetectorOptions opt = yt::detector_options(state->model->config, gpu, device_id, build_has_nvjpeg());
+    yolocu::DetectorOptions opt = yt::detector_options(state->model->config, gpu, device_id, build_has_nvjpeg());
+    opt.int8_calibration = state->model->calibration;
     state->detector = yolocu::Detector::create(state->model->model, opt);
     state->detector->warm_up();
     yt::log_info("instance " + state->name + ": " + (gpu ? "GPU " + std::to_string(device_id) : std::string("CPU")) +

@@ -71,7 +71,13 @@ const std::map<std::string, Setter>& setters() {
          c.model_file = v;
        }},
       {"precision", [](BackendConfig& c, const std::string& n, const std::string& v) {
-         c.precision = one_of(n, v, {"fp16", "fp32"}) == "fp32" ? Precision::kFloat32 : Precision::kFloat16;
+         const std::string p = one_of(n, v, {"fp16", "fp32", "int8"});
+         c.precision = p == "fp32" ? Precision::kFloat32 : p == "int8" ? Precision::kInt8 : Precision::kFloat16;
+       }},
+      {"calibration", [](BackendConfig& c, const std::string& n, const std::string& v) {
+         if (v.empty() || v.find('/') != std::string::npos || v == "." || v == "..")
+           bad("parameter " + n + " = '" + v + "' must be a file name in the version folder");
+         c.calibration_file = v;
        }},
       {"conf", [](BackendConfig& c, const std::string& n, const std::string& v) { c.postprocess.conf_threshold = to_fraction(n, v); }},
       {"iou", [](BackendConfig& c, const std::string& n, const std::string& v) { c.postprocess.iou_threshold = to_fraction(n, v); }},
@@ -143,6 +149,10 @@ BackendConfig parse_backend_config(const std::string& model_config_json) {
       it->second(c, name, value["string_value"].get<std::string>());
     }
   }
+  if (c.precision == Precision::kInt8 && c.calibration_file.empty())
+    bad("parameter precision = 'int8' needs the parameter calibration (yolocu calibrate's file in the version folder)");
+  if (c.precision != Precision::kInt8 && !c.calibration_file.empty())
+    bad("parameter calibration goes with precision = 'int8'");
   return c;
 }
 

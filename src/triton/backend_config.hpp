@@ -13,7 +13,8 @@ namespace yolocu::triton {
 struct BackendConfig {
   int max_batch_size = 8;          // Triton's max_batch_size: the most images of one execution
   std::string model_file = "model.onnx";  // in the version folder: <repo>/<model>/<version>/<file>
-  Precision precision = Precision::kFloat16;
+  Precision precision = Precision::kFloat16;  // kInt8: simulated INT8, KIND_CPU instances only
+  std::string calibration_file;    // precision int8: the calibration in the version folder
   PostprocessOptions postprocess;  // conf, iou, max_det, classes, agnostic; iou kFamilyDefault: the family's
   std::string tactic_cache;        // "" the engine's default file, "none" no file
   std::string decode = "auto";     // "gpu" (nvJPEG), "cpu", "auto": gpu where a GPU instance has nvJPEG

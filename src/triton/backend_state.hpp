@@ -7,6 +7,7 @@
 #include "triton/backend_config.hpp"
 #include "triton/triton_api.hpp"
 #include "yolocu/detector.hpp"
+#include "yolocu/int8.hpp"
 #include "yolocu/model.hpp"
 
 namespace yolocu::triton {
@@ -18,6 +19,7 @@ struct ModelState {
   std::string onnx_path;  // <repository>/<model>/<version>/<model_file>
   BackendConfig config;   // iou kFamilyDefault unless the config names one
   std::shared_ptr<const Model> model;
+  std::shared_ptr<const Int8Calibration> calibration;  // precision int8: bound to the model file's bytes
 };
 
 // One model instance: its own Detector on its device (KIND_GPU: the instance's GPU; KIND_CPU: the

@@ -74,14 +74,14 @@ def server_rss_mb(sid):
 
 
 class Server:
-    def __init__(self, tmp_dir):
+    def __init__(self, tmp_dir, precision=("--precision", "fp32")):
         if not os.path.isfile(os.path.join(yolocu.serve.backend_directory(), "yolocu", "libtriton_yolocu.so")):
             pytest.fail("the package has no Triton backend (libtriton_yolocu.so)")
         self.http, self.grpc, self.metrics = free_ports(3)
         self.log_path = os.path.join(tmp_dir, "serve.log")
         self.log = open(self.log_path, "w")
         cmd = [sys.executable, "-m", "yolocu.serve", "--model", data_path("models", MODEL), "--imgsz", str(IMGSZ),
-               "--device", "cpu", "--precision", "fp32", "--name", NAME, "--http-port", str(self.http),
+               "--device", "cpu", *precision, "--name", NAME, "--http-port", str(self.http),
                "--grpc-port", str(self.grpc), "--metrics-port", str(self.metrics), "--max-batch", "8",
                "--max-queue-delay-us", "2000", "--instances", "2", "--threads", "1",
                "--max-pixels", str(MAX_PIXELS), "--max-request-bytes", str(MAX_REQUEST_BYTES),
@@ -485,6 +485,40 @@ def test_zz_shutdown_is_clean(server):
     print(f"\n[serve] stopped in {took:.1f} s, exit code {code}")
     assert not left, f"orphans: {[(p.pid, ' '.join(p.info['cmdline'] or [])[:120]) for p in left]}"
     assert code == 0, server.log_tail()
+
+
+def test_int8_server_matches_python_api(cli, images, tmp_path):
+    """--precision int8 --calibration FILE: CPU instances run simulated INT8 with the calibration the
+    repository holds; the answers equal the Python API's with the same file, and differ from FP32."""
+    cal = str(tmp_path / "cal.json")
+    proc = subprocess.run([cli, "calibrate", "--model", data_path("models", MODEL), "--imgsz", str(IMGSZ), "--images",
+                           data_path("images", "bus.jpg"), data_path("images", "zidane.jpg"), "--keep-float-worst", "0",
+                           "--quiet", "-o", cal], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    det = yolocu.Detector(data_path("models", MODEL), device="cpu", precision="int8", calibration=cal, imgsz=IMGSZ,
+                          max_det=300, batch=8)
+    expected = [det(b) for b in images]
+    fp32 = yolocu.Detector(data_path("models", MODEL), device="cpu", precision="fp32", imgsz=IMGSZ, max_det=300)
+    assert any(not np.array_equal(e.boxes.xyxy, fp32(b).boxes.xyxy) for e, b in zip(expected, images))
+    s = Server(str(tmp_path), precision=("--precision", "int8", "--calibration", cal))
+    try:
+        s.wait_ready()
+        c = httpclient.InferenceServerClient(f"127.0.0.1:{s.http}")
+        check_response(c.infer(NAME, [bytes_input(httpclient, images)]), expected)
+        c.close()  # an open connection holds tritonserver's shutdown for its 30 s exit timeout
+        code, _, left = s.stop()
+        assert code == 0 and not left, s.log_tail()
+    finally:
+        s.kill()
+
+
+def test_int8_needs_its_calibration(tmp_path):
+    base = [sys.executable, "-m", "yolocu.serve", "--model", data_path("models", MODEL), "--device", "cpu",
+            "--write-repo", str(tmp_path / "repo")]
+    for extra, msg in ((["--precision", "int8"], "go together"), (["--calibration", data_path("coco.names")], "go together"),
+                       (["--precision", "int8", "--calibration", str(tmp_path / "none.json")], "no such file")):
+        r = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and msg in r.stderr, (extra, r.stderr)
 
 
 def test_write_repo_only(tmp_path):

@@ -80,7 +80,7 @@ TEST(TritonConfig, RefusesBadValuesByName) {
   // 1e48 was cast to int64 first, undefined behaviour)
   for (const char* v : {"1e48", "-1e300", "inf", "nan", "9.3e18"})
     EXPECT_NE(error_of(with_params(param("max_request_bytes", v))).find("must be an integer"), std::string::npos) << v;
-  EXPECT_NE(error_of(with_params(param("precision", "int4"))).find("must be one of fp16, fp32"), std::string::npos);
+  EXPECT_NE(error_of(with_params(param("precision", "int4"))).find("must be one of fp16, fp32, int8"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("classes", "1,,2"))).find("empty entry"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("model_file", "../x.onnx"))).find("a file name in the version folder"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("imgsz", "100"))).find("multiples of 32"), std::string::npos);
@@ -89,6 +89,19 @@ TEST(TritonConfig, RefusesBadValuesByName) {
   EXPECT_NE(error_of(R"({"name": "m"})").find("max_batch_size must be set"), std::string::npos);
   EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
   EXPECT_NE(error_of(R"({"max_batch_size": 4, "parameters": {"conf": 3}})").find("conf has no string_value"), std::string::npos);
+}
+
+// precision int8 (simulated INT8 on CPU instances) names its calibration file, and only then.
+TEST(TritonConfig, Int8NeedsItsCalibration) {
+  const yt::BackendConfig c = yt::parse_backend_config(with_params(param("precision", "int8") + ", " +
+                                                                   param("calibration", "calibration.json")));
+  EXPECT_EQ(c.precision, yolocu::Precision::kInt8);
+  EXPECT_EQ(c.calibration_file, "calibration.json");
+  EXPECT_NE(error_of(with_params(param("precision", "int8"))).find("needs the parameter calibration"), std::string::npos);
+  EXPECT_NE(error_of(with_params(param("calibration", "c.json"))).find("goes with precision = 'int8'"), std::string::npos);
+  EXPECT_NE(error_of(with_params(param("precision", "int8") + ", " + param("calibration", "../c.json")))
+                .find("a file name in the version folder"),
+            std::string::npos);
 }
 
 TEST(TritonConfig, DetectorOptionsPerInstanceKind) {
