@@ -164,7 +164,7 @@ int bench_from_jpeg(const Args& args, const DetectorOptions& base, const std::ve
 void print_help() {
   std::printf(
       "usage: yolocu bench --model M [--batches 1 8 32] [--image bus.jpg] [--iters 100] [--warmup 10]\n"
-      "                    [--device auto|cpu|cuda] [--precision fp16|fp32] [--letterbox exact|fast]\n"
+      "                    [--device auto|cpu|cuda] [--precision fp16|fp32|int8 [--calibration FILE]] [--letterbox exact|fast]\n"
       "                    [--conf 0.25 --iou 0.45 --max-det 1000 ...] [--json OUT]\n"
       "                    [--tactic-cache FILE|none] [--tune-batches 1 8 32] [--pad-batches] [--max-device-memory SIZE]\n"
       "                    [--contexts N] [--depth K] [--timeline trace.json]\n"
