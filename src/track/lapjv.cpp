@@ -53,7 +53,7 @@ struct Solver {
     while (final_j < 0) {
       if (lo == hi) {
         n_ready = lo;
-        hi = collect_minima(d, cols, lo);
+        hi = collect_minima(lo);
         mind = d[cols[lo]];
         for (int k = lo; k < hi; ++k)
           if (y[cols[k]] < 0) {
@@ -62,7 +62,7 @@ struct Solver {
           }
         if (final_j >= 0) break;
       }
-      final_j = scan(d, pred, cols, lo, hi, mind);
+      final_j = scan(lo, hi, mind);
     }
     for (int k = 0; k < n_ready; ++k) v[cols[k]] += d[cols[k]] - mind;
     for (int j = final_j;;) {  // flip the alternating path back to the free row
@@ -74,7 +74,7 @@ struct Solver {
   }
 
   // Moves the columns of least distance among cols[lo, n) to cols[lo, hi); returns hi.
-  int collect_minima(const std::vector<double>& d, std::vector<int>& cols, int lo) const {
+  int collect_minima(int lo) {
     int hi = lo + 1;
     double mind = d[cols[lo]];
     for (int k = lo + 1; k < n; ++k) {
@@ -92,8 +92,7 @@ struct Solver {
 
   // Finishes the columns at the least distance, relaxing through their rows; returns a free
   // column reached at that same distance, or -1 when the batch is done.
-  int scan(std::vector<double>& d, std::vector<int>& pred, std::vector<int>& cols, int& lo, int& hi,
-           double mind) const {
+  int scan(int& lo, int& hi, double mind) {
     while (lo != hi) {
       const int j0 = cols[lo++];
       const int i = y[j0];

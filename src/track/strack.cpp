@@ -106,12 +106,8 @@ void apply_warp(const TrackList& tracks, const Warp2x3& hw) {
 
 namespace {
 
-// Sorted ids for membership tests: the lists are tens of tracks, where a sorted vector costs one
+// Membership in a sorted id list: the lists are tens of tracks, where a sorted vector costs one
 // allocation and a hash set one per id.
-std::vector<int64_t> sorted_ids(std::vector<int64_t> ids) {
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
 bool has(const std::vector<int64_t>& sorted, int64_t id) { return std::binary_search(sorted.begin(), sorted.end(), id); }
 
 }  // namespace
@@ -120,7 +116,7 @@ TrackList joint_tracks(const TrackList& a, const TrackList& b) {
   std::vector<int64_t> ids;
   ids.reserve(a.size());
   for (const auto& t : a) ids.push_back(t->track_id);
-  ids = sorted_ids(std::move(ids));
+  std::sort(ids.begin(), ids.end());
   TrackList out;
   out.reserve(a.size() + b.size());
   out.insert(out.end(), a.begin(), a.end());
@@ -130,7 +126,8 @@ TrackList joint_tracks(const TrackList& a, const TrackList& b) {
 }
 
 TrackList sub_tracks(const TrackList& a, const std::vector<int64_t>& ids) {
-  const std::vector<int64_t> drop = sorted_ids(ids);
+  std::vector<int64_t> drop = ids;
+  std::sort(drop.begin(), drop.end());
   TrackList out;
   out.reserve(a.size());
   for (const auto& t : a)
