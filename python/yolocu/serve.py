@@ -236,19 +236,20 @@ def _write_atomically(path: str, write) -> None:
         os.close(dfd)
 
 
-def _copy_model(src_path: str):
-    """A writer for _write_atomically: the model's bytes; a read error names the model, not the copy."""
+def _copy_file(src_path: str, flag: str):
+    """A writer for _write_atomically: the bytes of the file given as `flag` (--model, --calibration);
+    a read error names that flag and file, not the copy."""
     def write(f) -> None:
         try:
             src = open(src_path, "rb")
         except OSError as e:
-            _fail(f"--model {src_path}: cannot read: {e.strerror or e}")
+            _fail(f"{flag} {src_path}: cannot read: {e.strerror or e}")
         with src:
             while True:
                 try:
                     chunk = src.read(1 << 20)
                 except OSError as e:
-                    _fail(f"--model {src_path}: cannot read: {e.strerror or e}")
+                    _fail(f"{flag} {src_path}: cannot read: {e.strerror or e}")
                 if not chunk:
                     return
                 f.write(chunk)
@@ -265,14 +266,9 @@ def write_repository(args: argparse.Namespace, repo: str) -> str:
         _fail(f"{os.path.join(model_dir, '1')}: cannot create the folder: {e.strerror or e}")
     config = model_config(args).encode()
     _write_atomically(os.path.join(model_dir, "config.pbtxt"), lambda f: f.write(config))
-    _write_atomically(os.path.join(model_dir, "1", "model.onnx"), _copy_model(args.model))
+    _write_atomically(os.path.join(model_dir, "1", "model.onnx"), _copy_file(args.model, "--model"))
     if args.calibration is not None:
-        try:
-            with open(args.calibration, "rb") as f:
-                cal = f.read()
-        except OSError as e:
-            _fail(f"--calibration {args.calibration}: cannot read: {e.strerror or e}")
-        _write_atomically(os.path.join(model_dir, "1", CALIBRATION_FILE), lambda f: f.write(cal))
+        _write_atomically(os.path.join(model_dir, "1", CALIBRATION_FILE), _copy_file(args.calibration, "--calibration"))
     return model_dir
 
 

@@ -72,21 +72,23 @@ TRITONSERVER_Error* load_model_state(TRITONBACKEND_Model* model, yt::ModelState&
   s.config = yt::parse_backend_config(json_of(message));
   if (artifact != TRITONBACKEND_ARTIFACT_FILESYSTEM)
     return yt::make_error(TRITONSERVER_ERROR_UNSUPPORTED, "the yolocu backend reads models from a file system repository");
-  s.onnx_path = (std::filesystem::path(location) / std::to_string(version) / s.config.model_file).string();
-  if (!std::filesystem::is_regular_file(s.onnx_path))
-    return yt::make_error(TRITONSERVER_ERROR_NOT_FOUND, "model " + s.name + ": no file " + std::to_string(version) + "/" +
-                                                            s.config.model_file + " in its folder");
+  // A file of the version folder, or the error naming it when it is not there.
+  const std::filesystem::path dir = std::filesystem::path(location) / std::to_string(version);
+  auto missing = [&](const std::string& file) -> TRITONSERVER_Error* {
+    if (std::filesystem::is_regular_file(dir / file)) return nullptr;
+    return yt::make_error(TRITONSERVER_ERROR_NOT_FOUND,
+                          "model " + s.name + ": no file " + std::to_string(version) + "/" + file + " in its folder");
+  };
+  YT_RETURN_IF_ERROR(missing(s.config.model_file));
+  s.onnx_path = (dir / s.config.model_file).string();
   // Parsed once per model; every instance builds its detector from it. The family's defaults (iou
   // when the config names none) are resolved by Detector::create.
   s.model = std::make_shared<const yolocu::Model>(yolocu::load_onnx(s.onnx_path));
   yolocu::check_detection_model(yolocu::model_info(*s.model));
   if (s.config.precision == yolocu::Precision::kInt8) {
-    const std::string cal = (std::filesystem::path(location) / std::to_string(version) / s.config.calibration_file).string();
-    if (!std::filesystem::is_regular_file(cal))
-      return yt::make_error(TRITONSERVER_ERROR_NOT_FOUND, "model " + s.name + ": no file " + std::to_string(version) + "/" +
-                                                              s.config.calibration_file + " in its folder");
+    YT_RETURN_IF_ERROR(missing(s.config.calibration_file));
     s.calibration = std::make_shared<const yolocu::Int8Calibration>(
-        yolocu::load_int8_calibration(cal, yolocu::file_sha256(s.onnx_path)));
+        yolocu::load_int8_calibration((dir / s.config.calibration_file).string(), yolocu::file_sha256(s.onnx_path)));
   }
   return nullptr;
 }
