@@ -11,7 +11,9 @@
 # Environment: SERVE_MAX_BATCH (32), SERVE_INSTANCES (2 per GPU), SERVE_PROCS (12 client processes),
 # SERVE_THREADS (8 requests in flight per process), SERVE_SECONDS (15 per load), SERVE_DECODE (gpu),
 # SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds),
-# PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU.
+# PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
+# SERVE_SWEEP ("0 100 250x3": queue delays in us, optionally x instances) instead runs, for each, the
+# 1-image closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -98,7 +100,29 @@ unload_cycles() {  # the model unloaded and loaded twice through the repository 
     --seconds 2 --warmup 1 2>&1 | tail -1 | sed 's/^/   after reloading: /'
 }
 
+sweep() {  # SERVE_SWEEP="0 100 250 500x3": queue delays (us), each optionally with "x<instances>"
+  local spec d n rate
+  for spec in $SERVE_SWEEP; do
+    d=${spec%%x*}; n=$inst; [ "$spec" != "$d" ] && n=${spec#*x}
+    echo "== sweep: max_queue_delay_microseconds $d, $n instances on GPU 0"
+    inst=$n SERVE_QUEUE_DELAY_US=$d serve "0" "sweep_$spec" || continue
+    load "sweep_${spec}_b1" 1
+    rate=$(python3 -c "import json; print(round(json.load(open('$out/load_sweep_${spec}_b1.json'))['requests_per_s'] / 2))")
+    echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
+    load "sweep_${spec}_b1_half" 1 "$rate"
+    pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"
+    stop
+  done
+}
+
 base_mib=$(gpu0_mib)
+if [ -n "${SERVE_SWEEP:-}" ]; then
+  sweep
+  cp "$cache" "$out/tactics.json" 2>/dev/null
+  echo "== summary"; for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -1 "$f")"; done
+  cat "$out/pa_summary.txt" 2>/dev/null
+  exit 0
+fi
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
 if serve "0" gpu1; then
   loaded_mib=$(gpu0_mib)
