@@ -17,48 +17,94 @@ int pool_free(void*, void* ptr, size_t, cudaStream_t stream) { return cudaFreeAs
 int pinned_malloc(void* cache, void** ptr, size_t size, cudaStream_t) {
   return static_cast<PinnedCache*>(cache)->alloc(ptr, size);
 }
-int pinned_free(void* cache, void* ptr, size_t, cudaStream_t) { return static_cast<PinnedCache*>(cache)->release(ptr); }
+int pinned_free(void* cache, void* ptr, size_t, cudaStream_t stream) {
+  return static_cast<PinnedCache*>(cache)->release(ptr, stream);
+}
 
 }  // namespace
 
+void PinnedCache::reap() {
+  for (size_t i = 0; i < waiting_.size();) {
+    Block& b = waiting_[i];
+    const cudaError_t q = cudaEventQuery(b.ready);
+    if (q == cudaErrorNotReady) {
+      ++i;
+      continue;
+    }
+    if (q != cudaSuccess) (void)cudaGetLastError();  // a failed event: the device is gone, the block is idle
+    events_.push_back(b.ready);
+    b.ready = nullptr;
+    free_.push_back(b);
+    waiting_[i] = waiting_.back();
+    waiting_.pop_back();
+  }
+}
+
 int PinnedCache::alloc(void** ptr, size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
+  reap();
   auto best = free_.end();
   for (auto it = free_.begin(); it != free_.end(); ++it)
-    if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
+    if (it->size >= size && (best == free_.end() || it->size < best->size)) best = it;
   if (best != free_.end()) {
-    *ptr = best->first;
+    *ptr = best->ptr;
     used_.push_back(*best);
-    free_bytes_ -= best->second;
+    free_bytes_ -= best->size;
     free_.erase(best);
     return 0;
   }
   if (cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess) return 1;
-  used_.emplace_back(*ptr, size);
+  used_.push_back({*ptr, size, nullptr});
   return 0;
 }
 
-int PinnedCache::release(void* ptr) {
+int PinnedCache::release(void* ptr, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = std::find_if(used_.begin(), used_.end(), [&](const auto& b) { return b.first == ptr; });
+  auto it = std::find_if(used_.begin(), used_.end(), [&](const Block& b) { return b.ptr == ptr; });
   if (it == used_.end()) return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;  // not from alloc() (never expected)
-  int r = 0;
-  if (free_bytes_ + it->second > kKeep) {
-    r = cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;
-  } else {
-    free_bytes_ += it->second;
-    free_.push_back(*it);
-  }
+  Block b = *it;
   used_.erase(it);
-  return r;
+  reap();
+  if (free_bytes_ + b.size > kKeep) return cudaFreeHost(b.ptr) == cudaSuccess ? 0 : 1;  // waits for the device
+  if (events_.empty()) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return cudaFreeHost(b.ptr) == cudaSuccess ? 0 : 1;
+    }
+    events_.push_back(e);
+  }
+  b.ready = events_.back();
+  if (cudaEventRecord(b.ready, stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    b.ready = nullptr;
+    return cudaFreeHost(b.ptr) == cudaSuccess ? 0 : 1;
+  }
+  events_.pop_back();
+  free_bytes_ += b.size;  // idle bytes: waiting and free
+  waiting_.push_back(b);
+  return 0;
+}
+
+size_t PinnedCache::blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_.size() + used_.size() + waiting_.size();
 }
 
 void PinnedCache::clear() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& b : free_) cudaFreeHost(b.first);
-  for (const auto& b : used_) cudaFreeHost(b.first);
+  for (const Block& b : waiting_) {
+    if (cudaEventSynchronize(b.ready) != cudaSuccess) (void)cudaGetLastError();
+    cudaEventDestroy(b.ready);
+    cudaFreeHost(b.ptr);
+  }
+  for (const Block& b : free_) cudaFreeHost(b.ptr);
+  for (const Block& b : used_) cudaFreeHost(b.ptr);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
   free_.clear();
   used_.clear();
+  waiting_.clear();
+  events_.clear();
   free_bytes_ = 0;
 }
 

@@ -19,7 +19,10 @@ namespace yolocu::detail {
 
 // Pinned host blocks: a freed block is kept and handed out again (the smallest free block large
 // enough); blocks go back to CUDA in clear() (after nvJPEG's handle is gone), or at once when more
-// than kKeep bytes already wait unused. Thread-safe.
+// than kKeep bytes already wait unused. nvJPEG frees stream-ordered (the V2 allocators pass the
+// stream whose queued work may still read or write the block), so a released block is handed out
+// again only once the work queued on that stream before the release has finished (an event per
+// release); until then an allocation of its size gets another block. Thread-safe.
 class PinnedCache {
  public:
   static constexpr size_t kKeep = size_t{256} << 20;
@@ -27,13 +30,21 @@ class PinnedCache {
   PinnedCache(const PinnedCache&) = delete;
   PinnedCache& operator=(const PinnedCache&) = delete;
   ~PinnedCache() { clear(); }
-  int alloc(void** ptr, size_t size);  // 0 on success, like cudaHostAlloc
-  int release(void* ptr);              // 0 on success
+  int alloc(void** ptr, size_t size);                // 0 on success, like cudaHostAlloc
+  int release(void* ptr, cudaStream_t stream = 0);   // 0 on success
   void clear() noexcept;
+  size_t blocks() const;                             // held blocks: in use, waiting and free
 
  private:
-  std::mutex mutex_;
-  std::vector<std::pair<void*, size_t>> free_, used_;
+  struct Block {
+    void* ptr = nullptr;
+    size_t size = 0;
+    cudaEvent_t ready = nullptr;  // released blocks: recorded on the releasing stream
+  };
+  void reap();  // blocks whose event completed: from waiting_ to free_ (mutex held)
+  mutable std::mutex mutex_;
+  std::vector<Block> free_, used_, waiting_;
+  std::vector<cudaEvent_t> events_;  // unused events, kept for the next release
   size_t free_bytes_ = 0;
 };
 

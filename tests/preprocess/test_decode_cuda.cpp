@@ -6,12 +6,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "preprocess/bomb_images.hpp"
@@ -152,6 +155,69 @@ TEST(DecodeCuda, SampleImagesAndCoco128WithinTolerance) {
                 files.size(), static_cast<long long>(t.gpu_hardware), static_cast<long long>(t.gpu_hybrid), worst.max_abs,
                 mean_sum / static_cast<double>(files.size()), worst.mean_abs, worst_file.c_str(), worst.share_over_32);
   }
+}
+
+// Each backend decodes an image to the same pixels whatever batch it comes in and whatever else
+// runs: two threads, each with its own decoder and stream (as two Triton instances), decode
+// coco128 in batches of random sizes (1..32) again and again, every image compared exactly with its
+// decode alone by a fresh decoder. A pinned buffer reused before nvJPEG's queued copy from it ran,
+// or any other race between batches, shows as differing pixels.
+TEST(DecodeCuda, SamePixelsInAnyBatchOnTwoThreads) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<std::string> files = jpeg_files();
+  if (files.size() < 32) GTEST_SKIP() << "coco128 not found";
+  std::vector<std::string> bytes;
+  for (const auto& f : files) bytes.push_back(read_file_bytes(f));
+  for (const bool hardware : {true, false}) {
+    CudaJpegDecoderOptions o;
+    o.use_hardware = hardware;
+    std::vector<Image> alone;
+    {
+      CudaJpegDecoder dec(o);
+      Stream stream;
+      for (size_t i = 0; i < files.size(); ++i) {
+        const std::vector<ImageView> v = dec.decode({{bytes[i].data(), bytes[i].size(), files[i]}}, stream.get());
+        stream.sync();
+        alone.push_back(download(v[0]));
+      }
+    }
+    std::atomic<int> differing{0}, off_gpu{0}, decoded{0};
+    std::mutex names_mutex;
+    std::vector<std::string> names;
+    auto work = [&](unsigned seed) {
+      CudaJpegDecoder dec(o);
+      Stream stream;
+      std::mt19937 rng(seed);
+      size_t next = seed % files.size();
+      for (int batch = 0; batch < 40; ++batch) {
+        const int n = std::uniform_int_distribution<int>(1, 32)(rng);
+        std::vector<EncodedImage> list;
+        std::vector<size_t> index;
+        for (int k = 0; k < n; ++k, next = (next + 1) % files.size()) {
+          list.push_back({bytes[next].data(), bytes[next].size(), files[next]});
+          index.push_back(next);
+        }
+        JpegDecodeCounts counts;
+        const std::vector<ImageView> v = dec.decode(list, stream.get(), &counts);
+        off_gpu += n - static_cast<int>(counts.gpu());
+        stream.sync();
+        for (int k = 0; k < n; ++k, ++decoded) {
+          if (exact(download(v[k]), alone[index[k]])) continue;
+          ++differing;
+          std::lock_guard<std::mutex> lock(names_mutex);
+          if (names.size() < 5) names.push_back(files[index[k]] + " (batch of " + std::to_string(n) + ")");
+        }
+      }
+    };
+    std::thread a(work, 1u), b(work, 2u);
+    a.join();
+    b.join();
+    std::printf("[ nvjpeg ] %s: %d images in random batches on two threads, %d differ from their decode alone, "
+                "%d off the GPU\n", hardware ? "hardware" : "hybrid", decoded.load(), differing.load(), off_gpu.load());
+    EXPECT_EQ(differing.load(), 0) << (hardware ? "hardware" : "hybrid") << ", first: " << (names.empty() ? "" : names[0]);
+    EXPECT_EQ(off_gpu.load(), 0);
+  }
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 // cpu_share: every 4th image of a call (0.25) is decoded on CPU threads while nvJPEG decodes the

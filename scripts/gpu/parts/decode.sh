@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU-machine part `decode`: the nvJPEG tests (test_decode_cuda, test_detect_encoded_cuda) and
+# GPU-machine part `decode`: the nvJPEG tests (test_decode_cuda, test_nvjpeg_allocators_cuda,
+# test_detect_encoded_cuda) and
 # compute-sanitizer on them; then GPU JPEG decode (nvJPEG) against CPU decode through the CLI, same
 # model and batch: coco128 mAP50-95 (must stay within 0.001), detections on the sample images at
 # conf 0.25, nvJPEG alone and beside the engine, the torchvision / OpenCV peer, and files -> boxes
@@ -111,11 +112,12 @@ decode_nsys() {  # NSYS=1: the gpu-decode run with 3 contexts under Nsight Syste
 }
 
 gpu_begin
-if run_tests test_decode_cuda test_detect_encoded_cuda && want_sanitizers; then
+if run_tests test_decode_cuda test_nvjpeg_allocators_cuda test_detect_encoded_cuda && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter ("-": none)
   sanitize_each <<'LIST'
 test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows* -
 test_detect_encoded_cuda DetectEncodedCuda.FallbacksAreExactAndErrorsNamed -
+test_nvjpeg_allocators_cuda * -
 LIST
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
