@@ -12,8 +12,8 @@
 # SERVE_THREADS (8 requests in flight per process), SERVE_SECONDS (15 per load), SERVE_DECODE (gpu),
 # SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
-# SERVE_SWEEP ("0 100 250x3": queue delays in us, optionally x instances) instead runs, for each, the
-# 1-image closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
+# SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs, for each server setting, the 1-image
+# closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -48,8 +48,8 @@ serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, w
   python3 python/yolocu/serve.py --model "$m" --name yolo --device cuda --gpus ${gpus//,/} --instances "$inst" \
     --max-batch "$batch" --max-queue-delay-us "${SERVE_QUEUE_DELAY_US:-500}" --max-queue-size 4096 --decode "${SERVE_DECODE:-gpu}" \
     --tactic-cache "$cache" --write-repo "$repo" >/dev/null || return 1
-  "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
-    --load-model yolo --http-port 8000 --grpc-port 8001 --metrics-port 8002 >"$out/server_$name.log" 2>&1 &
+  ${server_env:-} ${server_pin:-} "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
+    --load-model yolo --http-port 8000 --grpc-port 8001 --metrics-port 8002 ${server_extra:-} >"$out/server_$name.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
     curl -sf localhost:8000/v2/models/yolo/ready >/dev/null && { grep "yolocu backend" "$out/server_$name.log" | sed 's/^/  /'; return 0; }
@@ -60,7 +60,7 @@ serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, w
 }
 stop() { kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
 load() {  # load <name> <images per request> [rate]
-  python3 bench/serve_load.py --url 127.0.0.1:8001 --model yolo --images "$imgs" --per-request "$2" --procs "$procs" \
+  ${client_pin:-} python3 bench/serve_load.py --url 127.0.0.1:8001 --model yolo --images "$imgs" --per-request "$2" --procs "$procs" \
     --threads "$threads" --seconds "$secs" ${3:+--rate "$3"} --json "$out/load_$1.json" 2>&1 | tee "$out/load_$1.log" | tail -1
 }
 
@@ -73,7 +73,7 @@ pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
   local mode=(--concurrency-range "$3")
   # (rate mode: perf_analyzer's default of 4 sender threads did not keep up with the half-load rate)
   [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16)
-  LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
+  LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
     --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
     --stability-percentage 20 -f "$out/pa_$1.csv" >"$out/pa_$1.log" 2>&1
   python3 - "$out/pa_$1.csv" "$1" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1.log"; }
@@ -100,27 +100,58 @@ unload_cycles() {  # the model unloaded and loaded twice through the repository 
     --seconds 2 --warmup 1 2>&1 | tail -1 | sed 's/^/   after reloading: /'
 }
 
-sweep() {  # SERVE_SWEEP="0 100 250 500x3": queue delays (us), each optionally with "x<instances>"
-  local spec d n rate
+stats() { curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"; }
+server_times() {  # server_times <before> <after>: Triton's own mean times per request between two stats snapshots
+  python3 - "$out/stats_$1.json" "$out/stats_$2.json" <<'PY'
+import json, sys
+def get(f):
+    s = json.load(open(f)).get("model_stats", [{}])[0].get("inference_stats", {})
+    return {k: (v.get("count", 0), v.get("ns", 0)) for k, v in s.items()}
+a, b = get(sys.argv[1]), get(sys.argv[2])
+n = b.get("success", (0, 0))[0] - a.get("success", (0, 0))[0]
+if n:
+    ms = {k: (b[k][1] - a.get(k, (0, 0))[1]) / n / 1e6 for k in ("success", "queue", "compute_input", "compute_infer", "compute_output") if k in b}
+    print("  server side, mean per request (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in ms.items()))
+PY
+}
+
+# SERVE_SWEEP entries: <queue delay us>[x<instances>][p][a]; p: the server on the first half of the
+# cores and the clients on the other half (taskset), a: --grpc-infer-allocation-pool-size 256,
+# h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid).
+sweep() {
+  local spec d n rate half=$(( $(nproc) / 2 ))
   for spec in $SERVE_SWEEP; do
-    d=${spec%%x*}; n=$inst; [ "$spec" != "$d" ] && n=${spec#*x}
-    echo "== sweep: max_queue_delay_microseconds $d, $n instances on GPU 0"
+    d=${spec%%[!0-9]*}; n=$inst
+    [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
+    server_pin= client_pin= server_extra= server_env=
+    [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
+    [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
+    [[ $spec == *a* ]] && server_extra="--grpc-infer-allocation-pool-size 256"
+    echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores 0-$((half - 1))}${server_extra:+, $server_extra}${server_env:+, $server_env}"
     inst=$n SERVE_QUEUE_DELAY_US=$d serve "0" "sweep_$spec" || continue
     load "sweep_${spec}_b1" 1
     rate=$(python3 -c "import json; print(round(json.load(open('$out/load_sweep_${spec}_b1.json'))['requests_per_s'] / 2))")
     echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
-    load "sweep_${spec}_b1_half" 1 "$rate"
-    pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"
+    stats a; load "sweep_${spec}_b1_half" 1 "$rate"; stats b; server_times a b | tee -a "$out/load_sweep_${spec}_b1_half.log"
+    stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
     stop
   done
+  server_pin= client_pin= server_extra= server_env=
 }
 
 base_mib=$(gpu0_mib)
 if [ -n "${SERVE_SWEEP:-}" ]; then
   sweep
-  cp "$cache" "$out/tactics.json" 2>/dev/null
-  echo "== summary"; for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -1 "$f")"; done
+  for backend in ${SERVE_SMALL_BENCH:+hardware hybrid}; do  # SERVE_SMALL_BENCH=1: what one execution costs at small batches
+    echo "== the library at small batches, nvJPEG $backend, one context, one thread"
+    YOLOCU_NVJPEG_BACKEND=$backend timeout 150 "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 1024 \
+      --batches 1 4 8 32 --contexts 1 --decode gpu --decode-threads 1 --tactic-cache "$cache" 2>&1 | tee "$out/bench_small_$backend.log" |
+      grep -E "^(cuda|device) |^ +host ms"
+  done
+  echo "== summary"; for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -2 "$f" | tr '\n' ' ')"; done
   cat "$out/pa_summary.txt" 2>/dev/null
+  (cd "$out" && tar -czf /tmp/sweep_logs.tar.gz . && find . -mindepth 1 -delete && mv /tmp/sweep_logs.tar.gz logs.tar.gz)
+  cp "$cache" "$out/tactics.json" 2>/dev/null
   exit 0
 fi
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
