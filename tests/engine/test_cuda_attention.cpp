@@ -104,6 +104,15 @@ TEST(CudaAttentionSynthetic, PartialBlocks) {
     synthetic_vs_cpu(c);
 }
 
+// The tensor-core kernel (fp16, dims multiples of 16): 63 tokens (a partial tile of queries and of
+// keys), 169 tokens (a block whose last warp has no query), two heads.
+TEST(CudaAttentionSynthetic, TensorCoreTiles) {
+  YOLOCU_REQUIRE_GPU();
+  for (const SynthCase& c : {SynthCase{2, 16, 32, 7, 9, 3, false, true}, SynthCase{2, 32, 64, 13, 13, 2, true, true},
+                             SynthCase{1, 16, 16, 1, 1, 1, false, false}})
+    synthetic_vs_cpu(c);
+}
+
 // yolo11n's head sizes at 400 tokens (20 x 20), one head, batch 2.
 TEST(CudaAttentionSynthetic, Yolo11nSizes) {
   YOLOCU_REQUIRE_GPU();

@@ -82,6 +82,7 @@ size_t smem_for(const at::Geometry& g, bool half) { return at::smem_bytes(g.key_
 }  // namespace
 
 void attention_prepare(const at::Geometry& g, bool half) {
+  if (half && attention_mma_supported(g)) return attention_mma_prepare(g);
   const size_t bytes = smem_for(g, half);
   if (half)
     engine::raise_smem_limit(reinterpret_cast<const void*>(&attention_kernel<__half>), bytes);
@@ -97,6 +98,7 @@ void attention(const at::Geometry& g, bool half, const void* qkv, void* x, void*
                kInternal, "attention: inconsistent geometry");
   check_count(int64_t{batch} * g.tokens * g.qkv_pitch, "attention qkv");
   check_count(int64_t{batch} * g.tokens * g.out_pitch, "attention output");
+  if (half && attention_mma_supported(g)) return attention_mma(g, qkv, x, v_image, batch, stream);
   const dim3 grid(static_cast<unsigned>(at::query_blocks(g.tokens)), static_cast<unsigned>(g.heads),
                   static_cast<unsigned>(batch));
   const unsigned threads = at::kWarps * at::kLanes;
