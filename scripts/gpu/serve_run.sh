@@ -117,7 +117,9 @@ PY
 
 # SERVE_SWEEP entries: <queue delay us>[x<instances>][p][a]; p: the server on the first half of the
 # cores and the clients on the other half (taskset), a: --grpc-infer-allocation-pool-size 256,
-# h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid).
+# h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid), t: Triton's
+# request trace (every 20th request's timestamps: server-side latency, queue and compute percentiles)
+# of the Python clients at SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
 sweep() {
   local spec d n rate half=$(( $(nproc) / 2 ))
   for spec in $SERVE_SWEEP; do
@@ -127,14 +129,36 @@ sweep() {
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
     [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
     [[ $spec == *a* ]] && server_extra="--grpc-infer-allocation-pool-size 256"
+    [[ $spec == *t* ]] && server_extra="$server_extra --trace-config triton,file=$out/trace_$spec.json --trace-config level=TIMESTAMPS --trace-config rate=20"
     echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores 0-$((half - 1))}${server_extra:+, $server_extra}${server_env:+, $server_env}"
     inst=$n SERVE_QUEUE_DELAY_US=$d serve "0" "sweep_$spec" || continue
-    load "sweep_${spec}_b1" 1
-    rate=$(python3 -c "import json; print(round(json.load(open('$out/load_sweep_${spec}_b1.json'))['requests_per_s'] / 2))")
+    if [[ $spec == *t* ]]; then  # the trace holds one load: Python clients at SERVE_HALF_RATE (5000) requests/s
+      rate=${SERVE_HALF_RATE:-5000}
+    else
+      load "sweep_${spec}_b1" 1
+      rate=$(python3 -c "import json; print(round(json.load(open('$out/load_sweep_${spec}_b1.json'))['requests_per_s'] / 2))")
+    fi
     echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
     stats a; load "sweep_${spec}_b1_half" 1 "$rate"; stats b; server_times a b | tee -a "$out/load_sweep_${spec}_b1_half.log"
-    stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
+    if [[ $spec != *t* ]]; then
+      stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
+    fi
     stop
+    [ -f "$out/trace_$spec.json" ] && python3 - "$out/trace_$spec.json" <<'PY' | tee -a "$out/pa_summary.txt"
+import collections, json, sys
+import numpy as np
+ts = collections.defaultdict(dict)  # Triton writes a request's timestamps in several entries of one id
+for e in json.load(open(sys.argv[1])):
+    for t in e.get("timestamps", []):
+        ts[e["id"]][t["name"]] = t["ns"]
+def span(a, b):
+    return np.array([(t[b] - t[a]) / 1e6 for t in ts.values() if a in t and b in t])
+for name, a, b in (("request (server)", "REQUEST_START", "REQUEST_END"), ("queue", "QUEUE_START", "COMPUTE_START"),
+                   ("compute", "COMPUTE_START", "COMPUTE_END")):
+    v = span(a, b)
+    if len(v):
+        print(f"  trace {name}: {len(v)} requests, p50 {np.percentile(v, 50):.2f} ms, p99 {np.percentile(v, 99):.2f} ms, max {v.max():.2f} ms")
+PY
   done
   server_pin= client_pin= server_extra= server_env=
 }

@@ -10,7 +10,8 @@
 #   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
 # SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS, COMPARE_FLAGS,
-# PROFILE (default 0 here), V8_MODELS (the benchmark's models, default "yolov8n yolo11n"), OUT,
+# PROFILE (default 0 here), V8_SAN=attention (only the attention cases under compute-sanitizer),
+# V8_MODELS (the benchmark's models, default "yolov8n yolo11n"), OUT,
 # YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
 set -uo pipefail
 # shellcheck source=scripts/gpu/lib.sh
@@ -51,7 +52,13 @@ v8_bench() {
 gpu_begin
 export YOLOCU_V8_DIR=$root/$g/data/v8
 TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:CudaChannelViews.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
-if run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
+if [ "${V8_SAN:-all}" = attention ]; then  # only the attention kernels under the sanitizers (no tests, no bench)
+  sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*'
+  sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.TensorCoreTiles'
+  sanitize initcheck test_cuda_engine 'CudaAttentionSynthetic.TensorCoreTiles'
+  SKIP_BENCH=1
+elif run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
+  sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.TensorCoreTiles'
   sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
   sanitize memcheck test_cuda_engine 'CudaV8TailSynthetic.*'
   sanitize racecheck test_cuda_engine 'CudaV8TailSynthetic.ConcatenatedForm'
