@@ -100,6 +100,9 @@ __device__ void softmax_row(float* s, __half* p, int n, int n16, int lane) {
 __global__ void __launch_bounds__(kWarps * 32)
     attention_mma_kernel(const __half* __restrict__ qkv, __half* __restrict__ x, __half* __restrict__ v_image,
                          at::Geometry g) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+  __trap();  // no wmma before Volta: attention_mma_supported() refuses such devices
+#else
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout l = layout(g);
   const int kd = g.key_dim, hd = g.head_dim, n = g.tokens, h = blockIdx.y, b = blockIdx.z;
@@ -177,6 +180,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     __syncwarp();
   }
+#endif
 }
 
 }  // namespace
@@ -184,6 +188,13 @@ __global__ void __launch_bounds__(kWarps * 32)
 bool attention_mma_supported(const at::Geometry& g) {
   // 16-byte loads of q, k and v: every channel offset a multiple of 8
   if (g.key_dim % kTile != 0 || g.head_dim % kTile != 0 || g.tokens < 1 || g.qkv_pitch % 8 != 0) return false;
+  int device = 0, major = 0;  // wmma: compute capability 7.0 and later
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (major < 7) return false;
   const Layout l = layout(g);
   return l.n16 <= 1024 && l.total <= kSmemMax;
 }
