@@ -24,6 +24,18 @@ struct alignas(sizeof(T) * V) Vec {
 // max(m, f) as ONNX MaxPool takes it (the CPU reference's): a NaN tap makes the result NaN.
 __device__ __forceinline__ float max_nan(float m, float f) { return (f > m || isnan(f)) ? f : m; }
 
+// Butterfly reductions over a full warp: every lane gets the result.
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
 // Kernels index with 32-bit ints: a launcher checks its counts with this first.
 inline void check_count(int64_t n, const char* what) {
   YOLOCU_CHECK(n >= 0 && n < (int64_t{1} << 31), kUnsupported, what, ": ", n, " elements (limit 2^31)");

@@ -15,19 +15,10 @@ namespace yolocu::cuda_kernels {
 namespace {
 
 namespace at = engine::attn;
+using kutil::warp_max;
+using kutil::warp_sum;
 using kutil::check_count;
 using kutil::from_f;
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
 
 // Block (query block of kQueries tokens, head, image), 8 warps. Staging: a warp per token, its
 // lanes over the token's k and v channels (coalesced; the block's own tokens of Reshape(v) are

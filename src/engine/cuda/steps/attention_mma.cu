@@ -27,6 +27,8 @@ namespace yolocu::cuda_kernels {
 namespace {
 
 namespace at = engine::attn;
+using kutil::warp_max;
+using kutil::warp_sum;
 namespace wmma = nvcuda::wmma;
 
 constexpr int kTile = 16;                 // wmma m = n = k
@@ -55,17 +57,6 @@ __host__ __device__ inline Layout layout(const at::Geometry& g) {
   l.warp = align128(scores + queries);
   l.total = align128(l.values + static_cast<size_t>(l.n16) * l.vp * 2) + kWarps * l.warp;
   return l;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
 }
 
 // Softmax of score row `r` (n valid entries of sp floats) into fp16 probabilities over the same
