@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-pixels", type=int, default=None, help="largest image accepted, pixels (default 50,000,000)")
     p.add_argument("--max-request-bytes", type=int, default=64 << 20, help="largest IMAGE tensor of one request")
     p.add_argument("--tactic-cache", default=None, help="GPU tactic cache file ('none': no file)")
+    p.add_argument("--slow-execution-ms", type=int, default=0, metavar="MS",
+                   help="log an execution that takes at least MS with its phases, count it in "
+                        "yolocu_slow_executions_total (0: off)")
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP, gRPC and metrics endpoints bind to")
     p.add_argument("--expose", action="store_true", help="bind to all interfaces (0.0.0.0) instead of --host")
     p.add_argument("--http-port", type=int, default=8000)
@@ -112,6 +115,8 @@ def _validate(args: argparse.Namespace) -> None:
         _fail("--instances must be in 1..64")
     if args.max_queue_delay_us < 0 or args.queue_timeout_us < 0 or args.max_queue_size < 1:
         _fail("--max-queue-delay-us and --queue-timeout-us must be >= 0, --max-queue-size >= 1")
+    if not 0 <= args.slow_execution_ms <= 600000:
+        _fail("--slow-execution-ms must be in 0..600000")
     if not 0 <= args.conf <= 1 or (args.iou is not None and not 0 <= args.iou <= 1):
         _fail("--conf and --iou must be in [0, 1]")
     if (args.precision == "int8") != (args.calibration is not None):
@@ -164,6 +169,8 @@ def parameters(args: argparse.Namespace) -> Dict[str, str]:
         p["tactic_cache"] = args.tactic_cache
     if args.calibration is not None:
         p["calibration"] = CALIBRATION_FILE
+    if args.slow_execution_ms:
+        p["slow_execution_ms"] = str(args.slow_execution_ms)
     return p
 
 

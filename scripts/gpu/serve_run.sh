@@ -10,7 +10,8 @@
 #   bash scripts/gpu/serve_run.sh
 # Environment: SERVE_MAX_BATCH (32), SERVE_INSTANCES (2 per GPU), SERVE_PROCS (12 client processes),
 # SERVE_THREADS (8 requests in flight per process), SERVE_SECONDS (15 per load), SERVE_DECODE (gpu),
-# SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds),
+# SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds), SERVE_SLOW_MS (0:
+# the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
 # SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs, for each server setting, the 1-image
 # closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
@@ -47,6 +48,7 @@ serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, w
   local gpus=$1 name=$2 repo=$g/repo-$2
   python3 python/yolocu/serve.py --model "$m" --name yolo --device cuda --gpus ${gpus//,/} --instances "$inst" \
     --max-batch "$batch" --max-queue-delay-us "${SERVE_QUEUE_DELAY_US:-500}" --max-queue-size 4096 --decode "${SERVE_DECODE:-gpu}" \
+    --slow-execution-ms "${SERVE_SLOW_MS:-0}" \
     --tactic-cache "$cache" --write-repo "$repo" >/dev/null || return 1
   ${server_env:-} ${server_pin:-} "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
     --load-model yolo --http-port 8000 --grpc-port 8001 --metrics-port 8002 ${server_extra:-} >"$out/server_$name.log" 2>&1 &
@@ -144,6 +146,7 @@ sweep() {
       stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
     fi
     stop
+    grep -ho 'slow execution.*' "$out/server_sweep_$spec.log" | tail -8 | sed 's/^/  /' | tee -a "$out/pa_summary.txt"
     [ -f "$out/trace_$spec.json" ] && python3 - "$out/trace_$spec.json" <<'PY' | tee -a "$out/pa_summary.txt"
 import collections, json, sys
 import numpy as np

@@ -116,6 +116,9 @@ const std::map<std::string, Setter>& setters() {
       {"cpu_threads", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.cpu_threads = static_cast<int>(to_integer(n, v, 0, 1024));
        }},
+      {"slow_execution_ms", [](BackendConfig& c, const std::string& n, const std::string& v) {
+         c.slow_execution_ms = static_cast<int>(to_integer(n, v, 0, 600000));
+       }},
   };
   return table;
 }

@@ -1,6 +1,7 @@
 // The states the yolocu backend keeps per model and per model instance.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,9 @@ struct InstanceState {
   ModelState* model = nullptr;
   TRITONBACKEND_ModelInstance* instance = nullptr;
   std::unique_ptr<Detector> detector;
+  // slow_execution_ms: when the last slow execution was logged, and those not logged since
+  uint64_t slow_logged_ns = 0;
+  int slow_unlogged = 0;
 };
 
 // Runs one execution: the requests' inputs checked one request at a time, the images of every good

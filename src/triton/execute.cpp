@@ -4,6 +4,7 @@
 // malformed, over a limit or cannot be decoded gets an error response naming the problem; the
 // others are answered as usual.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -227,6 +228,35 @@ void respond(Pending& r) {
   if (err) TRITONSERVER_ErrorDelete(err);
 }
 
+// Parameter slow_execution_ms: every execution at least that long counts in the metric
+// yolocu_slow_executions_total; one of them a second per instance is logged with its phases (the
+// others of that second counted in the next line), so that the tail of the latency has a cause.
+constexpr uint64_t kSlowLogGapNs = 1000000000ull;
+
+void report_slow(InstanceState& state, uint32_t requests, uint64_t images, uint64_t start, uint64_t compute_start,
+                 uint64_t compute_end, uint64_t end) {
+  const int limit_ms = state.model->config.slow_execution_ms;
+  if (limit_ms <= 0 || end - start < static_cast<uint64_t>(limit_ms) * 1000000ull) return;
+  metrics_add(Counter::kSlowExecutions, 1);
+  if (state.slow_logged_ns != 0 && end - state.slow_logged_ns < kSlowLogGapNs) {
+    ++state.slow_unlogged;
+    return;
+  }
+  const StageTimes t = state.detector->last_times();
+  auto ms = [](uint64_t a, uint64_t b) { return static_cast<double>(b - a) / 1e6; };
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "instance %s: slow execution, %.2f ms for %u requests and %llu images: inputs %.2f ms, detection "
+                "%.2f ms (decode and input %.2f, enqueue %.2f, results %.2f; %d batches), responses %.2f ms; "
+                "%d more slow executions since the last line",
+                state.name.c_str(), ms(start, end), requests, static_cast<unsigned long long>(images),
+                ms(start, compute_start), ms(compute_start, compute_end), t.preprocess, t.inference, t.postprocess,
+                t.batches, ms(compute_end, end), state.slow_unlogged);
+  log_warn(line);
+  state.slow_logged_ns = end;
+  state.slow_unlogged = 0;
+}
+
 }  // namespace
 
 void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t count) {
@@ -264,6 +294,7 @@ void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t co
   if (images > 0)
     check(TRITONBACKEND_ModelInstanceReportBatchStatistics(state.instance, images, exec_start, compute_start, compute_end, exec_end),
           "reporting batch statistics");
+  report_slow(state, count, images, exec_start, compute_start, compute_end, exec_end);
 }
 
 }  // namespace yolocu::triton

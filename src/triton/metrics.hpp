@@ -2,6 +2,7 @@
 //   yolocu_images_decoded_total   images decoded and detected
 //   yolocu_decode_failures_total  requests refused because an image could not be decoded
 //   yolocu_images_refused_total   requests refused by a limit (pixels, side, request bytes)
+//   yolocu_slow_executions_total  executions that took at least the parameter slow_execution_ms
 // The functions are looked up in the server process when the backend loads; a server without them
 // (or with metrics off) gets no counters and a log line, and serving goes on.
 #pragma once
@@ -10,7 +11,7 @@
 
 namespace yolocu::triton {
 
-enum class Counter { kImagesDecoded, kDecodeFailures, kImagesRefused };
+enum class Counter { kImagesDecoded, kDecodeFailures, kImagesRefused, kSlowExecutions };
 
 // Creates the metric families (once per backend, from TRITONBACKEND_Initialize). Thread-safe after.
 void metrics_init();

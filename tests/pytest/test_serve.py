@@ -85,7 +85,7 @@ class Server:
                "--grpc-port", str(self.grpc), "--metrics-port", str(self.metrics), "--max-batch", "8",
                "--max-queue-delay-us", "2000", "--instances", "2", "--threads", "1",
                "--max-pixels", str(MAX_PIXELS), "--max-request-bytes", str(MAX_REQUEST_BYTES),
-               "--timeout-s", "1500"]  # --timeout-s: it stops by itself even if we die
+               "--slow-execution-ms", "1", "--timeout-s", "1500"]  # --timeout-s: it stops by itself even if we die
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.sid = self.proc.pid
 
@@ -421,6 +421,18 @@ def test_custom_metrics_count_images(server):
     assert decoded is not None and decoded >= 16 * 200, decoded
     assert failures is not None and failures >= 1, failures
     assert (metric(server, "nv_inference_request_success") or 0) >= 16 * 200
+
+
+def test_slow_executions_counted_and_logged(server):
+    """--slow-execution-ms 1: the CPU executions that detect (milliseconds at least) are slow; each
+    counts in the metric, at most one a second per instance is logged, with its phases."""
+    slow = metric(server, "yolocu_slow_executions_total")
+    executions = metric(server, "nv_inference_exec_count")
+    assert slow is not None and executions is not None and 0 < slow <= executions, (slow, executions)
+    lines = [l for l in server.log_tail(10**7).splitlines() if "slow execution" in l]
+    assert lines, "no slow execution logged"
+    assert all("detection" in l and "responses" in l for l in lines), lines[0]
+    assert len(lines) < slow, (len(lines), slow)  # rate-limited
 
 
 def test_full_queue_rejects_instead_of_hanging(server, images):
