@@ -464,6 +464,8 @@ const OpDef kOps[] = {
     {"MaxPool", infer_maxpool, compute_maxpool, false},
     {"Resize", infer_resize, compute_resize, false},
     {"Upsample", infer_resize, compute_resize, false},
+    {"QuantizeLinear", infer_quantize_linear, compute_quantize_linear, false},
+    {"DequantizeLinear", infer_dequantize_linear, compute_dequantize_linear, false},
 };
 
 }  // namespace

@@ -176,6 +176,11 @@ void infer_resize(const Node& n, int64_t opset, const Metas& in, Metas& out);
 void compute_resize(const Node& n, int64_t opset, const In& in, const Out& out);
 void infer_conv(const Node& n, int64_t, const Metas& in, Metas& out);
 void compute_conv(const Node& n, int64_t, const In& in, const Out& out);
+// ops_quant.cpp
+void infer_quantize_linear(const Node& n, int64_t, const Metas& in, Metas& out);
+void compute_quantize_linear(const Node& n, int64_t, const In& in, const Out& out);
+void infer_dequantize_linear(const Node& n, int64_t, const Metas& in, Metas& out);
+void compute_dequantize_linear(const Node& n, int64_t, const In& in, const Out& out);
 
 void infer_constant_of_shape(const Node& n, int64_t, const Metas& in, Metas& out);
 void infer_expand(const Node& n, int64_t, const Metas& in, Metas& out);

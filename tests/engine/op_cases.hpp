@@ -242,6 +242,15 @@ inline std::string gpu_refusal(const std::string& base) {
       // float tensors only at run time; outputs computed on the device
       {"Cast", "has type int64 at run time"},
       {"Shape", "is a constant or an input"},
+      // already quantised exports: their int8 / uint8 tensors run on the CPU engine only (the GPU
+      // engine's INT8 path takes its scales from a calibration file, docs/int8.md)
+      {"QuantizeLinear", "has type int8 at run time"},
+      {"QuantizeLinearU8", "has type uint8 at run time"},
+      {"QuantizeLinearAxis", "has type int8 at run time"},
+      {"DequantizeLinear", "no float input"},
+      {"DequantizeLinearU8", "no float input"},
+      {"DequantizeLinearAxis", "no float input"},
+      {"QdqConv", "has type int8 at run time"},
       // batched matrix products only (YOLO11's attention)
       {"MatMulVec", "1-D operands"},
       // a batch of 2 behind its form's batch-1 input (its second level is a constant of batch 2):

@@ -240,7 +240,36 @@ def cases(opset):
     c.append(("MatMul", case(opset, "matmul", "MatMul", [("a", f32(2, 2, 16, 20)), ("b", f32(2, 2, 20, 12))], [])))
     c.append(("MatMulBcast", case(opset, "matmulb", "MatMul", [("a", f32(2, 1, 3, 4))], [("b", f32(3, 4, 5))])))
     c.append(("MatMulVec", case(opset, "matmulv", "MatMul", [("a", f32(7))], [("b", f32(2, 7, 3))])))
+    c.extend(quant_cases(opset))
     c.extend(layout_cases(opset))
+    return c
+
+
+def quant_cases(opset):
+    """QuantizeLinear / DequantizeLinear (already quantised exports): per tensor from opset 11, per
+    axis from 13, and a QDQ convolution whose weights' DequantizeLinear folds at build time."""
+    x = f32(2, 8, 6, 7) * 3
+    q8 = rng.integers(-128, 128, (2, 8, 6, 7)).astype(np.int8)
+    u8 = rng.integers(0, 256, (2, 8, 6, 7)).astype(np.uint8)
+    s = np.array(0.05, np.float32)
+    c = [("QuantizeLinear", case(opset, "q", "QuantizeLinear", [("x", x)], [("s", s), ("z", np.array(3, np.int8))])),
+         ("QuantizeLinearU8", case(opset, "qu", "QuantizeLinear", [("x", x)], [("s", s)])),
+         ("DequantizeLinear", case(opset, "dq", "DequantizeLinear", [("x", q8)], [("s", s), ("z", np.array(-2, np.int8))])),
+         ("DequantizeLinearU8", case(opset, "dqu", "DequantizeLinear", [("x", u8)], [("s", s), ("z", np.array(128, np.uint8))]))]
+    if opset >= 13:
+        sa = (rng.random(8) * 0.1 + 0.01).astype(np.float32)
+        c.append(("QuantizeLinearAxis", case(opset, "qa", "QuantizeLinear", [("x", x)],
+                                             [("s", sa), ("z", rng.integers(-5, 5, 8).astype(np.int8))], dict(axis=1))))
+        c.append(("DequantizeLinearAxis", case(opset, "dqa", "DequantizeLinear", [("x", q8)],
+                                               [("s", sa), ("z", np.zeros(8, np.int8))], dict(axis=1))))
+        w = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+        ws = (rng.random(16) * 0.02 + 0.005).astype(np.float32)
+        nodes = [("QuantizeLinear", ["x", "xs", "xz"], ["xq"], {}), ("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], {}),
+                 ("DequantizeLinear", ["w", "ws", "wz"], ["wd"], dict(axis=0)),
+                 ("Conv", ["xd", "wd", "b"], ["y"], dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]))]
+        c.append(("QdqConv", graph_case(opset, "qdqconv", nodes, [("x", x)],
+                                        [("xs", s), ("xz", np.array(0, np.int8)), ("w", w), ("ws", ws),
+                                         ("wz", np.zeros(16, np.int8)), ("b", f32(16))], ["y"])))
     return c
 
 
