@@ -6,6 +6,7 @@
 // float weights when the engine is built; the activations' Q / DQ pairs run as these steps.
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "engine/ops_internal.hpp"
 
@@ -20,21 +21,12 @@ DType quant_dtype(const Node& n, const ValueMeta* zero_point) {
   return zero_point->dtype;
 }
 
-// Scale and zero point per element of x: `channel(i)` maps an element index to its scale index.
+// Scale and zero point per channel of x: x seen as [outer, count, inner] (count 1 per tensor, else
+// the axis' size), the zero points as floats.
 struct QuantParams {
   const float* scale = nullptr;
-  const Tensor* zero_point = nullptr;
-  int64_t count = 1;          // scales: 1 per tensor, else the axis' size
-  int64_t inner = 1;          // elements after the axis
-  int64_t channel(int64_t i) const { return count == 1 ? 0 : (i / inner) % count; }
-  float zero(int64_t c) const {
-    if (zero_point == nullptr) return 0.f;
-    switch (zero_point->dtype()) {
-      case DType::kInt8: return static_cast<float>(zero_point->data_as<int8_t>()[c]);
-      case DType::kInt32: return static_cast<float>(zero_point->data_as<int32_t>()[c]);
-      default: return static_cast<float>(zero_point->data_as<uint8_t>()[c]);
-    }
-  }
+  std::vector<float> zero;
+  int64_t outer = 1, count = 1, inner = 1;
 };
 
 // Checks the scale / zero point shapes against x (scalar, or 1-D of x's size along `axis`).
@@ -58,33 +50,59 @@ void check_params(const Node& n, const Metas& in) {
 QuantParams params_of(const Node& n, const In& in) {
   QuantParams p;
   p.scale = in[1]->data_as<float>();
-  p.zero_point = opt(in, 2);
   p.count = in[1]->numel();
+  p.zero.assign(static_cast<size_t>(p.count), 0.f);
+  if (const Tensor* z = opt(in, 2))
+    for (int64_t c = 0; c < p.count; ++c)
+      switch (z->dtype()) {
+        case DType::kInt8: p.zero[static_cast<size_t>(c)] = static_cast<float>(z->data_as<int8_t>()[c]); break;
+        case DType::kInt32: p.zero[static_cast<size_t>(c)] = static_cast<float>(z->data_as<int32_t>()[c]); break;
+        default: p.zero[static_cast<size_t>(c)] = static_cast<float>(z->data_as<uint8_t>()[c]); break;
+      }
+  const int64_t numel = in[0]->numel();
   if (p.count > 1) {
     const Shape& x = in[0]->shape();
     const int64_t axis = norm_axis(n, n.attr_int("axis", 1), static_cast<int64_t>(x.size()));
     for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) p.inner *= x[d];
+  } else {
+    p.inner = numel;
   }
+  p.outer = p.count * p.inner > 0 ? numel / (p.count * p.inner) : 0;
   return p;
 }
 
-template <typename Q>
-void quantize(const float* x, Q* y, int64_t count, const QuantParams& p, float lo, float hi) {
-#pragma omp parallel for if (count > kParallelMin)
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t c = p.channel(i);
-    const float v = std::nearbyint(x[i] / p.scale[c]) + p.zero(c);  // ties to even (the default rounding mode)
-    y[i] = static_cast<Q>(std::fmin(std::fmax(v, lo), hi));
+// y[i] = f(x[i], scale, zero) over every element: per tensor in one loop, per channel a (outer,
+// channel) row of `inner` elements at a time.
+template <typename X, typename Y, typename F>
+void per_channel(const X* x, Y* y, const QuantParams& p, F f) {
+  if (p.count == 1) {
+    const float scale = p.scale[0], zero = p.zero[0];
+#pragma omp parallel for if (p.inner > kParallelMin)
+    for (int64_t i = 0; i < p.inner; ++i) y[i] = f(x[i], scale, zero);
+    return;
+  }
+  const int64_t rows = p.outer * p.count;
+#pragma omp parallel for if (rows * p.inner > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t c = r % p.count;
+    const float scale = p.scale[c], zero = p.zero[static_cast<size_t>(c)];
+    const X* xr = x + r * p.inner;
+    Y* yr = y + r * p.inner;
+    for (int64_t k = 0; k < p.inner; ++k) yr[k] = f(xr[k], scale, zero);
   }
 }
 
 template <typename Q>
-void dequantize(const Q* x, float* y, int64_t count, const QuantParams& p) {
-#pragma omp parallel for if (count > kParallelMin)
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t c = p.channel(i);
-    y[i] = (static_cast<float>(x[i]) - p.zero(c)) * p.scale[c];
-  }
+void quantize(const float* x, Q* y, const QuantParams& p, float lo, float hi) {
+  per_channel(x, y, p, [lo, hi](float v, float scale, float zero) {
+    const float q = std::nearbyint(v / scale) + zero;  // ties to even (the default rounding mode)
+    return static_cast<Q>(std::fmin(std::fmax(q, lo), hi));
+  });
+}
+
+template <typename Q>
+void dequantize(const Q* x, float* y, const QuantParams& p) {
+  per_channel(x, y, p, [](Q v, float scale, float zero) { return (static_cast<float>(v) - zero) * scale; });
 }
 
 }  // namespace
@@ -101,11 +119,10 @@ void infer_quantize_linear(const Node& n, int64_t, const Metas& in, Metas& out) 
 
 void compute_quantize_linear(const Node& n, int64_t, const In& in, const Out& out) {
   const QuantParams p = params_of(n, in);
-  const int64_t count = in[0]->numel();
   if (out[0]->dtype() == DType::kInt8)
-    quantize(in[0]->data_as<float>(), out[0]->data_as<int8_t>(), count, p, -128.f, 127.f);
+    quantize(in[0]->data_as<float>(), out[0]->data_as<int8_t>(), p, -128.f, 127.f);
   else
-    quantize(in[0]->data_as<float>(), out[0]->data_as<uint8_t>(), count, p, 0.f, 255.f);
+    quantize(in[0]->data_as<float>(), out[0]->data_as<uint8_t>(), p, 0.f, 255.f);
 }
 
 void infer_dequantize_linear(const Node& n, int64_t, const Metas& in, Metas& out) {
@@ -124,13 +141,12 @@ void infer_dequantize_linear(const Node& n, int64_t, const Metas& in, Metas& out
 
 void compute_dequantize_linear(const Node& n, int64_t, const In& in, const Out& out) {
   const QuantParams p = params_of(n, in);
-  const int64_t count = in[0]->numel();
   if (in[0]->dtype() == DType::kInt8)
-    dequantize(in[0]->data_as<int8_t>(), out[0]->data_as<float>(), count, p);
+    dequantize(in[0]->data_as<int8_t>(), out[0]->data_as<float>(), p);
   else if (in[0]->dtype() == DType::kInt32)  // a quantised bias (scale = input scale x weight scale)
-    dequantize(in[0]->data_as<int32_t>(), out[0]->data_as<float>(), count, p);
+    dequantize(in[0]->data_as<int32_t>(), out[0]->data_as<float>(), p);
   else
-    dequantize(in[0]->data_as<uint8_t>(), out[0]->data_as<float>(), count, p);
+    dequantize(in[0]->data_as<uint8_t>(), out[0]->data_as<float>(), p);
 }
 
 }  // namespace yolocu::ops::internal

@@ -42,7 +42,7 @@ struct Solver {
   }
 
   void augment(int free_row) {
-    d.assign(static_cast<size_t>(n), 0.0);
+    d.resize(static_cast<size_t>(n));  // every entry set below
     pred.assign(static_cast<size_t>(n), free_row);
     cols.resize(static_cast<size_t>(n));
     std::iota(cols.begin(), cols.end(), 0);

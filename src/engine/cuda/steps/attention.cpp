@@ -34,15 +34,16 @@ class AttentionStep final : public Step {
     g_.qkv_pitch = static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(st_.in[0])]);
     g_.out_pitch = static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(st_.out[0])]);
     g_.v_pitch = st_.out.size() > 1 ? static_cast<int>(ctx.sp.channel_pitch[static_cast<size_t>(st_.out[1])]) : 0;
-    cuda_kernels::attention_prepare(g_, ctx.half);
+    tensor_cores_ = cuda_kernels::attention_prepare(g_, ctx.half);
   }
   void launch(const LaunchContext& ctx, cudaStream_t s) const override {
-    cuda_kernels::attention(g_, ctx.half, ctx.ptr(st_.in[0]), ctx.ptr(st_.out[0]),
+    cuda_kernels::attention(g_, ctx.half, tensor_cores_, ctx.ptr(st_.in[0]), ctx.ptr(st_.out[0]),
                             st_.out.size() > 1 ? ctx.ptr(st_.out[1]) : nullptr, ctx.batch, s);
   }
 
  private:
   engine::attn::Geometry g_;
+  bool tensor_cores_ = false;  // attention_prepare's choice of kernel
 };
 
 }  // namespace

@@ -72,16 +72,20 @@ size_t smem_for(const at::Geometry& g, bool half) { return at::smem_bytes(g.key_
 
 }  // namespace
 
-void attention_prepare(const at::Geometry& g, bool half) {
-  if (half && attention_mma_supported(g)) return attention_mma_prepare(g);
+bool attention_prepare(const at::Geometry& g, bool half) {
+  if (half && attention_mma_supported(g)) {
+    attention_mma_prepare(g);
+    return true;
+  }
   const size_t bytes = smem_for(g, half);
   if (half)
     engine::raise_smem_limit(reinterpret_cast<const void*>(&attention_kernel<__half>), bytes);
   else
     engine::raise_smem_limit(reinterpret_cast<const void*>(&attention_kernel<float>), bytes);
+  return false;
 }
 
-void attention(const at::Geometry& g, bool half, const void* qkv, void* x, void* v_image, int batch,
+void attention(const at::Geometry& g, bool half, bool tensor_cores, const void* qkv, void* x, void* v_image, int batch,
                cudaStream_t stream) {
   YOLOCU_CHECK(g.heads > 0 && g.key_dim > 0 && g.head_dim > 0 && g.tokens > 0 &&
                    g.qkv_pitch >= g.heads * (2 * g.key_dim + g.head_dim) && g.out_pitch >= g.heads * g.head_dim &&
@@ -89,7 +93,7 @@ void attention(const at::Geometry& g, bool half, const void* qkv, void* x, void*
                kInternal, "attention: inconsistent geometry");
   check_count(int64_t{batch} * g.tokens * g.qkv_pitch, "attention qkv");
   check_count(int64_t{batch} * g.tokens * g.out_pitch, "attention output");
-  if (half && attention_mma_supported(g)) return attention_mma(g, qkv, x, v_image, batch, stream);
+  if (tensor_cores) return attention_mma(g, qkv, x, v_image, batch, stream);
   const dim3 grid(static_cast<unsigned>(at::query_blocks(g.tokens)), static_cast<unsigned>(g.heads),
                   static_cast<unsigned>(batch));
   const unsigned threads = at::kWarps * at::kLanes;

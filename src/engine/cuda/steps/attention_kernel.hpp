@@ -7,18 +7,20 @@
 
 namespace yolocu::cuda_kernels {
 
-// Raises the kernel's shared-memory limit for the problem `g` (once per device; build time).
-void attention_prepare(const engine::attn::Geometry& g, bool half);
+// Chooses the kernel for the problem `g` (the tensor-core one for fp16 where
+// attention_mma_supported, on the current device) and raises its shared-memory limit (once per
+// device; build time). Returns true for the tensor-core kernel: attention()'s `tensor_cores`.
+bool attention_prepare(const engine::attn::Geometry& g, bool half);
 
-// Enqueues the attention of `batch` images on `stream` (fp16 on the tensor cores where
-// attention_mma_supported): reads qkv (NHWC, fp16 or fp32 as the
+// Enqueues the attention of `batch` images on `stream` with the kernel attention_prepare chose
+// (`tensor_cores`: its result): reads qkv (NHWC, fp16 or fp32 as the
 // activations), writes x (NHWC [batch, N, out_pitch], channels h * hd + d) and, where v_image is
 // not null, pe's input Reshape(v) (NHWC [batch, N, v_pitch]). One launch; no synchronisation.
-void attention(const engine::attn::Geometry& g, bool half, const void* qkv, void* x, void* v_image, int batch,
-               cudaStream_t stream);
+void attention(const engine::attn::Geometry& g, bool half, bool tensor_cores, const void* qkv, void* x, void* v_image,
+               int batch, cudaStream_t stream);
 
-// The tensor-core kernel (steps/attention_mma.cu) that attention() takes for fp16 activations
-// where it applies: key and head dims multiples of 16, qkv channels a multiple of 8, at most 1,024
+// The tensor-core kernel (steps/attention_mma.cu) that attention_prepare chooses for fp16
+// activations where it applies: key and head dims multiples of 16, qkv channels a multiple of 8, at most 1,024
 // tokens and the staged head within the shared memory of a block.
 bool attention_mma_supported(const engine::attn::Geometry& g);
 void attention_mma_prepare(const engine::attn::Geometry& g);
