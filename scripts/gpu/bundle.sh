@@ -50,6 +50,7 @@ targets_of() {
           dynamic) echo "test_cuda_engine" ;;
           detector) echo "test_detector_v8" ;;
           bench) echo "bench_cuda_engine" ;;
+          e2e) ;;  # the CLI alone
           *) echo "test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine" ;;
         esac ;;
     fuzz) echo "test_fuzz_replay_cuda" ;;
@@ -121,6 +122,8 @@ case "$part" in
             #   detector: static + dynamic exports, coco128 and its references (the detector tests)
             #   bench: the exports of V8_MODELS and the peer, bench_cuda_engine alone (no CLI, no
             #          references): an s model's call (V8_MODELS=yolov8s; run_all.sh v8 with SKIP_TESTS=1)
+            #   e2e: the exports, the CLI, bus.jpg and coco128's images: run_all.sh v8 with V8_E2E=1
+            #        SKIP_TESTS=1 SKIP_BENCH=1 (fits beside the decode part: bundle.sh decode,v8)
     v8=${YOLOCU_V8_DIR:-$root/.data/v8/refs}
     [ -f "$v8/COMPLETE" ] || { echo "[bundle] no YOLOv8 references in $v8: run scripts/v8/make_refs.sh first" >&2; exit 1; }
     mkdir -p $g/data/v8
@@ -141,7 +144,7 @@ case "$part" in
           cp "$v8/${n}_coco128.npz" $g/data/v8/
           for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >"$g/data/v8/$f.xz"; done
           for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
-        bench)  # the benchmark alone (no references): room for an s model (V8_MODELS=yolov8s)
+        bench | e2e)  # the benchmark alone (no references): room for an s model (V8_MODELS=yolov8s)
           xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz" ;;
         *)  # (xz as above: with the references and the peer the static set is near a call's 64 MiB)
           xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz"
@@ -149,7 +152,8 @@ case "$part" in
       esac
     done
     [ "$set_" = detector ] && copy coco128
-    [ "$set_" = dynamic ] || [ "$set_" = bench ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
+    [ "$set_" = e2e ] && copy images && copy coco128/images
+    [ "$set_" = dynamic ] || [ "$set_" = bench ] || [ "$set_" = e2e ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
     # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
     ulx=$(ls -d "${YOLOCU_V8_VENV:-$root/.data/v8/venv}"/lib/python3*/site-packages/ultralytics 2>/dev/null | head -1)
     if [ "$set_" != static ] && [ "$set_" != bench ]; then
@@ -162,7 +166,8 @@ case "$part" in
     fi
     ;;
   detector | decode) # the GPU detector end to end: bus/zidane, coco128, threads, soak; nvJPEG
-    copy models/yolov5n.onnx; copy models/yolov5n_raw_heads.onnx; copy images; copy coco.names; copy coco128
+    copy models/yolov5n.onnx; copy images; copy coco.names; copy coco128
+    [ "$part" = detector ] && copy models/yolov5n_raw_heads.onnx  # (the decode tests do not read it)
     slim_npz bus letterboxed_bgr input detect val; slim_npz zidane letterboxed_bgr input detect val
     ;;
   bench)    # benchmarks against their peers

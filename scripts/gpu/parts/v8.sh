@@ -11,7 +11,7 @@
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
 # SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS, COMPARE_FLAGS,
 # PROFILE (default 0 here), V8_SAN=attention (only the attention cases under compute-sanitizer),
-# V8_MODELS (the benchmark's models, default "yolov8n yolo11n"), OUT,
+# V8_MODELS (the benchmark's models, default "yolov8n yolo11n"), V8_E2E (see v8_e2e), OUT,
 # YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
 set -uo pipefail
 # shellcheck source=scripts/gpu/lib.sh
@@ -49,25 +49,53 @@ v8_bench() {
     "$out/bench_cuda_engine_v8_compare.log"
 }
 
+# V8_E2E=1: each of V8_MODELS end to end through the CLI (issue: v8 / 11 at the YOLOv5 figures), and
+# yolov5n beside them where the bundle carries it (bundle.sh decode,v8 with V8_SET=e2e): host BGR
+# image -> host boxes at batch 1 / 8 / 32 on one context and at 32 on 2 and 3, then coco128's JPEG
+# files -> boxes with nvJPEG on 2 and 3 contexts
+v8_e2e() {
+  step "v8 end to end (yolocu bench, --from-jpeg)"
+  local d=$root/$g/data m n c f paths=""
+  for n in ${V8_MODELS:-yolov8n yolo11n}; do paths="$paths $YOLOCU_V8_DIR/$n.onnx"; done
+  [ -f "$d/models/yolov5n.onnx" ] && paths="$paths $d/models/yolov5n.onnx"
+  for m in $paths; do
+    n=$(basename "$m" .onnx)
+    timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
+      --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host.log" 2>&1 ||
+      row "FAIL  yolocu bench $n (log e2e_${n}_host.log)"
+    for c in 2 3; do
+      timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
+        --precision fp16 --batches 32 --contexts $c --iters 200 --warmup 20 >"$out/e2e_${n}_host_ctx$c.log" 2>&1 ||
+        row "FAIL  yolocu bench $n --contexts $c (log e2e_${n}_host_ctx$c.log)"
+      [ -d "$d/coco128/images/train2017" ] || continue
+      timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --precision fp16 \
+        --from-jpeg "$d/coco128/images/train2017" --images 4096 --batches 32 --contexts $c --decode gpu \
+        --decode-threads "$(nproc)" >"$out/e2e_${n}_jpeg_ctx$c.log" 2>&1 ||
+        row "FAIL  yolocu bench --from-jpeg $n --contexts $c (log e2e_${n}_jpeg_ctx$c.log)"
+    done
+  done
+  for f in "$out"/e2e_*.log; do grep -E '^cuda ' "$f" | sed "s|^|$(basename "$f" .log)  |" >>"$summary"; done
+}
+
 gpu_begin
 export YOLOCU_V8_DIR=$root/$g/data/v8
-TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:CudaChannelViews.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
+TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:CudaAttentionKernel.*:CudaChannelViews.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
 if [ "${V8_SAN:-all}" = attention ]; then  # only the attention kernels under the sanitizers (no tests, no bench)
-  sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*'
-  sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.TensorCoreTiles'
-  sanitize initcheck test_cuda_engine 'CudaAttentionSynthetic.TensorCoreTiles'
+  sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*:CudaAttentionKernel.*'
+  sanitize racecheck test_cuda_engine 'CudaAttentionKernel.*'
+  sanitize initcheck test_cuda_engine 'CudaAttentionKernel.*'
   SKIP_BENCH=1
 elif run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
-  sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.TensorCoreTiles'
+  sanitize racecheck test_cuda_engine 'CudaAttentionKernel.*'
   sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
   sanitize memcheck test_cuda_engine 'CudaV8TailSynthetic.*'
   sanitize racecheck test_cuda_engine 'CudaV8TailSynthetic.ConcatenatedForm'
   sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*'
   sanitize memcheck test_cuda_engine 'OwnDwConv.MatchesDirectConvolution'
-  sanitize racecheck test_cuda_engine 'CudaAttentionSynthetic.PartialBlocks'
   sanitize memcheck test_cuda_engine 'CudaChannelViews.SyntheticC2f'
   sanitize memcheck test_postprocess_cuda 'PostprocessCuda.V8*'
   sanitize racecheck test_postprocess_cuda 'PostprocessCuda.V8*'
 fi
 [ "${SKIP_BENCH:-0}" != 1 ] && v8_bench
+[ "${V8_E2E:-0}" = 1 ] && v8_e2e
 gpu_end
