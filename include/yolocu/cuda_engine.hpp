@@ -167,6 +167,7 @@ struct CudaEngineStats {
   // past the runs' batches so far.
   std::vector<int> anchors;
   int64_t padded_images = 0;
+  int graphs_captured = 0;  // batch sizes whose CUDA graph has been captured (cuda_graphs)
   std::vector<std::string> warnings;
 };
 

@@ -204,6 +204,8 @@ struct BuildInfo {
   int derived_batches = 0;
   double derive_ms = 0, derive_pool_ms = 0, derive_finish_ms = 0;
   int derived_plans_restored = 0;
+  // GPU, updated by warm_up(): the (context, batch size) pairs whose CUDA graph is captured.
+  int graphs_captured = 0;
 };
 
 class Detector {

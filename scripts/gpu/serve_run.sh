@@ -146,7 +146,7 @@ sweep() {
       stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
     fi
     stop
-    grep -ho 'slow execution.*' "$out/server_sweep_$spec.log" | tail -8 | sed 's/^/  /' | tee -a "$out/pa_summary.txt"
+    grep -ho 'slow execution.*' "$out/server_sweep_$spec.log" | tail -30 | sed 's/^/  /' | tee -a "$out/pa_summary.txt"
     [ -f "$out/trace_$spec.json" ] && python3 - "$out/trace_$spec.json" <<'PY' | tee -a "$out/pa_summary.txt"
 import collections, json, sys
 import numpy as np

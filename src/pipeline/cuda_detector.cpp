@@ -191,9 +191,9 @@ class CudaDetector final : public Detector {
     profiling_.store(on);
   }
   // Every context's engine prepares all the sizes at once (tactics derived, plans built on the pool),
-  // then runs each size once on a zeroed input (kernels loaded; with pad_batches each anchor runs
-  // more than once and captures its graph), with all the contexts taken so that no call runs
-  // meanwhile.
+  // then runs each size twice on a zeroed input (the first run loads the kernels, the second
+  // captures the size's CUDA graph: no later call pays either), with all the contexts taken so that
+  // no call runs meanwhile.
   void run_warm_up(const std::vector<int>& sizes) override {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     std::vector<Context*> held;
@@ -214,7 +214,7 @@ class CudaDetector final : public Detector {
       c->engine->prepare(sizes);
       for (int n : sizes) {
         YOLOCU_CUDA_CHECK(cudaMemsetAsync(c->d_input.get(), 0, image_bytes * static_cast<size_t>(n), c->stream));
-        c->engine->run(c->d_input.get(), n, c->stream);
+        for (int pass = 0; pass < 2; ++pass) c->engine->run(c->d_input.get(), n, c->stream);
       }
       YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     }
@@ -224,6 +224,8 @@ class CudaDetector final : public Detector {
     build_info_.derive_pool_ms = st.derive_pool_ms;
     build_info_.derive_finish_ms = st.derive_finish_ms;
     build_info_.derived_plans_restored = st.derived_plans_restored;
+    build_info_.graphs_captured = 0;
+    for (const auto& c : contexts_) build_info_.graphs_captured += c->engine->stats().graphs_captured;
   }
   std::vector<BatchSpan> take_timeline() override {
     std::lock_guard<std::mutex> lock(timeline_mutex_);

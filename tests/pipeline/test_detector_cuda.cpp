@@ -282,7 +282,8 @@ TEST(DetectorCuda, EightThreadsEqualSerial) {
 
 // warm_up(): every context of a detector tuned for {1, 8} runs sizes 3 and 5 before any call, so
 // that a later call of those sizes builds nothing (without it, a size's first call builds its
-// cuDNN plans: seconds, stalls of Triton's first requests); and the results
+// cuDNN plans: seconds, stalls of Triton's first requests) and captures no graph (each context's
+// graphs of both sizes captured by warm_up itself); and the results
 // are those of a detector that was not warmed up (same tactics, bit for bit).
 TEST(DetectorCuda, WarmUpPreparesEveryContextAndChangesNoResult) {
   YOLOCU_REQUIRE_GPU();
@@ -297,6 +298,7 @@ TEST(DetectorCuda, WarmUpPreparesEveryContextAndChangesNoResult) {
   const auto t0 = std::chrono::steady_clock::now();
   warm->warm_up({3, 5});
   const double warm_up_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(warm->build_info().graphs_captured, 2 * 2) << "2 contexts x sizes 3 and 5";
   for (int n : {3, 5}) {
     std::vector<ImageView> batch;
     for (int j = 0; j < n; ++j) batch.push_back(images[static_cast<size_t>(j)].view());

@@ -42,6 +42,7 @@ void Engine::capture(BatchExec& be, int batch) {
     graphs.emplace_back(exec);
   }
   be.graphs = std::move(graphs);
+  ++stats.graphs_captured;
 }
 
 void Engine::convert_input(const BatchExec& be, const void* d_input, int batch, cudaStream_t s) {

@@ -72,8 +72,8 @@ size_t smem_for(const at::Geometry& g, bool half) { return at::smem_bytes(g.key_
 
 }  // namespace
 
-bool attention_prepare(const at::Geometry& g, bool half) {
-  if (half && attention_mma_supported(g)) {
+bool attention_prepare(const at::Geometry& g, bool half, bool allow_tensor_cores) {
+  if (half && allow_tensor_cores && attention_mma_supported(g)) {
     attention_mma_prepare(g);
     return true;
   }

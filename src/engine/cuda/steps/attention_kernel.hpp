@@ -8,9 +8,10 @@
 namespace yolocu::cuda_kernels {
 
 // Chooses the kernel for the problem `g` (the tensor-core one for fp16 where
-// attention_mma_supported, on the current device) and raises its shared-memory limit (once per
-// device; build time). Returns true for the tensor-core kernel: attention()'s `tensor_cores`.
-bool attention_prepare(const engine::attn::Geometry& g, bool half);
+// attention_mma_supported, on the current device, unless `allow_tensor_cores` is false) and raises
+// its shared-memory limit (once per device; build time). Returns true for the tensor-core kernel:
+// attention()'s `tensor_cores`.
+bool attention_prepare(const engine::attn::Geometry& g, bool half, bool allow_tensor_cores = true);
 
 // Enqueues the attention of `batch` images on `stream` with the kernel attention_prepare chose
 // (`tensor_cores`: its result): reads qkv (NHWC, fp16 or fp32 as the
