@@ -67,7 +67,9 @@ void run_kernel(const Problem& pr, bool tensor_cores) {
                           std::to_string(pr.hd) + " tokens " + std::to_string(pr.tokens) + " batch " +
                           std::to_string(pr.batch) + (tensor_cores ? " tensor cores" : " per query");
   SCOPED_TRACE(tag);
-  if (tensor_cores) ASSERT_TRUE(cuda_kernels::attention_mma_supported(g));
+  if (tensor_cores) {
+    ASSERT_TRUE(cuda_kernels::attention_mma_supported(g));
+  }
   ASSERT_EQ(cuda_kernels::attention_prepare(g, true, tensor_cores), tensor_cores);
   const size_t n_qkv = static_cast<size_t>(pr.batch) * pr.tokens * g.qkv_pitch;
   const size_t n_out = static_cast<size_t>(pr.batch) * pr.tokens * g.out_pitch;
