@@ -40,6 +40,16 @@ class DeviceBudget;  // src/core/device_budget.hpp
 // decoder's constructor throws kUnsupported.
 bool nvjpeg_available() noexcept;
 
+// The pinned host memory nvJPEG's allocators took from CUDA and gave back so far, over the process
+// and every decoder (cudaHostAlloc / cudaFreeHost calls; freed blocks are otherwise cached and
+// handed out again). Each call can hold the CUDA driver for milliseconds, and a cudaFreeHost waits
+// for the whole device: counts that still grow under a steady load explain latency spikes (the
+// Triton backend's slow-execution log prints them). Zeros without nvJPEG.
+struct PinnedAllocationCounts {
+  uint64_t allocations = 0, frees = 0;
+};
+PinnedAllocationCounts nvjpeg_pinned_allocation_counts() noexcept;
+
 struct CudaJpegDecoderOptions {
   int device = 0;               // CUDA device the images are decoded on
   DecodeLimits limits;          // the largest image accepted (per image, as decode_image())

@@ -41,6 +41,14 @@ bool nvjpeg_available() noexcept {
 #endif
 }
 
+PinnedAllocationCounts nvjpeg_pinned_allocation_counts() noexcept {
+#ifdef YOLOCU_WITH_NVJPEG
+  return detail::PinnedCache::counts();
+#else
+  return {};
+#endif
+}
+
 #ifdef YOLOCU_WITH_NVJPEG
 
 namespace {

@@ -23,6 +23,23 @@ int pinned_free(void* cache, void* ptr, size_t, cudaStream_t stream) {
 
 }  // namespace
 
+std::atomic<uint64_t> PinnedCache::allocations_{0}, PinnedCache::frees_{0};
+
+int PinnedCache::host_alloc(void** ptr, size_t size) {
+  if (cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess) return 1;
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+int PinnedCache::host_free(void* ptr) {
+  frees_.fetch_add(1, std::memory_order_relaxed);
+  return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;
+}
+
+PinnedAllocationCounts PinnedCache::counts() noexcept {
+  return {allocations_.load(std::memory_order_relaxed), frees_.load(std::memory_order_relaxed)};
+}
+
 void PinnedCache::reap() {
   for (size_t i = 0; i < waiting_.size();) {
     Block& b = waiting_[i];
@@ -53,7 +70,7 @@ int PinnedCache::alloc(void** ptr, size_t size) {
     free_.erase(best);
     return 0;
   }
-  if (cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess) return 1;
+  if (host_alloc(ptr, size) != 0) return 1;
   used_.push_back({*ptr, size, nullptr});
   return 0;
 }
@@ -61,16 +78,16 @@ int PinnedCache::alloc(void** ptr, size_t size) {
 int PinnedCache::release(void* ptr, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find_if(used_.begin(), used_.end(), [&](const Block& b) { return b.ptr == ptr; });
-  if (it == used_.end()) return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1;  // not from alloc() (never expected)
+  if (it == used_.end()) return host_free(ptr);  // not from alloc() (never expected)
   Block b = *it;
   used_.erase(it);
   reap();
-  if (free_bytes_ + b.size > kKeep) return cudaFreeHost(b.ptr) == cudaSuccess ? 0 : 1;  // waits for the device
+  if (free_bytes_ + b.size > kKeep) return host_free(b.ptr);  // waits for the device
   if (events_.empty()) {
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
       (void)cudaGetLastError();
-      return cudaFreeHost(b.ptr) == cudaSuccess ? 0 : 1;
+      return host_free(b.ptr);
     }
     events_.push_back(e);
   }
@@ -78,7 +95,7 @@ int PinnedCache::release(void* ptr, cudaStream_t stream) {
   if (cudaEventRecord(b.ready, stream) != cudaSuccess) {
     (void)cudaGetLastError();
     b.ready = nullptr;
-    return cudaFreeHost(b.ptr) == cudaSuccess ? 0 : 1;
+    return host_free(b.ptr);
   }
   events_.pop_back();
   free_bytes_ += b.size;  // idle bytes: waiting and free
@@ -96,10 +113,10 @@ void PinnedCache::clear() noexcept {
   for (const Block& b : waiting_) {
     if (cudaEventSynchronize(b.ready) != cudaSuccess) (void)cudaGetLastError();
     cudaEventDestroy(b.ready);
-    cudaFreeHost(b.ptr);
+    host_free(b.ptr);
   }
-  for (const Block& b : free_) cudaFreeHost(b.ptr);
-  for (const Block& b : used_) cudaFreeHost(b.ptr);
+  for (const Block& b : free_) host_free(b.ptr);
+  for (const Block& b : used_) host_free(b.ptr);
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   free_.clear();
   used_.clear();

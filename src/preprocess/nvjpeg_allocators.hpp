@@ -10,7 +10,11 @@
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
+#include "yolocu/image_decode_cuda.hpp"  // PinnedAllocationCounts
+
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -34,6 +38,8 @@ class PinnedCache {
   int release(void* ptr, cudaStream_t stream = 0);   // 0 on success
   void clear() noexcept;
   size_t blocks() const;                             // held blocks: in use, waiting and free
+  // cudaHostAlloc / cudaFreeHost calls of every PinnedCache of the process so far.
+  static PinnedAllocationCounts counts() noexcept;
 
  private:
   struct Block {
@@ -42,6 +48,9 @@ class PinnedCache {
     cudaEvent_t ready = nullptr;  // released blocks: recorded on the releasing stream
   };
   void reap();  // blocks whose event completed: from waiting_ to free_ (mutex held)
+  static int host_alloc(void** ptr, size_t size);  // cudaHostAlloc, counted; 0 on success
+  static int host_free(void* ptr);                 // cudaFreeHost, counted; 0 on success
+  static std::atomic<uint64_t> allocations_, frees_;
   mutable std::mutex mutex_;
   std::vector<Block> free_, used_, waiting_;
   std::vector<cudaEvent_t> events_;  // unused events, kept for the next release

@@ -8,6 +8,7 @@
 #include "triton/backend_config.hpp"
 #include "triton/triton_api.hpp"
 #include "yolocu/detector.hpp"
+#include "yolocu/image_decode_cuda.hpp"
 #include "yolocu/int8.hpp"
 #include "yolocu/model.hpp"
 
@@ -30,10 +31,21 @@ struct InstanceState {
   ModelState* model = nullptr;
   TRITONBACKEND_ModelInstance* instance = nullptr;
   std::unique_ptr<Detector> detector;
-  // slow_execution_ms: when the last slow execution was logged, and those not logged since
+  // slow_execution_ms: when the last slow execution was logged, those not logged since, and the
+  // process's nvJPEG pinned allocation counts then (from the end of the instance's warm-up)
   uint64_t slow_logged_ns = 0;
   int slow_unlogged = 0;
+  PinnedAllocationCounts slow_pinned;
 };
+
+// nvjpeg_pinned_allocation_counts(), zeros in a build without CUDA.
+inline PinnedAllocationCounts pinned_allocation_counts() {
+#if defined(YOLOCU_WITH_CUDA)
+  return nvjpeg_pinned_allocation_counts();
+#else
+  return {};
+#endif
+}
 
 // Runs one execution: the requests' inputs checked one request at a time, the images of every good
 // request detected in one call, each request answered (its outputs, or an error for it alone) and

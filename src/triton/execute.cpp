@@ -243,18 +243,23 @@ void report_slow(InstanceState& state, uint32_t requests, uint64_t images, uint6
     return;
   }
   const StageTimes t = state.detector->last_times();
+  const PinnedAllocationCounts pinned = pinned_allocation_counts();
   auto ms = [](uint64_t a, uint64_t b) { return static_cast<double>(b - a) / 1e6; };
-  char line[512];
+  char line[640];
   std::snprintf(line, sizeof(line),
                 "instance %s: slow execution, %.2f ms for %u requests and %llu images: inputs %.2f ms, detection "
                 "%.2f ms (decode and input %.2f, enqueue %.2f, results %.2f; %d batches), responses %.2f ms; "
-                "%d more slow executions since the last line",
+                "%d more slow executions since the last line; nvJPEG pinned memory since then: %llu "
+                "allocations, %llu frees",
                 state.name.c_str(), ms(start, end), requests, static_cast<unsigned long long>(images),
                 ms(start, compute_start), ms(compute_start, compute_end), t.preprocess, t.inference, t.postprocess,
-                t.batches, ms(compute_end, end), state.slow_unlogged);
+                t.batches, ms(compute_end, end), state.slow_unlogged,
+                static_cast<unsigned long long>(pinned.allocations - state.slow_pinned.allocations),
+                static_cast<unsigned long long>(pinned.frees - state.slow_pinned.frees));
   log_warn(line);
   state.slow_logged_ns = end;
   state.slow_unlogged = 0;
+  state.slow_pinned = pinned;
 }
 
 }  // namespace

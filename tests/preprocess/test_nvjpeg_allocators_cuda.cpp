@@ -1,7 +1,8 @@
 // The pinned host cache CudaJpegDecoder gives nvJPEG (label gpu; skips without a device). nvJPEG
 // frees its pinned buffers stream-ordered: a block released while work queued on the stream may
 // still copy from it must not be handed out again before that work has run, or the next image's
-// bitstream would overwrite the bytes a queued copy has yet to read.
+// bitstream would overwrite the bytes a queued copy has yet to read. The process-wide counts of
+// cudaHostAlloc / cudaFreeHost calls grow only when a block is made or given back, not on reuse.
 #include <gtest/gtest.h>
 #include <cuda_runtime.h>
 
@@ -34,6 +35,7 @@ TEST(NvjpegPinnedCache, ReleasedBlockWaitsForItsStream) {
   YOLOCU_REQUIRE_GPU();
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const PinnedAllocationCounts before = detail::PinnedCache::counts();
   {
     detail::PinnedCache cache;
     void* a = nullptr;
@@ -56,9 +58,13 @@ TEST(NvjpegPinnedCache, ReleasedBlockWaitsForItsStream) {
     void* d = nullptr;
     ASSERT_EQ(cache.alloc(&d, 4096), 0);
     EXPECT_EQ(d, b);
+    EXPECT_EQ(detail::PinnedCache::counts().allocations, before.allocations + 2) << "a, b made; c, d reused";
+    EXPECT_EQ(detail::PinnedCache::counts().frees, before.frees);
     ASSERT_EQ(cache.release(c, s), 0);
     ASSERT_EQ(cache.release(d, s), 0);
   }  // clear() waits for the waiting blocks and frees everything
+  EXPECT_EQ(detail::PinnedCache::counts().frees, before.frees + 2);
+  EXPECT_EQ(nvjpeg_pinned_allocation_counts().allocations, detail::PinnedCache::counts().allocations);
   ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
 }
