@@ -72,7 +72,10 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
     def run(thread_index):
         client = grpcclient.InferenceServerClient(args.url)
         k = (proc_index * args.threads + thread_index) * args.per_request
-        next_send = start_at + (proc_index * args.threads + thread_index) * interval / (args.threads * args.procs)
+        # Open loop: the warm-up runs at the measured rate too (connections made, the server's
+        # batch sizes seen), each worker offset by its share of the interval from its start
+        offset = (proc_index * args.threads + thread_index) * interval / (args.threads * args.procs)
+        next_send = max(start_at - args.warmup, time.time()) + offset
         while True:
             now = time.time()
             if now >= stop_at:
@@ -81,9 +84,12 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
                 if now < next_send:
                     time.sleep(min(next_send - now, stop_at - now))
                     continue
+                if now < start_at and now - next_send > interval:
+                    next_send = now  # behind in the warm-up (a slow start): no burst to catch up
                 next_send += interval
             idx = [(k + j) % len(images) for j in range(args.per_request)]
             k += args.per_request
+            sent = time.time()
             t0 = time.perf_counter()
             try:
                 res = client.infer(args.model, [make_input(grpcclient, [images[i] for i in idx])], client_timeout=60)
@@ -93,7 +99,7 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
                 with lock:
                     errors.append(str(e)[:200])
                 continue
-            if time.time() >= start_at:  # warm-up requests are not counted
+            if sent >= start_at:  # requests sent in the warm-up are not counted
                 with lock:
                     lat.append(dt)
                     wrong[0] += "wrong" in verdicts
