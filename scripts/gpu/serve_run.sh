@@ -102,10 +102,25 @@ unload_cycles() {  # the model unloaded and loaded twice through the repository 
     --seconds 2 --warmup 1 2>&1 | tail -1 | sed 's/^/   after reloading: /'
 }
 
-stats() { curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"; }
-server_times() {  # server_times <before> <after>: Triton's own mean times per request between two stats snapshots
-  python3 - "$out/stats_$1.json" "$out/stats_$2.json" <<'PY'
+stats() {  # Triton's statistics, and the CPU time so far: the machine's (/proc/stat) and the server's
+  curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"
+  { head -1 /proc/stat; cat "/proc/$server_pid/stat" 2>/dev/null || echo; } >"$out/cpu_$1.txt"
+}
+server_times() {  # server_times <before> <after>: Triton's own mean times per request between two stats
+  # snapshots, and the cores the server, everything else (the clients) and nothing used meanwhile
+  python3 - "$out/stats_$1.json" "$out/stats_$2.json" "$out/cpu_$1.txt" "$out/cpu_$2.txt" <<'PY'
 import json, sys
+def cpu(f):
+    machine, server = (open(f).read().split("\n") + [""])[:2]
+    t = [int(x) for x in machine.split()[1:]]
+    fields = server.rsplit(")", 1)[-1].split()  # after the command name: state, ppid, ... utime stime at 12, 13
+    return sum(t), t[3] + (t[4] if len(t) > 4 else 0), (int(fields[11]) + int(fields[12])) if len(fields) > 12 else 0
+(t0, i0, s0), (t1, i1, s1) = cpu(sys.argv[3]), cpu(sys.argv[4])
+if t1 > t0:
+    import os
+    n = os.cpu_count()
+    share = lambda j: n * j / (t1 - t0)
+    print(f"  cpu over the load (cores of {n}): server {share(s1 - s0):.1f}, everything else {share((t1 - t0) - (i1 - i0) - (s1 - s0)):.1f}, idle {share(i1 - i0):.1f}")
 def get(f):
     s = json.load(open(f)).get("model_stats", [{}])[0].get("inference_stats", {})
     return {k: (v.get("count", 0), v.get("ns", 0)) for k, v in s.items()}
