@@ -17,6 +17,10 @@
 //                     [--busy-ms 5] [--busy-model yolov5n.onnx] [--green-sms 16] [--busy-segments 4,8]
 // --busy-segments K,...: the engine beside the decode again with its forward as K graphs
 // (CudaEngineOptions::graph_segments) instead of one.
+// --random-lists SEED: lists of random sizes (1 to --batch, from SEED) instead of --batch each, as a
+// server's dynamic batches come; --pow2-lists 0,1: each run without and with
+// CudaJpegDecoderOptions::power_of_two_lists (the batched state initialised once per size); the
+// rows then also count nvjpegDecodeBatchedInitialize calls.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -27,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,7 +126,8 @@ int main(int argc, char** argv) {
   using namespace yolocu;
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] "
-                         "[--backends hardware,hybrid] [--busy-ms X] [--busy-model M]\n");
+                         "[--backends hardware,hybrid] [--busy-ms X] [--busy-model M] [--random-lists SEED] "
+                         "[--pow2-lists 0,1]\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -131,7 +137,8 @@ int main(int argc, char** argv) {
   double busy_ms = 0;
   std::string busy_model;
   int green_sms = 0;
-  std::vector<int> segment_counts;
+  std::vector<int> segment_counts, pow2_modes = {0};
+  int random_lists = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
@@ -141,6 +148,8 @@ int main(int argc, char** argv) {
     else if (a == "--busy-model") busy_model = v;
     else if (a == "--green-sms") green_sms = std::atoi(v.c_str());
     else if (a == "--busy-segments") segment_counts = int_list(v);
+    else if (a == "--random-lists") random_lists = std::atoi(v.c_str());
+    else if (a == "--pow2-lists") pow2_modes = int_list(v);
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
@@ -165,9 +174,18 @@ int main(int argc, char** argv) {
     const std::string& f = files[static_cast<size_t>(i) % files.size()];
     all.push_back({f.data(), f.size(), "img"});
   }
-  const int batches = (images + batch - 1) / batch;
-  std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
-              batch);
+  // The lists (first image, count): --batch each, or random sizes with --random-lists
+  std::vector<std::pair<size_t, size_t>> lists;
+  std::mt19937 rng(static_cast<unsigned>(random_lists));
+  for (size_t first = 0; first < all.size();) {
+    const size_t n = random_lists > 0 ? static_cast<size_t>(std::uniform_int_distribution<int>(1, batch)(rng))
+                                      : static_cast<size_t>(batch);
+    lists.emplace_back(first, std::min(n, all.size() - first));
+    first += lists.back().second;
+  }
+  const int batches = static_cast<int>(lists.size());
+  std::printf("%zu JPEGs (%.1f MB) cycled to %d, lists of %s%d\n", files.size(), static_cast<double>(bytes) / 1e6, images,
+              random_lists > 0 ? "1 to " : "", batch);
   std::printf("%-20s %3s | %8s %10s | %14s %s\n", "backend", "thr", "wall s", "images/s", "host ms/call", "decoded");
   enum class Busy { kNone, kHost, kEngine, kGreenAlone, kGreenEngine, kEagerEngine, kGreenEagerEngine, kSegmented };
   std::vector<Busy> busy_modes = {Busy::kNone};
@@ -215,6 +233,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& backend : backends) {
+   for (const int pow2 : pow2_modes)
    for (size_t bi = 0; bi < busy_modes.size(); ++bi) {
     const Busy busy = busy_modes[bi];
     for (int t : threads) {
@@ -230,6 +249,7 @@ int main(int argc, char** argv) {
         for (Worker& x : w) {
           CudaJpegDecoderOptions o;
           o.use_hardware = backend == "hardware";
+          o.power_of_two_lists = pow2 != 0;
           x.dec = std::make_unique<CudaJpegDecoder>(o);
           // the device's highest priority, as the detector's decoders
           int lo = 0, hi = 0;
@@ -255,8 +275,8 @@ int main(int argc, char** argv) {
         for (Worker& x : w)
           pool.emplace_back([&, px = &x] {
             for (int b = next++; b < n_batches; b = next++) {
-              const size_t first = static_cast<size_t>(b % batches) * static_cast<size_t>(batch);
-              const size_t last = std::min(all.size(), first + static_cast<size_t>(batch));
+              const size_t first = lists[static_cast<size_t>(b % batches)].first;
+              const size_t last = first + lists[static_cast<size_t>(b % batches)].second;
               const std::vector<EncodedImage> list(all.begin() + static_cast<std::ptrdiff_t>(first),
                                                    all.begin() + static_cast<std::ptrdiff_t>(last));
               const auto h0 = Clock::now();
@@ -267,6 +287,7 @@ int main(int argc, char** argv) {
               if (record) {
                 px->counts.gpu_hardware += c.gpu_hardware, px->counts.gpu_hybrid += c.gpu_hybrid;
                 px->counts.cpu_other += c.cpu();
+                px->counts.batched_inits += c.batched_inits;
               }
             }
           });
@@ -319,18 +340,20 @@ int main(int argc, char** argv) {
         cudaStreamDestroy(busy_stream);
       }
       const char* suffix[] = {"", "+busy", "+engine", "+green", "+green+engine", "+eager", "+green+eager", ""};
-      const std::string label = backend + suffix[static_cast<int>(busy)] + segments_label;
+      const std::string label = backend + (pow2 ? "+pow2" : "") + suffix[static_cast<int>(busy)] + segments_label;
       std::vector<double> host;
       JpegDecodeCounts sum;
       for (Worker& x : w) {
         host.insert(host.end(), x.host_ms.begin(), x.host_ms.end());
         sum.gpu_hardware += x.counts.gpu_hardware, sum.gpu_hybrid += x.counts.gpu_hybrid, sum.cpu_other += x.counts.cpu_other;
+        sum.batched_inits += x.counts.batched_inits;
         cudaStreamDestroy(x.stream);
       }
       std::printf("%-20s %3d | %8.3f %10.0f | %14.3f %lld hardware, %lld hybrid, %lld cpu%s%s", label.c_str(), t, s,
                   images / s, median(host), static_cast<long long>(sum.gpu_hardware),
                   static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other),
                   w[0].dec->last_refusal().empty() ? "" : "; nvJPEG refused: ", w[0].dec->last_refusal().c_str());
+      std::printf("; %lld batched initialisations", static_cast<long long>(sum.batched_inits));
       if (!busy_error.empty()) std::printf("; the engine beside it failed: %s", busy_error.c_str());
       if (busy_engine)
         std::printf("; beside it %ld forwards at batch 32 (%.0f images/s)", forwards.load(), 32.0 * forwards.load() / s);

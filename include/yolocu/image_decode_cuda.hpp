@@ -73,6 +73,14 @@ struct CudaJpegDecoderOptions {
   // A buffer larger than this is given back and allocated again at the size needed when a call
   // needs less than a quarter of it, so that one large image does not keep its memory for good.
   size_t shrink_above_bytes = size_t{64} << 20;
+  // nvJPEG's batched decode runs on a state initialised for one list size: a call with another
+  // number of images initialises it again (counted in JpegDecodeCounts::batched_inits). true: a
+  // list goes as its binary decomposition (13 images: 8, then 4, then 1), each size on a state of
+  // its own initialised once, so that lists of changing sizes (a server's dynamic batches)
+  // initialise nothing after the first list of each size, at the price of up to log2(n) + 1 calls
+  // for n images. Off by default until measured (the detector turns it on with
+  // YOLOCU_NVJPEG_POW2_LISTS=1).
+  bool power_of_two_lists = false;
 };
 
 // How the images of a decode() call (or all calls: totals()) were decoded.
@@ -83,6 +91,7 @@ struct JpegDecodeCounts {
   int64_t cpu_orientation = 0;  // CPU fallback: EXIF orientation 2..8
   int64_t cpu_other = 0;        // CPU fallback: CMYK, no EOI marker at the end, refused by nvJPEG
   int64_t cpu_shared = 0;       // on the CPU beside nvJPEG by choice (CudaJpegDecoderOptions::cpu_share)
+  int64_t batched_inits = 0;    // nvjpegDecodeBatchedInitialize calls (not images)
   int64_t gpu() const { return gpu_hardware + gpu_hybrid; }
   int64_t cpu() const { return cpu_not_jpeg + cpu_orientation + cpu_other + cpu_shared; }
 };

@@ -135,7 +135,8 @@ PY
 # SERVE_SWEEP entries: <queue delay us>[x<instances>][p][a]; p: the server on the first half of the
 # cores and the clients on the other half (taskset), a: --grpc-infer-allocation-pool-size 256,
 # h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid), t: Triton's
-# request trace (every 20th request's timestamps: server-side latency, queue and compute percentiles)
+# request trace (every 20th request's timestamps: server-side latency, queue and compute percentiles),
+# w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1)
 # of the Python clients at SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
 sweep() {
   local spec d n rate half=$(( $(nproc) / 2 ))
@@ -144,6 +145,7 @@ sweep() {
     [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
     server_pin= client_pin= server_extra= server_env=
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
+    [[ $spec == *w* ]] && server_env="${server_env:-env} YOLOCU_NVJPEG_POW2_LISTS=1"
     [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
     [[ $spec == *a* ]] && server_extra="--grpc-infer-allocation-pool-size 256"
     [[ $spec == *t* ]] && server_extra="$server_extra --trace-config triton,file=$out/trace_$spec.json --trace-config level=TIMESTAMPS --trace-config rate=20"

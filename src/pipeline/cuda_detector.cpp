@@ -163,6 +163,8 @@ class CudaDetector final : public Detector {
       // Diagnostics (bench_jpeg_decode compares the backends): YOLOCU_NVJPEG_BACKEND=hybrid keeps
       // nvJPEG off the hardware decoder.
       if (const char* b = std::getenv("YOLOCU_NVJPEG_BACKEND"); b && std::string(b) == "hybrid") jo.use_hardware = false;
+      // ... and YOLOCU_NVJPEG_POW2_LISTS=1 turns CudaJpegDecoderOptions::power_of_two_lists on.
+      if (const char* p = std::getenv("YOLOCU_NVJPEG_POW2_LISTS"); p && std::string(p) == "1") jo.power_of_two_lists = true;
       // Two per context: while every context computes, as many calls decode their next batches.
       decoders_ = std::make_unique<detail::JpegDecoderPool>(2 * contexts, jo);
     }

@@ -145,6 +145,9 @@ struct CudaJpegDecoder::Impl {
   nvjpegHandle_t handle = nullptr;
   nvjpegJpegState_t batched_state = nullptr;  // nvjpegDecodeBatched
   int batched_size = -1;                      // the size it was initialised for (-1: re-initialise)
+  // power_of_two_lists: index k, lists of 2^k images (null until the first such list)
+  std::vector<nvjpegJpegState_t> pow2_states;
+  std::vector<int> pow2_sizes;
   // the decoupled default-backend decoder (hardware handles: what the hardware cannot decode)
   nvjpegJpegDecoder_t decoder = nullptr;
   nvjpegJpegState_t decoupled_state = nullptr;
@@ -166,6 +169,26 @@ struct CudaJpegDecoder::Impl {
     if (s == NVJPEG_STATUS_SUCCESS) return true;
     last_refusal = im.name + ": " + call + ": " + nvjpeg_status_name(s);
     return false;
+  }
+
+  // One nvjpegDecodeBatched call over m images on `state`, initialised for m first unless
+  // `state_size` says it is; false (the state to be initialised again) when nvJPEG refuses.
+  bool decode_list(nvjpegJpegState_t state, int& state_size, const unsigned char* const* data, const size_t* lengths,
+                   nvjpegImage_t* dst, int m, const EncodedImage& first, cudaStream_t stream, JpegDecodeCounts& counts) {
+    if (state_size != m) {
+      ++counts.batched_inits;
+      if (!ok(nvjpegDecodeBatchedInitialize(handle, state, m, 1, NVJPEG_OUTPUT_BGRI), "nvjpegDecodeBatchedInitialize",
+              first)) {
+        state_size = -1;
+        return false;
+      }
+      state_size = m;
+    }
+    if (!ok(nvjpegDecodeBatched(handle, state, data, lengths, dst, stream), "nvjpegDecodeBatched (a list from)", first)) {
+      state_size = -1;  // a failed list is reset by the next initialisation
+      return false;
+    }
+    return true;
   }
 
   explicit Impl(const CudaJpegDecoderOptions& o) : options(o) {
@@ -247,6 +270,9 @@ struct CudaJpegDecoder::Impl {
     if (device_buffer) nvjpegBufferDeviceDestroy(device_buffer);
     if (decoder) nvjpegDecoderDestroy(decoder);
     if (batched_state) nvjpegJpegStateDestroy(batched_state);
+    for (auto s : pow2_states)
+      if (s) nvjpegJpegStateDestroy(s);
+    pow2_states.clear();
     if (handle) nvjpegDestroy(handle);
     if (side) cudaStreamSynchronize(side);
     if (side_done) cudaEventDestroy(side_done);
@@ -422,21 +448,27 @@ struct CudaJpegDecoder::Impl {
         dst.push_back(destination(i));
       }
       const int m = static_cast<int>(batch.size());
-      bool decoded = true;
-      const EncodedImage& first = images[batch.front()];
-      if (batched_size != m) {
-        decoded = ok(nvjpegDecodeBatchedInitialize(handle, batched_state, m, 1, NVJPEG_OUTPUT_BGRI),
-                     "nvjpegDecodeBatchedInitialize", first);
-        batched_size = decoded ? m : -1;
-      }
-      decoded = decoded && ok(nvjpegDecodeBatched(handle, batched_state, data.data(), lengths.data(), dst.data(), stream),
-                              "nvjpegDecodeBatched (a list from)", first);
-      if (decoded) {
-        (hardware ? counts.gpu_hardware : counts.gpu_hybrid) += m;
+      int done = 0;  // images of `batch` decoded by nvJPEG
+      if (!options.power_of_two_lists) {
+        if (decode_list(batched_state, batched_size, data.data(), lengths.data(), dst.data(), m, images[batch.front()],
+                        stream, counts))
+          done = m;
       } else {
-        batched_size = -1;  // a failed batch is reset by the next initialisation
-        for (size_t i : batch) fallback(i);
+        for (int k = 30; k >= 0; --k) {
+          const int size = 1 << k;
+          if ((m & size) == 0) continue;
+          if (pow2_states.empty()) pow2_states.assign(31, nullptr), pow2_sizes.assign(31, -1);
+          if (!pow2_states[static_cast<size_t>(k)])
+            YOLOCU_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &pow2_states[static_cast<size_t>(k)]));
+          const size_t at = static_cast<size_t>(done);
+          if (!decode_list(pow2_states[static_cast<size_t>(k)], pow2_sizes[static_cast<size_t>(k)], data.data() + at,
+                           lengths.data() + at, dst.data() + at, size, images[batch[at]], stream, counts))
+            break;
+          done += size;
+        }
       }
+      (hardware ? counts.gpu_hardware : counts.gpu_hybrid) += done;
+      for (size_t j = static_cast<size_t>(done); j < batch.size(); ++j) fallback(batch[j]);
     }
     // 4. What the hardware cannot decode, one at a time.
     int k = 0;
@@ -457,6 +489,7 @@ struct CudaJpegDecoder::Impl {
     totals.cpu_orientation += counts.cpu_orientation;
     totals.cpu_other += counts.cpu_other;
     totals.cpu_shared += counts.cpu_shared;
+    totals.batched_inits += counts.batched_inits;
     if (counts_out) *counts_out = counts;
     return views;
   }

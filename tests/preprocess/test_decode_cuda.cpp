@@ -220,6 +220,50 @@ TEST(DecodeCuda, SamePixelsInAnyBatchOnTwoThreads) {
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+// power_of_two_lists: lists of random sizes (1..32) decode to the same pixels as on a decoder
+// without it, with one nvjpegDecodeBatchedInitialize per power-of-two size (at most 6 up to 32)
+// where the other initialises again at every change of size.
+TEST(DecodeCuda, PowerOfTwoListsSamePixelsOneInitialisationPerSize) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<std::string> files = jpeg_files();
+  if (files.size() < 32) GTEST_SKIP() << "coco128 not found";
+  std::vector<std::string> bytes;
+  for (const auto& f : files) bytes.push_back(read_file_bytes(f));
+  CudaJpegDecoderOptions o;
+  CudaJpegDecoder plain(o);
+  o.power_of_two_lists = true;
+  CudaJpegDecoder pow2(o);
+  Stream stream;
+  std::mt19937 rng(3);
+  size_t next = 0;
+  int changes = 0, last = 0, differing = 0;
+  for (int list = 0; list < 30; ++list) {
+    const int n = std::uniform_int_distribution<int>(1, 32)(rng);
+    std::vector<EncodedImage> images;
+    for (int k = 0; k < n; ++k, next = (next + 1) % files.size())
+      images.push_back({bytes[next].data(), bytes[next].size(), files[next]});
+    JpegDecodeCounts c;
+    const std::vector<ImageView> a = plain.decode(images, stream.get(), &c);
+    stream.sync();
+    // the images of the batched call (the hardware backend decodes progressive ones apart)
+    const int m = static_cast<int>(plain.backend() == "hardware" ? c.gpu_hardware : c.gpu_hybrid);
+    changes += m > 0 && m != last;
+    if (m > 0) last = m;
+    std::vector<Image> want;
+    for (const ImageView& v : a) want.push_back(download(v));
+    const std::vector<ImageView> b = pow2.decode(images, stream.get());
+    stream.sync();
+    for (int k = 0; k < n; ++k) differing += !exact(download(b[static_cast<size_t>(k)]), want[static_cast<size_t>(k)]);
+  }
+  std::printf("[ nvjpeg ] %s: 30 lists, initialisations %lld (one state) and %lld (power-of-two lists)\n",
+              plain.backend().c_str(), static_cast<long long>(plain.totals().batched_inits),
+              static_cast<long long>(pow2.totals().batched_inits));
+  EXPECT_EQ(differing, 0);
+  EXPECT_EQ(plain.totals().batched_inits, changes);
+  EXPECT_LE(pow2.totals().batched_inits, 6);
+  EXPECT_EQ(pow2.totals().gpu(), plain.totals().gpu());
+}
+
 // cpu_share: every 4th image of a call (0.25) is decoded on CPU threads while nvJPEG decodes the
 // rest. The shared ones are decode_image()'s pixels exactly, the others nvJPEG's exactly as a
 // decoder without a share gives them; the counts say which; a corrupt JPEG in the CPU's share gets

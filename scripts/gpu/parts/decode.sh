@@ -7,7 +7,7 @@
 # throughput (coco128 cycled to 4,096 images, page-cached) with each decoder.
 #   scripts/gpu/bundle.sh decode   here;   bash scripts/gpu/run_all.sh decode   there (carry .gpu)
 # Reads: TEST_FILTER, TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH,
-# FROM_JPEG_ONLY, DECODE_ALONE, GREEN_SMS, BUSY_SEGMENTS, FROM_JPEG_DECODE, FROM_JPEG_CPU_SHARE,
+# FROM_JPEG_ONLY, DECODE_ALONE, DECODE_LISTS, GREEN_SMS, BUSY_SEGMENTS, FROM_JPEG_DECODE, FROM_JPEG_CPU_SHARE,
 # FROM_JPEG_CONTEXTS, FROM_JPEG_GRAPHS, FROM_JPEG_BACKEND, NSYS, OUT, YOLOCU_GPU_DIR (docs/gpu-runs.md).
 # shellcheck disable=SC2046  # $([ ... ] && echo --flag): a flag or nothing, split on purpose
 set -uo pipefail
@@ -60,6 +60,16 @@ decode_alone() {
       row "FAIL  bench_jpeg_decode (log bench_jpeg_decode_green$k.log)"
     sed 's/^/jpeg-decode  /' "$out/bench_jpeg_decode_green$k.log" | grep -E '\| |green' >>"$summary"
   done
+}
+
+# DECODE_LISTS=1: nvJPEG alone on lists of random sizes (1..32, as a server's dynamic batches),
+# the batched state initialised again at each new size against power_of_two_lists (one state per
+# power-of-two size), 1 to 3 threads; the host time per call shows what the initialisations cost
+decode_lists() {
+  timeout 200 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,2,3 \
+    --backends hardware --random-lists 7 --pow2-lists 0,1 >"$out/bench_jpeg_decode_lists.log" 2>&1 ||
+    row "FAIL  bench_jpeg_decode --random-lists (log bench_jpeg_decode_lists.log)"
+  sed 's/^/jpeg-decode lists  /' "$out/bench_jpeg_decode_lists.log" | grep -E '\| ' >>"$summary"
 }
 
 decode_peer() {  # torchvision's / OpenCV's decode in this run
@@ -128,6 +138,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # rows unless DECODE_ALONE=1, no peer)
   [ "${FROM_JPEG_ONLY:-0}" = 1 ] || decode_parity
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ] || [ "${DECODE_ALONE:-0}" = 1 ]; then decode_alone; fi
+  [ "${DECODE_LISTS:-0}" = 1 ] && decode_lists
   [ "${FROM_JPEG_ONLY:-0}" = 1 ] || decode_peer
   from_jpeg_rows
   [ "${NSYS:-0}" = 1 ] && decode_nsys
