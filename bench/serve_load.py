@@ -66,7 +66,8 @@ def judge(got, want):
 def worker(args, proc_index, expected, start_at, stop_at, queue):
     import tritonclient.grpc as grpcclient
     images = load_images(args.images, args.limit)
-    lat, errors, wrong, near, lock = [], [], [0], [0], threading.Lock()
+    # the answers are judged after the load, so that the clients' CPU time under load is the requests'
+    lat, errors, kept, lock = [], [], [], threading.Lock()
     interval = args.threads * args.procs / args.rate if args.rate else 0.0
 
     def run(thread_index):
@@ -94,7 +95,6 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
             try:
                 res = client.infer(args.model, [make_input(grpcclient, [images[i] for i in idx])], client_timeout=60)
                 dt = time.perf_counter() - t0
-                verdicts = [judge(a, expected[i]) for i, a in zip(idx, answers(res))]
             except Exception as e:  # noqa: BLE001
                 with lock:
                     errors.append(str(e)[:200])
@@ -102,8 +102,7 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
             if sent >= start_at:  # requests sent in the warm-up are not counted
                 with lock:
                     lat.append(dt)
-                    wrong[0] += "wrong" in verdicts
-                    near[0] += "wrong" not in verdicts and "near" in verdicts
+                    kept.append((idx, res))
         client.close()
 
     ts = [threading.Thread(target=run, args=(t,)) for t in range(args.threads)]
@@ -111,7 +110,16 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
         t.start()
     for t in ts:
         t.join()
-    queue.put((lat, errors, wrong[0], near[0]))
+    wrong = near = 0
+    for idx, res in kept:
+        try:
+            verdicts = [judge(a, expected[i]) for i, a in zip(idx, answers(res))]
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"unreadable answer: {str(e)[:180]}")
+            continue
+        wrong += "wrong" in verdicts
+        near += "wrong" not in verdicts and "near" in verdicts
+    queue.put((lat, errors, wrong, near))
 
 
 def main():
