@@ -125,6 +125,12 @@ struct DetectorOptions {
   // With engine_graphs: the forward as this many graphs (1..64, CudaEngineOptions::graph_segments).
   // Beside nvJPEG, shorter graphs let the decoder's work in between (docs/performance.md section 10).
   int engine_graph_segments = 1;
+  // GPU: how a call waits for its batches. false (default): cudaStreamSynchronize, which spins a
+  // core for the whole wait (CUDA's default while a process has fewer contexts than the machine
+  // has cores). true: an event made with cudaEventBlockingSync, the thread asleep until the device
+  // is done: a core left to the other threads (a server's, other instances') for a wake-up of some
+  // microseconds more. The CPU path ignores it.
+  bool blocking_sync = false;
 };
 
 // How detect_encoded() decoded the images so far (all calls, all threads).

@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slow-execution-ms", type=int, default=0, metavar="MS",
                    help="log an execution that takes at least MS with its phases, count it in "
                         "yolocu_slow_executions_total (0: off)")
+    p.add_argument("--blocking-sync", action="store_true",
+                   help="GPU instances wait for the device asleep instead of spinning a core (parameter blocking_sync)")
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP, gRPC and metrics endpoints bind to")
     p.add_argument("--expose", action="store_true", help="bind to all interfaces (0.0.0.0) instead of --host")
     p.add_argument("--http-port", type=int, default=8000)
@@ -171,6 +173,8 @@ def parameters(args: argparse.Namespace) -> Dict[str, str]:
         p["calibration"] = CALIBRATION_FILE
     if args.slow_execution_ms:
         p["slow_execution_ms"] = str(args.slow_execution_ms)
+    if args.blocking_sync:
+        p["blocking_sync"] = "true"
     return p
 
 

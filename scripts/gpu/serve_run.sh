@@ -48,7 +48,7 @@ serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, w
   local gpus=$1 name=$2 repo=$g/repo-$2
   python3 python/yolocu/serve.py --model "$m" --name yolo --device cuda --gpus ${gpus//,/} --instances "$inst" \
     --max-batch "$batch" --max-queue-delay-us "${SERVE_QUEUE_DELAY_US:-500}" --max-queue-size 4096 --decode "${SERVE_DECODE:-gpu}" \
-    --slow-execution-ms "${SERVE_SLOW_MS:-0}" \
+    --slow-execution-ms "${SERVE_SLOW_MS:-0}" ${serve_extra:-} \
     --tactic-cache "$cache" --write-repo "$repo" >/dev/null || return 1
   ${server_env:-} ${server_pin:-} "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
     --load-model yolo --http-port 8000 --grpc-port 8001 --metrics-port 8002 ${server_extra:-} >"$out/server_$name.log" 2>&1 &
@@ -136,14 +136,16 @@ PY
 # cores and the clients on the other half (taskset), a: --grpc-infer-allocation-pool-size 256,
 # h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid), t: Triton's
 # request trace (every 20th request's timestamps: server-side latency, queue and compute percentiles),
-# w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1)
+# w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1),
+# b: the instances wait for the GPU asleep instead of spinning a core (parameter blocking_sync)
 # of the Python clients at SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
 sweep() {
   local spec d n rate half=$(( $(nproc) / 2 ))
   for spec in $SERVE_SWEEP; do
     d=${spec%%[!0-9]*}; n=$inst
     [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
-    server_pin= client_pin= server_extra= server_env=
+    server_pin= client_pin= server_extra= server_env= serve_extra=
+    [[ $spec == *b* ]] && serve_extra="--blocking-sync"
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
     [[ $spec == *w* ]] && server_env="${server_env:-env} YOLOCU_NVJPEG_POW2_LISTS=1"
     [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
@@ -180,7 +182,7 @@ for name, a, b in (("request (server)", "REQUEST_START", "REQUEST_END"), ("queue
         print(f"  trace {name}: {len(v)} requests, p50 {np.percentile(v, 50):.2f} ms, p99 {np.percentile(v, 99):.2f} ms, max {v.max():.2f} ms")
 PY
   done
-  server_pin= client_pin= server_extra= server_env=
+  server_pin= client_pin= server_extra= server_env= serve_extra=
 }
 
 base_mib=$(gpu0_mib)

@@ -95,6 +95,7 @@ struct Context {
   detail::DeviceBudget budget{0, "max_device_memory"};
   cudaStream_t stream = nullptr;
   cudaEvent_t events[kEvents] = {};
+  cudaEvent_t done = nullptr;  // DetectorOptions::blocking_sync: what collect() waits on (else null)
   std::unique_ptr<CudaEngine> engine;
   std::unique_ptr<PostprocessWorkspace> post;       // for the detector's post-processing options
   std::unique_ptr<PostprocessWorkspace> post_call;  // for the last other set a call passed (made on first use)
@@ -112,6 +113,7 @@ struct Context {
   ~Context() {
     for (cudaEvent_t e : events)
       if (e) cudaEventDestroy(e);
+    if (done) cudaEventDestroy(done);
     if (stream) cudaStreamDestroy(stream);
   }
   void mark(int i) {

@@ -90,6 +90,8 @@ class CudaDetector final : public Detector {
       c->index = i;
       YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
       for (cudaEvent_t& e : c->events) YOLOCU_CUDA_CHECK(cudaEventCreate(&e));
+      if (options.blocking_sync)
+        YOLOCU_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync | cudaEventDisableTiming));
       c->engine = std::make_unique<CudaEngine>(model_, eo);
       const Shape in = c->engine->input_shape(options.max_batch);
       input_h_ = static_cast<int>(in[2]);
@@ -554,7 +556,12 @@ class CudaDetector final : public Detector {
                DetectionTrace* trace, StageTimes& times) {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
     const auto t0 = std::chrono::steady_clock::now();
-    YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    if (c.done) {  // blocking_sync: asleep until the batch is done
+      YOLOCU_CUDA_CHECK(cudaEventRecord(c.done, c.stream));
+      YOLOCU_CUDA_CHECK(cudaEventSynchronize(c.done));
+    } else {
+      YOLOCU_CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    }
     times.postprocess += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::vector<Detections> res = c.active_post->results();
     for (auto& d : res) out.push_back(std::move(d));

@@ -119,6 +119,9 @@ const std::map<std::string, Setter>& setters() {
       {"slow_execution_ms", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.slow_execution_ms = static_cast<int>(to_integer(n, v, 0, 600000));
        }},
+      {"blocking_sync", [](BackendConfig& c, const std::string& n, const std::string& v) {
+         c.blocking_sync = one_of(n, v, {"true", "false"}) == "true";
+       }},
   };
   return table;
 }
@@ -176,6 +179,7 @@ DetectorOptions detector_options(const BackendConfig& config, bool gpu, int devi
   const bool gpu_decode = config.decode == "gpu" || (config.decode == "auto" && gpu && nvjpeg);
   o.decode = gpu_decode ? DecodeDevice::kGpu : DecodeDevice::kCpu;
   o.engine_graphs = config.engine_graphs == "on" || (config.engine_graphs == "auto" && !gpu_decode);
+  o.blocking_sync = config.blocking_sync;
   return o;
 }
 

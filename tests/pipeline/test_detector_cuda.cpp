@@ -325,7 +325,8 @@ TEST(DetectorCuda, WarmUpPreparesEveryContextAndChangesNoResult) {
 
 // One call with many batches on 3 contexts: the batches overlap (max_in_flight 3) and the results
 // are those of one-batch-at-a-time calls, bit for bit, in input order; the same call with stage
-// profiling on gives the same results and a device time for every stage.
+// profiling on gives the same results and a device time for every stage, and so does a detector
+// whose calls wait asleep (blocking_sync).
 TEST(DetectorCuda, OverlappedBatchesEqualSerialAndProfileStages) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
@@ -386,6 +387,16 @@ TEST(DetectorCuda, OverlappedBatchesEqualSerialAndProfileStages) {
   for (size_t i = 0; i < dev.size(); ++i) diffs += !identical(dev[i], serial[i]);
   EXPECT_EQ(diffs, 0);
   EXPECT_EQ(det->last_times().max_in_flight, 3);
+  // blocking_sync: the call waits for its batches asleep, with the same results (the same tactics,
+  // from the tactic cache the first detector filled)
+  o.blocking_sync = true;
+  auto blocking = Detector::create(model, o);
+  const std::vector<Detections> b = blocking->detect(v);
+  ASSERT_EQ(b.size(), serial.size());
+  diffs = 0;
+  for (size_t i = 0; i < b.size(); ++i) diffs += !identical(b[i], serial[i]);
+  EXPECT_EQ(diffs, 0);
+  EXPECT_EQ(blocking->last_times().max_in_flight, 3);
 }
 
 // max_device_memory: too small for the engine -> create() throws kOutOfMemory naming the budget;

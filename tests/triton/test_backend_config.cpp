@@ -48,7 +48,7 @@ TEST(TritonConfig, ReadsEveryParameter) {
       param("decode", "cpu") + "," + param("engine_graphs", "off") + "," + param("max_pixels", "1000000") + "," +
       param("max_image_side", "4096") + "," + param("max_request_bytes", "1048576") + "," + param("contexts", "2") + "," +
       param("model_file", "yolov8n.onnx") + "," + param("imgsz", "384,640") + "," + param("cpu_threads", "3") + "," +
-      param("slow_execution_ms", "25")));
+      param("slow_execution_ms", "25") + "," + param("blocking_sync", "true")));
   EXPECT_EQ(c.precision, yolocu::Precision::kFloat32);
   EXPECT_FLOAT_EQ(c.postprocess.conf_threshold, 0.4f);
   EXPECT_FLOAT_EQ(c.postprocess.iou_threshold, 0.6f);
@@ -68,7 +68,9 @@ TEST(TritonConfig, ReadsEveryParameter) {
   EXPECT_EQ(c.input_width, 640);
   EXPECT_EQ(c.cpu_threads, 3);
   EXPECT_EQ(c.slow_execution_ms, 25);
+  EXPECT_TRUE(c.blocking_sync);
   const yolocu::DetectorOptions o = yt::detector_options(c, false, 0, false);
+  EXPECT_TRUE(o.blocking_sync);
   EXPECT_EQ(o.input_height, 384);
   EXPECT_EQ(o.input_width, 640);
   EXPECT_EQ(o.cpu_threads, 3);
@@ -87,6 +89,8 @@ TEST(TritonConfig, RefusesBadValuesByName) {
   EXPECT_NE(error_of(with_params(param("model_file", "../x.onnx"))).find("a file name in the version folder"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("imgsz", "100"))).find("multiples of 32"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("slow_execution_ms", "-1"))).find("slow_execution_ms"), std::string::npos);
+  EXPECT_NE(error_of(with_params(param("blocking_sync", "yes"))).find("blocking_sync = 'yes' must be one of true, false"),
+            std::string::npos);
   EXPECT_NE(error_of(with_params(param("confidence", "0.5"))).find("unknown parameter 'confidence'"), std::string::npos);
   EXPECT_NE(error_of(R"({"max_batch_size": 0})").find("max_batch_size must be an integer in [1, 256]"), std::string::npos);
   EXPECT_NE(error_of(R"({"name": "m"})").find("max_batch_size must be set"), std::string::npos);
