@@ -454,10 +454,10 @@ struct CudaJpegDecoder::Impl {
                         stream, counts))
           done = m;
       } else {
+        if (pow2_states.empty()) pow2_states.assign(31, nullptr), pow2_sizes.assign(31, -1);
         for (int k = 30; k >= 0; --k) {
           const int size = 1 << k;
           if ((m & size) == 0) continue;
-          if (pow2_states.empty()) pow2_states.assign(31, nullptr), pow2_sizes.assign(31, -1);
           if (!pow2_states[static_cast<size_t>(k)])
             YOLOCU_NVJPEG_CHECK(nvjpegJpegStateCreate(handle, &pow2_states[static_cast<size_t>(k)]));
           const size_t at = static_cast<size_t>(done);

@@ -10,14 +10,13 @@
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
-#include "yolocu/image_decode_cuda.hpp"  // PinnedAllocationCounts
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <utility>
 #include <vector>
+
+#include "yolocu/image_decode_cuda.hpp"  // PinnedAllocationCounts
 
 namespace yolocu::detail {
 

@@ -35,11 +35,11 @@ constexpr int kTile = 16;                 // wmma m = n = k
 constexpr int kWarps = 4;                 // warps per block
 constexpr int kRows = kWarps * kTile;     // queries per block
 constexpr int kPad = 8;                   // fp16 elements added to each staged row (bank spread)
-constexpr size_t kSmemMax = 227 * 1024;   // sm_90's opt-in maximum per block
 
 struct Layout {
   int n16 = 0, kp = 0, vp = 0, sp = 0;  // padded tokens; key, value (fp16) and score (fp32) row pitches
-  size_t keys = 0, values = 0, warp = 0, total = 0;  // byte offsets / sizes
+  size_t keys = 0, values = 0, warps = 0;  // byte offsets: keys, values, the warps' areas
+  size_t warp = 0, total = 0;              // one warp's area (scores, queries / O), the whole
 };
 
 __host__ __device__ inline size_t align128(size_t b) { return (b + 127) / 128 * 128; }
@@ -55,7 +55,8 @@ __host__ __device__ inline Layout layout(const at::Geometry& g) {
   const size_t scores = static_cast<size_t>(kTile) * l.sp * 4;
   const size_t queries = static_cast<size_t>(kTile) * (l.kp * 2 > kTile * 4 ? l.kp * 2 : kTile * 4);  // O's staging too
   l.warp = align128(scores + queries);
-  l.total = align128(l.values + static_cast<size_t>(l.n16) * l.vp * 2) + kWarps * l.warp;
+  l.warps = align128(l.values + static_cast<size_t>(l.n16) * l.vp * 2);
+  l.total = l.warps + kWarps * l.warp;
   return l;
 }
 
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int q0 = blockIdx.x * kRows, q1 = min(q0 + kRows, n);
   __half* keys = reinterpret_cast<__half*>(smem + l.keys);
   __half* values = reinterpret_cast<__half*>(smem + l.values);
-  unsigned char* mine = smem + align128(l.values + static_cast<size_t>(l.n16) * l.vp * 2) + warp * l.warp;
+  unsigned char* mine = smem + l.warps + warp * l.warp;
   float* s = reinterpret_cast<float*>(mine);
   __half* q = reinterpret_cast<__half*>(mine + static_cast<size_t>(kTile) * l.sp * 4);
   // 1. keys and values of every token and the block's queries, 8 channels (16 bytes) per load,
@@ -179,15 +180,16 @@ __global__ void __launch_bounds__(kWarps * 32)
 bool attention_mma_supported(const at::Geometry& g) {
   // 16-byte loads of q, k and v: every channel offset a multiple of 8
   if (g.key_dim % kTile != 0 || g.head_dim % kTile != 0 || g.tokens < 1 || g.qkv_pitch % 8 != 0) return false;
-  int device = 0, major = 0;  // wmma: compute capability 7.0 and later
+  int device = 0, major = 0, optin = 0;  // wmma: compute capability 7.0 and later
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
   if (major < 7) return false;
   const Layout l = layout(g);
-  return l.n16 <= 1024 && l.total <= kSmemMax;
+  return l.n16 <= 1024 && l.total <= static_cast<size_t>(optin);  // the device's opt-in shared memory per block
 }
 
 void attention_mma_prepare(const at::Geometry& g) {
