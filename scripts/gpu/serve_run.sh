@@ -13,6 +13,9 @@
 # SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds), SERVE_SLOW_MS (0:
 # the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
+# SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
+# SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
+# (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
 # SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs, for each server setting, the 1-image
 # closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
 set -uo pipefail
@@ -40,9 +43,15 @@ cache=$g/tactics.json
 # .gpu-serve/tactics.json.
 [ -f .gpu-serve/tactics.json ] && cp .gpu-serve/tactics.json "$cache"
 
+serve_extra=${SERVE_EXTRA:-}
+half_cores=$(( $(nproc) / 2 ))
+if [ "${SERVE_PIN:-0}" = 1 ] && command -v taskset >/dev/null; then
+  server_pin="taskset -c 0-$((half_cores - 1))" client_pin="taskset -c $half_cores-$(($(nproc) - 1))"
+  echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
+fi
 echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
-timeout 300 "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
-  --contexts 2 --decode gpu --decode-threads "$(nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
+timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
+  --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
 
 serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, waits until the model is ready
   local gpus=$1 name=$2 repo=$g/repo-$2
@@ -74,10 +83,13 @@ python3 bench/perf_analyzer_input.py --images "$imgs" --out "$pa_json" >/dev/nul
 pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
   local mode=(--concurrency-range "$3")
   # (rate mode: perf_analyzer's default of 4 sender threads did not keep up with the half-load rate)
-  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16)
+  # and the latency tail moves the average that perf_analyzer stabilises on: 50% there)
+  local stable=20
+  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16) stable=50
+
   LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
     --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
-    --stability-percentage 20 -f "$out/pa_$1.csv" >"$out/pa_$1.log" 2>&1
+    --stability-percentage "$stable" -f "$out/pa_$1.csv" >"$out/pa_$1.log" 2>&1
   python3 - "$out/pa_$1.csv" "$1" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1.log"; }
 import csv, sys
 row = next(csv.DictReader(open(sys.argv[1])))
@@ -207,12 +219,14 @@ if serve "0" gpu1; then
   load gpu1_b1 1
   rate=$(python3 -c "import json; print(round(json.load(open('$out/load_gpu1_b1.json'))['requests_per_s'] / 2))")
   echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
-  load gpu1_b1_half 1 "$rate"
+  stats a; load gpu1_b1_half 1 "$rate"; stats b; server_times a b | tee -a "$out/load_gpu1_b1_half.log"
   echo "-- perf_analyzer"
   pa gpu1_b8 8 "${PA_INFLIGHT_B8:-32}" | tee -a "$out/pa_summary.txt"
   pa gpu1_b1 1 "${PA_INFLIGHT_B1:-128}" | tee -a "$out/pa_summary.txt"
   pa_rate=$(python3 -c "import csv; print(round(float(next(csv.DictReader(open('$out/pa_gpu1_b1.csv')))['Inferences/Second']) / 2))" 2>/dev/null)
-  [ -n "$pa_rate" ] && pa gpu1_b1_half 1 - "$pa_rate" | tee -a "$out/pa_summary.txt"
+  if [ -n "$pa_rate" ]; then
+    stats a; pa gpu1_b1_half 1 - "$pa_rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
+  fi
   curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
   unload_cycles
   stop
