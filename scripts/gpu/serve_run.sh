@@ -149,6 +149,7 @@ PY
 # h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid), t: Triton's
 # request trace (every 20th request's timestamps: server-side latency, queue and compute percentiles),
 # w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1),
+# g: the engine replayed as CUDA graphs beside nvJPEG too (--engine-graphs; eager launches by default there),
 # b: the instances wait for the GPU asleep instead of spinning a core (parameter blocking_sync)
 # of the Python clients at SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
 sweep() {
@@ -158,6 +159,7 @@ sweep() {
     [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
     server_pin= client_pin= server_extra= server_env= serve_extra=
     [[ $spec == *b* ]] && serve_extra="--blocking-sync"
+    [[ $spec == *g* ]] && serve_extra="$serve_extra --engine-graphs"
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
     [[ $spec == *w* ]] && server_env="${server_env:-env} YOLOCU_NVJPEG_POW2_LISTS=1"
     [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
