@@ -72,9 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agnostic", action="store_true")
     p.add_argument("--decode", default="auto", choices=["auto", "gpu", "cpu"],
                    help="JPEG decode: nvJPEG on the instance's GPU, the CPU, or auto (gpu where it can)")
-    p.add_argument("--engine-graphs", dest="engine_graphs", action="store_const", const="on", default="auto",
-                   help="replay the engine as CUDA graphs (default: eager beside nvJPEG, graphs otherwise)")
-    p.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_const", const="off")
+    p.add_argument("--engine-graphs", dest="engine_graphs", action="store_const", const="on", default="on",
+                   help="replay the engine as CUDA graphs (the default)")
+    p.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_const", const="off",
+                   help="launch the engine's kernels one by one instead")
     p.add_argument("--contexts", type=int, default=1, help="execution contexts per GPU instance")
     p.add_argument("--imgsz", type=int, nargs="+", default=None, help="network input: size, or height width")
     p.add_argument("--threads", type=int, default=0, help="CPU engine threads of a CPU instance (0: all cores)")

@@ -513,11 +513,10 @@ def test_console_script_runs_the_cli_and_serve_help(samples, tmp_path):
 
 
 def test_serve_engine_graphs_flag():
-    """yolocu serve: the backend's engine_graphs parameter, auto by default (eager beside nvJPEG,
-    graphs otherwise), on / off by flag."""
+    """yolocu serve: the backend's engine_graphs parameter, on by default, off by flag."""
     from yolocu.serve import build_parser, parameters
     base = ["--model", "m.onnx"]
-    assert parameters(build_parser().parse_args(base))["engine_graphs"] == "auto"
+    assert parameters(build_parser().parse_args(base))["engine_graphs"] == "on"
     assert parameters(build_parser().parse_args(base + ["--no-engine-graphs"]))["engine_graphs"] == "off"
     assert parameters(build_parser().parse_args(base + ["--engine-graphs"]))["engine_graphs"] == "on"
 

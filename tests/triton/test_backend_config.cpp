@@ -119,7 +119,7 @@ TEST(TritonConfig, DetectorOptionsPerInstanceKind) {
   EXPECT_EQ(gpu.max_batch, 16);
   EXPECT_EQ(gpu.contexts, 2);
   EXPECT_EQ(gpu.decode, yolocu::DecodeDevice::kGpu);
-  EXPECT_FALSE(gpu.engine_graphs);  // eager beside nvJPEG
+  EXPECT_TRUE(gpu.engine_graphs);  // graphs by default, beside nvJPEG too
   const yolocu::DetectorOptions gpu_no_nvjpeg = yt::detector_options(c, true, 0, false);
   EXPECT_EQ(gpu_no_nvjpeg.decode, yolocu::DecodeDevice::kCpu);
   EXPECT_TRUE(gpu_no_nvjpeg.engine_graphs);
