@@ -114,11 +114,13 @@ struct GreenSplit {
   }
 };
 
-double median(std::vector<double> v) {
+// The q-quantile (0..1) of v, nearest rank.
+double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
+double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 }  // namespace
 
@@ -353,7 +355,8 @@ int main(int argc, char** argv) {
                   images / s, median(host), static_cast<long long>(sum.gpu_hardware),
                   static_cast<long long>(sum.gpu_hybrid), static_cast<long long>(sum.cpu_other),
                   w[0].dec->last_refusal().empty() ? "" : "; nvJPEG refused: ", w[0].dec->last_refusal().c_str());
-      std::printf("; %lld batched initialisations", static_cast<long long>(sum.batched_inits));
+      std::printf("; %lld batched initialisations; host ms/call p90 %.3f, p99 %.3f, max %.3f",
+                  static_cast<long long>(sum.batched_inits), quantile(host, 0.9), quantile(host, 0.99), quantile(host, 1.0));
       if (!busy_error.empty()) std::printf("; the engine beside it failed: %s", busy_error.c_str());
       if (busy_engine)
         std::printf("; beside it %ld forwards at batch 32 (%.0f images/s)", forwards.load(), 32.0 * forwards.load() / s);

@@ -125,7 +125,7 @@ gpu_begin
 if run_tests test_decode_cuda test_nvjpeg_allocators_cuda test_detect_encoded_cuda && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter ("-": none)
   sanitize_each <<'LIST'
-test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows* -
+test_decode_cuda DecodeCuda.JpegVariants*:DecodeCuda.BadInputs*:DecodeCuda.Corrupt*:DecodeCuda.BufferGrows*:DecodeCuda.PowerOfTwoLists* -
 test_detect_encoded_cuda DetectEncodedCuda.FallbacksAreExactAndErrorsNamed -
 test_nvjpeg_allocators_cuda * -
 LIST
@@ -140,7 +140,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ] || [ "${DECODE_ALONE:-0}" = 1 ]; then decode_alone; fi
   [ "${DECODE_LISTS:-0}" = 1 ] && decode_lists
   [ "${FROM_JPEG_ONLY:-0}" = 1 ] || decode_peer
-  from_jpeg_rows
+  [ "${FROM_JPEG_DECODE:-}" = none ] || from_jpeg_rows
   [ "${NSYS:-0}" = 1 ] && decode_nsys
 fi
 gpu_end
