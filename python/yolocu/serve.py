@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay the engine as CUDA graphs (the default)")
     p.add_argument("--no-engine-graphs", dest="engine_graphs", action="store_const", const="off",
                    help="launch the engine's kernels one by one instead")
+    p.add_argument("--engine-graph-segments", type=int, default=1, metavar="K",
+                   help="the engine's forward as K CUDA graphs of consecutive layers (1 to 64), so that nvJPEG's "
+                        "work runs between them (parameter engine_graph_segments)")
     p.add_argument("--contexts", type=int, default=1, help="execution contexts per GPU instance")
     p.add_argument("--imgsz", type=int, nargs="+", default=None, help="network input: size, or height width")
     p.add_argument("--threads", type=int, default=0, help="CPU engine threads of a CPU instance (0: all cores)")
@@ -120,6 +123,10 @@ def _validate(args: argparse.Namespace) -> None:
         _fail("--max-queue-delay-us and --queue-timeout-us must be >= 0, --max-queue-size >= 1")
     if not 0 <= args.slow_execution_ms <= 600000:
         _fail("--slow-execution-ms must be in 0..600000")
+    if not 1 <= args.engine_graph_segments <= 64:
+        _fail("--engine-graph-segments must be in 1..64")
+    if args.engine_graph_segments > 1 and args.engine_graphs == "off":
+        _fail("--engine-graph-segments goes with the engine as CUDA graphs (not with --no-engine-graphs)")
     if not 0 <= args.conf <= 1 or (args.iou is not None and not 0 <= args.iou <= 1):
         _fail("--conf and --iou must be in [0, 1]")
     if (args.precision == "int8") != (args.calibration is not None):
@@ -176,6 +183,8 @@ def parameters(args: argparse.Namespace) -> Dict[str, str]:
         p["slow_execution_ms"] = str(args.slow_execution_ms)
     if args.blocking_sync:
         p["blocking_sync"] = "true"
+    if args.engine_graph_segments != 1:
+        p["engine_graph_segments"] = str(args.engine_graph_segments)
     return p
 
 

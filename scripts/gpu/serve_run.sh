@@ -16,7 +16,7 @@
 # SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
-# SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs, for each server setting, the 1-image
+# SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs (SERVE_REPEAT: its half load that many times), for each server setting, the 1-image
 # closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -144,22 +144,24 @@ if n:
 PY
 }
 
-# SERVE_SWEEP entries: <queue delay us>[x<instances>][p][a]; p: the server on the first half of the
-# cores and the clients on the other half (taskset), a: --grpc-infer-allocation-pool-size 256,
-# h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid), t: Triton's
-# request trace (every 20th request's timestamps: server-side latency, queue and compute percentiles),
-# w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1),
-# g: the engine replayed as CUDA graphs beside nvJPEG too (--engine-graphs; eager launches by default there),
-# b: the instances wait for the GPU asleep instead of spinning a core (parameter blocking_sync)
-# of the Python clients at SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
+# SERVE_SWEEP entries: <queue delay us> then letters: x<N>: N instances; p: the server on the first
+# half of the cores and the clients on the other half (taskset); a: --grpc-infer-allocation-pool-size
+# 256; h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid);
+# w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1);
+# g: --engine-graphs (the default since the backend's engine_graphs is on; serve.py of this tree decides);
+# s<K>: the forward as K graphs (--engine-graph-segments K); b: the instances wait for the GPU asleep
+# instead of spinning a core (parameter blocking_sync); t: Triton's request trace (every 20th
+# request's timestamps: server-side latency, queue and compute percentiles) of the Python clients at
+# SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
 sweep() {
-  local spec d n rate half=$(( $(nproc) / 2 ))
+  local spec d n r rate half=$(( $(nproc) / 2 ))
   for spec in $SERVE_SWEEP; do
     d=${spec%%[!0-9]*}; n=$inst
     [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
     server_pin= client_pin= server_extra= server_env= serve_extra=
     [[ $spec == *b* ]] && serve_extra="--blocking-sync"
     [[ $spec == *g* ]] && serve_extra="$serve_extra --engine-graphs"
+    [[ $spec =~ s([0-9]+) ]] && serve_extra="$serve_extra --engine-graph-segments ${BASH_REMATCH[1]}"
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
     [[ $spec == *w* ]] && server_env="${server_env:-env} YOLOCU_NVJPEG_POW2_LISTS=1"
     [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
@@ -175,6 +177,9 @@ sweep() {
     fi
     echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
     stats a; load "sweep_${spec}_b1_half" 1 "$rate"; stats b; server_times a b | tee -a "$out/load_sweep_${spec}_b1_half.log"
+    for r in $(seq 2 "${SERVE_REPEAT:-1}"); do  # the same load again on the same server: the spread between runs
+      load "sweep_${spec}_b1_half_$r" 1 "$rate"
+    done
     if [[ $spec != *t* ]]; then
       stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
     fi

@@ -93,6 +93,9 @@ const std::map<std::string, Setter>& setters() {
       {"engine_graphs", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.engine_graphs = one_of(n, v, {"on", "off"});
        }},
+      {"engine_graph_segments", [](BackendConfig& c, const std::string& n, const std::string& v) {
+         c.engine_graph_segments = static_cast<int>(to_integer(n, v, 1, 64));
+       }},
       {"max_pixels", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.decode_limits.max_pixels = to_integer(n, v, 1, int64_t{1} << 31);
        }},
@@ -159,6 +162,8 @@ BackendConfig parse_backend_config(const std::string& model_config_json) {
     bad("parameter precision = 'int8' needs the parameter calibration (yolocu calibrate's file in the version folder)");
   if (c.precision != Precision::kInt8 && !c.calibration_file.empty())
     bad("parameter calibration goes with precision = 'int8'");
+  if (c.engine_graph_segments > 1 && c.engine_graphs != "on")
+    bad("parameter engine_graph_segments goes with engine_graphs = 'on'");
   return c;
 }
 
@@ -181,6 +186,7 @@ DetectorOptions detector_options(const BackendConfig& config, bool gpu, int devi
   // Graphs beside nvJPEG too: a dynamic batch of any size launches its forward in tens of
   // microseconds instead of a millisecond of eager launches on the instance's thread.
   o.engine_graphs = config.engine_graphs == "on";
+  o.engine_graph_segments = config.engine_graph_segments;
   o.blocking_sync = config.blocking_sync;
   return o;
 }

@@ -19,6 +19,7 @@ struct BackendConfig {
   std::string tactic_cache;        // "" the engine's default file, "none" no file
   std::string decode = "auto";     // "gpu" (nvJPEG), "cpu", "auto": gpu where a GPU instance has nvJPEG
   std::string engine_graphs = "on";  // "on": the engine replayed as CUDA graphs, "off": eager launches
+  int engine_graph_segments = 1;   // with graphs: the forward as this many graphs (1..64)
   DecodeLimits decode_limits;      // max_pixels, max_width, max_height per image
   uint64_t max_request_bytes = uint64_t{64} << 20;  // encoded bytes of one request's IMAGE tensor
   int contexts = 1;                // execution contexts per GPU instance

@@ -519,6 +519,19 @@ def test_serve_engine_graphs_flag():
     assert parameters(build_parser().parse_args(base))["engine_graphs"] == "on"
     assert parameters(build_parser().parse_args(base + ["--no-engine-graphs"]))["engine_graphs"] == "off"
     assert parameters(build_parser().parse_args(base + ["--engine-graphs"]))["engine_graphs"] == "on"
+    assert "engine_graph_segments" not in parameters(build_parser().parse_args(base))
+    assert parameters(build_parser().parse_args(base + ["--engine-graph-segments", "8"]))["engine_graph_segments"] == "8"
+
+
+def test_serve_refuses_bad_graph_segments():
+    """--engine-graph-segments: 1..64, and only with the engine as CUDA graphs; refused by name."""
+    from yolocu.serve import _validate, build_parser
+    base = ["--model", model_path()]
+    _validate(build_parser().parse_args(base + ["--engine-graph-segments", "64"]))
+    with pytest.raises(SystemExit, match="--engine-graph-segments must be in 1..64"):
+        _validate(build_parser().parse_args(base + ["--engine-graph-segments", "0"]))
+    with pytest.raises(SystemExit, match="not with --no-engine-graphs"):
+        _validate(build_parser().parse_args(base + ["--engine-graph-segments", "4", "--no-engine-graphs"]))
 
 
 def test_warm_up_checks_sizes(det):

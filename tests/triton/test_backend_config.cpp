@@ -49,6 +49,10 @@ TEST(TritonConfig, ReadsEveryParameter) {
       param("max_image_side", "4096") + "," + param("max_request_bytes", "1048576") + "," + param("contexts", "2") + "," +
       param("model_file", "yolov8n.onnx") + "," + param("imgsz", "384,640") + "," + param("cpu_threads", "3") + "," +
       param("slow_execution_ms", "25") + "," + param("blocking_sync", "true")));
+  const yt::BackendConfig segmented =
+      yt::parse_backend_config(with_params(param("engine_graphs", "on") + "," + param("engine_graph_segments", "8")));
+  EXPECT_EQ(segmented.engine_graph_segments, 8);
+  EXPECT_EQ(yt::detector_options(segmented, true, 0, true).engine_graph_segments, 8);
   EXPECT_EQ(c.precision, yolocu::Precision::kFloat32);
   EXPECT_FLOAT_EQ(c.postprocess.conf_threshold, 0.4f);
   EXPECT_FLOAT_EQ(c.postprocess.iou_threshold, 0.6f);
@@ -91,6 +95,10 @@ TEST(TritonConfig, RefusesBadValuesByName) {
   EXPECT_NE(error_of(with_params(param("slow_execution_ms", "-1"))).find("slow_execution_ms"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("blocking_sync", "yes"))).find("blocking_sync = 'yes' must be one of true, false"),
             std::string::npos);
+  EXPECT_NE(error_of(with_params(param("engine_graph_segments", "65"))).find("must be an integer in [1, 64]"), std::string::npos);
+  EXPECT_NE(error_of(with_params(param("engine_graphs", "off") + "," + param("engine_graph_segments", "4")))
+                .find("engine_graph_segments goes with engine_graphs = 'on'"),
+            std::string::npos);
   EXPECT_NE(error_of(with_params(param("confidence", "0.5"))).find("unknown parameter 'confidence'"), std::string::npos);
   EXPECT_NE(error_of(R"({"max_batch_size": 0})").find("max_batch_size must be an integer in [1, 256]"), std::string::npos);
   EXPECT_NE(error_of(R"({"name": "m"})").find("max_batch_size must be set"), std::string::npos);
@@ -120,6 +128,7 @@ TEST(TritonConfig, DetectorOptionsPerInstanceKind) {
   EXPECT_EQ(gpu.contexts, 2);
   EXPECT_EQ(gpu.decode, yolocu::DecodeDevice::kGpu);
   EXPECT_TRUE(gpu.engine_graphs);  // graphs by default, beside nvJPEG too
+  EXPECT_EQ(gpu.engine_graph_segments, 1);
   const yolocu::DetectorOptions gpu_no_nvjpeg = yt::detector_options(c, true, 0, false);
   EXPECT_EQ(gpu_no_nvjpeg.decode, yolocu::DecodeDevice::kCpu);
   EXPECT_TRUE(gpu_no_nvjpeg.engine_graphs);
