@@ -18,7 +18,8 @@
 // good ends with StreamState::kFailed and a message; the others keep going.
 //
 // Threads: next_batch(), status(), take_messages() and stop() may be called from any thread;
-// frames come out in order within each source. The destructor stops and joins every thread.
+// frames come out in order within each source. With StreamOptions::groups the sources are split
+// between several consumers (one detector per GPU), each taking batches of its own group's sources. The destructor stops and joins every thread.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,11 @@ struct StreamOptions {
   double stable_after_s = 30;     // a connection that delivers frames this long resets the attempt count
   double batch_wait_s = 0.005;    // next_batch: after the first ready frame, wait at most this long for
                                   // frames of other sources to fill the batch
+  // Several consumers, e.g. one detector per GPU: source i belongs to group groups[i] (0..G-1; empty:
+  // every source in group 0), next_batch(..., g) takes the frames of group g only, and a group's
+  // sources decode on group_cuda_devices[g] (NVDEC; empty: source.cuda_device for every group).
+  std::vector<int> groups;
+  std::vector<int> group_cuda_devices;
 };
 
 enum class StreamState { kOpening, kRunning, kReconnecting, kFinished, kFailed };
@@ -66,10 +72,13 @@ class StreamSet {
   StreamSet(const StreamSet&) = delete;
   StreamSet& operator=(const StreamSet&) = delete;
 
-  // Replaces `batch` with 1..max_frames ready frames (round robin over the sources, in order within
-  // each). Blocks until a frame is ready; false (empty batch) once every source has ended and its
-  // queue is empty, or after stop().
-  bool next_batch(std::vector<VideoFrame>& batch, size_t max_frames);
+  // Replaces `batch` with 1..max_frames ready frames of group `group` (StreamOptions::groups; round
+  // robin over its sources, in order within each). Blocks until a frame is ready; false (empty batch)
+  // once every source of the group has ended and its queue is empty, or after stop(). One consumer
+  // thread per group.
+  bool next_batch(std::vector<VideoFrame>& batch, size_t max_frames, int group = 0);
+  // The number of groups (1 without StreamOptions::groups).
+  int groups() const noexcept;
 
   std::vector<StreamStatus> status() const;
   size_t size() const noexcept;

@@ -31,6 +31,7 @@ struct StreamSet::Impl {
     StreamStatus status;   // status.source: redacted
     std::string url;       // the source as given, for FrameSource::open only
     SourceKind kind = SourceKind::kFile;
+    int group = 0;         // StreamOptions::groups
     std::deque<VideoFrame> queue;
     bool ended = false;          // the reader thread is done; nothing more will be queued
     FrameSource* current = nullptr;  // the open source, for stop() (guarded by mu)
@@ -44,7 +45,8 @@ struct StreamSet::Impl {
   std::atomic<bool> stopping{false};
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<std::string> messages;
-  size_t round_robin = 0;
+  std::vector<std::vector<Stream*>> members;  // per group, its streams in id order
+  std::vector<size_t> round_robin;            // per group
 
   std::string name(const Stream& s) const { return "stream " + std::to_string(s.status.stream_id) + " (" + s.status.source + ")"; }
 
@@ -92,6 +94,8 @@ struct StreamSet::Impl {
     int64_t pushed = 0;
     VideoSourceOptions source_options = options.source;
     source_options.cancel = &stopping;
+    if (!options.group_cuda_devices.empty())
+      source_options.cuda_device = options.group_cuda_devices[static_cast<size_t>(s.group)];
     // GPU decoding: the queue, the batch being detected and the frame being read hold surfaces
     source_options.max_frames_held = static_cast<int>(std::min<size_t>(2 * options.queue_depth + 2, 16));
     for (;;) {
@@ -169,21 +173,46 @@ struct StreamSet::Impl {
     }
   }
 
-  size_t ready_count() const {  // mu held
+  // Of group g (mu held): the frames queued; whether every stream has ended; whether every stream
+  // that can still deliver has a frame queued (no point waiting longer).
+  size_t ready_count(int g) const {
     size_t n = 0;
-    for (const auto& s : streams) n += s->queue.size();
+    for (const Stream* s : members[static_cast<size_t>(g)]) n += s->queue.size();
     return n;
   }
-
-  bool all_ended() const {  // mu held
-    return std::all_of(streams.begin(), streams.end(), [](const auto& s) { return s->ended; });
+  bool all_ended(int g) const {
+    const auto& m = members[static_cast<size_t>(g)];
+    return std::all_of(m.begin(), m.end(), [](const Stream* s) { return s->ended; });
   }
-
-  // Every stream that can still deliver has a frame queued (no point waiting longer).
-  bool all_active_have_frames() const {  // mu held
-    return std::all_of(streams.begin(), streams.end(), [](const auto& s) { return s->ended || !s->queue.empty(); });
+  bool all_active_have_frames(int g) const {
+    const auto& m = members[static_cast<size_t>(g)];
+    return std::all_of(m.begin(), m.end(), [](const Stream* s) { return s->ended || !s->queue.empty(); });
   }
 };
+
+namespace {
+
+// The group count of the options' partition; kInvalidArgument when it does not fit the sources.
+int check_groups(const StreamOptions& o, size_t sources) {
+  if (o.groups.empty()) {
+    YOLOCU_CHECK(o.group_cuda_devices.size() <= 1, kInvalidArgument,
+                 "StreamSet: group_cuda_devices has ", o.group_cuda_devices.size(), " entries for 1 group");
+    return 1;
+  }
+  YOLOCU_CHECK(o.groups.size() == sources, kInvalidArgument, "StreamSet: groups has ", o.groups.size(),
+               " entries for ", sources, " sources");
+  int g = 0;
+  for (int x : o.groups) {
+    YOLOCU_CHECK(x >= 0 && x < 1024, kInvalidArgument, "StreamSet: group ", x, " out of range [0, 1024)");
+    g = std::max(g, x + 1);
+  }
+  YOLOCU_CHECK(o.group_cuda_devices.empty() || o.group_cuda_devices.size() == static_cast<size_t>(g), kInvalidArgument,
+               "StreamSet: group_cuda_devices has ", o.group_cuda_devices.size(), " entries for ", g, " groups");
+  for (int d : o.group_cuda_devices) YOLOCU_CHECK(d >= 0, kInvalidArgument, "StreamSet: CUDA device ", d, " < 0");
+  return g;
+}
+
+}  // namespace
 
 StreamSet::StreamSet(const std::vector<std::string>& sources, const StreamOptions& options)
     : impl_(std::make_unique<Impl>()) {
@@ -192,10 +221,15 @@ StreamSet::StreamSet(const std::vector<std::string>& sources, const StreamOption
   YOLOCU_CHECK(options.reconnect_delay_s >= 0 && options.reconnect_max_delay_s >= options.reconnect_delay_s &&
                    options.batch_wait_s >= 0 && options.max_reconnects >= -1 && options.stable_after_s >= 0,
                kInvalidArgument, "StreamSet: invalid reconnect or batch options");
+  const int groups = check_groups(options, sources.size());
   impl_->options = options;
+  impl_->members.resize(static_cast<size_t>(groups));
+  impl_->round_robin.assign(static_cast<size_t>(groups), 0);
   for (size_t i = 0; i < sources.size(); ++i) {
     auto s = std::make_unique<Impl::Stream>();
     s->status.stream_id = static_cast<int>(i);
+    s->group = options.groups.empty() ? 0 : options.groups[i];
+    impl_->members[static_cast<size_t>(s->group)].push_back(s.get());
     s->url = sources[i];
     s->status.source = redact_source(sources[i]);  // what status() reports and messages print
     s->kind = classify_source(sources[i]);
@@ -215,6 +249,8 @@ StreamSet::~StreamSet() {
 
 size_t StreamSet::size() const noexcept { return impl_->streams.size(); }
 
+int StreamSet::groups() const noexcept { return static_cast<int>(impl_->members.size()); }
+
 void StreamSet::stop() {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
@@ -225,22 +261,26 @@ void StreamSet::stop() {
   m.space.notify_all();
 }
 
-bool StreamSet::next_batch(std::vector<VideoFrame>& batch, size_t max_frames) {
+bool StreamSet::next_batch(std::vector<VideoFrame>& batch, size_t max_frames, int group) {
   YOLOCU_CHECK(max_frames > 0, kInvalidArgument, "next_batch: max_frames must be > 0");
+  YOLOCU_CHECK(group >= 0 && group < groups(), kInvalidArgument, "next_batch: group ", group, " of ", groups());
   batch.clear();
   Impl& m = *impl_;
+  const int g = group;
   std::unique_lock<std::mutex> lock(m.mu);
-  m.ready.wait(lock, [&] { return m.stopping.load() || m.ready_count() > 0 || m.all_ended(); });
-  if (m.stopping.load() || m.ready_count() == 0) return false;
-  if (m.ready_count() < max_frames && !m.all_active_have_frames() && m.options.batch_wait_s > 0)
+  m.ready.wait(lock, [&] { return m.stopping.load() || m.ready_count(g) > 0 || m.all_ended(g); });
+  if (m.stopping.load() || m.ready_count(g) == 0) return false;
+  if (m.ready_count(g) < max_frames && !m.all_active_have_frames(g) && m.options.batch_wait_s > 0)
     m.ready.wait_for(lock, std::chrono::duration<double>(m.options.batch_wait_s), [&] {
-      return m.stopping.load() || m.ready_count() >= max_frames || m.all_active_have_frames();
+      return m.stopping.load() || m.ready_count(g) >= max_frames || m.all_active_have_frames(g);
     });
-  const size_t n = m.streams.size();
+  const std::vector<Impl::Stream*>& members = m.members[static_cast<size_t>(g)];
+  size_t& round_robin = m.round_robin[static_cast<size_t>(g)];
+  const size_t n = members.size();
   for (bool took = true; took && batch.size() < max_frames;) {
     took = false;
     for (size_t k = 0; k < n && batch.size() < max_frames; ++k) {
-      Impl::Stream& s = *m.streams[(m.round_robin + k) % n];
+      Impl::Stream& s = *members[(round_robin + k) % n];
       if (s.queue.empty()) continue;
       batch.push_back(std::move(s.queue.front()));
       s.queue.pop_front();
@@ -248,7 +288,7 @@ bool StreamSet::next_batch(std::vector<VideoFrame>& batch, size_t max_frames) {
       took = true;
     }
   }
-  m.round_robin = (m.round_robin + 1) % n;
+  round_robin = (round_robin + 1) % n;
   m.space.notify_all();
   return !batch.empty();
 }

@@ -23,10 +23,11 @@ struct Drained {
   std::vector<std::string> messages;
 };
 
-Drained drain(StreamSet& set, size_t batch_size, std::chrono::milliseconds pause = std::chrono::milliseconds(0)) {
+Drained drain(StreamSet& set, size_t batch_size, std::chrono::milliseconds pause = std::chrono::milliseconds(0),
+              int group = 0) {
   Drained d;
   std::vector<VideoFrame> batch;
-  while (set.next_batch(batch, batch_size)) {
+  while (set.next_batch(batch, batch_size, group)) {
     ++d.batches;
     d.largest = std::max(d.largest, batch.size());
     EXPECT_LE(batch.size(), batch_size);
@@ -184,11 +185,77 @@ TEST(StreamSet, StopEndsBlockedReadersPromptly) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.0);
 }
 
+// Two consumers (one detector per GPU): each takes its own group's sources only, and one group
+// drains to its end while the other's consumer has not started (its file readers wait on full queues).
+TEST(StreamSet, GroupsAreDrainedApart) {
+  YOLOCU_REQUIRE_VIDEO(h264, "clip_h264.mp4");
+  YOLOCU_REQUIRE_VIDEO(mjpeg, "clip_mjpeg.avi");
+  StreamOptions o;
+  o.queue_depth = 2;
+  o.groups = {0, 1, 0};
+  StreamSet set({h264, mjpeg, h264}, o);
+  EXPECT_EQ(set.groups(), 2);
+  const Drained second = drain(set, 4, std::chrono::milliseconds(0), 1);
+  ASSERT_EQ(second.frames.size(), 1u);
+  ASSERT_EQ(second.frames.count(1), 1u);
+  EXPECT_EQ(second.frames.at(1).size(), 30u);
+  EXPECT_EQ(set.status().at(0).delivered, 0) << "group 1's consumer took a frame of group 0";
+  const Drained first = drain(set, 4, std::chrono::milliseconds(0), 0);
+  ASSERT_EQ(first.frames.size(), 2u);
+  for (int id : {0, 2}) {
+    const auto& fs = first.frames.at(id);
+    ASSERT_EQ(fs.size(), 30u) << "stream " << id;
+    for (size_t i = 0; i < fs.size(); ++i) EXPECT_EQ(fs[i].index, static_cast<int64_t>(i)) << "stream " << id;
+  }
+  EXPECT_GT(first.largest, 1u) << "the two streams of group 0 never shared a batch";
+  for (const StreamStatus& st : set.status()) EXPECT_EQ(st.state, StreamState::kFinished) << st.source << ": " << st.error;
+}
+
+TEST(StreamSet, GroupsDrainedByConcurrentConsumers) {
+  YOLOCU_REQUIRE_VIDEO(h264, "clip_h264.mp4");
+  YOLOCU_REQUIRE_VIDEO(mjpeg, "clip_mjpeg.avi");
+  StreamOptions o;
+  o.groups = {1, 0, 1, 0};
+  StreamSet set({h264, mjpeg, mjpeg, h264}, o);
+  Drained d[2];
+  std::thread t0([&] { d[0] = drain(set, 3, std::chrono::milliseconds(0), 0); });
+  std::thread t1([&] { d[1] = drain(set, 3, std::chrono::milliseconds(1), 1); });
+  t0.join();
+  t1.join();
+  for (int g : {0, 1}) {
+    ASSERT_EQ(d[g].frames.size(), 2u) << "group " << g;
+    for (const auto& [id, fs] : d[g].frames) {
+      EXPECT_EQ(o.groups[static_cast<size_t>(id)], g) << "stream " << id << " went to group " << g;
+      EXPECT_EQ(fs.size(), 30u) << "stream " << id;
+    }
+  }
+}
+
 TEST(StreamSet, RejectsBadArguments) {
   EXPECT_THROW(StreamSet({}), Error);
   StreamOptions o;
   o.queue_depth = 0;
   EXPECT_THROW(StreamSet({"a.mp4"}, o), Error);
+  auto message = [](const std::vector<std::string>& sources, const StreamOptions& opt) {
+    try {
+      StreamSet set(sources, opt);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  StreamOptions g;
+  g.groups = {0};
+  EXPECT_NE(message({"a.mp4", "b.mp4"}, g).find("groups has 1 entries for 2 sources"), std::string::npos);
+  g.groups = {0, 1};
+  g.group_cuda_devices = {0};
+  EXPECT_NE(message({"a.mp4", "b.mp4"}, g).find("group_cuda_devices has 1 entries for 2 groups"), std::string::npos);
+  g.groups = {0, -1};
+  g.group_cuda_devices.clear();
+  EXPECT_NE(message({"a.mp4", "b.mp4"}, g).find("group -1 out of range"), std::string::npos);
+  StreamSet one({"no/such/file.mp4"});
+  std::vector<VideoFrame> batch;
+  EXPECT_THROW(one.next_batch(batch, 1, 1), Error);
 }
 
 }  // namespace
