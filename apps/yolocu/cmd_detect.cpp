@@ -42,7 +42,8 @@ void print_help() {
       "  --multi-label      one candidate per (box, class) above --conf\n"
       "model and execution:\n"
       "  --imgsz S | H W    network input size (default: the model's static size, else 640)\n"
-      "  --device D         auto | cpu | cuda | cuda:N (auto)\n"
+      "  --device D         auto | cpu | cuda | cuda:N (auto); video runs also cuda:N,M,...: one detector\n"
+      "                     per GPU, the streams spread over them\n"
       "  --precision P      GPU engine precision: fp16 (default, also --half) or fp32; int8: simulated INT8\n"
       "                     on the CPU with --calibration FILE (yolocu calibrate; docs/int8.md)\n"
       "  --letterbox M      GPU letterbox: exact (bit-identical to OpenCV, default) or fast\n"
@@ -244,7 +245,7 @@ int detect_videos(const Args& args, const std::string& model, const std::vector<
   if (!videos.empty() && !video_input_supported())
     throw UsageError(videos[0] + ": a video, and this yolocu was built without video input (FFmpeg)");
   check_model_file(model);
-  return cmd_detect_video(args, detector_options(args, family_postprocess_options()),
+  return cmd_detect_video(args, detector_options(args, family_postprocess_options(), /*several_gpus=*/true),
                           run_dir_option(args, "runs/detect", "predict"), nullptr, videos);
 }
 

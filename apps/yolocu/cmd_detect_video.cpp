@@ -11,10 +11,13 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,6 +25,7 @@
 #include "classes_option.hpp"
 #include "commands.hpp"
 #include "json_out.hpp"
+#include "options.hpp"
 #include "paths.hpp"
 #include "video_stage.hpp"
 #include "video_timeline.hpp"
@@ -222,6 +226,38 @@ class VideoRun {
     if (stage_) stage_->begin(names_, stems_);
   }
 
+  // Several GPUs: one thread per detector takes the batches of its group of streams
+  // (StreamOptions::groups), detects them on its GPU and writes them, one batch at a time; the first
+  // error stops every stream and is thrown when all threads are done.
+  void run_groups(StreamSet& streams, const std::vector<Detector*>& detectors, size_t batch_size) {
+    t0_ = last_progress_ = std::chrono::steady_clock::now();
+    std::mutex out;
+    std::exception_ptr error;
+    std::vector<std::thread> threads;
+    for (size_t g = 0; g < detectors.size(); ++g)
+      threads.emplace_back([&, g] {
+        try {
+          std::vector<VideoFrame> batch;
+          while (streams.next_batch(batch, batch_size, static_cast<int>(g))) {
+            std::vector<Detections> results = detect_frames(*detectors[g], batch);
+            std::lock_guard<std::mutex> lock(out);
+            for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
+            print_messages(streams);
+            print_progress(streams);
+          }
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(out);
+          if (!error) error = std::current_exception();
+          streams.stop();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+
+  // What the summary line says the detector ran on ("cuda" by default).
+  void set_device_label(std::string label) { device_label_ = std::move(label); }
+
   // The batches of the streams until they end (or Ctrl-C stops them); the clock starts here.
   // With a timeline (--timeline), each batch's stages are marked on it.
   void run(StreamSet& streams, size_t batch_size, VideoTimeline* timeline) {
@@ -267,7 +303,8 @@ class VideoRun {
     }
     if (o_.quiet) return status_;
     std::fprintf(stderr, "%zu frames from %zu sources (%" PRId64 " dropped), %zu detections on %s, %.1f frames/s%s\n",
-                 frames_, sources_.size(), dropped, detections_, device_name(det_.device()),
+                 frames_, sources_.size(), dropped, detections_,
+                 device_label_.empty() ? device_name(det_.device()) : device_label_.c_str(),
                  wall > 0 ? static_cast<double>(frames_) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
     if (o_.verbose)
       for (const StreamStatus& st : streams.status())
@@ -372,6 +409,7 @@ class VideoRun {
   std::set<int> writer_failed_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_progress_ = t0_;
   size_t frames_ = 0, detections_ = 0;
+  std::string device_label_;
   bool progress_shown_ = false;
   int status_ = 0;
 };
@@ -403,26 +441,52 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
   if (!timeline_path.empty()) check_output_file("--timeline", timeline_path);
   if (vo.save || vo.save_frames) vo.out_dir = claim_run_dir(out_dir);
 
-  auto detector = create_detector(args, model, detector_opts);
+  // --device cuda:0,1: one detector per GPU, the sources spread over them (source i on GPU i mod n,
+  // decoded there by NVDEC), each detector taking batches of its own sources
+  const std::vector<int> gpus = cuda_device_list(args);
+  const bool several = gpus.size() > 1;
+  if (several && !timeline_path.empty()) throw UsageError("--timeline follows one detector: not with several GPUs");
+  std::vector<std::unique_ptr<Detector>> detectors;
+  detectors.push_back(create_detector(args, model, detector_opts));
+  Detector& detector = *detectors.front();
   // GPU decoding feeds the GPU detector (device frames, no host copy); the CPU detector reads host frames
-  if (detector->device() != Device::kCuda) {
+  if (detector.device() != Device::kCuda) {
     if (vo.streams.source.backend == DecodeBackend::kCuda)
       throw UsageError("--decoder cuda needs the GPU detector (--device cuda)");
     vo.streams.source.backend = DecodeBackend::kCpu;
   }
-  vo.streams.source.cuda_device = detector->options().cuda_device;
+  vo.streams.source.cuda_device = detector.options().cuda_device;
   vo.streams.source.limits = detector_opts.decode_limits;  // --max-pixels: frames as images
   const size_t batch_size =
       args.has("batch") ? static_cast<size_t>(detector_opts.max_batch) : std::min<size_t>(sources.size(), 16);
-  warm_up_batch_sizes(*detector, batch_size, vo.quiet);
+  warm_up_batch_sizes(detector, batch_size, vo.quiet);
+  std::string label;
+  for (size_t k = 1; several && k < gpus.size(); ++k) {  // after the first: its tactics are in the cache file
+    DetectorOptions o = detector_opts;
+    o.cuda_device = gpus[k];
+    detectors.push_back(create_detector(args, model, o));
+    warm_up_batch_sizes(*detectors.back(), batch_size, vo.quiet);
+  }
+  if (several) {
+    for (size_t i = 0; i < sources.size(); ++i) vo.streams.groups.push_back(static_cast<int>(i % gpus.size()));
+    vo.streams.group_cuda_devices = gpus;
+    for (int g : gpus) label += (label.empty() ? "GPUs " : ", ") + std::to_string(g);
+  }
 
-  VideoRun run(*detector, sources, vo, stage);
+  VideoRun run(detector, sources, vo, stage);
+  run.set_device_label(label);
   std::unique_ptr<VideoTimeline> timeline;
-  if (!timeline_path.empty()) timeline = std::make_unique<VideoTimeline>(*detector, timeline_path);
+  if (!timeline_path.empty()) timeline = std::make_unique<VideoTimeline>(detector, timeline_path);
   StreamSet streams(sources, vo.streams);
   try {
     InterruptWatcher watcher(streams);
-    run.run(streams, batch_size, timeline.get());
+    if (several) {
+      std::vector<Detector*> each;
+      for (auto& d : detectors) each.push_back(d.get());
+      run.run_groups(streams, each, batch_size);
+    } else {
+      run.run(streams, batch_size, timeline.get());
+    }
   } catch (...) {
     streams.stop();
     throw;

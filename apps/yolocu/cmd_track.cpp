@@ -96,7 +96,8 @@ int cmd_track(int argc, char** argv) {
   if (args.flag("save-txt")) prepare_output_dir("--output-dir", out_dir);
   RunDir run_dir;
   run_dir.path = out_dir, run_dir.option = "--output-dir";
-  return cmd_detect_video(args, detector_options(args, family_postprocess_options()), run_dir, &stage);
+  return cmd_detect_video(args, detector_options(args, family_postprocess_options(), /*several_gpus=*/true), run_dir,
+                          &stage);
 }
 
 }  // namespace yolocu::cli

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -45,14 +46,35 @@ void read_input_size(const Args& args, DetectorOptions& o) {
   if (!sz.empty() && (sz[0] <= 0 || sz.back() <= 0)) throw UsageError("--imgsz must be > 0");
 }
 
-void read_device(const Args& args, DetectorOptions& o) {
+// The GPU numbers of "cuda:N" or "cuda:N,M,..." (or a bare "N"); UsageError naming a bad one or a repeat.
+std::vector<int> parse_cuda_ids(const std::string& dev) {
+  const std::string list = dev.rfind("cuda:", 0) == 0 ? dev.substr(5) : dev;
+  std::vector<int> ids;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    const std::string id = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--device " + dev + ": '" + id + "' is not a GPU number (cuda:N, or cuda:N,M,... for video runs)");
+    const int n = std::atoi(id.c_str());
+    if (std::find(ids.begin(), ids.end(), n) != ids.end()) throw UsageError("--device " + dev + ": GPU " + id + " is named twice");
+    ids.push_back(n);
+    if (comma == std::string::npos) return ids;
+    start = comma + 1;
+  }
+}
+
+void read_device(const Args& args, DetectorOptions& o, bool several_gpus) {
   const std::string dev = args.get("device", "auto");
   if (dev == "auto") o.device = Device::kAuto;
   else if (dev == "cpu") o.device = Device::kCpu;
   else if (dev == "cuda" || dev == "gpu") o.device = Device::kCuda;
-  else if (dev.rfind("cuda:", 0) == 0 || (dev.size() == 1 && std::isdigit(static_cast<unsigned char>(dev[0])))) {
+  else if (dev.rfind("cuda:", 0) == 0 || (!dev.empty() && std::isdigit(static_cast<unsigned char>(dev[0])))) {
+    const std::vector<int> ids = parse_cuda_ids(dev);
+    if (ids.size() > 1 && !several_gpus)
+      throw UsageError("--device " + dev + ": several GPUs are for video runs (--source or video PATHs); this runs on one");
     o.device = Device::kCuda;
-    o.cuda_device = std::atoi(dev.c_str() + (dev[0] == 'c' ? 5 : 0));
+    o.cuda_device = ids[0];
   } else {
     throw UsageError("--device must be auto, cpu, cuda or cuda:N, got '" + dev + "'");
   }
@@ -167,12 +189,18 @@ std::vector<std::string> detector_flag_options() {
           "pad-batches"};
 }
 
-DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults) {
+std::vector<int> cuda_device_list(const Args& args) {
+  const std::string dev = args.get("device", "auto");
+  if (dev.rfind("cuda:", 0) != 0 && !(!dev.empty() && std::isdigit(static_cast<unsigned char>(dev[0])))) return {};
+  return parse_cuda_ids(dev);
+}
+
+DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults, bool several_gpus) {
   DetectorOptions o;
   o.postprocess = defaults;
   read_postprocess(args, o.postprocess);
   read_input_size(args, o);
-  read_device(args, o);
+  read_device(args, o, several_gpus);
   read_engine(args, o);
   read_decode_and_graphs(args, o);
   read_decode_limits(args, o);

@@ -13,7 +13,12 @@ namespace yolocu::cli {
 // --multi-label --imgsz --device --batch --threads --decode ...) over the given post-processing
 // defaults, which may leave conf, iou and max_det to the model family
 // (family_postprocess_options(); the Detector resolves them, DetectorOptions::postprocess_defaults).
-DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults);
+// `several_gpus`: --device cuda:N,M,... is accepted (video runs: one detector per GPU; the options
+// name the first), else refused.
+DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults, bool several_gpus = false);
+
+// The GPUs --device names ("cuda:0,1" -> {0, 1}, "cuda:2" -> {2}); {} for auto, cpu and cuda.
+std::vector<int> cuda_device_list(const Args& args);
 
 // The valued/flag option names detector_options() reads.
 std::vector<std::string> detector_valued_options();

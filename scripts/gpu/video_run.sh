@@ -25,9 +25,14 @@
 #      ready, each way twice on a fresh tactic cache file of its own (the first process cold, the
 #      second from the file): every untuned size derived, then --pad-batches (only 1, 2, 4, ... and
 #      32 run); then each way's engine time per batch size (what padding costs).
+#   7. two GPUs (issue #35), only with GPUS2=1 (with the rest) or GPUS2_ONLY=1, on a machine of two
+#      or more GPUs (nvidia-h100-x2): GPUS2_STREAMS (32) streams of the 1080p H.264 clip, NVDEC,
+#      yolov5n FP16, `yolocu detect --device cuda:0` against `--device cuda:0,1` (one detector per
+#      GPU, the streams spread over both), twice each alternating: frames/s, the ratio, and that both
+#      wrote a JSON line for every frame of every stream.
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
-# WARM_BATCH (default 32), CODECS (default "h264 hevc").
+# WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (32).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -84,7 +89,7 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
-if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
+if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
   # exactness tests compare two paths through the same engine: quick tactic tuning is enough
@@ -220,7 +225,26 @@ if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
   done
 fi
 
-tar -C "$final" --exclude='*.jpg' -czf "$final/logs.tar.gz" logs && rm -rf "$out"
+if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  k=${GPUS2_STREAMS:-32}
+  step "two GPUs: $k streams on cuda:0 against cuda:0,1"
+  unset YOLOCU_TUNE_QUICK
+  export YOLOCU_TACTIC_CACHE=$out/gpus2_tactics.json
+  for i in $(seq "$k"); do echo "$clip"; done >"$out/gpus2_streams.txt"
+  fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
+  frames=$(timeout 60 "$bin/bench_video_decode" "$clip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
+  for dev in cuda:0 cuda:0,1 cuda:0 cuda:0,1; do  # alternating: the spread shows the noise
+    name=gpus2_${dev//[:,]/_}
+    b=$(( k < 32 ? k : 32 ))  # the streams of a GPU per batch
+    [ "$dev" = cuda:0,1 ] && b=$(( (k + 1) / 2 < 32 ? (k + 1) / 2 : 32 ))
+    timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/gpus2_streams.txt" --device "$dev" --precision fp16 \
+      --decoder cuda --batch "$b" --progress 0 --jsonl "$out/$name.jsonl" >"$out/$name.log" 2>&1 ||
+      row "FAIL  yolocu detect --device $dev (log $name.log)"
+    row "yolocu detect --device $dev, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/$name.log") frames/s, $(wc -l <"$out/$name.jsonl") JSON lines (expected $k x ${frames:-?})"
+  done
+fi
+
+tar -C "$final" --exclude='*.jpg' --exclude='*.jsonl' -czf "$final/logs.tar.gz" logs && rm -rf "$out"
 echo
 echo "================ summary ================"
 cat "$summary"

@@ -157,6 +157,11 @@ TEST(VideoCli, UsageErrors) {
       {"--source x.mp4 y.jpg", "either as PATHs or with --source"},
       {"--source x.mp4 --timeout 0", "--timeout must be in"},
       {"--timeline t.json x.jpg", "--timeline needs a video run"},
+      {"--device cuda:0,1 x.jpg", "--device cuda:0,1: several GPUs are for video runs"},
+      {"--source x.mp4 --device cuda:0,0", "--device cuda:0,0: GPU 0 is named twice"},
+      {"--source x.mp4 --device cuda:0,x", "--device cuda:0,x: 'x' is not a GPU number"},
+      {"--source x.mp4 --device cuda:", "--device cuda:: '' is not a GPU number"},
+      {"--source x.mp4 --device cuda:0,1 --timeline t.json", "--timeline follows one detector: not with several GPUs"},
       {"--source x.mp4 --timeline '" + model + "/t.json'", "--timeline " + model + "/t.json: cannot create it"},
   };
   for (const Case& c : cases) {
