@@ -443,7 +443,8 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
 
   // --device cuda:0,1: one detector per GPU, the sources spread over them (source i on GPU i mod n,
   // decoded there by NVDEC), each detector taking batches of its own sources
-  const std::vector<int> gpus = cuda_device_list(args);
+  std::vector<int> gpus = cuda_device_list(args);
+  if (gpus.size() > sources.size()) gpus.resize(sources.size());  // a GPU without a source would idle
   const bool several = gpus.size() > 1;
   if (several && !timeline_path.empty()) throw UsageError("--timeline follows one detector: not with several GPUs");
   std::vector<std::unique_ptr<Detector>> detectors;

@@ -42,7 +42,8 @@ struct StreamOptions {
                                   // frames of other sources to fill the batch
   // Several consumers, e.g. one detector per GPU: source i belongs to group groups[i] (0..G-1; empty:
   // every source in group 0), next_batch(..., g) takes the frames of group g only, and a group's
-  // sources decode on group_cuda_devices[g] (NVDEC; empty: source.cuda_device for every group).
+  // sources decode on group_cuda_devices[g] (NVDEC; empty: source.cuda_device for every group). The
+  // groups: one past the largest entry of `groups`, or as many as group_cuda_devices names.
   std::vector<int> groups;
   std::vector<int> group_cuda_devices;
 };

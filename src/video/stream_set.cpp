@@ -192,24 +192,21 @@ struct StreamSet::Impl {
 
 namespace {
 
-// The group count of the options' partition; kInvalidArgument when it does not fit the sources.
+// The group count of the options' partition: one past the largest group, or as many as
+// group_cuda_devices names (a group may have no source: its next_batch() ends at once);
+// kInvalidArgument when the partition does not fit the sources.
 int check_groups(const StreamOptions& o, size_t sources) {
-  if (o.groups.empty()) {
-    YOLOCU_CHECK(o.group_cuda_devices.size() <= 1, kInvalidArgument,
-                 "StreamSet: group_cuda_devices has ", o.group_cuda_devices.size(), " entries for 1 group");
-    return 1;
-  }
-  YOLOCU_CHECK(o.groups.size() == sources, kInvalidArgument, "StreamSet: groups has ", o.groups.size(),
-               " entries for ", sources, " sources");
-  int g = 0;
+  YOLOCU_CHECK(o.groups.empty() || o.groups.size() == sources, kInvalidArgument, "StreamSet: groups has ",
+               o.groups.size(), " entries for ", sources, " sources");
+  int g = 1;
   for (int x : o.groups) {
     YOLOCU_CHECK(x >= 0 && x < 1024, kInvalidArgument, "StreamSet: group ", x, " out of range [0, 1024)");
     g = std::max(g, x + 1);
   }
-  YOLOCU_CHECK(o.group_cuda_devices.empty() || o.group_cuda_devices.size() == static_cast<size_t>(g), kInvalidArgument,
+  YOLOCU_CHECK(o.group_cuda_devices.empty() || o.group_cuda_devices.size() >= static_cast<size_t>(g), kInvalidArgument,
                "StreamSet: group_cuda_devices has ", o.group_cuda_devices.size(), " entries for ", g, " groups");
   for (int d : o.group_cuda_devices) YOLOCU_CHECK(d >= 0, kInvalidArgument, "StreamSet: CUDA device ", d, " < 0");
-  return g;
+  return std::max(g, static_cast<int>(o.group_cuda_devices.size()));
 }
 
 }  // namespace

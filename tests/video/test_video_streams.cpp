@@ -256,6 +256,12 @@ TEST(StreamSet, RejectsBadArguments) {
   StreamSet one({"no/such/file.mp4"});
   std::vector<VideoFrame> batch;
   EXPECT_THROW(one.next_batch(batch, 1, 1), Error);
+  StreamOptions spare;  // two GPUs, one source: the second group has nothing and ends at once
+  spare.groups = {0};
+  spare.group_cuda_devices = {0, 1};
+  StreamSet lone({"no/such/file.mp4"}, spare);
+  EXPECT_EQ(lone.groups(), 2);
+  EXPECT_FALSE(lone.next_batch(batch, 1, 1));
 }
 
 }  // namespace
