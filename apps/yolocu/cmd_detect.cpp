@@ -96,6 +96,8 @@ void print_help() {
       "  --start N          skip the frames before frame N of each source (0)\n"
       "  --frames N         at most N frames per source (all)\n"
       "  --jsonl OUT        one JSON line per frame: source, stream, frame, pts, detections ('-' = stdout)\n"
+      "  --latency          each JSON line also says latency_ms, from its packet's read to the line; the\n"
+      "                     summary gives the p50 / p99 / max\n"
       "  --save             DIR/<source>.mp4: the annotated video (H.264 via libx264, else MPEG-4). Off by\n"
       "                     default for video (encoding slows the run): --save or --save-frames asks for it\n"
       "  --save-frames      DIR/<source>/<frame>.jpg: annotated frames\n"

@@ -105,6 +105,7 @@ struct VideoRunOptions {
   double progress_s = 2;
   bool progress_asked = false;  // --progress given: lines also when stderr is not a terminal
   bool quiet = false, verbose = false, save = false, save_frames = false;
+  bool latency = false;  // --latency: each line's "latency_ms" (packet read -> line written), summarised
   std::string jsonl_path, out_dir;  // out_dir: the run folder, claimed when --save or --save-frames writes
 };
 
@@ -128,6 +129,7 @@ VideoRunOptions video_options(const Args& args) {
   r.progress_asked = args.has("progress");
   r.quiet = args.flag("quiet"), r.verbose = args.flag("verbose");
   r.save = args.flag("save"), r.save_frames = args.flag("save-frames");
+  r.latency = args.flag("latency");
   r.jsonl_path = args.get("jsonl");
   return r;
 }
@@ -306,6 +308,13 @@ class VideoRun {
                  frames_, sources_.size(), dropped, detections_,
                  device_label_.empty() ? device_name(det_.device()) : device_label_.c_str(),
                  wall > 0 ? static_cast<double>(frames_) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
+    if (o_.latency && !latencies_ms_.empty()) {
+      std::vector<double>& v = latencies_ms_;
+      std::sort(v.begin(), v.end());
+      auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
+      std::fprintf(stderr, "latency from packet to JSON line: p50 %.1f ms, p99 %.1f ms, max %.1f ms over %zu frames\n",
+                   at(0.5), at(0.99), v.back(), v.size());
+    }
     if (o_.verbose)
       for (const StreamStatus& st : streams.status())
         std::fprintf(stderr, "stream %d (%s): decoder %s\n", st.stream_id, st.source.c_str(), st.info.decoder.c_str());
@@ -320,6 +329,15 @@ class VideoRun {
     detections_ += dets.size();
     FrameJson extra;
     if (stage_) stage_->process(f, dets, extra);
+    if (o_.latency && f.received_ns > 0) {  // from the packet's read to this line, the detection included
+      const double ms = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now().time_since_epoch()).count() -
+                                            f.received_ns) / 1e6;
+      latencies_ms_.push_back(ms);
+      char member[48];
+      std::snprintf(member, sizeof member, ", \"latency_ms\": %.3f", ms);
+      extra.line_members += member;
+    }
     jsonl_.write(frame_jsonl(src, f, dets, names_, extra));
     if (o_.verbose) std::fprintf(stderr, "%s frame %" PRId64 ": %zu detections\n", src.c_str(), f.index, dets.size());
     if (!o_.save && !o_.save_frames) return;
@@ -409,6 +427,7 @@ class VideoRun {
   std::set<int> writer_failed_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_progress_ = t0_;
   size_t frames_ = 0, detections_ = 0;
+  std::vector<double> latencies_ms_;  // --latency
   std::string device_label_;
   bool progress_shown_ = false;
   int status_ = 0;
@@ -420,7 +439,7 @@ void add_video_options(std::vector<std::string>& valued, std::vector<std::string
   for (const char* o : {"source", "vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects",
                         "timeout", "progress", "timeline"})
     valued.push_back(o);
-  for (const char* f : {"save", "save-frames"}) flags.push_back(f);
+  for (const char* f : {"save", "save-frames", "latency"}) flags.push_back(f);
 }
 
 int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, const RunDir& out_dir,
@@ -444,9 +463,9 @@ int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, con
   // --device cuda:0,1: one detector per GPU, the sources spread over them (source i on GPU i mod n,
   // decoded there by NVDEC), each detector taking batches of its own sources
   std::vector<int> gpus = cuda_device_list(args);
+  if (gpus.size() > 1 && !timeline_path.empty()) throw UsageError("--timeline follows one detector: not with several GPUs");
   if (gpus.size() > sources.size()) gpus.resize(sources.size());  // a GPU without a source would idle
   const bool several = gpus.size() > 1;
-  if (several && !timeline_path.empty()) throw UsageError("--timeline follows one detector: not with several GPUs");
   std::vector<std::unique_ptr<Detector>> detectors;
   detectors.push_back(create_detector(args, model, detector_opts));
   Detector& detector = *detectors.front();

@@ -78,6 +78,10 @@ struct VideoFrame {
   double read_ms = 0;  // host time FrameSource::read() took for this frame: demux, decode (with
                        // NVDEC, the surface's map), the BGR conversion, frames skipped by vid_stride,
                        // and for a live source the wait for its packets (a video run's timeline)
+  int64_t received_ns = 0;  // std::chrono::steady_clock time (ns since its epoch) at which the
+                       // demuxer read this frame's packet (matched by timestamp, else the last packet
+                       // read before the frame came out; image sequences: when the image was read);
+                       // the start of a live frame's latency
 
   // kNv12 + kDevice (the NVDEC backend): luma and interleaved U, V planes in the memory of GPU
   // cuda_device, valid while `owner` lives (it holds a reference to the decoder's mapped surface:

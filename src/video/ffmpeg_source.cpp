@@ -1,8 +1,11 @@
 // RawSource over FFmpeg: Demuxer -> Decoder, every decoded frame in order with its index and pts.
 // Packets or pictures the decoder rejects (corrupt data) are skipped and counted; decoding goes on
 // with the next packet, as FFmpeg's own tools do.
+#include <chrono>
 #include <cmath>
+#include <deque>
 #include <mutex>
+#include <utility>
 
 #include "core/check.hpp"
 #include "video/decoder.hpp"
@@ -67,6 +70,7 @@ class FfmpegSource final : public RawSource {
         continue;
       }
       ++packets_;
+      note_packet_time();
       const int s = decoder_->send(packet_.get());
       if (s < 0 && s != AVERROR(EAGAIN))
         problem("a packet was rejected (" + av_error_string(s) + ")" + ffmpeg_log_suffix());
@@ -83,8 +87,29 @@ class FfmpegSource final : public RawSource {
   void interrupt() noexcept override { demuxer_.interrupt(); }
 
  private:
+  // When each packet was read, by its timestamp, for VideoFrame::received_ns: the decoder hands out
+  // pictures in display order, which differs from the packets' order when a stream has B-frames.
+  void note_packet_time() {
+    last_packet_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+    const int64_t ts = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
+    if (ts == AV_NOPTS_VALUE) return;
+    packet_times_.emplace_back(ts, last_packet_ns_);
+    if (packet_times_.size() > kPacketTimes) packet_times_.pop_front();
+  }
+  int64_t packet_time(int64_t ts) {
+    for (auto it = packet_times_.begin(); ts != AV_NOPTS_VALUE && it != packet_times_.end(); ++it)
+      if (it->first == ts) {
+        const int64_t ns = it->second;
+        packet_times_.erase(it);
+        return ns;
+      }
+    return last_packet_ns_;
+  }
+
   void emit(VideoFrame& frame, bool pixels) {
     const int64_t ts = picture_->best_effort_timestamp;
+    frame.received_ns = packet_time(picture_->pts != AV_NOPTS_VALUE ? picture_->pts : ts);
     frame.pts = ts == AV_NOPTS_VALUE
                     ? std::nan("")
                     : static_cast<double>(ts - (start_time_ == AV_NOPTS_VALUE ? 0 : start_time_)) * time_base_;
@@ -126,6 +151,9 @@ class FfmpegSource final : public RawSource {
   int64_t start_time_ = AV_NOPTS_VALUE;
   bool flushed_ = false;
   int64_t packets_ = 0;
+  static constexpr size_t kPacketTimes = 256;  // more than any decoder holds back
+  std::deque<std::pair<int64_t, int64_t>> packet_times_;  // (timestamp, steady ns) of recent packets
+  int64_t last_packet_ns_ = 0;
   std::string ended_early_;  // guarded by mu_
   mutable std::mutex mu_;
   SourceStats stats_;

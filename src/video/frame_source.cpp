@@ -39,10 +39,14 @@ class SelectingSource final : public FrameSource {
       // ultralytics' stride: of every vid_stride frames the last one (frames N-1, 2N-1, ... from start)
       const int64_t i = next_index_;
       const bool keep = i >= o_.start_frame && (i - o_.start_frame + 1) % o_.vid_stride == 0;
+      frame.received_ns = 0;
       if (!raw_->next(frame, keep)) return false;
       ++next_index_;
       if (keep) {
         ++delivered_;
+        if (frame.received_ns == 0)  // a source without packets (image sequences): when it was read
+          frame.received_ns =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
         frame.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         return true;
       }

@@ -111,6 +111,36 @@ TEST(VideoCli, StreamUrlAsPath) {
 
 // --timeline: one "timeline:" line with the batches the run had, a Chrome trace whose host rows
 // cover every batch (3 stages each), and the NVML line (figures on a GPU machine, the reason here).
+// --latency: every JSON line says how long after its packet's read it was written (at least the
+// detection's time: a CPU forward of yolov5n takes tens of milliseconds), and the summary gives the
+// percentiles; without it the lines carry no such member.
+TEST(VideoCli, LatencyPerLineAndSummary) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  const std::string dir = test::scratch_dir("video_cli_latency");
+  for (const bool latency : {true, false}) {
+    const std::string out = dir + (latency ? "/with.jsonl" : "/without.jsonl");
+    std::string log;
+    ASSERT_EQ(test::run_command(cli() + " detect --model '" + model + "' --device cpu --source '" + clip +
+                                    "' --frames 4 --progress 0 --jsonl '" + out + "'" + (latency ? " --latency" : "") + " 2>&1",
+                                &log),
+              0)
+        << log;
+    EXPECT_EQ(log.find("latency from packet to JSON line: p50 ") != std::string::npos, latency) << log;
+    std::ifstream f(out);
+    int lines = 0;
+    for (std::string line; std::getline(f, line); ++lines) {
+      const auto j = nlohmann::json::parse(line);
+      ASSERT_EQ(j.contains("latency_ms"), latency) << line;
+      if (latency) {
+        EXPECT_GT(j["latency_ms"].get<double>(), 1.0) << line;
+        EXPECT_LT(j["latency_ms"].get<double>(), 60000.0) << line;
+      }
+    }
+    EXPECT_EQ(lines, 4);
+  }
+}
+
 TEST(VideoCli, TimelineWritesATraceAndTheStageMedians) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h265.mkv");

@@ -3,6 +3,7 @@
 // and the video writer.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -93,6 +94,35 @@ TEST(VideoSelect, StrideStartAndFramesPickTheFramesDetectPyPicks) {
   o = VideoSourceOptions();
   o.max_frames = 0;
   EXPECT_TRUE(test::read_all(clip, o).empty());
+}
+
+// VideoFrame::received_ns: when the demuxer read the frame's own packet. The clip has B-frames
+// (I B P ...: a P's packet comes before the B shown ahead of it), so in display order a B-frame was
+// received after the P-frame that follows it; a source without packets (an image sequence) says
+// when the image was read. Every time lies between the open and the read() that returned the frame.
+TEST(VideoSelect, ReceivedTimesFollowEachFramesPacket) {
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  auto now = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  const int64_t opened = now();
+  auto src = FrameSource::open(clip, VideoSourceOptions{});
+  std::vector<int64_t> received;
+  VideoFrame f;
+  while (src->read(f)) {
+    EXPECT_GE(f.received_ns, opened) << "frame " << f.index;
+    EXPECT_LE(f.received_ns, now()) << "frame " << f.index;
+    received.push_back(f.received_ns);
+  }
+  ASSERT_EQ(received.size(), 30u);
+  int later_than_next = 0;  // B-frames: received after the next frame in display order
+  for (size_t i = 0; i + 1 < received.size(); ++i) later_than_next += received[i] > received[i + 1];
+  EXPECT_GT(later_than_next, 0) << "every frame's time increased in display order: not matched to its own packet";
+  YOLOCU_REQUIRE_VIDEO(seq, "seq");
+  auto images = FrameSource::open(seq, VideoSourceOptions{});  // a folder of images
+  ASSERT_TRUE(images->read(f));
+  EXPECT_GE(f.received_ns, opened);
+  EXPECT_LE(f.received_ns, now());
 }
 
 TEST(VideoSelect, InvalidOptionsAreRefusedBeforeOpening) {
