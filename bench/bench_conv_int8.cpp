@@ -1,7 +1,7 @@
 // The INT8 convolution (src/engine/cuda/int8) against the FP16 engine's own choice for the same
 // layers: YOLOv5s's convolution shapes at a 640x640 input (bias + SiLU, the C3 bottlenecks' 3x3
 // with their residual), batch 1 and 32.
-//   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...] [--fp16-out]
+//   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...] [--fp16-out] [--cudnn]
 // FP16: the tuner (engine/cuda/tactics/tuner.hpp) picks the tactic exactly as the engine does
 // (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
 // --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
@@ -13,6 +13,9 @@
 // "dq" the int8 -> fp16 dequantisation of its output (the costs of entering and leaving an INT8
 // region there). Last, per batch: the layers' fp16 and best int8 times
 // summed (each layer once, as listed: not a whole network).
+// --cudnn: also cuDNN's own INT8 convolution on the same int8 tensors (bench/cudnn_int8_conv.hpp:
+// every algorithm it accepts, the fastest; int8 out, or float with --fp16-out), without bias or
+// activation: whether cuDNN's INT8 beats the FP16 tactics on this GPU.
 // The stem (3 channels) runs with its channels padded to 16 on both sides.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "cudnn_int8_conv.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/int8/conv_int8_kernel.hpp"
 #include "engine/cuda/int8/int8_convert.hpp"
@@ -69,6 +73,7 @@ struct Options {
   int samples = 30, reps = 20;
   bool cutlass = false;
   bool fp16_out = false;
+  bool cudnn = false;
 };
 
 std::vector<int> parse_list(const char* s) {
@@ -92,8 +97,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--reps" && has_value) o.reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--cutlass") o.cutlass = true;
     else if (a == "--fp16-out") o.fp16_out = true;
+    else if (a == "--cudnn") o.cudnn = true;
     else {
-      std::fprintf(stderr, "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j] [--fp16-out]\n");
+      std::fprintf(stderr,
+                   "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j] [--fp16-out] "
+                   "[--cudnn]\n");
       std::exit(2);
     }
   }
@@ -176,6 +184,7 @@ struct Int8Result {
   std::vector<int> splits;                // that split
   int best = -1;
   bench::EventTiming quantise{}, dequantise{};
+  bench::CudnnInt8Result cudnn;  // --cudnn
 };
 
 // Split-K factors worth trying for tile t: 1, and 2, 4, 8 while the grid is under 2 waves and every
@@ -189,7 +198,8 @@ std::vector<int> splits_for(const ConvProblem& pb, const Int8Tile& t, int sms) {
   return v;
 }
 
-Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream_t s) {
+Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream_t s, cudnnHandle_t cudnn,
+                    void* cudnn_ws, size_t cudnn_ws_bytes) {
   const size_t nx = size_t(pb.n) * pb.h * pb.w * pb.c, nw = size_t(pb.k) * pb.r * pb.s * pb.c;
   const size_t ny = size_t(pb.n) * pb.p * pb.q * pb.k;
   DevBuf xh(nx * 2), x(nx), wh(nw * 2), w(nw), scale(pb.k * 4), bias(pb.k * 4), resh(ny * 2), res(ny), y(ny * 2);
@@ -239,6 +249,12 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream
   r.dequantise = time_launch(o, s, [&] {
     int8_dequantize_run(static_cast<const int8_t*>(y.p), pb.k, resh.p, pb.k, int64_t(ny / pb.k), q_scale, s);
   });
+  if (o.cudnn) {
+    DevBuf yc(ny * (o.fp16_out ? 4 : 1));
+    r.cudnn = bench::cudnn_int8_conv(cudnn, pb.n, pb.c, pb.h, pb.w, pb.k, pb.r, pb.s, pb.pad_h, pb.str_h, x.p, w.p, yc.p,
+                                     o.fp16_out, cudnn_ws, cudnn_ws_bytes,
+                                     [&](const std::function<void()>& fn) { return time_launch(o, s, fn); });
+  }
   return r;
 }
 
@@ -257,6 +273,10 @@ void report(const Options& o, const Layer& l, const ConvProblem& pb, const Fp16R
               us(b.p10_ms), us(b.p90_ms), 2 * macs / b.median_ms / 1e9, bytes8 / b.median_ms / 1e6,
               f.t.median_ms / b.median_ms, us(q.quantise.median_ms), us(q.dequantise.median_ms));
   for (size_t t = 0; t < q.tiles.size(); ++t) std::printf(" %7.2f/k%d", us(q.tiles[t].median_ms), q.splits[t]);
+  if (o.cudnn && q.cudnn.algo.empty()) std::printf(" | cudnn int8: none (%s)", q.cudnn.why.c_str());
+  else if (o.cudnn)
+    std::printf(" | cudnn int8 %s: %8.2f us, %7.1f TOP/s, %5.2fx fp16", q.cudnn.algo.c_str(), us(q.cudnn.t.median_ms),
+                2 * macs / q.cudnn.t.median_ms / 1e9, f.t.median_ms / q.cudnn.t.median_ms);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -292,17 +312,23 @@ int main(int argc, char** argv) {
     std::printf("\n");
     std::vector<std::string> totals;
     for (int b : o.batches) {
-      double fp16_us = 0, int8_us = 0;
+      double fp16_us = 0, int8_us = 0, cudnn_us = 0;
+      int cudnn_layers = 0;
       for (int i : o.layers) {
         const ConvProblem pb = problem_of(kLayers[i], b);
         const Fp16Result f = run_fp16(o, tuner, pb, cudnn, s, ws.p, lim.workspace);
-        const Int8Result q = run_int8(o, pb, prop.multiProcessorCount, s);
+        const Int8Result q = run_int8(o, pb, prop.multiProcessorCount, s, cudnn, ws.p, lim.workspace);
         report(o, kLayers[i], pb, f, q);
         fp16_us += f.t.median_ms * 1e3, int8_us += q.tiles[size_t(q.best)].median_ms * 1e3;
+        if (!q.cudnn.algo.empty()) cudnn_us += q.cudnn.t.median_ms * 1e3, ++cudnn_layers;
+        else if (o.cudnn) cudnn_us += f.t.median_ms * 1e3;  // a layer cuDNN has no INT8 for stays FP16
       }
-      char line[160];
+      char line[240];
       std::snprintf(line, sizeof line, "total batch %d (%zu layers): fp16 %.1f us, int8 %.1f us, speedup %.2fx", b,
                     o.layers.size(), fp16_us, int8_us, fp16_us / int8_us);
+      if (o.cudnn)
+        std::snprintf(line + std::strlen(line), sizeof line - std::strlen(line),
+                      "; cudnn int8 (%d layers, the rest fp16) %.1f us, %.2fx", cudnn_layers, cudnn_us, fp16_us / cudnn_us);
       totals.push_back(line);
     }
     for (const std::string& t : totals) std::printf("%s\n", t.c_str());
