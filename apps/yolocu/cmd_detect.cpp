@@ -98,6 +98,8 @@ void print_help() {
       "  --jsonl OUT        one JSON line per frame: source, stream, frame, pts, detections ('-' = stdout)\n"
       "  --latency          each JSON line also says latency_ms, from its packet's read to the line; the\n"
       "                     summary gives the p50 / p99 / max\n"
+      "  --rtsp-listen      rtsp://HOST:PORT/PATH sources wait there for a publisher (a camera or encoder\n"
+      "                     pushing RTSP, e.g. ffmpeg -f rtsp) instead of connecting to a server\n"
       "  --save             DIR/<source>.mp4: the annotated video (H.264 via libx264, else MPEG-4). Off by\n"
       "                     default for video (encoding slows the run): --save or --save-frames asks for it\n"
       "  --save-frames      DIR/<source>/<frame>.jpg: annotated frames\n"
@@ -164,7 +166,8 @@ ImageOutputs image_outputs(const Args& args, bool gpu_decode) {
 int detect_images(const Args& args, const std::string& model) {
   for (const char* o : {"vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects", "timeout"})
     if (args.has(o)) throw UsageError(std::string("--") + o + " needs --source or a video PATH");
-  if (args.flag("save-frames")) throw UsageError("--save-frames needs --source or a video PATH");
+  for (const char* f : {"save-frames", "latency", "rtsp-listen"})
+    if (args.flag(f)) throw UsageError(std::string("--") + f + " needs --source or a video PATH");
   if (args.positional().empty()) throw UsageError("no input images (give files, folders or glob patterns)");
   const DetectorOptions opts = detector_options(args, family_postprocess_options());
   const int workers = decode_workers(args);

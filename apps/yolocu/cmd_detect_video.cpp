@@ -118,6 +118,7 @@ VideoRunOptions video_options(const Args& args) {
   const double timeout = args.get_double("timeout", 10);
   if (!(timeout > 0 && timeout <= 3600)) throw UsageError("--timeout must be in (0, 3600] seconds");
   vo.open_timeout_s = vo.read_timeout_s = timeout;
+  vo.rtsp_listen = args.flag("rtsp-listen");
   const std::string decoder = args.get("decoder", "auto");
   if (decoder == "auto") vo.backend = DecodeBackend::kAuto;
   else if (decoder == "cpu") vo.backend = DecodeBackend::kCpu;
@@ -439,7 +440,7 @@ void add_video_options(std::vector<std::string>& valued, std::vector<std::string
   for (const char* o : {"source", "vid-stride", "start", "frames", "jsonl", "decoder", "queue", "reconnects",
                         "timeout", "progress", "timeline"})
     valued.push_back(o);
-  for (const char* f : {"save", "save-frames", "latency"}) flags.push_back(f);
+  for (const char* f : {"save", "save-frames", "latency", "rtsp-listen"}) flags.push_back(f);
 }
 
 int cmd_detect_video(const Args& args, const DetectorOptions& detector_opts, const RunDir& out_dir,

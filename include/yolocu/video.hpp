@@ -139,6 +139,10 @@ struct VideoSourceOptions {
   double read_timeout_s = 10;  // ... and a read may wait this long for data before it fails (kIo)
   int decoder_threads = 0;   // libavcodec threads per decoder; 0: FFmpeg's choice (frame threads)
   std::string rtsp_transport = "tcp";  // rtsp:// over "tcp" or "udp"
+  bool rtsp_listen = false;  // rtsp://HOST:PORT/PATH: wait there for a publisher (a camera or encoder
+                             // pushing with ANNOUNCE / RECORD, e.g. `ffmpeg -f rtsp`) instead of
+                             // connecting to a server (FFmpeg's rtsp_flags listen); open_timeout_s
+                             // bounds the wait
   double sequence_fps = 0;   // image sequences: pts = index / fps when > 0 (else NaN)
   DecodeLimits limits;       // largest frame accepted (checked before allocating)
   // When set: once *cancel is true, a blocked open() or read() gives up soon (open() throws kIo,

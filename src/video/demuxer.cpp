@@ -70,6 +70,7 @@ Demuxer::Demuxer(const std::string& source, SourceKind kind, const VideoSourceOp
                  "(Debian: libavdevice-dev, then reconfigure)");
   } else if (kind == SourceKind::kNetwork && url.rfind("rtsp", 0) == 0) {
     av_dict_set(&dict, "rtsp_transport", options.rtsp_transport.c_str(), 0);
+    if (options.rtsp_listen) av_dict_set(&dict, "rtsp_flags", "listen", 0);
   }
   AVFormatContext* ic = avformat_alloc_context();
   YOLOCU_CHECK(ic, kOutOfMemory, "avformat_alloc_context failed");

@@ -1,7 +1,11 @@
 // yolocu detect --source end to end: a source list with a dead source (the others complete, exit
 // status 1, the failure named), --save / --save-frames outputs, --frames, video files given as
-// PATHs, --timeline, and the usage errors.
+// PATHs, --timeline, --latency, an RTSP stream pushed to --rtsp-listen, and the usage errors.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -141,6 +145,55 @@ TEST(VideoCli, LatencyPerLineAndSummary) {
   }
 }
 
+// A loopback TCP port nobody listens on now (the kernel's pick).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  if (fd >= 0) close(fd);
+  return ok ? ntohs(a.sin_port) : 0;
+}
+
+// --rtsp-listen: yolocu waits on a loopback port and FFmpeg's own RTSP muxer pushes the clip to it
+// in real time (`ffmpeg -re ... -f rtsp`, retried until yolocu listens); the frames come out as
+// JSON lines with their latency, and yolocu ends after --frames. Skips visibly without the ffmpeg
+// program (scripts/setup.sh installs it for the tests).
+TEST(VideoCli, RtspListenReceivesAPushedStream) {
+  YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
+  if (test::run_command("command -v ffmpeg >/dev/null 2>&1") != 0) GTEST_SKIP() << "no ffmpeg program on PATH";
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string url = "rtsp://127.0.0.1:" + std::to_string(port) + "/live";
+  const std::string dir = test::scratch_dir("video_cli_rtsp");
+  const std::string out = dir + "/rtsp.jsonl";
+  fs::remove(out);
+  const std::string cmd = cli() + " detect --model '" + model + "' --device cpu --source '" + url +
+                          "' --rtsp-listen --timeout 20 --reconnects 0 --frames 8 --latency --progress 0 --jsonl '" + out +
+                          "' >'" + dir + "/yolocu.log' 2>&1 & y=$!; for i in $(seq 150); do kill -0 $y 2>/dev/null || break; "
+                          "ffmpeg -hide_banner -loglevel error -re -i '" + clip + "' -c copy -f rtsp -rtsp_transport tcp '" + url +
+                          "' >/dev/null 2>&1; sleep 0.1; done; wait $y";
+  const int rc = test::run_command(cmd);
+  const std::string log = test::read_bytes(dir + "/yolocu.log");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("latency from packet to JSON line: p50 "), std::string::npos) << log;
+  std::ifstream f(out);
+  int lines = 0;
+  for (std::string line; std::getline(f, line); ++lines) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["source"], url);
+    EXPECT_EQ(j["width"], 640) << line;
+    EXPECT_GT(j["latency_ms"].get<double>(), 0.0) << line;
+  }
+  // a live source drops its oldest frame when the detector falls behind: up to 8 frames detected
+  EXPECT_GE(lines, 2) << log;
+  EXPECT_LE(lines, 8) << log;
+}
+
 TEST(VideoCli, TimelineWritesATraceAndTheStageMedians) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h265.mkv");
@@ -176,6 +229,8 @@ TEST(VideoCli, UsageErrors) {
   } cases[] = {
       {"--vid-stride 2 x.jpg", "--vid-stride needs --source"},
       {"--save-frames x.jpg", "--save-frames needs --source or a video PATH"},
+      {"--latency x.jpg", "--latency needs --source or a video PATH"},
+      {"--rtsp-listen x.jpg", "--rtsp-listen needs --source or a video PATH"},
       {"--nosave --save x.jpg", "--nosave and --save contradict each other"},
       {"--source x.mp4 --save-crop", "--save-crop is for images"},
       {"--source x.mp4 --nosave --save", "--nosave and --save contradict each other"},
