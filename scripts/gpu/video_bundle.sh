@@ -3,11 +3,13 @@
 # libavcodec with its dependencies is ~280 MB, so this builds a MINIMAL FFmpeg from Debian's own
 # source (the same 5.1 release as the system's libraries) and carries that:
 #   shared libavformat / libavcodec / libavutil / libswscale; decoders h264 + hevc and their parsers;
-#   demuxers mov (mp4), matroska, h264, hevc; the file protocol; the CUDA hw device and the NVDEC
+#   demuxers mov (mp4), matroska, h264, hevc, rtsp, sdp; the file, tcp, udp and rtp protocols; the
+#   rtsp muxer and the ffmpeg program with the few filters it needs (a publisher for live RTSP
+#   sources pushed to yolocu --rtsp-listen); the CUDA hw device and the NVDEC
 #   hwaccels (h264_nvdec, hevc_nvdec), the NVENC encoder (h264_nvenc) and MPEG-4 and the mp4 muxer
 #   for --save, through the ffnvcodec headers (Debian: libffmpeg-nvenc-dev; libcuda / libnvcuvid /
 #   libnvidia-encode are loaded at run time, not linked); x86 assembly on (nasm), so swscale's
-#   conversion is the same code as the system library's; no programs, no external libraries.
+#   conversion is the same code as the system library's; no other program, no external libraries.
 # Then it builds libyolocu, the CLI, the video GPU tests and the decode benchmark against it (sm_90,
 # -DYOLOCU_VIDEO=ON), makes the 1080p H.264 and HEVC benchmark clips (bench/make_video_clip.sh, the
 # system ffmpeg tool with libx264 / libx265)
@@ -64,22 +66,24 @@ EOF
   mkdir -p "$work/src"
   tar -C "$work/src" --strip-components=1 -xJf "$tarball"
   echo "[video-bundle] configuring the minimal FFmpeg"
-  (cd "$work/src" && ./configure --prefix="$prefix" --enable-shared --disable-static --disable-programs --disable-doc \
-     --disable-autodetect --enable-pthreads --enable-ffnvcodec --enable-cuda --enable-nvdec \
-     --disable-everything --disable-avdevice --disable-avfilter --disable-swresample --disable-postproc --disable-network \
-     --enable-decoder=h264,hevc --enable-parser=h264,hevc --enable-demuxer=mov,matroska,h264,hevc \
-     --enable-protocol=file --enable-hwaccel=h264_nvdec,hevc_nvdec \
-     --enable-nvenc --enable-encoder=h264_nvenc,mpeg4 --enable-muxer=mp4 >"$work/configure.log" 2>&1) ||
+  (cd "$work/src" && ./configure --prefix="$prefix" --enable-shared --disable-static --disable-programs --enable-ffmpeg \
+     --disable-doc --disable-autodetect --enable-pthreads --enable-ffnvcodec --enable-cuda --enable-nvdec \
+     --disable-everything --disable-avdevice --disable-swresample --disable-postproc \
+     --enable-decoder=h264,hevc --enable-parser=h264,hevc --enable-demuxer=mov,matroska,h264,hevc,rtsp,sdp \
+     --enable-protocol=file,tcp,udp,rtp --enable-hwaccel=h264_nvdec,hevc_nvdec \
+     --enable-nvenc --enable-encoder=h264_nvenc,mpeg4 --enable-muxer=mp4,rtsp >"$work/configure.log" 2>&1) ||
     { tail -20 "$work/configure.log"; exit 1; }
   grep -q "^CONFIG_NVDEC=yes" "$work/src/ffbuild/config.mak" || { echo "[video-bundle] FFmpeg configured without NVDEC" >&2; exit 1; }
   grep -q "^CONFIG_H264_NVENC_ENCODER=yes" "$work/src/ffbuild/config.mak" || { echo "[video-bundle] FFmpeg configured without NVENC" >&2; exit 1; }
+  grep -q "^CONFIG_RTSP_DEMUXER=yes" "$work/src/ffbuild/config.mak" && grep -q "^CONFIG_RTSP_MUXER=yes" "$work/src/ffbuild/config.mak" &&
+    grep -q "^CONFIG_FFMPEG=yes" "$work/src/ffbuild/config.mak" || { echo "[video-bundle] FFmpeg configured without RTSP or its ffmpeg program" >&2; exit 1; }
   echo "[video-bundle] building FFmpeg with -j$jobs (log: $work/make.log)"
   make -C "$work/src" -j"$jobs" >"$work/make.log" 2>&1 || { tail -30 "$work/make.log"; exit 1; }
   make -C "$work/src" install >>"$work/make.log" 2>&1
-  echo "$ffver+nvenc" > "$prefix/STAMP"
+  echo "$ffver+nvenc+rtsp" > "$prefix/STAMP"
 }
-# (the stamp names the configuration: an FFmpeg built before NVENC and the mp4 muxer were in is rebuilt)
-if [ ! -f "$prefix/STAMP" ] || [ "$(cat "$prefix/STAMP")" != "$ffver+nvenc" ]; then
+# (the stamp names the configuration: an FFmpeg built before NVENC, the mp4 muxer or RTSP were in is rebuilt)
+if [ ! -f "$prefix/STAMP" ] || [ "$(cat "$prefix/STAMP")" != "$ffver+nvenc+rtsp" ]; then
   build_ffmpeg
 else
   echo "[video-bundle] FFmpeg $ffver already built in $prefix"
@@ -143,6 +147,7 @@ for t in $targets; do
   [ -n "$f" ] || { echo "[video-bundle] $t not built" >&2; exit 1; }
   cp "$f" "$carry/pkg/bin/"
 done
+cp "$prefix/bin/ffmpeg" "$carry/pkg/bin/"  # the live run's RTSP publishers
 for b in "$carry"/pkg/bin/*; do
   ldd "$b" | awk '$3 ~ /^\// {print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |

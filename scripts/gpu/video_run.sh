@@ -30,9 +30,14 @@
 #      yolov5n FP16, `yolocu detect --device cuda:0` against `--device cuda:0,1` (one detector per
 #      GPU, the streams spread over both), twice each alternating: frames/s, the ratio, and that both
 #      wrote a JSON line for every frame of every stream.
+#   8. live RTSP (issue #35), only with LIVE=1 or LIVE_ONLY=1: LIVE_STREAMS (64) streams of the
+#      1080p H.264 clip pushed in real time (30 frames/s each, looped for LIVE_SECONDS, 60) by the
+#      carried ffmpeg program to `yolocu detect --rtsp-listen` on loopback ports, NVDEC, yolov5n
+#      FP16: frames detected against frames sent, dropped frames, latency from packet to JSON line.
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
-# WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (32).
+# WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (32),
+# LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -89,7 +94,9 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
-if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; then SKIP_TESTS=1 SKIP_BENCH=1; fi
+if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
+  SKIP_TESTS=1 SKIP_BENCH=1
+fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
   # exactness tests compare two paths through the same engine: quick tactic tuning is enough
@@ -242,6 +249,33 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
       row "FAIL  yolocu detect --device $dev (log $name.log)"
     row "yolocu detect --device $dev, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/$name.log") frames/s, $(wc -l <"$out/$name.jsonl") JSON lines (expected $k x ${frames:-?})"
   done
+fi
+
+if [ "${LIVE:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
+  k=${LIVE_STREAMS:-64} secs=${LIVE_SECONDS:-60}
+  step "live: $k RTSP streams pushed in real time for $secs s to yolocu detect --rtsp-listen"
+  unset YOLOCU_TUNE_QUICK
+  export YOLOCU_TACTIC_CACHE=$out/live_tactics.json
+  base=$((20000 + RANDOM % 20000))
+  for i in $(seq 0 $((k - 1))); do echo "rtsp://127.0.0.1:$((base + i))/live"; done >"$out/live.txt"
+  b=$(( k < 32 ? k : 32 ))
+  timeout $((secs + 240)) "$bin/yolocu" detect --model "$model" --source "$out/live.txt" --rtsp-listen --device cuda \
+    --precision fp16 --decoder cuda --batch "$b" --timeout 120 --reconnects 0 --latency --progress 10 \
+    --jsonl "$out/live.jsonl" >"$out/live.log" 2>&1 &
+  y=$!
+  grep -q "warmed up" <(timeout 200 tail -f "$out/live.log") || true  # the detector is ready: the sources open next
+  for i in $(seq 0 $((k - 1))); do  # each publisher retries until its port listens
+    ( for _ in $(seq 100); do
+        "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -re -stream_loop -1 -t "$secs" -i "$clip" -c copy -f rtsp \
+          -rtsp_transport tcp "rtsp://127.0.0.1:$((base + i))/live" && break
+        kill -0 $y 2>/dev/null || break
+        sleep 0.2
+      done ) >"$out/publisher_$i.log" 2>&1 &
+  done
+  wait $y || row "FAIL  yolocu detect --rtsp-listen (log live.log)"
+  wait
+  row "live: $k x 1080p30 H.264 RTSP streams for $secs s ($((k * 30 * secs)) frames sent): $(grep 'frames from' "$out/live.log" | tail -1)"
+  row "live: $(grep '^latency from packet' "$out/live.log" | tail -1)"
 fi
 
 tar -C "$final" --exclude='*.jpg' --exclude='*.jsonl' -czf "$final/logs.tar.gz" logs && rm -rf "$out"
