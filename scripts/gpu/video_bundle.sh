@@ -149,7 +149,7 @@ for t in $targets; do
 done
 cp "$prefix/bin/ffmpeg" "$carry/pkg/bin/"  # the live run's RTSP publishers
 for b in "$carry"/pkg/bin/*; do
-  ldd "$b" | awk '$3 ~ /^\// {print $3}'
+  LD_LIBRARY_PATH=$prefix/lib ldd "$b" | awk '$3 ~ /^\// {print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$carry/pkg/lib/"; done
 if ls "$carry/pkg/lib" | grep -q -E '^libav(codec|format|util)\.so'; then :; else
