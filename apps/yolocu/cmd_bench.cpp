@@ -13,6 +13,7 @@
 #include "options.hpp"
 #include "paths.hpp"
 #include "report.hpp"
+#include "stats.hpp"
 #include "timeline.hpp"
 #include "yolocu/detector.hpp"
 #include "yolocu/error.hpp"
@@ -22,23 +23,6 @@
 
 namespace yolocu::cli {
 namespace {
-
-struct Stats {
-  double median = 0, p90 = 0, p99 = 0, mean = 0;
-};
-
-Stats stats_of(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))]; };
-  s.median = at(0.5);
-  s.p90 = at(0.9);
-  s.p99 = at(0.99);
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  return s;
-}
 
 // ---- --from-jpeg: files -> boxes ------------------------------------------------------------------
 

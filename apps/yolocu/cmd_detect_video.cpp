@@ -27,6 +27,7 @@
 #include "json_out.hpp"
 #include "options.hpp"
 #include "paths.hpp"
+#include "stats.hpp"
 #include "video_stage.hpp"
 #include "video_timeline.hpp"
 #include "yolocu/annotate.hpp"
@@ -244,9 +245,7 @@ class VideoRun {
           while (streams.next_batch(batch, batch_size, static_cast<int>(g))) {
             std::vector<Detections> results = detect_frames(*detectors[g], batch);
             std::lock_guard<std::mutex> lock(out);
-            for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
-            print_messages(streams);
-            print_progress(streams);
+            write_batch(streams, batch, results);
           }
         } catch (...) {
           std::lock_guard<std::mutex> lock(out);
@@ -272,9 +271,7 @@ class VideoRun {
       if (timeline) timeline->got_batch(batch);
       std::vector<Detections> results = detect_frames(det_, batch);
       if (timeline) timeline->detected();
-      for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
-      print_messages(streams);
-      print_progress(streams);
+      write_batch(streams, batch, results);
       if (timeline) timeline->written();
     }
   }
@@ -310,11 +307,9 @@ class VideoRun {
                  device_label_.empty() ? device_name(det_.device()) : device_label_.c_str(),
                  wall > 0 ? static_cast<double>(frames_) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
     if (o_.latency && !latencies_ms_.empty()) {
-      std::vector<double>& v = latencies_ms_;
-      std::sort(v.begin(), v.end());
-      auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
+      const Stats l = stats_of(latencies_ms_);
       std::fprintf(stderr, "latency from packet to JSON line: p50 %.1f ms, p99 %.1f ms, max %.1f ms over %zu frames\n",
-                   at(0.5), at(0.99), v.back(), v.size());
+                   l.median, l.p99, l.max, latencies_ms_.size());
     }
     if (o_.verbose)
       for (const StreamStatus& st : streams.status())
@@ -324,6 +319,13 @@ class VideoRun {
   }
 
  private:
+  // A batch's frames written (JSON lines, stages, saved frames), then the messages and the progress.
+  void write_batch(StreamSet& streams, std::vector<VideoFrame>& batch, std::vector<Detections>& results) {
+    for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
+    print_messages(streams);
+    print_progress(streams);
+  }
+
   void write_frame(StreamSet& streams, VideoFrame& f, Detections& dets) {
     const std::string& src = sources_[static_cast<size_t>(f.stream_id)];
     frames_++;

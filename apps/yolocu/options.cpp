@@ -46,7 +46,12 @@ void read_input_size(const Args& args, DetectorOptions& o) {
   if (!sz.empty() && (sz[0] <= 0 || sz.back() <= 0)) throw UsageError("--imgsz must be > 0");
 }
 
-// The GPU numbers of "cuda:N" or "cuda:N,M,..." (or a bare "N"); UsageError naming a bad one or a repeat.
+// Whether --device names GPUs by number: "cuda:N", "cuda:N,M,..." or a bare "N".
+bool names_gpus(const std::string& dev) {
+  return dev.rfind("cuda:", 0) == 0 || (!dev.empty() && std::isdigit(static_cast<unsigned char>(dev[0])));
+}
+
+// The GPU numbers of such a --device; UsageError naming a bad one or a repeat.
 std::vector<int> parse_cuda_ids(const std::string& dev) {
   const std::string list = dev.rfind("cuda:", 0) == 0 ? dev.substr(5) : dev;
   std::vector<int> ids;
@@ -69,7 +74,7 @@ void read_device(const Args& args, DetectorOptions& o, bool several_gpus) {
   if (dev == "auto") o.device = Device::kAuto;
   else if (dev == "cpu") o.device = Device::kCpu;
   else if (dev == "cuda" || dev == "gpu") o.device = Device::kCuda;
-  else if (dev.rfind("cuda:", 0) == 0 || (!dev.empty() && std::isdigit(static_cast<unsigned char>(dev[0])))) {
+  else if (names_gpus(dev)) {
     const std::vector<int> ids = parse_cuda_ids(dev);
     if (ids.size() > 1 && !several_gpus)
       throw UsageError("--device " + dev + ": several GPUs are for video runs (--source or video PATHs); this runs on one");
@@ -191,8 +196,7 @@ std::vector<std::string> detector_flag_options() {
 
 std::vector<int> cuda_device_list(const Args& args) {
   const std::string dev = args.get("device", "auto");
-  if (dev.rfind("cuda:", 0) != 0 && !(!dev.empty() && std::isdigit(static_cast<unsigned char>(dev[0])))) return {};
-  return parse_cuda_ids(dev);
+  return names_gpus(dev) ? parse_cuda_ids(dev) : std::vector<int>{};
 }
 
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults, bool several_gpus) {

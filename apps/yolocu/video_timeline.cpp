@@ -3,18 +3,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
+#include "stats.hpp"
 #include "timeline.hpp"
 #include "yolocu/atomic_file.hpp"
 
 namespace yolocu::cli {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double median(std::vector<double> v) { return stats_of(std::move(v)).median; }
 
 }  // namespace
 

@@ -45,8 +45,11 @@ cache=$g/tactics.json
 
 serve_extra=${SERVE_EXTRA:-}
 half_cores=$(( $(nproc) / 2 ))
-if [ "${SERVE_PIN:-0}" = 1 ] && command -v taskset >/dev/null; then
+pin_halves() {  # the server on the first half of the cores, the load generators on the other (taskset)
+  command -v taskset >/dev/null || return 1
   server_pin="taskset -c 0-$((half_cores - 1))" client_pin="taskset -c $half_cores-$(($(nproc) - 1))"
+}
+if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi
 echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
@@ -118,6 +121,12 @@ stats() {  # Triton's statistics, and the CPU time so far: the machine's (/proc/
   curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"
   { head -1 /proc/stat; cat "/proc/$server_pid/stat" 2>/dev/null || echo; } >"$out/cpu_$1.txt"
 }
+measured() {  # measured <log> <command...>: the command, then Triton's times and the cores over it, appended to <log>
+  local log=$1
+  shift
+  stats a; "$@"; stats b; server_times a b | tee -a "$log"
+}
+pa_summary() { pa "$@" | tee -a "$out/pa_summary.txt"; }  # pa, its line kept in pa_summary.txt
 server_times() {  # server_times <before> <after>: Triton's own mean times per request between two stats
   # snapshots, and the cores the server, everything else (the clients) and nothing used meanwhile
   python3 - "$out/stats_$1.json" "$out/stats_$2.json" "$out/cpu_$1.txt" "$out/cpu_$2.txt" <<'PY'
@@ -154,7 +163,7 @@ PY
 # request's timestamps: server-side latency, queue and compute percentiles) of the Python clients at
 # SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
 sweep() {
-  local spec d n r rate half=$(( $(nproc) / 2 ))
+  local spec d n r rate
   for spec in $SERVE_SWEEP; do
     d=${spec%%[!0-9]*}; n=$inst
     [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
@@ -164,10 +173,10 @@ sweep() {
     [[ $spec =~ s([0-9]+) ]] && serve_extra="$serve_extra --engine-graph-segments ${BASH_REMATCH[1]}"
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
     [[ $spec == *w* ]] && server_env="${server_env:-env} YOLOCU_NVJPEG_POW2_LISTS=1"
-    [[ $spec == *p* ]] && command -v taskset >/dev/null && server_pin="taskset -c 0-$((half - 1))" client_pin="taskset -c $half-$(($(nproc) - 1))"
+    [[ $spec == *p* ]] && pin_halves
     [[ $spec == *a* ]] && server_extra="--grpc-infer-allocation-pool-size 256"
     [[ $spec == *t* ]] && server_extra="$server_extra --trace-config triton,file=$out/trace_$spec.json --trace-config level=TIMESTAMPS --trace-config rate=20"
-    echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores 0-$((half - 1))}${server_extra:+, $server_extra}${server_env:+, $server_env}"
+    echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores 0-$((half_cores - 1))}${server_extra:+, $server_extra}${server_env:+, $server_env}"
     inst=$n SERVE_QUEUE_DELAY_US=$d serve "0" "sweep_$spec" || continue
     if [[ $spec == *t* ]]; then  # the trace holds one load: Python clients at SERVE_HALF_RATE (5000) requests/s
       rate=${SERVE_HALF_RATE:-5000}
@@ -176,12 +185,12 @@ sweep() {
       rate=$(python3 -c "import json; print(round(json.load(open('$out/load_sweep_${spec}_b1.json'))['requests_per_s'] / 2))")
     fi
     echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
-    stats a; load "sweep_${spec}_b1_half" 1 "$rate"; stats b; server_times a b | tee -a "$out/load_sweep_${spec}_b1_half.log"
+    measured "$out/load_sweep_${spec}_b1_half.log" load "sweep_${spec}_b1_half" 1 "$rate"
     for r in $(seq 2 "${SERVE_REPEAT:-1}"); do  # the same load again on the same server: the spread between runs
       load "sweep_${spec}_b1_half_$r" 1 "$rate"
     done
     if [[ $spec != *t* ]]; then
-      stats a; pa "sweep_${spec}_b1_half" 1 - "$rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
+      measured "$out/pa_summary.txt" pa_summary "sweep_${spec}_b1_half" 1 - "$rate"
     fi
     stop
     grep -ho 'slow execution.*' "$out/server_sweep_$spec.log" | tail -30 | sed 's/^/  /' | tee -a "$out/pa_summary.txt"
@@ -226,14 +235,12 @@ if serve "0" gpu1; then
   load gpu1_b1 1
   rate=$(python3 -c "import json; print(round(json.load(open('$out/load_gpu1_b1.json'))['requests_per_s'] / 2))")
   echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
-  stats a; load gpu1_b1_half 1 "$rate"; stats b; server_times a b | tee -a "$out/load_gpu1_b1_half.log"
+  measured "$out/load_gpu1_b1_half.log" load gpu1_b1_half 1 "$rate"
   echo "-- perf_analyzer"
-  pa gpu1_b8 8 "${PA_INFLIGHT_B8:-32}" | tee -a "$out/pa_summary.txt"
-  pa gpu1_b1 1 "${PA_INFLIGHT_B1:-128}" | tee -a "$out/pa_summary.txt"
+  pa_summary gpu1_b8 8 "${PA_INFLIGHT_B8:-32}"
+  pa_summary gpu1_b1 1 "${PA_INFLIGHT_B1:-128}"
   pa_rate=$(python3 -c "import csv; print(round(float(next(csv.DictReader(open('$out/pa_gpu1_b1.csv')))['Inferences/Second']) / 2))" 2>/dev/null)
-  if [ -n "$pa_rate" ]; then
-    stats a; pa gpu1_b1_half 1 - "$pa_rate" | tee -a "$out/pa_summary.txt"; stats b; server_times a b | tee -a "$out/pa_summary.txt"
-  fi
+  [ -n "$pa_rate" ] && measured "$out/pa_summary.txt" pa_summary gpu1_b1_half 1 - "$pa_rate"
   curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
   unload_cycles
   stop
@@ -243,8 +250,8 @@ if [ "$ngpu" -ge 2 ]; then
   if serve "0, 1" gpu2; then
     load gpu2_b8 8
     load gpu2_b1 1
-    pa gpu2_b8 8 "$((2 * ${PA_INFLIGHT_B8:-32}))" | tee -a "$out/pa_summary.txt"
-    pa gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))" | tee -a "$out/pa_summary.txt"
+    pa_summary gpu2_b8 8 "$((2 * ${PA_INFLIGHT_B8:-32}))"
+    pa_summary gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))"
     stop
   fi
 fi

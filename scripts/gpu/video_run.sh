@@ -49,6 +49,7 @@ summary=$final/summary.txt
 : >"$summary"
 row() { printf '%s\n' "$*" | tee -a "$summary"; }
 step() { echo "== $* ($(date +%T))"; }
+fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }  # a yolocu / bench log's last frames/s
 
 step "unpack"
 run=$root/.gpu-video/run
@@ -155,7 +156,6 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   export YOLOCU_TACTIC_CACHE=$out/video_tactics.json
   rm -f "$YOLOCU_TACTIC_CACHE"
   k=${STREAMS:-8}
-  fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
   warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s[^)]*)*' "$1" | tail -1; }
   first=1
   for codec in ${CODECS:-h264 hevc}; do
@@ -204,7 +204,6 @@ if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
   tail -2 "$out/bench_track.log" | head -1 | sed 's/^/bench_track: /' | tee -a "$summary"
   grep '^device' "$out/bench_track.log" | tee -a "$summary"
   for i in $(seq "$k"); do echo "$clip"; done >"$out/track_streams.txt"
-  fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
   for cmd in detect track detect track; do  # twice each, alternating: the spread shows the noise
     timeout 300 "$bin/yolocu" $cmd --model "$model" --source "$out/track_streams.txt" --device cuda --precision fp16 \
       --decoder cuda --batch "$k" --progress 0 >"$out/cli_$cmd.log" 2>&1 || row "FAIL  yolocu $cmd (log cli_$cmd.log)"
@@ -238,7 +237,6 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   unset YOLOCU_TUNE_QUICK
   export YOLOCU_TACTIC_CACHE=$out/gpus2_tactics.json
   for i in $(seq "$k"); do echo "$clip"; done >"$out/gpus2_streams.txt"
-  fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }
   frames=$(timeout 60 "$bin/bench_video_decode" "$clip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
   for dev in cuda:0 cuda:0,1 cuda:0 cuda:0,1; do  # alternating: the spread shows the noise
     name=gpus2_${dev//[:,]/_}

@@ -1,7 +1,6 @@
 // RawSource over FFmpeg: Demuxer -> Decoder, every decoded frame in order with its index and pts.
 // Packets or pictures the decoder rejects (corrupt data) are skipped and counted; decoding goes on
 // with the next packet, as FFmpeg's own tools do.
-#include <chrono>
 #include <cmath>
 #include <deque>
 #include <mutex>
@@ -90,8 +89,7 @@ class FfmpegSource final : public RawSource {
   // When each packet was read, by its timestamp, for VideoFrame::received_ns: the decoder hands out
   // pictures in display order, which differs from the packets' order when a stream has B-frames.
   void note_packet_time() {
-    last_packet_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch()).count();
+    last_packet_ns_ = steady_now_ns();
     const int64_t ts = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
     if (ts == AV_NOPTS_VALUE) return;
     packet_times_.emplace_back(ts, last_packet_ns_);

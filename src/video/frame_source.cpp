@@ -44,9 +44,7 @@ class SelectingSource final : public FrameSource {
       ++next_index_;
       if (keep) {
         ++delivered_;
-        if (frame.received_ns == 0)  // a source without packets (image sequences): when it was read
-          frame.received_ns =
-              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        if (frame.received_ns == 0) frame.received_ns = video::steady_now_ns();  // no packets (image sequences): when read
         frame.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         return true;
       }

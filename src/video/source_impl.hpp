@@ -3,12 +3,19 @@
 // top and asks for pixels only for the frames it keeps.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "yolocu/video.hpp"
 
 namespace yolocu::video {
+
+// Now on the clock of VideoFrame::received_ns: std::chrono::steady_clock, ns since its epoch.
+inline int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 class RawSource {
  public:

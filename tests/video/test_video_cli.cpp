@@ -1,11 +1,7 @@
 // yolocu detect --source end to end: a source list with a dead source (the others complete, exit
 // status 1, the failure named), --save / --save-frames outputs, --frames, video files given as
 // PATHs, --timeline, --latency, an RTSP stream pushed to --rtsp-listen, and the usage errors.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -145,19 +141,6 @@ TEST(VideoCli, LatencyPerLineAndSummary) {
   }
 }
 
-// A loopback TCP port nobody listens on now (the kernel's pick).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  if (fd >= 0) close(fd);
-  return ok ? ntohs(a.sin_port) : 0;
-}
-
 // --rtsp-listen: yolocu waits on a loopback port and FFmpeg's own RTSP muxer pushes the clip to it
 // in real time (`ffmpeg -re ... -f rtsp`, retried until yolocu listens); the frames come out as
 // JSON lines with their latency, and yolocu ends after --frames. Skips visibly without the ffmpeg
@@ -166,7 +149,7 @@ TEST(VideoCli, RtspListenReceivesAPushedStream) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
   if (test::run_command("command -v ffmpeg >/dev/null 2>&1") != 0) GTEST_SKIP() << "no ffmpeg program on PATH";
-  const int port = free_port();
+  const int port = test::closed_port();  // nothing listens there until yolocu does
   ASSERT_GT(port, 0);
   const std::string url = "rtsp://127.0.0.1:" + std::to_string(port) + "/live";
   const std::string dir = test::scratch_dir("video_cli_rtsp");
