@@ -7,6 +7,11 @@
 # perf_analyzer with its libraries, yolov5n.onnx and coco128's images. Then one device call with
 # carry [".gpu-serve"]:  bash scripts/gpu/serve_run.sh
 # Environment: YOLOCU_DATA_DIR, CUDA_ARCH (90), JOBS (2).
+# SERVE_ASAN=1: the backend built with AddressSanitizer instead (build-gpu-asan/; symbols kept, debug
+# information stripped: `addr2line -f -C -e build-gpu-asan/src/triton/libtriton_yolocu.so <offset>`
+# turns a report's offsets into lines) with the ASan runtime, and no perf_analyzer (the call's
+# 64 MiB); serve_run.sh then starts tritonserver with the runtime preloaded, so that a heap error
+# anywhere in the server process stops it with a report.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -23,19 +28,34 @@ bdir=${YOLOCU_GPU_BUILD:-build-gpu}
 cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON -DYOLOCU_VIDEO=OFF -DYOLOCU_CLI_OPENCV=OFF \
   -DYOLOCU_DATA_DIR="$data" >/dev/null
 cmake --build "$bdir" -j "$jobs" --target triton_yolocu yolocu_cli
+asan=${SERVE_ASAN:-0}
+if [ "$asan" = 1 ]; then
+  abdir=${YOLOCU_GPU_ASAN_BUILD:-build-gpu-asan}
+  cmake -S . -B "$abdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" -DYOLOCU_CUDA=ON \
+    -DYOLOCU_VIDEO=OFF -DYOLOCU_CLI_OPENCV=OFF -DCMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address" -DYOLOCU_DATA_DIR="$data" >/dev/null
+  cmake --build "$abdir" -j "$jobs" --target triton_yolocu
+fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib" "$stage/bin" "$stage/backends/yolocu" "$stage/triton/bin" "$stage/triton/lib" \
   "$stage/data/models" "$stage/data/coco128"
 cp "$bdir"/apps/yolocu/yolocu "$stage/bin/"
-cp "$bdir"/src/triton/libtriton_yolocu.so "$stage/backends/yolocu/"
-strip --strip-unneeded "$stage/bin/yolocu" "$stage/backends/yolocu/libtriton_yolocu.so"
+if [ "$asan" = 1 ]; then
+  cp "$abdir"/src/triton/libtriton_yolocu.so "$stage/backends/yolocu/"
+  strip --strip-debug "$stage/backends/yolocu/libtriton_yolocu.so"
+  strip --strip-unneeded "$stage/bin/yolocu"
+  mkdir -p "$stage/lib/asan" && cp -L "$(gcc -print-file-name=libasan.so)" "$stage/lib/asan/libasan.so.8"
+else
+  cp "$bdir"/src/triton/libtriton_yolocu.so "$stage/backends/yolocu/"
+  strip --strip-unneeded "$stage/bin/yolocu" "$stage/backends/yolocu/libtriton_yolocu.so"
+fi
 # Shared libraries that are neither glibc, libstdc++/libgcc/libgomp, OpenSSL 3 (libcrypto.so.3) nor
 # CUDA / cuDNN (those are there).
 for f in "$stage/bin/yolocu" "$stage/backends/yolocu/libtriton_yolocu.so"; do
   ldd "$f" | awk '$3 ~ /^\// {print $3}' |
-    grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libgomp|libcrypto|libssl|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
+    grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libgomp|libcrypto|libssl|libasan|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libnvrtc[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 done
 # tritonserver and the libraries of the wheel it loads (its RUNPATH names ../../../nvidia_pytriton.libs:
@@ -54,6 +74,7 @@ rm -rf .gpu-serve && mkdir -p .gpu-serve/wheels
 # carried (2.41.0's; today's py3-none-any wheel has none), with the two libraries it loads that the GPU machine lacks:
 # libb64 (Debian's libb64-0d) and the CUDA 12 runtime (NVIDIA's nvidia-cuda-runtime-cu12 wheel).
 pa=$stage/perf
+[ "$asan" = 1 ] || {
 mkdir -p "$pa/bin" "$pa/lib" "$stage/pa-tmp"
 "$root/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --platform manylinux1_x86_64 --platform manylinux2014_x86_64 -d "$stage/pa-tmp" \
@@ -67,6 +88,7 @@ if LD_LIBRARY_PATH=$pa/lib ldd "$pa/bin/perf_analyzer" | grep "not found" >&2; t
   echo "perf_analyzer misses the libraries above" >&2
   exit 1
 fi
+}
 
 cp "$data/models/yolov5n.onnx" "$stage/data/models/"
 cp -r "$data/coco128/images" "$stage/data/coco128/"

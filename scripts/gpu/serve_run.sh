@@ -44,16 +44,41 @@ cache=$g/tactics.json
 [ -f .gpu-serve/tactics.json ] && cp .gpu-serve/tactics.json "$cache"
 
 serve_extra=${SERVE_EXTRA:-}
+# A bundle of SERVE_ASAN=1 (serve_bundle.sh): tritonserver with the ASan runtime preloaded (CUDA needs
+# the shadow gap unprotected); the first heap error stops the server with its report in the log.
+asan_env=
+if [ -f "$g/lib/asan/libasan.so.8" ]; then
+  asan_env="env LD_PRELOAD=$g/lib/asan/libasan.so.8 ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0:halt_on_error=1:alloc_dealloc_mismatch=0"
+  echo "== AddressSanitizer: the backend built with ASan, its runtime preloaded into tritonserver"
+fi
 half_cores=$(( $(nproc) / 2 ))
 pin_halves() {  # the server on the first half of the cores, the load generators on the other (taskset)
   command -v taskset >/dev/null || return 1
   server_pin="taskset -c 0-$((half_cores - 1))" client_pin="taskset -c $half_cores-$(($(nproc) - 1))"
 }
+pin_numa() {  # the server on the cores of GPU 0's NUMA node (sysfs local_cpulist), the load generators on the rest
+  local id list rest
+  command -v taskset >/dev/null || return 1
+  id=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-F' 'a-f')
+  list=$(cat "/sys/bus/pci/devices/${id:4}/local_cpulist" 2>/dev/null) || return 1
+  rest=$(python3 - "$list" "$(nproc)" <<'PY'
+import sys
+cores = set()
+for part in sys.argv[1].split(","):
+    a, _, b = part.partition("-")
+    cores.update(range(int(a), int(b or a) + 1))
+print(",".join(str(c) for c in range(int(sys.argv[2])) if c not in cores))
+PY
+)
+  [ -n "$rest" ] || return 1
+  server_pin="taskset -c $list" client_pin="taskset -c $rest"
+}
+echo "GPU 0's NUMA-local cores: $(cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-F' 'a-f' | cut -c5-)/local_cpulist" 2>/dev/null || echo unknown)"
 if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi
-echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
-timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
+[ -n "$asan_env" ] || echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
+[ -n "$asan_env" ] || timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
   --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
 
 serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, waits until the model is ready
@@ -62,7 +87,7 @@ serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, w
     --max-batch "$batch" --max-queue-delay-us "${SERVE_QUEUE_DELAY_US:-500}" --max-queue-size 4096 --decode "${SERVE_DECODE:-gpu}" \
     --slow-execution-ms "${SERVE_SLOW_MS:-0}" ${serve_extra:-} \
     --tactic-cache "$cache" --write-repo "$repo" >/dev/null || return 1
-  ${server_env:-} ${server_pin:-} "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
+  ${server_env:-} ${asan_env:-} ${server_pin:-} "$g/triton/bin/tritonserver" --model-repository "$repo" --backend-directory "$g/backends" --model-control-mode explicit \
     --load-model yolo --http-port 8000 --grpc-port 8001 --metrics-port 8002 ${server_extra:-} >"$out/server_$name.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
@@ -158,7 +183,7 @@ PY
 # 256; h: nvJPEG's hybrid backend instead of the hardware decoder (YOLOCU_NVJPEG_BACKEND=hybrid);
 # w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1);
 # g: --engine-graphs (the default since the backend's engine_graphs is on; serve.py of this tree decides);
-# s<K>: the forward as K graphs (--engine-graph-segments K); b: the instances wait for the GPU asleep
+# n: the server on GPU 0's NUMA-local cores and the clients on the others; s<K>: the forward as K graphs (--engine-graph-segments K); b: the instances wait for the GPU asleep
 # instead of spinning a core (parameter blocking_sync); t: Triton's request trace (every 20th
 # request's timestamps: server-side latency, queue and compute percentiles) of the Python clients at
 # SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
@@ -174,9 +199,10 @@ sweep() {
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
     [[ $spec == *w* ]] && server_env="${server_env:-env} YOLOCU_NVJPEG_POW2_LISTS=1"
     [[ $spec == *p* ]] && pin_halves
+    [[ $spec == *n* ]] && pin_numa
     [[ $spec == *a* ]] && server_extra="--grpc-infer-allocation-pool-size 256"
     [[ $spec == *t* ]] && server_extra="$server_extra --trace-config triton,file=$out/trace_$spec.json --trace-config level=TIMESTAMPS --trace-config rate=20"
-    echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores 0-$((half_cores - 1))}${server_extra:+, $server_extra}${server_env:+, $server_env}"
+    echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores ${server_pin#taskset -c }}${server_extra:+, $server_extra}${server_env:+, $server_env}"
     inst=$n SERVE_QUEUE_DELAY_US=$d serve "0" "sweep_$spec" || continue
     if [[ $spec == *t* ]]; then  # the trace holds one load: Python clients at SERVE_HALF_RATE (5000) requests/s
       rate=${SERVE_HALF_RATE:-5000}
