@@ -186,7 +186,8 @@ PY
 # n: the server on GPU 0's NUMA-local cores and the clients on the others; s<K>: the forward as K graphs (--engine-graph-segments K); b: the instances wait for the GPU asleep
 # instead of spinning a core (parameter blocking_sync); t: Triton's request trace (every 20th
 # request's timestamps: server-side latency, queue and compute percentiles) of the Python clients at
-# SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer).
+# SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer). SERVE_HALF_RATE set: every
+# setting's half load at that rate, without the closed loop first.
 sweep() {
   local spec d n r rate
   for spec in $SERVE_SWEEP; do
@@ -204,7 +205,7 @@ sweep() {
     [[ $spec == *t* ]] && server_extra="$server_extra --trace-config triton,file=$out/trace_$spec.json --trace-config level=TIMESTAMPS --trace-config rate=20"
     echo "== sweep $spec: max_queue_delay_microseconds $d, $n instances on GPU 0${server_pin:+, server on cores ${server_pin#taskset -c }}${server_extra:+, $server_extra}${server_env:+, $server_env}"
     inst=$n SERVE_QUEUE_DELAY_US=$d serve "0" "sweep_$spec" || continue
-    if [[ $spec == *t* ]]; then  # the trace holds one load: Python clients at SERVE_HALF_RATE (5000) requests/s
+    if [[ $spec == *t* ]] || [ -n "${SERVE_HALF_RATE:-}" ]; then  # Python clients at SERVE_HALF_RATE (5000) requests/s
       rate=${SERVE_HALF_RATE:-5000}
     else
       load "sweep_${spec}_b1" 1
