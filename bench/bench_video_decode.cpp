@@ -5,9 +5,11 @@
 // With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
 // "NVDEC utilisation ...", or why there is none).
 //
-//   bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda]
+//   bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda] [--devices 0,1]
 //     --threads N   libavcodec threads per decoder (0 = FFmpeg's choice; default 0; cpu only)
 //     --streams K   K sources at once (StreamSet, batches of K); default 1 (FrameSource alone)
+//     --devices L   NVDEC on the GPUs of the list: source i on GPU L[i mod n], one consumer thread
+//                   per GPU taking its sources' frames (as `yolocu detect --device cuda:0,1` does)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nvml_sampler.hpp"
@@ -22,24 +25,86 @@
 #include "yolocu/video.hpp"
 #include "yolocu/video_streams.hpp"
 
+namespace {
+
+std::vector<int> parse_devices(const char* list) {
+  std::vector<int> out;
+  for (const char* p = list; *p;) {
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end == p || v < 0) return {};
+    out.push_back(static_cast<int>(v));
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return {};
+  }
+  return out;
+}
+
+// K copies of the file through one StreamSet, a group (and a consumer thread) per GPU of `devices`;
+// the frames taken.
+int64_t decode_streams(const std::string& file, const yolocu::VideoSourceOptions& o, int streams,
+                       const std::vector<int>& devices) {
+  yolocu::StreamOptions so;
+  so.source = o;
+  const int g = static_cast<int>(devices.size());
+  if (g > 1) {
+    so.group_cuda_devices = devices;
+    for (int i = 0; i < streams; ++i) so.groups.push_back(i % g);
+  }
+  yolocu::StreamSet set(std::vector<std::string>(static_cast<size_t>(streams), file), so);
+  std::vector<int64_t> taken(static_cast<size_t>(g), 0);
+  auto consume = [&](int group) {
+    std::vector<yolocu::VideoFrame> batch;
+    const size_t n = static_cast<size_t>((streams + g - 1) / g);
+    while (set.next_batch(batch, n, group)) taken[static_cast<size_t>(group)] += static_cast<int64_t>(batch.size());
+  };
+  std::vector<std::thread> consumers;
+  for (int k = 1; k < g; ++k) consumers.emplace_back(consume, k);
+  consume(0);
+  for (std::thread& t : consumers) t.join();
+  int64_t frames = 0;
+  for (int64_t t : taken) frames += t;
+  return frames;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda]\n");
+    std::fprintf(stderr, "usage: bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda] [--devices 0,1]\n");
     return 2;
   }
   const std::string file = argv[1];
   int threads = 0, streams = 1, runs = 3;
   std::string decoder = "cpu";
+  std::vector<int> devices;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--streams")) streams = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--decoder")) decoder = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--devices")) {
+      devices = parse_devices(argv[i + 1]);
+      if (devices.empty()) {
+        std::fprintf(stderr, "bench_video_decode: --devices wants GPU indices such as 0,1, got '%s'\n", argv[i + 1]);
+        return 2;
+      }
+    }
+    else {
+      std::fprintf(stderr, "bench_video_decode: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (devices.empty()) devices.push_back(0);
+  if (devices.size() > 1 && (decoder != "cuda" || streams < 2)) {
+    std::fprintf(stderr, "bench_video_decode: --devices with several GPUs needs --decoder cuda and --streams >= 2\n");
+    return 2;
   }
   try {
     yolocu::VideoSourceOptions o;
     o.backend = decoder == "cuda" ? yolocu::DecodeBackend::kCuda : yolocu::DecodeBackend::kCpu;
     o.decoder_threads = threads;
+    o.cuda_device = devices[0];
     const yolocu::SourceInfo info = yolocu::FrameSource::open(file, o)->info();
     std::vector<double> fps;
     int64_t frames = 0;
@@ -53,20 +118,18 @@ int main(int argc, char** argv) {
         yolocu::VideoFrame f;
         while (src->read(f)) ++frames;
       } else {
-        yolocu::StreamOptions so;
-        so.source = o;
-        yolocu::StreamSet set(std::vector<std::string>(static_cast<size_t>(streams), file), so);
-        std::vector<yolocu::VideoFrame> batch;
-        while (set.next_batch(batch, static_cast<size_t>(streams))) frames += static_cast<int64_t>(batch.size());
+        frames = decode_streams(file, o, streams, devices);
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fps.push_back(static_cast<double>(frames) / s);
     }
     if (nvml) nvml->stop();
     std::sort(fps.begin(), fps.end());
-    std::printf("%s: %dx%d %s, %s, decoder threads %d, %d stream(s): %lld frames per pass, %.1f frames/s "
+    const std::string gpus =
+        o.backend == yolocu::DecodeBackend::kCuda ? " on " + std::to_string(devices.size()) + " GPU(s)" : "";
+    std::printf("%s: %dx%d %s, %s, decoder threads %d, %d stream(s)%s: %lld frames per pass, %.1f frames/s "
                 "(median of %d; min %.1f, max %.1f)\n",
-                file.c_str(), info.width, info.height, info.codec.c_str(), info.decoder.c_str(), threads, streams,
+                file.c_str(), info.width, info.height, info.codec.c_str(), info.decoder.c_str(), threads, streams, gpus.c_str(),
                 static_cast<long long>(frames), fps[fps.size() / 2], runs, fps.front(), fps.back());
     if (nvml) std::printf("%s\n", nvml->summary().c_str());
   } catch (const yolocu::Error& e) {

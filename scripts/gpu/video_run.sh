@@ -26,17 +26,19 @@
 #      second from the file): every untuned size derived, then --pad-batches (only 1, 2, 4, ... and
 #      32 run); then each way's engine time per batch size (what padding costs).
 #   7. two GPUs (issue #35), only with GPUS2=1 (with the rest) or GPUS2_ONLY=1, on a machine of two
-#      or more GPUs (nvidia-h100-x2): GPUS2_STREAMS (32) streams of the 1080p H.264 clip, NVDEC,
-#      yolov5n FP16, `yolocu detect --device cuda:0` against `--device cuda:0,1` (one detector per
-#      GPU, the streams spread over both), twice each alternating: frames/s, the ratio, and that both
-#      wrote a JSON line for every frame of every stream.
+#      or more GPUs (nvidia-h100-x2): GPUS2_STREAMS (64) streams of the 1080p H.264 clip, NVDEC:
+#      decode alone on GPU 0 and on GPUs 0,1 (bench_video_decode --devices), each with the pictures
+#      on the legacy default stream and on a stream per decoder (YOLOCU_NVDEC_STREAM=own); then,
+#      yolov5n FP16, twice each alternating: `yolocu detect --device cuda:0`, `--device cuda:0,1`
+#      (one detector per GPU, the streams spread over both), cuda:0 with a stream per decoder, and
+#      two processes (cuda:0 and cuda:1, half the streams each): frames/s and JSON lines.
 #   8. live RTSP (issue #35), only with LIVE=1 or LIVE_ONLY=1: LIVE_STREAMS (64) streams of the
 #      1080p H.264 clip pushed in real time (30 frames/s each, looped for LIVE_SECONDS, 60) by the
 #      carried ffmpeg program to `yolocu detect --rtsp-listen` on loopback ports, NVDEC, yolov5n
 #      FP16: frames detected against frames sent, dropped frames, latency from packet to JSON line.
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
-# WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (32),
+# WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (64),
 # LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -232,20 +234,45 @@ if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
 fi
 
 if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-  k=${GPUS2_STREAMS:-32}
+  k=${GPUS2_STREAMS:-64}
   step "two GPUs: $k streams on cuda:0 against cuda:0,1"
   unset YOLOCU_TUNE_QUICK
   export YOLOCU_TACTIC_CACHE=$out/gpus2_tactics.json
   for i in $(seq "$k"); do echo "$clip"; done >"$out/gpus2_streams.txt"
+  half=$(( (k + 1) / 2 ))
+  head -n "$half" "$out/gpus2_streams.txt" >"$out/gpus2_half.txt"
   frames=$(timeout 60 "$bin/bench_video_decode" "$clip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
-  for dev in cuda:0 cuda:0,1 cuda:0 cuda:0,1; do  # alternating: the spread shows the noise
-    name=gpus2_${dev//[:,]/_}
-    b=$(( k < 32 ? k : 32 ))  # the streams of a GPU per batch
-    [ "$dev" = cuda:0,1 ] && b=$(( (k + 1) / 2 < 32 ? (k + 1) / 2 : 32 ))
-    timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/gpus2_streams.txt" --device "$dev" --precision fp16 \
+  gdetect() {  # gdetect <name> <device> <streams file> <batch> [env...]: one yolocu detect run
+    local name=$1 dev=$2 list=$3 b=$4
+    shift 4
+    env "$@" timeout 300 "$bin/yolocu" detect --model "$model" --source "$list" --device "$dev" --precision fp16 \
       --decoder cuda --batch "$b" --progress 0 --jsonl "$out/$name.jsonl" >"$out/$name.log" 2>&1 ||
       row "FAIL  yolocu detect --device $dev (log $name.log)"
-    row "yolocu detect --device $dev, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/$name.log") frames/s, $(wc -l <"$out/$name.jsonl") JSON lines (expected $k x ${frames:-?})"
+  }
+  b1=$(( k < 32 ? k : 32 )) b2=$(( half < 32 ? half : 32 ))  # the streams of a GPU per batch
+  # decode alone (no detection), one process: are the decoders the limit, and do they scale with GPUs?
+  for devs in 0 0,1; do
+    for mode in default own; do
+      YOLOCU_NVDEC_STREAM=$mode timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
+        --devices "$devs" >"$out/gpus2_decode_${devs/,/_}_$mode.log" 2>&1
+      row "decode alone, $k streams, NVDEC on GPU(s) $devs, picture stream $mode: $(fps_of "$out/gpus2_decode_${devs/,/_}_$mode.log") frames/s; $(grep -h '^NVDEC utilisation' "$out/gpus2_decode_${devs/,/_}_$mode.log" | head -1)"
+    done
+  done
+  for r in 1 2; do  # alternating: the spread shows the noise
+    gdetect "gpus2_one_$r" cuda:0 "$out/gpus2_streams.txt" "$b1"
+    row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s, $(wc -l <"$out/gpus2_one_$r.jsonl") JSON lines (expected $k x ${frames:-?})"
+    gdetect "gpus2_two_$r" cuda:0,1 "$out/gpus2_streams.txt" "$b2"
+    row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s, $(wc -l <"$out/gpus2_two_$r.jsonl") JSON lines"
+    gdetect "gpus2_own_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" YOLOCU_NVDEC_STREAM=own
+    row "yolocu detect --device cuda:0, $k streams, each decoder's pictures on a stream of its own: $(fps_of "$out/gpus2_own_$r.log") frames/s, $(wc -l <"$out/gpus2_own_$r.jsonl") JSON lines"
+    # two processes, one per GPU, half the streams each: a limit of one process shows as the difference
+    t0=$(date +%s.%N)
+    gdetect "gpus2_proc0_$r" cuda:0 "$out/gpus2_half.txt" "$b2" &
+    gdetect "gpus2_proc1_$r" cuda:1 "$out/gpus2_half.txt" "$b2" &
+    wait
+    t1=$(date +%s.%N)
+    lines=$(( $(wc -l <"$out/gpus2_proc0_$r.jsonl") + $(wc -l <"$out/gpus2_proc1_$r.jsonl") ))
+    row "two processes (cuda:0, cuda:1), $half streams each: $(fps_of "$out/gpus2_proc0_$r.log") + $(fps_of "$out/gpus2_proc1_$r.log") frames/s; $lines JSON lines in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s of wall time (start included)"
   done
 fi
 
@@ -276,7 +303,7 @@ if [ "${LIVE:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
   row "live: $(grep '^latency from packet' "$out/live.log" | tail -1)"
 fi
 
-tar -C "$final" --exclude='*.jpg' --exclude='*.jsonl' -czf "$final/logs.tar.gz" logs && rm -rf "$out"
+tar -C "$final" --exclude='*.jpg' --exclude='*.jsonl' --exclude='*tactics*.json' -czf "$final/logs.tar.gz" logs && rm -rf "$out"
 echo
 echo "================ summary ================"
 cat "$summary"

@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -20,6 +22,7 @@ extern "C" {
 }
 
 #include "core/check.hpp"
+#include "core/cuda_check.hpp"
 #include "video/bgr_convert_cpu.hpp"
 #include "video/decoder.hpp"
 
@@ -38,6 +41,22 @@ AVPixelFormat pick_format(AVCodecContext* ctx, const AVPixelFormat* formats) {
     if (*f == AV_PIX_FMT_CUDA) return *f;
   ctx->opaque = reinterpret_cast<void*>(1);  // tells the decoder object that NVDEC refused the stream
   return avcodec_default_get_format(ctx, formats);
+}
+
+// YOLOCU_NVDEC_STREAM=own (a measurement switch, as YOLOCU_NVJPEG_BACKEND is): each decoder maps and
+// copies its pictures on a non-blocking stream of its own instead of the legacy default stream that
+// every decoder of the process shares.
+bool own_nvdec_stream() {
+  const char* v = std::getenv("YOLOCU_NVDEC_STREAM");
+  return v && std::string(v) == "own";
+}
+
+// The device's stream is destroyed with the device context (its free callback), after the last
+// picture of the decoder's frame pool is gone.
+void destroy_device_stream(AVHWDeviceContext* ctx) {
+  auto* hw = static_cast<AVCUDADeviceContext*>(ctx->hwctx);
+  if (hw->stream) (void)cudaStreamDestroy(reinterpret_cast<cudaStream_t>(hw->stream));
+  hw->stream = nullptr;
 }
 
 // An AV_HWDEVICE_TYPE_CUDA device wrapping the CUDA runtime's primary context of `device` (made
@@ -64,7 +83,13 @@ BufferPtr runtime_cuda_device(int device, const std::string& source) {
   YOLOCU_CHECK(ref, kUnsupported, source, ": no NVDEC: av_hwdevice_ctx_alloc(cuda) failed (FFmpeg without CUDA)");
   auto* hw = static_cast<AVCUDADeviceContext*>(reinterpret_cast<AVHWDeviceContext*>(ref->data)->hwctx);
   hw->cuda_ctx = ctx;    // not owned by FFmpeg: the runtime keeps the primary context
-  hw->stream = nullptr;  // NVDEC maps pictures on the legacy default stream (DevicePlanes::stream)
+  hw->stream = nullptr;  // NVDEC maps pictures on this stream (DevicePlanes::stream): the legacy default one
+  if (own_nvdec_stream()) {
+    cudaStream_t s = nullptr;
+    YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    hw->stream = reinterpret_cast<CUstream>(s);
+    reinterpret_cast<AVHWDeviceContext*>(ref->data)->free = destroy_device_stream;
+  }
   clear_last_ffmpeg_log();
   const int err = av_hwdevice_ctx_init(ref.get());
   YOLOCU_CHECK(err >= 0, kUnsupported, source, ": no NVDEC: av_hwdevice_ctx_init(cuda, device ", device,
@@ -160,7 +185,8 @@ class CudaDecoder final : public Decoder {
     d.cuda_device = cuda_device_;
     // as swscale decides it for cv2.VideoCapture: full range for yuvj streams (color_range JPEG)
     d.range = picture.color_range == AVCOL_RANGE_JPEG ? YuvRange::kFull : YuvRange::kLimited;
-    d.stream = nullptr;  // FFmpeg maps NVDEC pictures on its device's stream: the legacy default stream
+    d.stream = reinterpret_cast<CUstream_st*>(  // FFmpeg maps NVDEC pictures on its device's stream
+        static_cast<const AVCUDADeviceContext*>(reinterpret_cast<const AVHWDeviceContext*>(device_->data)->hwctx)->stream);
     d.owner = std::shared_ptr<AVFrame>(ref.release(), FrameFree{});
     out.image = Image();
     out.format = FrameFormat::kNv12;
