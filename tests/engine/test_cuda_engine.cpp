@@ -345,17 +345,13 @@ TEST(CudaEngine, DirectStem) {
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(bus, "reference/bus.npz");
   const auto m = load(path);
-  ::setenv("YOLOCU_DIRECT_STEM", "always", 1);
   CudaEngineOptions on = opts(Precision::kFloat16, 8), off = opts(Precision::kFloat16, 8);
   off.direct_stem = false;
   std::unique_ptr<CudaEngine> direct;
-  try {
+  {
+    test::ScopedEnv always("YOLOCU_DIRECT_STEM", "always");
     direct = std::make_unique<CudaEngine>(m, on);
-  } catch (...) {
-    ::unsetenv("YOLOCU_DIRECT_STEM");
-    throw;
   }
-  ::unsetenv("YOLOCU_DIRECT_STEM");
   CudaEngine conversion(m, off);
   print_stats("direct stem fp16", *direct);
   for (const std::string& w : direct->stats().warnings) ADD_FAILURE() << "warning: " << w;

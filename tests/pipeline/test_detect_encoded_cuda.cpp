@@ -261,11 +261,14 @@ TEST(DetectEncodedCuda, RandomBatchesOnTwoDetectorsAtOnceEqualAloneBothBackends)
     return det.detect_encoded(in);
   };
   for (const char* backend : {"hardware", "hybrid"}) {
-    setenv("YOLOCU_NVJPEG_BACKEND", backend, 1);
     DetectorOptions o = gpu_decode_options(detect_settings(), 32, Precision::kFloat16);
     o.contexts = 2;
-    std::unique_ptr<Detector> dets[2] = {Detector::create(model, o), Detector::create(model, o)};
-    unsetenv("YOLOCU_NVJPEG_BACKEND");
+    std::unique_ptr<Detector> dets[2];
+    {
+      test::ScopedEnv nvjpeg("YOLOCU_NVJPEG_BACKEND", backend);
+      dets[0] = Detector::create(model, o);
+      dets[1] = Detector::create(model, o);
+    }
     std::vector<std::vector<std::vector<Detections>>> alone(2);
     for (size_t t = 0; t < 2; ++t)
       for (const auto& batch : batches[t]) alone[t].push_back(run(*dets[t], batch));

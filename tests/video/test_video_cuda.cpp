@@ -123,10 +123,9 @@ TEST(NvdecCuda, PlanesEqualTheCpuDecodersYuv) {
 }
 
 // Through FrameSource: device frames, copied back, equal the CPU path's BGR frames; frames held
-// (max_frames_held of them) stay valid while the decoder goes on.
-TEST(NvdecCuda, FramesEqualCpuFramesAndStayValidWhileHeld) {
-  YOLOCU_REQUIRE_GPU();
-  YOLOCU_REQUIRE_CLIPS(files);
+// (max_frames_held of them) stay valid while the decoder goes on. own_stream: each decoder's
+// pictures on a stream of its own (YOLOCU_NVDEC_STREAM=own), named by the frames.
+void expect_frames_equal_cpu(const std::vector<std::string>& files, bool own_stream) {
   for (const std::string& clip : files) {
     VideoSourceOptions o;
     o.max_frames = 16;
@@ -149,12 +148,26 @@ TEST(NvdecCuda, FramesEqualCpuFramesAndStayValidWhileHeld) {
     for (size_t i = 0; i < held.size(); ++i) {
       EXPECT_EQ(held[i].index, cpu[i].index);
       EXPECT_EQ(held[i].pts, cpu[i].pts);
+      EXPECT_EQ(held[i].device.stream != nullptr, own_stream) << clip << " frame " << i;
       const Image back = frame_to_host_bgr(held[i]);
       ASSERT_EQ(back.width(), cpu[i].image.width()) << clip;
       ASSERT_EQ(back.height(), cpu[i].image.height()) << clip;
       EXPECT_EQ(std::memcmp(back.data(), cpu[i].image.data(), back.size_bytes()), 0) << clip << " frame " << i;
     }
   }
+}
+
+TEST(NvdecCuda, FramesEqualCpuFramesAndStayValidWhileHeld) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_CLIPS(files);
+  expect_frames_equal_cpu(files, /*own_stream=*/false);
+}
+
+TEST(NvdecCuda, FramesOnAStreamPerDecoderEqualCpuFrames) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_CLIPS(files);
+  test::ScopedEnv env("YOLOCU_NVDEC_STREAM", "own");
+  expect_frames_equal_cpu(files, /*own_stream=*/true);
 }
 
 TEST(NvdecCuda, DetectionsEqualTheCpuDecodePath) {
