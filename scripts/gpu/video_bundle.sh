@@ -135,6 +135,8 @@ touch "$carry/video/COMPLETE"
 for codec in h264 hevc; do
   YOLOCU_DATA_DIR=$data bench/make_video_clip.sh "$carry/video/bench_1080p_$codec.mp4" 1920x1080 $codec >/dev/null
 done
+# the live sources' clip, as a camera sends it (no B-frames), 3 s: the publishers loop it
+YOLOCU_DATA_DIR=$data bench/make_video_clip.sh "$carry/video/bench_1080p_h264_live.mp4" 1920x1080 h264-live 3 >/dev/null
 cp "$data/models/yolov5n.onnx" "$carry/data/models/"
 cp "$data/images/bus.jpg" "$data/images/zidane.jpg" "$carry/data/images/"
 

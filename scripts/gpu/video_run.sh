@@ -33,13 +33,14 @@
 #      (one detector per GPU, the streams spread over both), cuda:0 with a stream per decoder, and
 #      two processes (cuda:0 and cuda:1, half the streams each): frames/s and JSON lines.
 #   8. live RTSP (issue #35), only with LIVE=1 or LIVE_ONLY=1: LIVE_STREAMS (64) streams of the
-#      1080p H.264 clip pushed in real time (30 frames/s each, looped for LIVE_SECONDS, 60) by the
-#      carried ffmpeg program to `yolocu detect --rtsp-listen` on loopback ports, NVDEC, yolov5n
-#      FP16: frames detected against frames sent, dropped frames, latency from packet to JSON line.
+#      1080p H.264 camera-like clip (no B-frames; LIVE_BFRAMES=1: the benchmark clip) pushed in real
+#      time (30 frames/s each, looped for LIVE_SECONDS, 60) by the carried ffmpeg program to
+#      `yolocu detect --rtsp-listen` on loopback ports, NVDEC, yolov5n FP16: frames detected
+#      against frames sent, dropped frames, latency from packet to JSON line.
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
 # WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (64),
-# LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60).
+# LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60), LIVE_BFRAMES=1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -278,7 +279,11 @@ fi
 
 if [ "${LIVE:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
   k=${LIVE_STREAMS:-64} secs=${LIVE_SECONDS:-60}
-  step "live: $k RTSP streams pushed in real time for $secs s to yolocu detect --rtsp-listen"
+  # as a camera sends it (no B-frames: bench_1080p_h264_live.mp4); LIVE_BFRAMES=1: the benchmark clip,
+  # whose B-frames hold each picture in the decoder until later packets arrive
+  live_clip=$carry/video/bench_1080p_h264_live.mp4
+  { [ "${LIVE_BFRAMES:-0}" = 1 ] || [ ! -f "$live_clip" ]; } && live_clip=$clip
+  step "live: $k RTSP streams of $(basename "$live_clip") pushed in real time for $secs s to yolocu detect --rtsp-listen"
   unset YOLOCU_TUNE_QUICK
   export YOLOCU_TACTIC_CACHE=$out/live_tactics.json
   base=$((20000 + RANDOM % 20000))
@@ -291,7 +296,7 @@ if [ "${LIVE:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
   grep -q "warmed up" <(timeout 200 tail -f "$out/live.log") || true  # the detector is ready: the sources open next
   for i in $(seq 0 $((k - 1))); do  # each publisher retries until its port listens
     ( for _ in $(seq 100); do
-        "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -re -stream_loop -1 -t "$secs" -i "$clip" -c copy -f rtsp \
+        "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -re -stream_loop -1 -t "$secs" -i "$live_clip" -c copy -f rtsp \
           -rtsp_transport tcp "rtsp://127.0.0.1:$((base + i))/live" && break
         kill -0 $y 2>/dev/null || break
         sleep 0.2
@@ -299,7 +304,7 @@ if [ "${LIVE:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
   done
   wait $y || row "FAIL  yolocu detect --rtsp-listen (log live.log)"
   wait
-  row "live: $k x 1080p30 H.264 RTSP streams for $secs s ($((k * 30 * secs)) frames sent): $(grep 'frames from' "$out/live.log" | tail -1)"
+  row "live: $k x 1080p30 H.264 RTSP streams of $(basename "$live_clip") for $secs s ($((k * 30 * secs)) frames sent): $(grep 'frames from' "$out/live.log" | tail -1)"
   row "live: $(grep '^latency from packet' "$out/live.log" | tail -1)"
 fi
 
