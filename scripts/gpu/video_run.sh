@@ -243,36 +243,40 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   half=$(( (k + 1) / 2 ))
   head -n "$half" "$out/gpus2_streams.txt" >"$out/gpus2_half.txt"
   frames=$(timeout 60 "$bin/bench_video_decode" "$clip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
+  lines_of() { if [ -f "$out/$1.jsonl" ]; then wc -l <"$out/$1.jsonl"; else echo 0; fi; }  # a run's JSON lines
+  # the cores a run used over its wall time (bash's time: wall, user, sys seconds in <name>.time)
+  cores_of() { awk '$1 > 0 { printf "%.1f cores of '"$(nproc)"'", ($2 + $3) / $1 }' "$out/$1.time"; }
   gdetect() {  # gdetect <name> <device> <streams file> <batch> [env...]: one yolocu detect run
-    local name=$1 dev=$2 list=$3 b=$4
+    local name=$1 dev=$2 list=$3 b=$4 TIMEFORMAT='%R %U %S'
     shift 4
-    env "$@" timeout 300 "$bin/yolocu" detect --model "$model" --source "$list" --device "$dev" --precision fp16 \
-      --decoder cuda --batch "$b" --progress 0 --jsonl "$out/$name.jsonl" >"$out/$name.log" 2>&1 ||
+    { time env "$@" timeout 300 "$bin/yolocu" detect --model "$model" --source "$list" --device "$dev" --precision fp16 \
+      --decoder cuda --batch "$b" --progress 0 --jsonl "$out/$name.jsonl" >"$out/$name.log" 2>&1; } 2>"$out/$name.time" ||
       row "FAIL  yolocu detect --device $dev (log $name.log)"
   }
   b1=$(( k < 32 ? k : 32 )) b2=$(( half < 32 ? half : 32 ))  # the streams of a GPU per batch
   # decode alone (no detection), one process: are the decoders the limit, and do they scale with GPUs?
   for devs in 0 0,1; do
     for mode in default own; do
-      YOLOCU_NVDEC_STREAM=$mode timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
-        --devices "$devs" >"$out/gpus2_decode_${devs/,/_}_$mode.log" 2>&1
-      row "decode alone, $k streams, NVDEC on GPU(s) $devs, picture stream $mode: $(fps_of "$out/gpus2_decode_${devs/,/_}_$mode.log") frames/s; $(grep -h '^NVDEC utilisation' "$out/gpus2_decode_${devs/,/_}_$mode.log" | head -1)"
+      n=gpus2_decode_${devs/,/_}_$mode
+      { TIMEFORMAT='%R %U %S'; time YOLOCU_NVDEC_STREAM=$mode timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda \
+        --streams "$k" --runs 2 --devices "$devs" >"$out/$n.log" 2>&1; } 2>"$out/$n.time"
+      row "decode alone, $k streams, NVDEC on GPU(s) $devs, picture stream $mode: $(fps_of "$out/$n.log") frames/s, $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
     done
   done
   for r in 1 2; do  # alternating: the spread shows the noise
     gdetect "gpus2_one_$r" cuda:0 "$out/gpus2_streams.txt" "$b1"
-    row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s, $(wc -l <"$out/gpus2_one_$r.jsonl") JSON lines (expected $k x ${frames:-?})"
+    row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s, $(cores_of "gpus2_one_$r"), $(lines_of "gpus2_one_$r") JSON lines (expected $k x ${frames:-?})"
     gdetect "gpus2_two_$r" cuda:0,1 "$out/gpus2_streams.txt" "$b2"
-    row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s, $(wc -l <"$out/gpus2_two_$r.jsonl") JSON lines"
+    row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s, $(cores_of "gpus2_two_$r"), $(lines_of "gpus2_two_$r") JSON lines"
     gdetect "gpus2_own_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" YOLOCU_NVDEC_STREAM=own
-    row "yolocu detect --device cuda:0, $k streams, each decoder's pictures on a stream of its own: $(fps_of "$out/gpus2_own_$r.log") frames/s, $(wc -l <"$out/gpus2_own_$r.jsonl") JSON lines"
+    row "yolocu detect --device cuda:0, $k streams, each decoder's pictures on a stream of its own: $(fps_of "$out/gpus2_own_$r.log") frames/s, $(cores_of "gpus2_own_$r"), $(lines_of "gpus2_own_$r") JSON lines"
     # two processes, one per GPU, half the streams each: a limit of one process shows as the difference
     t0=$(date +%s.%N)
     gdetect "gpus2_proc0_$r" cuda:0 "$out/gpus2_half.txt" "$b2" &
     gdetect "gpus2_proc1_$r" cuda:1 "$out/gpus2_half.txt" "$b2" &
     wait
     t1=$(date +%s.%N)
-    lines=$(( $(wc -l <"$out/gpus2_proc0_$r.jsonl") + $(wc -l <"$out/gpus2_proc1_$r.jsonl") ))
+    lines=$(( $(lines_of "gpus2_proc0_$r") + $(lines_of "gpus2_proc1_$r") ))
     row "two processes (cuda:0, cuda:1), $half streams each: $(fps_of "$out/gpus2_proc0_$r.log") + $(fps_of "$out/gpus2_proc1_$r.log") frames/s; $lines JSON lines in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s of wall time (start included)"
   done
 fi
