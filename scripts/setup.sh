@@ -61,6 +61,7 @@ apt_packages=(
   libssl-dev                                        # SHA-256 (libcrypto): the INT8 calibration file
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev    # video input/output (FFmpeg 5.1; YOLOCU_VIDEO)
   libavdevice-dev                                   # video: V4L2 cameras (/dev/videoN)
+  libffmpeg-nvenc-dev                               # video, CUDA builds: the ffnvcodec headers (NVDEC's own API)
   ffmpeg                                            # tests only: encodes the test clips (scripts/video/make_refs.sh)
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   clang libclang-rt-dev libomp-dev                  # scripts/fuzz.sh (libFuzzer, ASan/UBSan), scripts/tsan.sh (TSan, LLVM OpenMP)

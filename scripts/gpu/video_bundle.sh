@@ -70,7 +70,7 @@ EOF
      --disable-doc --disable-autodetect --enable-pthreads --enable-ffnvcodec --enable-cuda --enable-nvdec \
      --disable-everything --disable-avdevice --disable-swresample --disable-postproc \
      --enable-decoder=h264,hevc --enable-parser=h264,hevc --enable-demuxer=mov,matroska,h264,hevc,rtsp,sdp \
-     --enable-protocol=file,tcp,udp,rtp --enable-hwaccel=h264_nvdec,hevc_nvdec \
+     --enable-protocol=file,tcp,udp,rtp --enable-hwaccel=h264_nvdec,hevc_nvdec --enable-bsf=h264_mp4toannexb,hevc_mp4toannexb \
      --enable-nvenc --enable-encoder=h264_nvenc,mpeg4 --enable-muxer=mp4,rtsp >"$work/configure.log" 2>&1) ||
     { tail -20 "$work/configure.log"; exit 1; }
   grep -q "^CONFIG_NVDEC=yes" "$work/src/ffbuild/config.mak" || { echo "[video-bundle] FFmpeg configured without NVDEC" >&2; exit 1; }
@@ -80,10 +80,10 @@ EOF
   echo "[video-bundle] building FFmpeg with -j$jobs (log: $work/make.log)"
   make -C "$work/src" -j"$jobs" >"$work/make.log" 2>&1 || { tail -30 "$work/make.log"; exit 1; }
   make -C "$work/src" install >>"$work/make.log" 2>&1
-  echo "$ffver+nvenc+rtsp" > "$prefix/STAMP"
+  echo "$ffver+nvenc+rtsp+annexb" > "$prefix/STAMP"
 }
 # (the stamp names the configuration: an FFmpeg built before NVENC, the mp4 muxer or RTSP were in is rebuilt)
-if [ ! -f "$prefix/STAMP" ] || [ "$(cat "$prefix/STAMP")" != "$ffver+nvenc+rtsp" ]; then
+if [ ! -f "$prefix/STAMP" ] || [ "$(cat "$prefix/STAMP")" != "$ffver+nvenc+rtsp+annexb" ]; then
   build_ffmpeg
 else
   echo "[video-bundle] FFmpeg $ffver already built in $prefix"

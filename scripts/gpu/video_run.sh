@@ -27,11 +27,12 @@
 #      32 run); then each way's engine time per batch size (what padding costs).
 #   7. two GPUs (issue #35), only with GPUS2=1 (with the rest) or GPUS2_ONLY=1, on a machine of two
 #      or more GPUs (nvidia-h100-x2): GPUS2_STREAMS (64) streams of the 1080p H.264 clip, NVDEC:
-#      decode alone on GPU 0 and on GPUs 0,1 (bench_video_decode --devices), each with the pictures
-#      on the legacy default stream and on a stream per decoder (YOLOCU_NVDEC_STREAM=own); then,
-#      yolov5n FP16, twice each alternating: `yolocu detect --device cuda:0`, `--device cuda:0,1`
-#      (one detector per GPU, the streams spread over both), cuda:0 with a stream per decoder, and
-#      two processes (cuda:0 and cuda:1, half the streams each): frames/s and JSON lines.
+#      decode alone on GPU 0 and on GPUs 0,1 (bench_video_decode --devices), each with libavcodec's
+#      hwaccel, the same on a stream per decoder (YOLOCU_NVDEC_STREAM=own) and the Video Codec SDK's
+#      parser and decoder (YOLOCU_NVDEC_API=sdk); then, yolov5n FP16, twice each alternating:
+#      `yolocu detect --device cuda:0`, `--device cuda:0,1` (one detector per GPU, the streams
+#      spread over both), cuda:0 with each other decoder way, and two processes (cuda:0 and cuda:1,
+#      half the streams each): frames/s, cores used and JSON lines.
 #   8. live RTSP (issue #35), only with LIVE=1 or LIVE_ONLY=1: LIVE_STREAMS (64) streams of the
 #      1080p H.264 camera-like clip (no B-frames; LIVE_BFRAMES=1: the benchmark clip) pushed in real
 #      time (30 frames/s each, looped for LIVE_SECONDS, 60) by the carried ffmpeg program to
@@ -255,12 +256,15 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   }
   b1=$(( k < 32 ? k : 32 )) b2=$(( half < 32 ? half : 32 ))  # the streams of a GPU per batch
   # decode alone (no detection), one process: are the decoders the limit, and do they scale with GPUs?
+  # the decoder ways: libavcodec's hwaccel (default), the same mapping on a stream per decoder (own),
+  # the Video Codec SDK's parser and decoder, pictures mapped in place (sdk)
+  way_env() { case $1 in own) echo YOLOCU_NVDEC_STREAM=own ;; sdk) echo YOLOCU_NVDEC_API=sdk ;; *) echo YOLOCU_NVDEC_API= ;; esac; }
   for devs in 0 0,1; do
-    for mode in default own; do
-      n=gpus2_decode_${devs/,/_}_$mode
-      { TIMEFORMAT='%R %U %S'; time YOLOCU_NVDEC_STREAM=$mode timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda \
+    for way in default own sdk; do
+      n=gpus2_decode_${devs/,/_}_$way
+      { TIMEFORMAT='%R %U %S'; time env "$(way_env $way)" timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda \
         --streams "$k" --runs 2 --devices "$devs" >"$out/$n.log" 2>&1; } 2>"$out/$n.time"
-      row "decode alone, $k streams, NVDEC on GPU(s) $devs, picture stream $mode: $(fps_of "$out/$n.log") frames/s, $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
+      row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s, $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
     done
   done
   for r in 1 2; do  # alternating: the spread shows the noise
@@ -268,8 +272,10 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
     row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s, $(cores_of "gpus2_one_$r"), $(lines_of "gpus2_one_$r") JSON lines (expected $k x ${frames:-?})"
     gdetect "gpus2_two_$r" cuda:0,1 "$out/gpus2_streams.txt" "$b2"
     row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s, $(cores_of "gpus2_two_$r"), $(lines_of "gpus2_two_$r") JSON lines"
-    gdetect "gpus2_own_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" YOLOCU_NVDEC_STREAM=own
-    row "yolocu detect --device cuda:0, $k streams, each decoder's pictures on a stream of its own: $(fps_of "$out/gpus2_own_$r.log") frames/s, $(cores_of "gpus2_own_$r"), $(lines_of "gpus2_own_$r") JSON lines"
+    for way in own sdk; do
+      gdetect "gpus2_${way}_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" "$(way_env $way)"
+      row "yolocu detect --device cuda:0, $k streams, decoder $way: $(fps_of "$out/gpus2_${way}_$r.log") frames/s, $(cores_of "gpus2_${way}_$r"), $(lines_of "gpus2_${way}_$r") JSON lines"
+    done
     # two processes, one per GPU, half the streams each: a limit of one process shows as the difference
     t0=$(date +%s.%N)
     gdetect "gpus2_proc0_$r" cuda:0 "$out/gpus2_half.txt" "$b2" &

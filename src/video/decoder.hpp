@@ -48,6 +48,13 @@ bool cuda_decoder_built() noexcept;
 std::unique_ptr<Decoder> open_cuda_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                            const std::string& source);
 
+// NVDEC through the Video Codec SDK's own parser and decoder (decoder_nvdec.cpp; decoder_nvdec_off.cpp
+// refuses in builds without CUDA or the ffnvcodec headers): what open_cuda_decoder() opens when
+// YOLOCU_NVDEC_API=sdk, a measurement switch beside libavcodec's hwaccel.
+bool nvdec_sdk_built() noexcept;
+std::unique_ptr<Decoder> open_nvdec_sdk_decoder(const AVStream& stream, const VideoSourceOptions& options,
+                                                const std::string& source);
+
 // kUnsupported unless the stream is one the CUDA backend takes: H.264 or HEVC, 8-bit 4:2:0 (or a
 // pixel format the container does not say).
 void check_nvdec_stream(const AVCodecParameters& par, const std::string& source);

@@ -209,6 +209,8 @@ bool cuda_decoder_built() noexcept { return true; }
 
 std::unique_ptr<Decoder> open_cuda_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                            const std::string& source) {
+  if (const char* api = std::getenv("YOLOCU_NVDEC_API"); api && std::string(api) == "sdk")
+    return open_nvdec_sdk_decoder(stream, options, source);
   return std::make_unique<CudaDecoder>(stream, options, source);
 }
 

@@ -3,7 +3,9 @@
 //    YUV 4:2:0 planes exactly (H.264 / HEVC decoding is exact), and the frames copied back
 //    (frame_to_host_bgr) equal the CPU path's BGR frames (= cv2.VideoCapture's) byte for byte;
 //  - detections from device frames (detect_device) equal those from the CPU-decoded frames;
-//  - frames held by the consumer (max_frames_held) stay valid while decoding goes on.
+//  - frames held by the consumer (max_frames_held) stay valid while decoding goes on;
+//  - all of it for both NVDEC decoders: libavcodec's hwaccel and the Video Codec SDK's own parser and
+//    decoder (YOLOCU_NVDEC_API=sdk), each also mapping on a stream of its own (YOLOCU_NVDEC_STREAM=own).
 // Clips: the make_refs.sh material (YOLOCU_VIDEO_DIR), and the 1080p benchmark clips that
 // YOLOCU_VIDEO_BENCH_CLIP names, ':'-separated (scripts/gpu/video_bundle.sh carries all of them:
 // H.264 and HEVC).
@@ -51,10 +53,9 @@ std::vector<std::string> clips() {
     GTEST_SKIP() << "no video material (scripts/video/make_refs.sh) in " << test::video_dir();    \
   }
 
-// Raw pictures: the CPU decoder's yuv420p planes vs NVDEC's NV12 planes, every frame.
-TEST(NvdecCuda, PlanesEqualTheCpuDecodersYuv) {
-  YOLOCU_REQUIRE_GPU();
-  YOLOCU_REQUIRE_CLIPS(files);
+// Raw pictures: the CPU decoder's yuv420p planes vs NVDEC's NV12 planes, every frame (of the decoder
+// open_decoder() gives: libavcodec's hwaccel, or the Video Codec SDK's with YOLOCU_NVDEC_API=sdk).
+void expect_planes_equal_cpu(const std::vector<std::string>& files, const std::string& description) {
   for (const std::string& clip : files) {
     VideoSourceOptions o;
     video::Demuxer dc(clip, SourceKind::kFile, o), dg(clip, SourceKind::kFile, o);
@@ -62,6 +63,7 @@ TEST(NvdecCuda, PlanesEqualTheCpuDecodersYuv) {
     o.backend = DecodeBackend::kCuda;
     auto gpu = video::open_decoder(dg.stream(), o, clip);
     ASSERT_EQ(gpu->description().rfind("cuda: NVDEC", 0), 0u) << gpu->description();
+    ASSERT_NE(gpu->description().find(description), std::string::npos) << gpu->description();
     // every picture of a decoder, in order
     auto pictures = [](video::Demuxer& dm, video::Decoder& dec, int limit, auto&& on_picture) {
       video::PacketPtr pkt = video::make_packet();
@@ -118,14 +120,32 @@ TEST(NvdecCuda, PlanesEqualTheCpuDecodersYuv) {
       EXPECT_EQ(uv, uv_cpu[static_cast<size_t>(k)]) << clip << " frame " << k << ": chroma differs";
     });
     EXPECT_EQ(static_cast<size_t>(got), y_cpu.size()) << clip;
-    std::printf("%s: %d pictures, NVDEC planes == libavcodec's\n", clip.c_str(), got);
+    std::printf("%s: %d pictures, NVDEC planes (%s) == libavcodec's\n", clip.c_str(), got, description.c_str());
   }
+}
+
+TEST(NvdecCuda, PlanesEqualTheCpuDecodersYuv) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_CLIPS(files);
+  expect_planes_equal_cpu(files, "libavcodec hwaccel");
+}
+
+#define YOLOCU_REQUIRE_SDK_DECODER()                                                                \
+  if (!video::nvdec_sdk_built()) GTEST_SKIP() << "built without the Video Codec SDK decoder (ffnvcodec headers)"
+
+// The Video Codec SDK's parser and decoder (YOLOCU_NVDEC_API=sdk): the same pictures, mapped in place.
+TEST(NvdecCuda, SdkDecoderPlanesEqualTheCpuDecodersYuv) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_SDK_DECODER();
+  YOLOCU_REQUIRE_CLIPS(files);
+  test::ScopedEnv sdk("YOLOCU_NVDEC_API", "sdk");
+  expect_planes_equal_cpu(files, "Video Codec SDK");
 }
 
 // Through FrameSource: device frames, copied back, equal the CPU path's BGR frames; frames held
 // (max_frames_held of them) stay valid while the decoder goes on. own_stream: each decoder's
 // pictures on a stream of its own (YOLOCU_NVDEC_STREAM=own), named by the frames.
-void expect_frames_equal_cpu(const std::vector<std::string>& files, bool own_stream) {
+void expect_frames_equal_cpu(const std::vector<std::string>& files, bool own_stream, const std::string& decoder) {
   for (const std::string& clip : files) {
     VideoSourceOptions o;
     o.max_frames = 16;
@@ -135,6 +155,7 @@ void expect_frames_equal_cpu(const std::vector<std::string>& files, bool own_str
     o.max_frames_held = 16;
     auto src = FrameSource::open(clip, o);
     EXPECT_TRUE(src->info().decoder_note.empty()) << src->info().decoder_note;
+    EXPECT_NE(src->info().decoder.find(decoder), std::string::npos) << src->info().decoder;
     std::vector<VideoFrame> held;  // all of them, held at once
     VideoFrame f;
     while (src->read(f)) {
@@ -160,14 +181,30 @@ void expect_frames_equal_cpu(const std::vector<std::string>& files, bool own_str
 TEST(NvdecCuda, FramesEqualCpuFramesAndStayValidWhileHeld) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_CLIPS(files);
-  expect_frames_equal_cpu(files, /*own_stream=*/false);
+  expect_frames_equal_cpu(files, /*own_stream=*/false, "libavcodec hwaccel");
 }
 
 TEST(NvdecCuda, FramesOnAStreamPerDecoderEqualCpuFrames) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_CLIPS(files);
   test::ScopedEnv env("YOLOCU_NVDEC_STREAM", "own");
-  expect_frames_equal_cpu(files, /*own_stream=*/true);
+  expect_frames_equal_cpu(files, /*own_stream=*/true, "libavcodec hwaccel");
+}
+
+TEST(NvdecCuda, SdkDecoderFramesEqualCpuFramesAndStayValidWhileHeld) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_SDK_DECODER();
+  YOLOCU_REQUIRE_CLIPS(files);
+  test::ScopedEnv sdk("YOLOCU_NVDEC_API", "sdk");
+  expect_frames_equal_cpu(files, /*own_stream=*/false, "Video Codec SDK");
+}
+
+TEST(NvdecCuda, SdkDecoderFramesOnAStreamOfItsOwnEqualCpuFrames) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_SDK_DECODER();
+  YOLOCU_REQUIRE_CLIPS(files);
+  test::ScopedEnv sdk("YOLOCU_NVDEC_API", "sdk"), own("YOLOCU_NVDEC_STREAM", "own");
+  expect_frames_equal_cpu(files, /*own_stream=*/true, "Video Codec SDK");
 }
 
 TEST(NvdecCuda, DetectionsEqualTheCpuDecodePath) {
