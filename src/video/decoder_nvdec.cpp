@@ -88,7 +88,7 @@ struct Device {
   }
 };
 
-// One decoder of one sequence (a size change makes the next); alive while its pictures are mapped.
+// The decoder of the stream's sequence; alive while its pictures are mapped.
 struct Session {
   std::shared_ptr<Device> device;
   CUvideoctxlock lock = nullptr;
@@ -352,9 +352,16 @@ class SdkDecoder final : public Decoder {
     YOLOCU_CHECK(cw <= limits_.max_width && ch <= limits_.max_height && cw * ch <= limits_.max_pixels, kOutOfMemory,
                  "frames of ", cw, "x", ch, " exceed the decode limits (DecodeLimits max_width ", limits_.max_width,
                  ", max_height ", limits_.max_height, ", max_pixels ", limits_.max_pixels, ")");
-    if (session_ && session_->coded_width == f.coded_width && session_->coded_height == f.coded_height &&
-        session_->left == left && session_->top == top && session_->width == w && session_->height == h)
+    if (session_) {
+      // the parser may still display pictures of the old sequence after this call, which a new
+      // decoder could not map: a size change is refused rather than guessed at
+      YOLOCU_CHECK(session_->coded_width == f.coded_width && session_->coded_height == f.coded_height &&
+                       session_->left == left && session_->top == top && session_->width == w && session_->height == h,
+                   kUnsupported, "the stream changes its frame size mid-way (", session_->width, "x", session_->height,
+                   " -> ", w, "x", h, "), which the Video Codec SDK decoder does not follow; leave YOLOCU_NVDEC_API "
+                   "unset for libavcodec's NVDEC");
       return session_->surfaces;
+    }
     auto s = std::make_shared<Session>();
     s->device = device_;
     s->coded_width = f.coded_width;
