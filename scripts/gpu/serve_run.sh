@@ -28,6 +28,7 @@ rm -rf "$g" && mkdir -p "$g" && tar -C "$g" -xJf .gpu-serve/bundle.tar.xz || { e
 mkdir -p "$g/site" && for w in .gpu-serve/wheels/*.whl; do python3 -m zipfile -e "$w" "$g/site"; done  # no unzip there
 ngpu=$(nvidia-smi -L | wc -l)
 echo "bundle of commit $(cat "$g/COMMIT"); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $ngpu GPU(s); $(nproc) cores"
+echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(grep -c ^processor /proc/cpuinfo) logical CPUs; GPU 0 idle: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,pstate,persistence_mode --format=csv,noheader -i 0)"
 lib_dir() { dirname "$(find / -name "$1" -not -path '/proc/*' 2>/dev/null | head -1)"; }
 export LD_LIBRARY_PATH=$g/lib:$(lib_dir 'libcudnn.so.9*'):$(lib_dir 'libcudart.so.13*'):$(lib_dir 'libnvrtc.so.13*'):${LD_LIBRARY_PATH:-}
 export PYTHONPATH=$g/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -146,10 +147,28 @@ stats() {  # Triton's statistics, and the CPU time so far: the machine's (/proc/
   curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"
   { head -1 /proc/stat; cat "/proc/$server_pid/stat" 2>/dev/null || echo; } >"$out/cpu_$1.txt"
 }
-measured() {  # measured <log> <command...>: the command, then Triton's times and the cores over it, appended to <log>
-  local log=$1
+measured() {  # measured <log> <command...>: the command, then Triton's times, the cores and GPU 0's clocks over it, appended to <log>
+  local log=$1 smi
   shift
-  stats a; "$@"; stats b; server_times a b | tee -a "$log"
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu,power.draw,pstate --format=csv,noheader,nounits -i 0 \
+    -lms 250 >"$out/clocks.csv" 2>/dev/null &
+  smi=$!
+  stats a; "$@"; stats b
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  { server_times a b; gpu_clocks "$out/clocks.csv"; } | tee -a "$log"
+}
+gpu_clocks() {  # the samples of nvidia-smi over a load: SM clock, memory clock, utilisation, power, P-states
+  python3 - "$1" <<'PY'
+import statistics, sys
+rows = [[c.strip() for c in l.split(",")] for l in open(sys.argv[1]) if l.count(",") == 4]
+num = lambda i: [float(r[i]) for r in rows if r[i].replace(".", "", 1).isdigit()]
+if rows:
+    sm, mem, util, power = num(0), num(1), num(2), num(3)
+    m = lambda v: f"{statistics.median(v):.0f}" if v else "?"
+    print(f"  GPU 0 over the load ({len(rows)} samples): SM clock median {m(sm)} MHz (min {min(sm, default=0):.0f}), "
+          f"memory clock {m(mem)} MHz, utilisation median {m(util)}%, power median {m(power)} W, "
+          f"P-states {sorted(set(r[4] for r in rows))}")
+PY
 }
 pa_summary() { pa "$@" | tee -a "$out/pa_summary.txt"; }  # pa, its line kept in pa_summary.txt
 server_times() {  # server_times <before> <after>: Triton's own mean times per request between two stats
