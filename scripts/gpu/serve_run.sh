@@ -40,9 +40,14 @@ secs=${SERVE_SECONDS:-15}
 m=$g/data/models/yolov5n.onnx
 imgs=$g/data/coco128/images/train2017
 cache=$g/tactics.json
-# A tactic cache of an earlier call (copied to $OUT at the end) skips the cold tuning: carry it as
-# .gpu-serve/tactics.json.
-[ -f .gpu-serve/tactics.json ] && cp .gpu-serve/tactics.json "$cache"
+# A tactic cache of an earlier call (returned compressed as $OUT/tactics.json.xz, about 30x smaller)
+# skips the cold tuning: carry it as .gpu-serve/tactics.json.xz (or uncompressed as tactics.json).
+if [ -f .gpu-serve/tactics.json.xz ]; then
+  xz -dc .gpu-serve/tactics.json.xz >"$cache"
+elif [ -f .gpu-serve/tactics.json ]; then
+  cp .gpu-serve/tactics.json "$cache"
+fi
+keep_cache() { [ -s "$cache" ] && xz -6 -c "$cache" >"$out/tactics.json.xz"; return 0; }
 
 serve_extra=${SERVE_EXTRA:-}
 # A bundle of SERVE_ASAN=1 (serve_bundle.sh): tritonserver with the ASan runtime preloaded (CUDA needs
@@ -271,7 +276,7 @@ if [ -n "${SERVE_SWEEP:-}" ]; then
   echo "== summary"; for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -2 "$f" | tr '\n' ' ')"; done
   cat "$out/pa_summary.txt" 2>/dev/null
   (cd "$out" && tar -czf /tmp/sweep_logs.tar.gz . && find . -mindepth 1 -delete && mv /tmp/sweep_logs.tar.gz logs.tar.gz)
-  cp "$cache" "$out/tactics.json" 2>/dev/null
+  keep_cache
   exit 0
 fi
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
@@ -301,8 +306,8 @@ if [ "$ngpu" -ge 2 ]; then
     stop
   fi
 fi
-cp "$cache" "$out/tactics.json" 2>/dev/null
-tar -C "$out" -czf "$out/logs.tar.gz" --exclude logs.tar.gz --exclude tactics.json . 2>/dev/null
+keep_cache
+tar -C "$out" -czf "$out/logs.tar.gz" --exclude logs.tar.gz --exclude 'tactics.json*' . 2>/dev/null
 echo "== summary"
 grep -hE "^cuda |images/s" "$out/bench_from_jpeg.log" | tail -3
 for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -1 "$f")"; done
