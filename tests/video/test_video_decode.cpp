@@ -143,19 +143,25 @@ TEST(VideoSelect, InvalidOptionsAreRefusedBeforeOpening) {
   EXPECT_TRUE(bad([](VideoSourceOptions& o) { o.rtsp_transport = "http"; }));
 }
 
-// kCuda without a GPU (or in a build without CUDA): a clear kUnsupported naming NVDEC. On a GPU
-// machine tests/video/test_video_cuda.cpp covers kCuda.
+// kCuda without a GPU (or in a build without CUDA): a clear kUnsupported naming NVDEC, through
+// libavcodec's hwaccel and through the Video Codec SDK's decoder (YOLOCU_NVDEC_API=sdk; or, in a
+// build without it, its own refusal). On a GPU machine tests/video/test_video_cuda.cpp covers kCuda.
 TEST(VideoSelect, GpuDecoderWithoutGpuIsRefusedClearly) {
   if (test::have_gpu()) GTEST_SKIP() << "a CUDA device is present: test_video_cuda covers kCuda";
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
   VideoSourceOptions o;
   o.backend = DecodeBackend::kCuda;
-  try {
-    FrameSource::open(clip, o);
-    FAIL() << "kCuda opened";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("no NVDEC"), std::string::npos) << e.what();
+  for (const char* api : {"", "sdk"}) {
+    test::ScopedEnv env("YOLOCU_NVDEC_API", api);
+    try {
+      FrameSource::open(clip, o);
+      ADD_FAILURE() << "kCuda opened (YOLOCU_NVDEC_API=" << api << ")";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("no NVDEC") != std::string::npos || what.find("no Video Codec SDK decoder") != std::string::npos)
+          << what;
+    }
   }
 }
 
