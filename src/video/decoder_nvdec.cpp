@@ -129,6 +129,7 @@ struct BsfFree {
 // Decode surfaces beyond the stream's minimum: the pictures waiting in the display queue keep theirs
 // (as FFmpeg's cuviddec keeps its queue below its surface count).
 constexpr int kExtraDecodeSurfaces = 8;
+constexpr int kMaxDecodeSurfaces = 32;  // what NVDEC creates reliably (as decoder_cuda.cpp notes for FFmpeg's pool)
 
 bool own_stream() {
   const char* v = std::getenv("YOLOCU_NVDEC_STREAM");
@@ -367,7 +368,7 @@ class SdkDecoder final : public Decoder {
     s->coded_width = f.coded_width;
     s->coded_height = f.coded_height;
     s->left = left, s->top = top, s->width = w, s->height = h;
-    s->surfaces = f.min_num_decode_surfaces + kExtraDecodeSurfaces;
+    s->surfaces = std::max<int>(f.min_num_decode_surfaces, std::min(f.min_num_decode_surfaces + kExtraDecodeSurfaces, kMaxDecodeSurfaces));
     s->full_range = f.video_signal_description.video_full_range_flag != 0;
     CUVIDDECODECREATEINFO ci{};
     ci.ulWidth = f.coded_width;
