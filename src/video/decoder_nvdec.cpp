@@ -7,6 +7,7 @@
 // last reference goes, with no copy. The function tables come from the ffnvcodec headers' loader
 // (libcuda and libnvcuvid opened at run time, as FFmpeg opens them).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <memory>
@@ -97,6 +98,7 @@ struct Session {
   int left = 0, top = 0, width = 0, height = 0;  // the display area: the pictures' size
   int surfaces = 0;
   bool full_range = false;
+  std::atomic<int> mapped{0};  // pictures mapped now (for the message when mapping fails)
   ~Session() {
     try {
       ContextScope scope(device->ctx);
@@ -118,6 +120,7 @@ struct Mapping {
       (void)api().cuvid->cuvidUnmapVideoFrame(m->session->decoder, m->ptr);
     } catch (...) {
     }
+    --m->session->mapped;
     delete m;
   }
 };
@@ -213,11 +216,16 @@ class SdkDecoder final : public Decoder {
     vpp.output_stream = s.device->stream;
     unsigned long long ptr = 0;
     unsigned int pitch = 0;
+    CUresult r = CUDA_SUCCESS;
     {
       ContextScope scope(s.device->ctx);
-      if (api().cuvid->cuvidMapVideoFrame(s.decoder, d.info.picture_index, &ptr, &pitch, &vpp) != CUDA_SUCCESS)
-        return AVERROR_EXTERNAL;
+      r = api().cuvid->cuvidMapVideoFrame(s.decoder, d.info.picture_index, &ptr, &pitch, &vpp);
     }
+    // not a corrupt picture: the frames held (or the device) are the problem, so the source stops
+    YOLOCU_CHECK(r == CUDA_SUCCESS, kInternal, source_, ": NVDEC could not map a picture (cuvidMapVideoFrame: ",
+                 cu_error(r), ") with ", d.session->mapped.load(), " of ", output_surfaces_,
+                 " output surfaces mapped (frames held by the consumer; VideoSourceOptions::max_frames_held)");
+    ++d.session->mapped;
     auto* m = new Mapping{d.session, ptr};
     picture->buf[0] = av_buffer_create(reinterpret_cast<uint8_t*>(m), sizeof(Mapping), Mapping::release, nullptr, 0);
     if (!picture->buf[0]) {
