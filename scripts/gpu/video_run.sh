@@ -39,7 +39,8 @@
 #      `yolocu detect --rtsp-listen` on loopback ports, NVDEC, yolov5n FP16: frames detected
 #      against frames sent, dropped frames, latency from packet to JSON line.
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
-# TRACK=1, TRACK_ONLY=1, STREAMS (default 8), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
+# TRACK=1, TRACK_ONLY=1, STREAMS (default 8; the detector's batch is at most 32), BENCH_DECODERS
+# (default "cpu cuda"), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
 # WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (64),
 # LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60), LIVE_BFRAMES=1.
 set -uo pipefail
@@ -163,6 +164,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   export YOLOCU_TACTIC_CACHE=$out/video_tactics.json
   rm -f "$YOLOCU_TACTIC_CACHE"
   k=${STREAMS:-8}
+  kb=$(( k < 32 ? k : 32 ))  # the detector's batch: the streams, at most 32
   warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s[^)]*)*' "$1" | tail -1; }
   first=1
   for codec in ${CODECS:-h264 hevc}; do
@@ -170,7 +172,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     [ -f "$cclip" ] || { row "no $cclip (CODECS: h264, hevc)"; continue; }
     step "benchmark: 1080p $codec, decode and decode + yolov5n detect"
     for i in $(seq "$k"); do echo "$cclip"; done >"$out/streams_$codec.txt"
-    for d in cpu cuda; do
+    for d in ${BENCH_DECODERS:-cpu cuda}; do  # BENCH_DECODERS=cuda: NVDEC only (128 streams)
       p=$out/${codec}_$d
       timeout 200 "$bin/bench_video_decode" "$cclip" --decoder $d --runs 3 >"${p}_decode_1.log" 2>&1
       timeout 200 "$bin/bench_video_decode" "$cclip" --decoder $d --runs 2 --streams "$k" >"${p}_decode_$k.log" 2>&1
@@ -179,7 +181,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       tl=()
       [ $d = cuda ] && tl=(--timeline "$out/timeline_${codec}_$k.json")
       timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/streams_$codec.txt" --device cuda --precision fp16 \
-        --decoder $d --batch "$k" --progress 0 "${tl[@]}" >"${p}_detect_$k.log" 2>&1
+        --decoder $d --batch "$kb" --progress 0 "${tl[@]}" >"${p}_detect_$k.log" 2>&1
     done
     c=$out/${codec}_cpu g=$out/${codec}_cuda
     {
@@ -188,7 +190,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       echo "| decode only, 1 stream, frames/s | $(fps_of "${c}_decode_1.log") | $(fps_of "${g}_decode_1.log") |"
       echo "| decode only, $k streams, frames/s | $(fps_of "${c}_decode_$k.log") | $(fps_of "${g}_decode_$k.log") |"
       echo "| decode + yolov5n FP16 detect, 1 stream, frames/s | $(fps_of "${c}_detect_1.log") | $(fps_of "${g}_detect_1.log") |"
-      echo "| decode + yolov5n FP16 detect, $k streams (batch $k), frames/s | $(fps_of "${c}_detect_$k.log") | $(fps_of "${g}_detect_$k.log") |"
+      echo "| decode + yolov5n FP16 detect, $k streams (batch $kb), frames/s | $(fps_of "${c}_detect_$k.log") | $(fps_of "${g}_detect_$k.log") |"
     } | tee -a "$summary"
     echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
     echo "$codec NVDEC decode only, $k streams: $(grep '^NVDEC utilisation' "${g}_decode_$k.log" | tail -1)" | tee -a "$summary"
