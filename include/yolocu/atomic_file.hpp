@@ -7,6 +7,10 @@
 // the target stays as it was; a failed write, or an AtomicFile destroyed without commit(), removes
 // the temporary file. rename() replaces a symbolic link at the target path; it never writes
 // through it. The new file gets 0666 less the umask, like any created file.
+// A target that is a stream rather than a file is written in place instead (no temporary file, no
+// rename, which would replace the device with a file): a character device (/dev/null, a terminal),
+// a FIFO or a socket, named directly or through the system's own links (/dev/stdout, /dev/fd/N,
+// /proc/self/fd/N). A block device is refused (kIo "it is a block device").
 //
 // Errors: kIo "<target path>: cannot write: <the system's reason>" (ENOSPC "No space left on
 // device", EFBIG "File too large", EACCES, EROFS, EDQUOT, ...), naming the target, not the
@@ -35,16 +39,18 @@ class AtomicFile {
 
   const std::string& path() const noexcept { return path_; }
   const std::string& temp_path() const noexcept { return temp_; }
-  int fd() const noexcept { return fd_; }  // the temporary file's descriptor, -1 once closed
+  int fd() const noexcept { return fd_; }  // the temporary file's (or stream's) descriptor, -1 once closed
   // For writers that go through another library (FFmpeg's AVIO): records that a write of theirs on
   // fd() failed with `err` (an errno value); kIo naming the target and strerror(err).
   [[noreturn]] void fail(int err);
 
  private:
+  bool open_stream();
   void discard() noexcept;
   std::string path_, temp_;
   int fd_ = -1;
   bool committed_ = false;
+  bool stream_ = false;  // the target is a stream, written in place
 };
 
 // A whole file in one call: AtomicFile(path), write(bytes), commit().

@@ -1,5 +1,5 @@
 // AtomicFile: a unique temporary file beside the target, written in full, fsync'd, renamed over the
-// target, the folder fsync'd.
+// target, the folder fsync'd; a stream target (/dev/null, a FIFO, /dev/stdout) written in place.
 #include "yolocu/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -32,10 +32,17 @@ std::string temp_name(const std::string& path) {
   return s;
 }
 
+bool is_stream(mode_t m) { return S_ISCHR(m) || S_ISFIFO(m) || S_ISSOCK(m); }
+
+// The system's own links to streams (/dev/stdout, /dev/fd/N, /proc/self/fd/N), as opposed to a link
+// planted in a user's folder, which is replaced and never written through.
+bool system_link(const std::string& path) { return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0; }
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw Error(ErrorCode::kInvalidArgument, "AtomicFile: empty path");
+  if (open_stream()) return;
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp_ = temp_name(path_);
     // O_EXCL: a name that exists (a file, a planted link) is never opened; 0666 less the umask.
@@ -46,6 +53,25 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   const int err = errno;
   temp_.clear();
   throw_io(path_, "cannot create a file in its folder", err);
+}
+
+// A target that is a stream, not a file (a character device such as /dev/null or a terminal, a FIFO,
+// a socket; itself or through a system link): written in place, since renaming a file over it would
+// replace the device. A block device is refused. False for anything else (a file, a folder, nothing).
+bool AtomicFile::open_stream() {
+  struct stat st{};
+  if (::lstat(path_.c_str(), &st) != 0) return false;
+  if (S_ISBLK(st.st_mode)) throw Error(ErrorCode::kIo, path_ + ": cannot write: it is a block device");
+  bool stream = is_stream(st.st_mode);
+  if (!stream && S_ISLNK(st.st_mode) && system_link(path_)) {
+    struct stat target{};
+    stream = ::stat(path_.c_str(), &target) == 0 && is_stream(target.st_mode);
+  }
+  if (!stream) return false;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd_ < 0) throw_io(path_, "cannot open", errno);
+  stream_ = true;
+  return true;
 }
 
 AtomicFile::~AtomicFile() { discard(); }
@@ -76,6 +102,13 @@ void AtomicFile::write(const void* data, size_t size) {
 
 void AtomicFile::commit() {
   if (fd_ < 0) throw Error(ErrorCode::kIo, path_ + ": cannot write: the file was already closed");
+  if (stream_) {  // nothing to rename or flush to disk: the bytes went straight to the stream
+    const int fd = fd_;
+    fd_ = -1;
+    committed_ = true;
+    if (::close(fd) != 0 && errno != EINTR) throw_io(path_, "cannot write", errno);
+    return;
+  }
   if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) fail(errno);  // EINVAL: a file system without fsync
   const int fd = fd_;
   fd_ = -1;

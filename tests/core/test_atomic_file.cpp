@@ -2,11 +2,14 @@
 // names the target and the system's reason and removes the temporary file; a link at the target is
 // replaced, not followed. The CLI's outputs on a full disk: tests/cli/test_cli_outputs.cpp.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,6 +73,41 @@ TEST(AtomicFile, ReplacesALinkWithoutWritingThroughIt) {
   EXPECT_FALSE(fs::is_symlink(fs::symlink_status(dir + "/out")));
   EXPECT_EQ(slurp(dir + "/out"), "mine");
   EXPECT_EQ(slurp(dir + "/victim"), "not yours");
+}
+
+// A stream target is written in place: /dev/null stays the device (a file renamed over it, as root,
+// replaced the device with a regular file), a FIFO stays a FIFO and its reader gets the bytes.
+TEST(AtomicFile, WritesStreamsInPlace) {
+  struct stat st{};
+  write_file_atomic("/dev/null", "discarded");
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a character device";
+  const std::string dir = fresh_dir("fifo");
+  const std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // (a reader first: the writer's open returns)
+  ASSERT_GE(reader, 0);
+  write_file_atomic(fifo, "through the pipe");
+  char buf[64] = {};
+  const ssize_t n = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "through the pipe");
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary file beside it
+}
+
+// A link planted in a user's folder is replaced even when it leads to a stream: never written through.
+TEST(AtomicFile, ReplacesAPlantedLinkToAStream) {
+  const std::string dir = fresh_dir("link_to_fifo");
+  ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0600), 0);
+  fs::create_symlink(dir + "/pipe", dir + "/out");
+  write_file_atomic(dir + "/out", "mine");  // (opening the FIFO would block here: it has no reader)
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(dir + "/out")));
+  EXPECT_EQ(slurp(dir + "/out"), "mine");
+  struct stat st{};
+  ASSERT_EQ(::lstat((dir + "/pipe").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }
 
 TEST(AtomicFile, ErrorsNameTheTargetAndTheReason) {
