@@ -8,11 +8,19 @@
 #include "triton/backend_config.hpp"
 #include "triton/triton_api.hpp"
 #include "yolocu/detector.hpp"
-#include "yolocu/image_decode_cuda.hpp"
+#if defined(YOLOCU_WITH_CUDA)
+#include "yolocu/image_decode_cuda.hpp"  // (CUDA's headers: CUDA builds only)
+#endif
 #include "yolocu/int8.hpp"
 #include "yolocu/model.hpp"
 
 namespace yolocu::triton {
+
+#if !defined(YOLOCU_WITH_CUDA)
+struct PinnedAllocationCounts {  // yolocu::PinnedAllocationCounts of CUDA builds, always zero here
+  uint64_t allocations = 0, frees = 0;
+};
+#endif
 
 // One loaded model: its configuration and the ONNX model of its version, parsed once and shared by
 // the instances' detectors.
