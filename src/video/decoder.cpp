@@ -1,6 +1,9 @@
 // Backend choice for the video decoder, and the streams the CUDA backend takes.
 #include "video/decoder.hpp"
 
+#include <cstdlib>
+#include <cstring>
+
 extern "C" {
 #include <libavutil/pixdesc.h>
 }
@@ -9,6 +12,17 @@ extern "C" {
 #include "yolocu/error.hpp"
 
 namespace yolocu::video {
+namespace {
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
+}  // namespace
+
+bool nvdec_sdk_requested() { return env_is("YOLOCU_NVDEC_API", "sdk"); }
+bool nvdec_own_stream_requested() { return env_is("YOLOCU_NVDEC_STREAM", "own"); }
 
 std::unique_ptr<Decoder> open_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                       const std::string& source, std::string* note) {

@@ -48,6 +48,13 @@ bool cuda_decoder_built() noexcept;
 std::unique_ptr<Decoder> open_cuda_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                            const std::string& source);
 
+// The NVDEC measurement switches (environment, as YOLOCU_NVJPEG_BACKEND is): YOLOCU_NVDEC_API=sdk
+// opens the Video Codec SDK decoder for kCuda; YOLOCU_NVDEC_STREAM=own gives either NVDEC decoder a
+// non-blocking CUDA stream of its own to map pictures on, instead of the legacy default stream that
+// every decoder of the process shares.
+bool nvdec_sdk_requested();
+bool nvdec_own_stream_requested();
+
 // NVDEC through the Video Codec SDK's own parser and decoder (decoder_nvdec.cpp; decoder_nvdec_off.cpp
 // refuses in builds without CUDA or the ffnvcodec headers): what open_cuda_decoder() opens when
 // YOLOCU_NVDEC_API=sdk, a measurement switch beside libavcodec's hwaccel.

@@ -10,8 +10,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -41,14 +39,6 @@ AVPixelFormat pick_format(AVCodecContext* ctx, const AVPixelFormat* formats) {
     if (*f == AV_PIX_FMT_CUDA) return *f;
   ctx->opaque = reinterpret_cast<void*>(1);  // tells the decoder object that NVDEC refused the stream
   return avcodec_default_get_format(ctx, formats);
-}
-
-// YOLOCU_NVDEC_STREAM=own (a measurement switch, as YOLOCU_NVJPEG_BACKEND is): each decoder maps and
-// copies its pictures on a non-blocking stream of its own instead of the legacy default stream that
-// every decoder of the process shares.
-bool own_nvdec_stream() {
-  const char* v = std::getenv("YOLOCU_NVDEC_STREAM");
-  return v && std::string(v) == "own";
 }
 
 // The device's stream is destroyed with the device context (its free callback), after the last
@@ -84,7 +74,7 @@ BufferPtr runtime_cuda_device(int device, const std::string& source) {
   auto* hw = static_cast<AVCUDADeviceContext*>(reinterpret_cast<AVHWDeviceContext*>(ref->data)->hwctx);
   hw->cuda_ctx = ctx;    // not owned by FFmpeg: the runtime keeps the primary context
   hw->stream = nullptr;  // NVDEC maps pictures on this stream (DevicePlanes::stream): the legacy default one
-  if (own_nvdec_stream()) {
+  if (nvdec_own_stream_requested()) {  // (decoder.hpp) FFmpeg maps and copies on it
     cudaStream_t s = nullptr;
     YOLOCU_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     hw->stream = reinterpret_cast<CUstream>(s);
@@ -123,6 +113,8 @@ class CudaDecoder final : public Decoder {
     dlclose(nvcuvid);
     const std::string index = std::to_string(options.cuda_device);
     device_ = runtime_cuda_device(options.cuda_device, source);
+    // FFmpeg maps NVDEC pictures on its device's stream
+    stream_ = static_cast<const AVCUDADeviceContext*>(reinterpret_cast<const AVHWDeviceContext*>(device_->data)->hwctx)->stream;
     ctx_.reset(avcodec_alloc_context3(codec));
     YOLOCU_CHECK(ctx_, kOutOfMemory, "avcodec_alloc_context3 failed");
     YOLOCU_CHECK(avcodec_parameters_to_context(ctx_.get(), &par) >= 0, kInternal, source,
@@ -185,8 +177,7 @@ class CudaDecoder final : public Decoder {
     d.cuda_device = cuda_device_;
     // as swscale decides it for cv2.VideoCapture: full range for yuvj streams (color_range JPEG)
     d.range = picture.color_range == AVCOL_RANGE_JPEG ? YuvRange::kFull : YuvRange::kLimited;
-    d.stream = reinterpret_cast<CUstream_st*>(  // FFmpeg maps NVDEC pictures on its device's stream
-        static_cast<const AVCUDADeviceContext*>(reinterpret_cast<const AVHWDeviceContext*>(device_->data)->hwctx)->stream);
+    d.stream = stream_;
     d.owner = std::shared_ptr<AVFrame>(ref.release(), FrameFree{});
     out.image = Image();
     out.format = FrameFormat::kNv12;
@@ -195,6 +186,7 @@ class CudaDecoder final : public Decoder {
 
  private:
   BufferPtr device_;
+  CUstream stream_ = nullptr;  // the device's (nullptr: the legacy default stream)
   CodecContextPtr ctx_;
   BgrConverter converter_;
   int cuda_device_ = 0;
@@ -209,8 +201,7 @@ bool cuda_decoder_built() noexcept { return true; }
 
 std::unique_ptr<Decoder> open_cuda_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                            const std::string& source) {
-  if (const char* api = std::getenv("YOLOCU_NVDEC_API"); api && std::string(api) == "sdk")
-    return open_nvdec_sdk_decoder(stream, options, source);
+  if (nvdec_sdk_requested()) return open_nvdec_sdk_decoder(stream, options, source);
   return std::make_unique<CudaDecoder>(stream, options, source);
 }
 

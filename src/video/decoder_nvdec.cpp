@@ -8,7 +8,6 @@
 // (libcuda and libnvcuvid opened at run time, as FFmpeg opens them).
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <string>
@@ -134,11 +133,6 @@ struct BsfFree {
 constexpr int kExtraDecodeSurfaces = 8;
 constexpr int kMaxDecodeSurfaces = 32;  // what NVDEC creates reliably (as decoder_cuda.cpp notes for FFmpeg's pool)
 
-bool own_stream() {
-  const char* v = std::getenv("YOLOCU_NVDEC_STREAM");
-  return v && std::string(v) == "own";
-}
-
 class SdkDecoder final : public Decoder {
  public:
   SdkDecoder(const AVStream& stream, const VideoSourceOptions& options, const std::string& source)
@@ -255,7 +249,7 @@ class SdkDecoder final : public Decoder {
     d.height = picture.height;
     d.cuda_device = cuda_device_;
     d.range = picture.color_range == AVCOL_RANGE_JPEG ? YuvRange::kFull : YuvRange::kLimited;
-    d.stream = reinterpret_cast<CUstream_st*>(device_->stream);
+    d.stream = device_->stream;
     d.owner = std::shared_ptr<AVFrame>(ref.release(), FrameFree{});
     out.image = Image();
     out.format = FrameFormat::kNv12;
@@ -276,7 +270,7 @@ class SdkDecoder final : public Decoder {
     CUcontext ctx = nullptr;
     YOLOCU_CU_CHECK(a.cu->cuDevicePrimaryCtxRetain(&ctx, device_->device), "cuDevicePrimaryCtxRetain");
     device_->ctx = ctx;
-    if (own_stream()) {
+    if (nvdec_own_stream_requested()) {
       ContextScope scope(ctx);
       YOLOCU_CU_CHECK(a.cu->cuStreamCreate(&device_->stream, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
     }
