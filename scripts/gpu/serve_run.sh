@@ -62,11 +62,11 @@ pin_halves() {  # the server on the first half of the cores, the load generators
   command -v taskset >/dev/null || return 1
   server_pin="taskset -c 0-$((half_cores - 1))" client_pin="taskset -c $half_cores-$(($(nproc) - 1))"
 }
-pin_numa() {  # the server on the cores of GPU 0's NUMA node (sysfs local_cpulist), the load generators on the rest
-  local id list rest
-  command -v taskset >/dev/null || return 1
-  id=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-F' 'a-f')
-  list=$(cat "/sys/bus/pci/devices/${id:4}/local_cpulist" 2>/dev/null) || return 1
+# GPU 0's NUMA-local cores (sysfs local_cpulist of its PCI device; nvidia-smi's bus id has an 8-digit domain)
+gpu0_cpus=$(id=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-F' 'a-f'); cat "/sys/bus/pci/devices/${id:4}/local_cpulist" 2>/dev/null)
+pin_numa() {  # the server on GPU 0's NUMA-local cores, the load generators on the rest
+  local list=$gpu0_cpus rest
+  command -v taskset >/dev/null && [ -n "$list" ] || return 1
   rest=$(python3 - "$list" "$(nproc)" <<'PY'
 import sys
 cores = set()
@@ -79,7 +79,7 @@ PY
   [ -n "$rest" ] || return 1
   server_pin="taskset -c $list" client_pin="taskset -c $rest"
 }
-echo "GPU 0's NUMA-local cores: $(cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-F' 'a-f' | cut -c5-)/local_cpulist" 2>/dev/null || echo unknown)"
+echo "GPU 0's NUMA-local cores: ${gpu0_cpus:-unknown}"
 if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi

@@ -55,6 +55,7 @@ summary=$final/summary.txt
 row() { printf '%s\n' "$*" | tee -a "$summary"; }
 step() { echo "== $* ($(date +%T))"; }
 fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }  # a yolocu / bench log's last frames/s
+batch_of() { echo $(( $1 < 32 ? $1 : 32 )); }  # the detector's batch for N streams: N, at most 32
 # The tactic cache an earlier call returned (tactics.json.xz, carried as .gpu-video/carry/tactics.json.xz)
 # seeds the sections that measure no cold start (two GPUs, live, tracking): a fresh machine skips tuning.
 seed_cache() { [ -f "$carry/tactics.json.xz" ] && xz -dc "$carry/tactics.json.xz" >"$1"; return 0; }
@@ -164,7 +165,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   export YOLOCU_TACTIC_CACHE=$out/video_tactics.json
   rm -f "$YOLOCU_TACTIC_CACHE"
   k=${STREAMS:-8}
-  kb=$(( k < 32 ? k : 32 ))  # the detector's batch: the streams, at most 32
+  kb=$(batch_of "$k")
   warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s[^)]*)*' "$1" | tail -1; }
   first=1
   for codec in ${CODECS:-h264 hevc}; do
@@ -254,14 +255,18 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   lines_of() { if [ -f "$out/$1.jsonl" ]; then wc -l <"$out/$1.jsonl"; else echo 0; fi; }  # a run's JSON lines
   # the cores a run used over its wall time (bash's time: wall, user, sys seconds in <name>.time)
   cores_of() { awk '$1 > 0 { printf "%.1f cores of '"$(nproc)"'", ($2 + $3) / $1 }' "$out/$1.time"; }
-  gdetect() {  # gdetect <name> <device> <streams file> <batch> [env...]: one yolocu detect run
-    local name=$1 dev=$2 list=$3 b=$4 TIMEFORMAT='%R %U %S'
-    shift 4
-    { time env "$@" timeout 300 "$bin/yolocu" detect --model "$model" --source "$list" --device "$dev" --precision fp16 \
-      --decoder cuda --batch "$b" --progress 0 --jsonl "$out/$name.jsonl" >"$out/$name.log" 2>&1; } 2>"$out/$name.time" ||
-      row "FAIL  yolocu detect --device $dev (log $name.log)"
+  timed() {  # timed <name> <command...>: its output in <name>.log, its wall / user / sys seconds in <name>.time
+    local name=$1 TIMEFORMAT='%R %U %S'
+    shift
+    { time "$@" >"$out/$name.log" 2>&1; } 2>"$out/$name.time"
   }
-  b1=$(( k < 32 ? k : 32 )) b2=$(( half < 32 ? half : 32 ))  # the streams of a GPU per batch
+  gdetect() {  # gdetect <name> <device> <streams file> <batch> [env...]: one yolocu detect run
+    local name=$1 dev=$2 list=$3 b=$4
+    shift 4
+    timed "$name" env "$@" timeout 300 "$bin/yolocu" detect --model "$model" --source "$list" --device "$dev" --precision fp16 \
+      --decoder cuda --batch "$b" --progress 0 --jsonl "$out/$name.jsonl" || row "FAIL  yolocu detect --device $dev (log $name.log)"
+  }
+  b1=$(batch_of "$k") b2=$(batch_of "$half")  # the streams of a GPU per batch
   # decode alone (no detection), one process: are the decoders the limit, and do they scale with GPUs?
   # the decoder ways: libavcodec's hwaccel (default), the same mapping on a stream per decoder (own),
   # the Video Codec SDK's parser and decoder, pictures mapped in place (sdk)
@@ -269,8 +274,8 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   for devs in 0 0,1; do
     for way in default own sdk; do
       n=gpus2_decode_${devs/,/_}_$way
-      { TIMEFORMAT='%R %U %S'; time env "$(way_env $way)" timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda \
-        --streams "$k" --runs 2 --devices "$devs" >"$out/$n.log" 2>&1; } 2>"$out/$n.time"
+      timed "$n" env "$(way_env $way)" timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
+        --devices "$devs"
       row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s, $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
     done
   done
@@ -306,7 +311,7 @@ if [ "${LIVE:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
   seed_cache "$YOLOCU_TACTIC_CACHE"
   base=$((20000 + RANDOM % 20000))
   for i in $(seq 0 $((k - 1))); do echo "rtsp://127.0.0.1:$((base + i))/live"; done >"$out/live.txt"
-  b=$(( k < 32 ? k : 32 ))
+  b=$(batch_of "$k")
   timeout $((secs + 240)) "$bin/yolocu" detect --model "$model" --source "$out/live.txt" --rtsp-listen --device cuda \
     --precision fp16 --decoder cuda --batch "$b" --timeout 120 --reconnects 0 --latency --progress 10 \
     --jsonl "$out/live.jsonl" >"$out/live.log" 2>&1 &
