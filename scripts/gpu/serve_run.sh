@@ -158,9 +158,25 @@ measured() {  # measured <log> <command...>: the command, then Triton's times, t
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu,power.draw,pstate --format=csv,noheader,nounits -i 0 \
     -lms 250 >"$out/clocks.csv" 2>/dev/null &
   smi=$!
+  ${server_pin:-} python3 - "$secs" "$out/jitter.txt" <<'PY' &
+# A core of the server's asks to wake 1 ms later, over and over for the load's seconds: how late it
+# wakes (p50 / p99 / max) says whether the host's threads wait for a core that is not there (a
+# virtual machine's CPU taken by its host, frequency changes), independently of the backend.
+import statistics, sys, time
+end, late = time.monotonic() + float(sys.argv[1]), []
+while time.monotonic() < end:
+    t = time.perf_counter(); time.sleep(0.001); late.append((time.perf_counter() - t - 0.001) * 1e3)
+late.sort()
+q = lambda f: late[min(len(late) - 1, int(f * len(late)))]
+open(sys.argv[2], "w").write(f"  host wake-up lateness over the load ({len(late)} sleeps of 1 ms on a server core): "
+                             f"p50 {q(0.5):.3f} ms, p99 {q(0.99):.3f} ms, p99.9 {q(0.999):.3f} ms, max {late[-1]:.3f} ms, "
+                             f"late by > 1 ms {sum(x > 1 for x in late)}\n")
+PY
+  local probe=$!
   stats a; "$@"; stats b
   kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
-  { server_times a b; gpu_clocks "$out/clocks.csv"; } | tee -a "$log"
+  wait "$probe" 2>/dev/null
+  { server_times a b; gpu_clocks "$out/clocks.csv"; cat "$out/jitter.txt" 2>/dev/null; } | tee -a "$log"
 }
 gpu_clocks() {  # the samples of nvidia-smi over a load: SM clock, memory clock, utilisation, power, P-states
   python3 - "$1" <<'PY'
@@ -184,13 +200,15 @@ def cpu(f):
     machine, server = (open(f).read().split("\n") + [""])[:2]
     t = [int(x) for x in machine.split()[1:]]
     fields = server.rsplit(")", 1)[-1].split()  # after the command name: state, ppid, ... utime stime at 12, 13
-    return sum(t), t[3] + (t[4] if len(t) > 4 else 0), (int(fields[11]) + int(fields[12])) if len(fields) > 12 else 0
-(t0, i0, s0), (t1, i1, s1) = cpu(sys.argv[3]), cpu(sys.argv[4])
+    steal = t[7] if len(t) > 7 else 0  # a virtual machine's time its host gave to others
+    return sum(t[:8]), t[3] + (t[4] if len(t) > 4 else 0), (int(fields[11]) + int(fields[12])) if len(fields) > 12 else 0, steal
+(t0, i0, s0, st0), (t1, i1, s1, st1) = cpu(sys.argv[3]), cpu(sys.argv[4])
 if t1 > t0:
     import os
     n = os.cpu_count()
     share = lambda j: n * j / (t1 - t0)
-    print(f"  cpu over the load (cores of {n}): server {share(s1 - s0):.1f}, everything else {share((t1 - t0) - (i1 - i0) - (s1 - s0)):.1f}, idle {share(i1 - i0):.1f}")
+    print(f"  cpu over the load (cores of {n}): server {share(s1 - s0):.1f}, everything else {share((t1 - t0) - (i1 - i0) - (s1 - s0)):.1f}, "
+          f"idle {share(i1 - i0):.1f}, stolen by the host {share(st1 - st0):.2f}")
 def get(f):
     s = json.load(open(f)).get("model_stats", [{}])[0].get("inference_stats", {})
     return {k: (v.get("count", 0), v.get("ns", 0)) for k, v in s.items()}
