@@ -1,6 +1,7 @@
 // Video decoding throughput: FrameSource over one file, or several copies of it at once through
 // StreamSet (one reader thread each). Decoding only, no detection. Prints frames/s as the median of
-// --runs passes. --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host
+// --runs passes (with several streams also the rate over the middle half of the frames, without
+// the sources' start and end). --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host
 // frames; cuda: NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
 // With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
 // "NVDEC utilisation ...", or why there is none).
@@ -16,11 +17,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "nvml_sampler.hpp"
+#include "stats.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/video.hpp"
 #include "yolocu/video_streams.hpp"
@@ -41,9 +44,10 @@ std::vector<int> parse_devices(const char* list) {
 }
 
 // K copies of the file through one StreamSet, a group (and a consumer thread) per GPU of `devices`;
-// the frames taken.
+// the frames taken. `middle` gets the frames so far after every batch (MiddleRate: the rate without
+// the sources' start and end).
 int64_t decode_streams(const std::string& file, const yolocu::VideoSourceOptions& o, int streams,
-                       const std::vector<int>& devices) {
+                       const std::vector<int>& devices, yolocu::cli::MiddleRate& middle) {
   yolocu::StreamOptions so;
   so.source = o;
   const int g = static_cast<int>(devices.size());
@@ -52,18 +56,21 @@ int64_t decode_streams(const std::string& file, const yolocu::VideoSourceOptions
     for (int i = 0; i < streams; ++i) so.groups.push_back(i % g);
   }
   yolocu::StreamSet set(std::vector<std::string>(static_cast<size_t>(streams), file), so);
-  std::vector<int64_t> taken(static_cast<size_t>(g), 0);
+  int64_t frames = 0;
+  std::mutex m;
   auto consume = [&](int group) {
     std::vector<yolocu::VideoFrame> batch;
     const size_t n = static_cast<size_t>((streams + g - 1) / g);
-    while (set.next_batch(batch, n, group)) taken[static_cast<size_t>(group)] += static_cast<int64_t>(batch.size());
+    while (set.next_batch(batch, n, group)) {
+      std::lock_guard<std::mutex> lock(m);
+      frames += static_cast<int64_t>(batch.size());
+      middle.mark(frames);
+    }
   };
   std::vector<std::thread> consumers;
   for (int k = 1; k < g; ++k) consumers.emplace_back(consume, k);
   consume(0);
   for (std::thread& t : consumers) t.join();
-  int64_t frames = 0;
-  for (int64_t t : taken) frames += t;
   return frames;
 }
 
@@ -106,7 +113,7 @@ int main(int argc, char** argv) {
     o.decoder_threads = threads;
     o.cuda_device = devices[0];
     const yolocu::SourceInfo info = yolocu::FrameSource::open(file, o)->info();
-    std::vector<double> fps;
+    std::vector<double> fps, middle_fps;
     int64_t frames = 0;
     std::unique_ptr<yolocu::cli::NvmlSampler> nvml;
     if (o.backend == yolocu::DecodeBackend::kCuda) nvml = std::make_unique<yolocu::cli::NvmlSampler>();
@@ -118,11 +125,14 @@ int main(int argc, char** argv) {
         yolocu::VideoFrame f;
         while (src->read(f)) ++frames;
       } else {
-        frames = decode_streams(file, o, streams, devices);
+        yolocu::cli::MiddleRate middle;
+        frames = decode_streams(file, o, streams, devices, middle);
+        middle_fps.push_back(middle.frames_per_s());
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fps.push_back(static_cast<double>(frames) / s);
     }
+    std::sort(middle_fps.begin(), middle_fps.end());
     if (nvml) nvml->stop();
     std::sort(fps.begin(), fps.end());
     const std::string gpus =
@@ -131,6 +141,9 @@ int main(int argc, char** argv) {
                 "(median of %d; min %.1f, max %.1f)\n",
                 file.c_str(), info.width, info.height, info.codec.c_str(), info.decoder.c_str(), threads, streams, gpus.c_str(),
                 static_cast<long long>(frames), fps[fps.size() / 2], runs, fps.front(), fps.back());
+    if (!middle_fps.empty())  // (not "frames/s": scripts read a log's last "<number> frames/s" as the whole run's)
+      std::printf("over the middle half of the frames (every source running): %.1f per s (median of %d)\n",
+                  middle_fps[middle_fps.size() / 2], runs);
     if (nvml) std::printf("%s\n", nvml->summary().c_str());
   } catch (const yolocu::Error& e) {
     std::fprintf(stderr, "bench_video_decode: %s\n", e.what());

@@ -302,10 +302,13 @@ class VideoRun {
       if (st.state == StreamState::kFailed) status_ = 1;
     }
     if (o_.quiet) return status_;
-    std::fprintf(stderr, "%zu frames from %zu sources (%" PRId64 " dropped), %zu detections on %s, %.1f frames/s%s\n",
+    // the whole run's rate, then the rate once every source runs (MiddleRate), when there were enough batches
+    char middle[64] = "";
+    if (const double m = middle_.frames_per_s(); m > 0) std::snprintf(middle, sizeof middle, " (%.1f over the middle half of the frames)", m);
+    std::fprintf(stderr, "%zu frames from %zu sources (%" PRId64 " dropped), %zu detections on %s, %.1f frames/s%s%s\n",
                  frames_, sources_.size(), dropped, detections_,
                  device_label_.empty() ? device_name(det_.device()) : device_label_.c_str(),
-                 wall > 0 ? static_cast<double>(frames_) / wall : 0.0, g_interrupted.load() ? " (interrupted)" : "");
+                 wall > 0 ? static_cast<double>(frames_) / wall : 0.0, middle, g_interrupted.load() ? " (interrupted)" : "");
     if (o_.latency && !latencies_ms_.empty()) {
       const Stats l = stats_of(latencies_ms_);
       std::fprintf(stderr, "latency from packet to JSON line: p50 %.1f ms, p99 %.1f ms, max %.1f ms over %zu frames\n",
@@ -322,6 +325,7 @@ class VideoRun {
   // A batch's frames written (JSON lines, stages, saved frames), then the messages and the progress.
   void write_batch(StreamSet& streams, std::vector<VideoFrame>& batch, std::vector<Detections>& results) {
     for (size_t i = 0; i < batch.size(); ++i) write_frame(streams, batch[i], results[i]);
+    middle_.mark(static_cast<int64_t>(frames_));
     print_messages(streams);
     print_progress(streams);
   }
@@ -430,6 +434,7 @@ class VideoRun {
   std::set<int> writer_failed_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_progress_ = t0_;
   size_t frames_ = 0, detections_ = 0;
+  MiddleRate middle_;
   std::vector<double> latencies_ms_;  // --latency
   std::string device_label_;
   bool progress_shown_ = false;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace yolocu::cli {
@@ -25,5 +27,34 @@ inline Stats stats_of(std::vector<double> v) {
   s.mean /= static_cast<double>(v.size());
   return s;
 }
+
+// Frames per second over the middle half of a run's frames (from the frame that reaches a quarter of
+// the total to the one that reaches three quarters): the rate once every source runs, without the
+// sources' start (decoders created, first pictures) or the tail of the last ones to end, which a
+// whole-run rate of a short clip mixes in. mark() after each batch with the frames so far.
+class MiddleRate {
+ public:
+  void mark(int64_t frames_so_far, std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now()) {
+    points_.push_back({t, frames_so_far});
+  }
+  // 0 when the run had too few marks to tell
+  double frames_per_s() const {
+    if (points_.size() < 3) return 0;
+    const int64_t total = points_.back().frames;
+    auto reach = [&](int64_t n) {
+      return *std::find_if(points_.begin(), points_.end(), [n](const Point& p) { return p.frames >= n; });
+    };
+    const Point a = reach((total + 3) / 4), b = reach((3 * total + 3) / 4);
+    const double s = std::chrono::duration<double>(b.t - a.t).count();
+    return s > 0 && b.frames > a.frames ? static_cast<double>(b.frames - a.frames) / s : 0;
+  }
+
+ private:
+  struct Point {
+    std::chrono::steady_clock::time_point t;
+    int64_t frames;
+  };
+  std::vector<Point> points_;
+};
 
 }  // namespace yolocu::cli

@@ -42,6 +42,7 @@
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8; the detector's batch is at most 32), BENCH_DECODERS
 # (default "cpu cuda"), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
 # WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (64),
+# GPUS2_WAYS (the NVDEC ways, default "default own sdk"), GPUS2_REPEATS (2),
 # LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60), LIVE_BFRAMES=1.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,6 +56,9 @@ summary=$final/summary.txt
 row() { printf '%s\n' "$*" | tee -a "$summary"; }
 step() { echo "== $* ($(date +%T))"; }
 fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }  # a yolocu / bench log's last frames/s
+# the rate over the middle half of the frames (every source running; no start, no tail) of a
+# yolocu detect or bench_video_decode log
+mid_of() { grep -o -E '[0-9.]+ over the middle half|every source running\): [0-9.]+' "$1" | grep -o -E '[0-9.]+' | tail -1; }
 batch_of() { echo $(( $1 < 32 ? $1 : 32 )); }  # the detector's batch for N streams: N, at most 32
 # The tactic cache an earlier call returned (tactics.json.xz, carried as .gpu-video/carry/tactics.json.xz)
 # seeds the sections that measure no cold start (two GPUs, live, tracking): a fresh machine skips tuning.
@@ -189,9 +193,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       echo "| 1080p $codec (bench_1080p_$codec.mp4, 300 frames) | CPU decode (libavcodec + swscale) | NVDEC |"
       echo "|---|---|---|"
       echo "| decode only, 1 stream, frames/s | $(fps_of "${c}_decode_1.log") | $(fps_of "${g}_decode_1.log") |"
-      echo "| decode only, $k streams, frames/s | $(fps_of "${c}_decode_$k.log") | $(fps_of "${g}_decode_$k.log") |"
+      echo "| decode only, $k streams, frames/s (middle half) | $(fps_of "${c}_decode_$k.log") ($(mid_of "${c}_decode_$k.log")) | $(fps_of "${g}_decode_$k.log") ($(mid_of "${g}_decode_$k.log")) |"
       echo "| decode + yolov5n FP16 detect, 1 stream, frames/s | $(fps_of "${c}_detect_1.log") | $(fps_of "${g}_detect_1.log") |"
-      echo "| decode + yolov5n FP16 detect, $k streams (batch $kb), frames/s | $(fps_of "${c}_detect_$k.log") | $(fps_of "${g}_detect_$k.log") |"
+      echo "| decode + yolov5n FP16 detect, $k streams (batch $kb), frames/s (middle half) | $(fps_of "${c}_detect_$k.log") ($(mid_of "${c}_detect_$k.log")) | $(fps_of "${g}_detect_$k.log") ($(mid_of "${g}_detect_$k.log")) |"
     } | tee -a "$summary"
     echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
     echo "$codec NVDEC decode only, $k streams: $(grep '^NVDEC utilisation' "${g}_decode_$k.log" | tail -1)" | tee -a "$summary"
@@ -272,21 +276,22 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   # the Video Codec SDK's parser and decoder, pictures mapped in place (sdk)
   way_env() { case $1 in own) echo YOLOCU_NVDEC_STREAM=own ;; sdk) echo YOLOCU_NVDEC_API=sdk ;; *) echo YOLOCU_NVDEC_API= ;; esac; }
   for devs in 0 0,1; do
-    for way in default own sdk; do
+    for way in ${GPUS2_WAYS:-default own sdk}; do
       n=gpus2_decode_${devs/,/_}_$way
       timed "$n" env "$(way_env $way)" timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
         --devices "$devs"
-      row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s, $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
+      row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s ($(mid_of "$out/$n.log") in the middle half), $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
     done
   done
-  for r in 1 2; do  # alternating: the spread shows the noise
+  for r in $(seq "${GPUS2_REPEATS:-2}"); do  # alternating: the spread shows the noise
     gdetect "gpus2_one_$r" cuda:0 "$out/gpus2_streams.txt" "$b1"
-    row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s, $(cores_of "gpus2_one_$r"), $(lines_of "gpus2_one_$r") JSON lines (expected $k x ${frames:-?})"
+    row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s ($(mid_of "$out/gpus2_one_$r.log") in the middle half), $(cores_of "gpus2_one_$r"), $(lines_of "gpus2_one_$r") JSON lines (expected $k x ${frames:-?})"
     gdetect "gpus2_two_$r" cuda:0,1 "$out/gpus2_streams.txt" "$b2"
-    row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s, $(cores_of "gpus2_two_$r"), $(lines_of "gpus2_two_$r") JSON lines"
-    for way in own sdk; do
+    row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s ($(mid_of "$out/gpus2_two_$r.log") in the middle half), $(cores_of "gpus2_two_$r"), $(lines_of "gpus2_two_$r") JSON lines"
+    for way in ${GPUS2_WAYS:-default own sdk}; do
+      [ "$way" = default ] && continue  # (the cuda:0 run above)
       gdetect "gpus2_${way}_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" "$(way_env $way)"
-      row "yolocu detect --device cuda:0, $k streams, decoder $way: $(fps_of "$out/gpus2_${way}_$r.log") frames/s, $(cores_of "gpus2_${way}_$r"), $(lines_of "gpus2_${way}_$r") JSON lines"
+      row "yolocu detect --device cuda:0, $k streams, decoder $way: $(fps_of "$out/gpus2_${way}_$r.log") frames/s ($(mid_of "$out/gpus2_${way}_$r.log") in the middle half), $(cores_of "gpus2_${way}_$r"), $(lines_of "gpus2_${way}_$r") JSON lines"
     done
     # two processes, one per GPU, half the streams each: a limit of one process shows as the difference
     t0=$(date +%s.%N)
@@ -295,7 +300,7 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
     wait
     t1=$(date +%s.%N)
     lines=$(( $(lines_of "gpus2_proc0_$r") + $(lines_of "gpus2_proc1_$r") ))
-    row "two processes (cuda:0, cuda:1), $half streams each: $(fps_of "$out/gpus2_proc0_$r.log") + $(fps_of "$out/gpus2_proc1_$r.log") frames/s; $lines JSON lines in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s of wall time (start included)"
+    row "two processes (cuda:0, cuda:1), $half streams each: $(fps_of "$out/gpus2_proc0_$r.log") + $(fps_of "$out/gpus2_proc1_$r.log") frames/s ($(mid_of "$out/gpus2_proc0_$r.log") + $(mid_of "$out/gpus2_proc1_$r.log") in the middle halves); $lines JSON lines in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s of wall time (start included)"
   done
 fi
 

@@ -2,9 +2,12 @@
 // hand-made spans (what the CUDA detector's stage profiling returns), so no GPU is needed.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "stats.hpp"
 #include "timeline.hpp"
 
 namespace yolocu::cli {
@@ -48,6 +51,28 @@ TEST(Timeline, TraceEventsAreChromeSlices) {
             std::string::npos)
       << t;
   EXPECT_EQ(trace_events({}, 1), "");
+}
+
+// The video summary's rate over the middle half of the frames: a slow start (10 frames a second
+// while the sources open) and a slow end leave it out; the whole run would say 57 frames/s.
+TEST(MiddleRate, CountsFromTheQuarterToTheThreeQuartersMark) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto at = [&](double s) { return t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s)); };
+  MiddleRate r;
+  const std::vector<std::pair<double, int64_t>> marks = {{1, 10}, {2, 20}, {3, 120}, {4, 220}, {5, 320}, {6, 390}, {7, 400}};
+  for (const auto& [s, n] : marks) r.mark(n, at(s));
+  EXPECT_DOUBLE_EQ(r.frames_per_s(), 100.0);  // (320 - 120) frames in the 2 s from 3 to 5
+}
+
+TEST(MiddleRate, TooFewMarksSayNothing) {
+  MiddleRate none, two, one_batch;
+  const auto t0 = std::chrono::steady_clock::now();
+  two.mark(10, t0);
+  two.mark(20, t0 + std::chrono::seconds(1));
+  EXPECT_EQ(none.frames_per_s(), 0);
+  EXPECT_EQ(two.frames_per_s(), 0);
+  for (int i = 0; i < 3; ++i) one_batch.mark(64, t0 + std::chrono::seconds(i));  // every frame in the first batch
+  EXPECT_EQ(one_batch.frames_per_s(), 0);
 }
 
 }  // namespace
