@@ -43,11 +43,31 @@ std::vector<int> parse_devices(const char* list) {
   return out;
 }
 
+// When each source's first and last frames were taken, in seconds from the pass's start: where
+// the whole-run rate loses to the middle half's (sources opening, streams ending unevenly).
+struct SourceTimes {
+  std::vector<double> first, last;
+  std::string summary() const {
+    if (first.empty()) return "";
+    const yolocu::cli::Stats f = yolocu::cli::stats_of(first), l = yolocu::cli::stats_of(last);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "sources' first frames after %.2f s (median; first %.2f, last %.2f), last frames at %.2f s (median; "
+                  "first %.2f, last %.2f)",
+                  f.median, *std::min_element(first.begin(), first.end()), f.max, l.median,
+                  *std::min_element(last.begin(), last.end()), l.max);
+    return line;
+  }
+};
+
 // K copies of the file through one StreamSet, a group (and a consumer thread) per GPU of `devices`;
 // the frames taken. `middle` gets the frames so far after every batch (MiddleRate: the rate without
-// the sources' start and end).
+// the sources' start and end), `times` each source's first and last frame.
 int64_t decode_streams(const std::string& file, const yolocu::VideoSourceOptions& o, int streams,
-                       const std::vector<int>& devices, yolocu::cli::MiddleRate& middle) {
+                       const std::vector<int>& devices, yolocu::cli::MiddleRate& middle, SourceTimes& times) {
+  const auto t0 = std::chrono::steady_clock::now();
+  times.first.assign(static_cast<size_t>(streams), -1.0);
+  times.last.assign(static_cast<size_t>(streams), 0.0);
   yolocu::StreamOptions so;
   so.source = o;
   const int g = static_cast<int>(devices.size());
@@ -65,6 +85,13 @@ int64_t decode_streams(const std::string& file, const yolocu::VideoSourceOptions
       std::lock_guard<std::mutex> lock(m);
       frames += static_cast<int64_t>(batch.size());
       middle.mark(frames);
+      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const yolocu::VideoFrame& f : batch) {
+        const auto i = static_cast<size_t>(f.stream_id);
+        if (i >= times.first.size()) continue;
+        if (times.first[i] < 0) times.first[i] = now;
+        times.last[i] = now;
+      }
     }
   };
   std::vector<std::thread> consumers;
@@ -126,8 +153,10 @@ int main(int argc, char** argv) {
         while (src->read(f)) ++frames;
       } else {
         yolocu::cli::MiddleRate middle;
-        frames = decode_streams(file, o, streams, devices, middle);
+        SourceTimes times;
+        frames = decode_streams(file, o, streams, devices, middle, times);
         middle_fps.push_back(middle.frames_per_s());
+        std::printf("pass %d: %s\n", r + 1, times.summary().c_str());
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fps.push_back(static_cast<double>(frames) / s);

@@ -199,6 +199,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     } | tee -a "$summary"
     echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
     echo "$codec NVDEC decode only, $k streams: $(grep '^NVDEC utilisation' "${g}_decode_$k.log" | tail -1)" | tee -a "$summary"
+    echo "$codec NVDEC decode only, $k streams, last pass: $(grep '^pass ' "${g}_decode_$k.log" | tail -1 | cut -d' ' -f3-)" | tee -a "$summary"
     echo "$codec NVDEC + detect, $k streams: $(grep '^NVDEC utilisation' "${g}_detect_$k.log" | tail -1)" | tee -a "$summary"
     echo "$codec NVDEC + detect, $k streams: $(grep '^timeline: [0-9]* batches' "${g}_detect_$k.log" | tail -1)" | tee -a "$summary"
     if ((first)); then
@@ -280,7 +281,7 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
       n=gpus2_decode_${devs/,/_}_$way
       timed "$n" env "$(way_env $way)" timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
         --devices "$devs"
-      row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s ($(mid_of "$out/$n.log") in the middle half), $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' ')"
+      row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s ($(mid_of "$out/$n.log") in the middle half), $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' '); last pass: $(grep '^pass ' "$out/$n.log" | tail -1 | cut -d' ' -f3-)"
     done
   done
   for r in $(seq "${GPUS2_REPEATS:-2}"); do  # alternating: the spread shows the noise
