@@ -131,6 +131,13 @@ clip() {  # clip <name> <w> <h> <codec args...>
 clip clip_h264.mp4 640 480 -c:v libx264 -pix_fmt yuv420p -movflags +faststart
 clip clip_h265.mkv 640 480 -c:v libx265 -pix_fmt yuv420p -x265-params log-level=error
 clip clip_h264_360.mp4 640 360 -c:v libx264 -pix_fmt yuv420p -movflags +faststart
+# a frame size change mid-way (as make_refs.py makes it): 6 frames at 640x480, 10 at 320x240, raw H.264
+clip size_change_0.h264 640 480 -frames:v 6 -c:v libx264 -pix_fmt yuv420p -f h264
+ffmpeg -nostdin -hide_banner -loglevel error -y -framerate 25 -start_number 7 -i "$seq/%04d.jpg" \
+  -vf "scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1" \
+  -frames:v 10 -c:v libx264 -pix_fmt yuv420p -f h264 "$carry/video/size_change_1.h264"
+cat "$carry/video/size_change_0.h264" "$carry/video/size_change_1.h264" >"$carry/video/clip_size_change.h264"
+rm "$carry/video/size_change_0.h264" "$carry/video/size_change_1.h264"
 touch "$carry/video/COMPLETE"
 for codec in h264 hevc; do
   YOLOCU_DATA_DIR=$data bench/make_video_clip.sh "$carry/video/bench_1080p_$codec.mp4" 1920x1080 $codec >/dev/null

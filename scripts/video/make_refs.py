@@ -11,6 +11,9 @@ Writes into OUT_DIR (skipped when OUT_DIR/COMPLETE matches this script and its i
   clip_vp9.webm, clip_av1.mkv, clip_mpeg4.mov
                      the first 12 frames in the other codecs / containers (decode parity only)
   clip_h264_360.mp4  640x360 H.264 (coded height 368: the crop of OpenCV's coded-size conversion)
+  clip_size_change.h264
+                     raw H.264 whose frame size changes mid-way: 6 frames at 640x480, then 10 at
+                     320x240 (two encodes, concatenated; no cv2 frames): the NVDEC decoders' size change
   frames_<clip>.npy  every frame of each clip as cv2.VideoCapture(clip).read() returns it (N x H x W x 3)
   refs_<clip>.json   parity clips: per frame, ultralytics/yolov5 v7.0's detections on that cv2 frame:
                      detect.py's path for a 640x640 export (letterbox auto=False, yolov5n.pt fused FP32
@@ -76,6 +79,26 @@ def make_clip(name, seq_dir, out_dir, opts, frames, size):
     subprocess.run(cmd, check=True)
 
 
+def make_size_change_clip(seq_dir, out_dir):
+    """clip_size_change.h264: 6 frames at 640x480, then the next 10 at 320x240, each part its own
+    encode (a new sequence at an IDR picture, B-frames before it), concatenated as raw H.264."""
+    parts = []
+    for k, (start, frames, size) in enumerate([(1, 6, (640, 480)), (7, 10, (320, 240))]):
+        part = os.path.join(out_dir, f"size_change_{k}.h264")
+        w, h = size
+        vf = f"scale={w}:{h}:force_original_aspect_ratio=decrease,pad={w}:{h}:(ow-iw)/2:(oh-ih)/2,setsar=1"
+        subprocess.run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-framerate", str(FPS),
+                        "-start_number", str(start), "-i", os.path.join(seq_dir, "%04d.jpg"), "-vf", vf,
+                        "-frames:v", str(frames), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "h264", part],
+                       check=True)
+        parts.append(part)
+    with open(os.path.join(out_dir, "clip_size_change.h264"), "wb") as out:
+        for part in parts:
+            with open(part, "rb") as f:
+                out.write(f.read())
+            os.remove(part)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -116,6 +139,7 @@ def main():
             if os.path.lexists(link):
                 os.remove(link)
             os.symlink(os.path.join(images_dir, f), link)
+    make_size_change_clip(seq, a.out)
     for name, (opts, frames, size) in CLIPS.items():
         make_clip(name, seq, a.out, opts, frames, size)
         cap = cv2.VideoCapture(os.path.join(a.out, name))

@@ -4,8 +4,9 @@
 // hevc_mp4toannexb bitstream filter into NVIDIA's parser, whose callbacks create the decoder, decode
 // the pictures and queue them in display order; receive() maps the next one (an NV12 output surface
 // cropped to the display area) and hands it out in place: the AVFrame's buffer unmaps it when its
-// last reference goes, with no copy. The function tables come from the ffnvcodec headers' loader
-// (libcuda and libnvcuvid opened at run time, as FFmpeg opens them).
+// last reference goes, with no copy. A stream that changes its frame size gets a new decoder. The
+// function tables come from the ffnvcodec headers' loader (libcuda and libnvcuvid opened at run
+// time, as FFmpeg opens them).
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -355,16 +356,12 @@ class SdkDecoder final : public Decoder {
     YOLOCU_CHECK(cw <= limits_.max_width && ch <= limits_.max_height && cw * ch <= limits_.max_pixels, kOutOfMemory,
                  "frames of ", cw, "x", ch, " exceed the decode limits (DecodeLimits max_width ", limits_.max_width,
                  ", max_height ", limits_.max_height, ", max_pixels ", limits_.max_pixels, ")");
-    if (session_) {
-      // the parser may still display pictures of the old sequence after this call, which a new
-      // decoder could not map: a size change is refused rather than guessed at
-      YOLOCU_CHECK(session_->coded_width == f.coded_width && session_->coded_height == f.coded_height &&
-                       session_->left == left && session_->top == top && session_->width == w && session_->height == h,
-                   kUnsupported, "the stream changes its frame size mid-way (", session_->width, "x", session_->height,
-                   " -> ", w, "x", h, "), which the Video Codec SDK decoder does not follow; leave YOLOCU_NVDEC_API "
-                   "unset for libavcodec's NVDEC");
-      return session_->surfaces;
-    }
+    if (session_ && session_->coded_width == f.coded_width && session_->coded_height == f.coded_height &&
+        session_->left == left && session_->top == top && session_->width == w && session_->height == h)
+      return session_->surfaces;  // the same sequence again (parameter sets repeated)
+    // The first sequence, or a new frame size mid-way: a decoder of its own. The parser has displayed
+    // the old sequence's pictures by now (a new sequence starts at an IDR picture, before which every
+    // picture is output); those still queued or held keep the old decoder alive through their Session.
     auto s = std::make_shared<Session>();
     s->device = device_;
     s->coded_width = f.coded_width;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "video/video_test_util.hpp"
 #include "yolocu/error.hpp"
@@ -64,6 +66,21 @@ INSTANTIATE_TEST_SUITE_P(Video, Clips,
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return s;
                          });
+
+// A raw H.264 stream that changes its frame size mid-way (6 frames at 640x480, then 10 at 320x240):
+// the CPU decoder follows it (frames of the new size, none lost or corrupt), the material the NVDEC
+// decoders' size-change test compares against on the GPU.
+TEST(VideoDecode, CpuDecoderFollowsAFrameSizeChange) {
+  YOLOCU_REQUIRE_VIDEO(clip, "clip_size_change.h264");
+  auto src = FrameSource::open(clip, VideoSourceOptions{});
+  std::vector<std::pair<int, int>> sizes;
+  VideoFrame f;
+  while (src->read(f)) sizes.emplace_back(f.image.width(), f.image.height());
+  ASSERT_EQ(sizes.size(), 16u) << src->stats().last_problem;
+  EXPECT_EQ(src->stats().corrupt, 0) << src->stats().last_problem;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    EXPECT_EQ(sizes[i], i < 6 ? std::make_pair(640, 480) : std::make_pair(320, 240)) << "frame " << i;
+}
 
 TEST(VideoSelect, StrideStartAndFramesPickTheFramesDetectPyPicks) {
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
