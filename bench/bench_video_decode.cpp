@@ -1,8 +1,9 @@
 // Video decoding throughput: FrameSource over one file, or several copies of it at once through
 // StreamSet (one reader thread each). Decoding only, no detection. Prints frames/s as the median of
 // --runs passes (with several streams also the rate over the middle half of the frames, without
-// the sources' start and end). --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host
-// frames; cuda: NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
+// the sources' start and end, and when each pass's sources gave their first and last frames).
+// --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host frames; cuda:
+// NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
 // With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
 // "NVDEC utilisation ...", or why there is none).
 //
