@@ -1,7 +1,8 @@
 // Video decoding throughput: FrameSource over one file, or several copies of it at once through
 // StreamSet (one reader thread each). Decoding only, no detection. Prints frames/s as the median of
 // --runs passes (with several streams also the rate over the middle half of the frames, without
-// the sources' start and end, and when each pass's sources gave their first and last frames).
+// the sources' start and end, and when each pass's sources gave their first and last frames; with
+// one stream, how long after opening the first frame came).
 // --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host frames; cuda:
 // NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
 // With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
@@ -148,10 +149,14 @@ int main(int argc, char** argv) {
     for (int r = 0; r < runs; ++r) {
       frames = 0;
       const auto t0 = std::chrono::steady_clock::now();
-      if (streams == 1) {
+      if (streams == 1) {  // the source's start alone: opened, decoder made, first picture out
         auto src = yolocu::FrameSource::open(file, o);
         yolocu::VideoFrame f;
-        while (src->read(f)) ++frames;
+        while (src->read(f)) {
+          if (++frames == 1)
+            std::printf("pass %d: the first frame %.1f ms after opening\n", r + 1,
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
       } else {
         yolocu::cli::MiddleRate middle;
         SourceTimes times;

@@ -200,6 +200,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     echo "(1080p30 streams sustained = the $k-stream detect rate / 30; CPU cores: $(nproc))" | tee -a "$summary"
     echo "$codec NVDEC decode only, $k streams: $(grep '^NVDEC utilisation' "${g}_decode_$k.log" | tail -1)" | tee -a "$summary"
     echo "$codec NVDEC decode only, $k streams, last pass: $(grep '^pass ' "${g}_decode_$k.log" | tail -1 | cut -d' ' -f3-)" | tee -a "$summary"
+    echo "$codec NVDEC decode only, 1 stream: $(grep '^pass ' "${g}_decode_1.log" | cut -d' ' -f3- | tr '\n' ';')" | tee -a "$summary"
     echo "$codec NVDEC + detect, $k streams: $(grep '^NVDEC utilisation' "${g}_detect_$k.log" | tail -1)" | tee -a "$summary"
     echo "$codec NVDEC + detect, $k streams: $(grep '^timeline: [0-9]* batches' "${g}_detect_$k.log" | tail -1)" | tee -a "$summary"
     if ((first)); then
