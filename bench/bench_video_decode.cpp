@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
                 file.c_str(), info.width, info.height, info.codec.c_str(), info.decoder.c_str(), threads, streams, gpus.c_str(),
                 static_cast<long long>(frames), fps[fps.size() / 2], runs, fps.front(), fps.back());
     if (!middle_fps.empty())  // (not "frames/s": scripts read a log's last "<number> frames/s" as the whole run's)
-      std::printf("over the middle half of the frames (every source running): %.1f per s (median of %d)\n",
+      std::printf("%.1f over the middle half of the frames (every source running; median of %d)\n",
                   middle_fps[middle_fps.size() / 2], runs);
     if (nvml) std::printf("%s\n", nvml->summary().c_str());
   } catch (const yolocu::Error& e) {

@@ -58,7 +58,7 @@ step() { echo "== $* ($(date +%T))"; }
 fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }  # a yolocu / bench log's last frames/s
 # the rate over the middle half of the frames (every source running; no start, no tail) of a
 # yolocu detect or bench_video_decode log
-mid_of() { grep -o -E '[0-9.]+ over the middle half|every source running\): [0-9.]+' "$1" | grep -o -E '[0-9.]+' | tail -1; }
+mid_of() { grep -o '[0-9.]* over the middle half' "$1" | tail -1 | cut -d' ' -f1; }
 batch_of() { echo $(( $1 < 32 ? $1 : 32 )); }  # the detector's batch for N streams: N, at most 32
 # The tactic cache an earlier call returned (tactics.json.xz, carried as .gpu-video/carry/tactics.json.xz)
 # seeds the sections that measure no cold start (two GPUs, live, tracking): a fresh machine skips tuning.

@@ -64,6 +64,18 @@ TEST(MiddleRate, CountsFromTheQuarterToTheThreeQuartersMark) {
   EXPECT_DOUBLE_EQ(r.frames_per_s(), 100.0);  // (320 - 120) frames in the 2 s from 3 to 5
 }
 
+// An endless (live) run keeps a bounded number of marks; the rate stays right: 200,000 batches of
+// 2 frames a millisecond (2,000 frames/s) after 1,000 slow ones (a frame every 10 ms).
+TEST(MiddleRate, StaysRightOverLongRuns) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MiddleRate r;
+  int64_t frames = 0;
+  auto t = t0;
+  for (int i = 0; i < 1000; ++i) r.mark(++frames, t += std::chrono::milliseconds(10));
+  for (int i = 0; i < 200000; ++i) r.mark(frames += 2, t += std::chrono::milliseconds(1));
+  EXPECT_NEAR(r.frames_per_s(), 2000.0, 2.0);
+}
+
 TEST(MiddleRate, TooFewMarksSayNothing) {
   MiddleRate none, two, one_batch;
   const auto t0 = std::chrono::steady_clock::now();
