@@ -111,8 +111,8 @@ targets="yolocu_cli bench_video_decode bench_track bench_warm_up test_video_cuda
 echo "[video-bundle] building $targets in $bdir (-j$jobs)"
 cmake --build "$bdir" -j"$jobs" --target $targets
 
-# 3. Test material: short clips like scripts/video/make_refs.sh's (coco128 images, each held 3
-#    frames, 640x480 / 640x360 letterboxed, H.264 and H.265), and the 1080p benchmark clip.
+# 3. Test material: scripts/video/make_refs.py's short clips (coco128 images, each held 3 frames,
+#    640x480 / 640x360 letterboxed, H.264 and H.265, a frame size change), and the 1080p benchmark clips.
 carry=$work/carry
 rm -rf "$carry" && mkdir -p "$carry/video" "$carry/data/models" "$carry/data/images"
 images=$data/coco128/images/train2017
@@ -123,21 +123,16 @@ n=0
 for f in $(ls "$images" | head -10); do
   for _ in 1 2 3; do n=$((n + 1)); ln -s "$images/$f" "$seq/$(printf %04d $n).jpg"; done
 done
-clip() {  # clip <name> <w> <h> <codec args...>
-  local name=$1 w=$2 h=$3; shift 3
-  ffmpeg -nostdin -hide_banner -loglevel error -y -framerate 25 -i "$seq/%04d.jpg" \
-    -vf "scale=$w:$h:force_original_aspect_ratio=decrease,pad=$w:$h:(ow-iw)/2:(oh-ih)/2,setsar=1" "$@" "$carry/video/$name"
-}
-clip clip_h264.mp4 640 480 -c:v libx264 -pix_fmt yuv420p -movflags +faststart
-clip clip_h265.mkv 640 480 -c:v libx265 -pix_fmt yuv420p -x265-params log-level=error
-clip clip_h264_360.mp4 640 360 -c:v libx264 -pix_fmt yuv420p -movflags +faststart
-# a frame size change mid-way (as make_refs.py makes it): 6 frames at 640x480, 10 at 320x240, raw H.264
-clip size_change_0.h264 640 480 -frames:v 6 -c:v libx264 -pix_fmt yuv420p -f h264
-ffmpeg -nostdin -hide_banner -loglevel error -y -framerate 25 -start_number 7 -i "$seq/%04d.jpg" \
-  -vf "scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1" \
-  -frames:v 10 -c:v libx264 -pix_fmt yuv420p -f h264 "$carry/video/size_change_1.h264"
-cat "$carry/video/size_change_0.h264" "$carry/video/size_change_1.h264" >"$carry/video/clip_size_change.h264"
-rm "$carry/video/size_change_0.h264" "$carry/video/size_change_1.h264"
+# the clips and their encoder settings of scripts/video/make_refs.py (CI's material), from its own functions
+/usr/bin/python3 - "$seq" "$carry/video" <<'PY'
+import sys
+sys.path.insert(0, "scripts/video")
+import make_refs
+seq, out = sys.argv[1:]
+for name in ("clip_h264.mp4", "clip_h265.mkv", "clip_h264_360.mp4"):
+    make_refs.make_clip(name, seq, out, *make_refs.CLIPS[name])
+make_refs.make_size_change_clip(seq, out)
+PY
 touch "$carry/video/COMPLETE"
 for codec in h264 hevc; do
   YOLOCU_DATA_DIR=$data bench/make_video_clip.sh "$carry/video/bench_1080p_$codec.mp4" 1920x1080 $codec >/dev/null
