@@ -3,23 +3,29 @@
 // --runs passes (with several streams also the rate over the middle half of the frames, without
 // the sources' start and end, and when each pass's sources gave their first and last frames; with
 // one stream, how long after opening the first frame came).
+// --opens K: the start alone: K sources opened at once (a thread each, as StreamSet opens them),
+// each reading its first frame and closing; then 8 opened one after another. Prints when open()
+// returned and when the first frame came (median / max): a per-source cost that adds up across K
+// sources (serialised in the driver) shows as the at-once maximum near K times the one-at-a-time cost.
 // --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host frames; cuda:
 // NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
 // With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
 // "NVDEC utilisation ...", or why there is none).
 //
-//   bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda] [--devices 0,1]
+//   bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda] [--devices 0,1] [--opens K]
 //     --threads N   libavcodec threads per decoder (0 = FFmpeg's choice; default 0; cpu only)
 //     --streams K   K sources at once (StreamSet, batches of K); default 1 (FrameSource alone)
 //     --devices L   NVDEC on the GPUs of the list: source i on GPU L[i mod n], one consumer thread
 //                   per GPU taking its sources' frames (as `yolocu detect --device cuda:0,1` does)
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,21 +109,122 @@ int64_t decode_streams(const std::string& file, const yolocu::VideoSourceOptions
   return frames;
 }
 
+// --opens: each source's open() and first-frame times (seconds from `t0`), K sources at once.
+struct StartTimes {
+  std::vector<double> opened, first;
+  std::string summary() const {
+    const yolocu::cli::Stats o = yolocu::cli::stats_of(opened), f = yolocu::cli::stats_of(first);
+    char line[200];
+    std::snprintf(line, sizeof line, "open() returned after %.1f ms (median; max %.1f), first frame after %.1f ms (median; max %.1f)",
+                  1e3 * o.median, 1e3 * o.max, 1e3 * f.median, 1e3 * f.max);
+    return line;
+  }
+};
+
+StartTimes start_sources(const std::string& file, const yolocu::VideoSourceOptions& o, int k, bool at_once) {
+  StartTimes t;
+  t.opened.assign(static_cast<size_t>(k), 0.0);
+  t.first.assign(static_cast<size_t>(k), 0.0);
+  std::vector<std::string> errors(static_cast<size_t>(k));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto one = [&](int i) {
+    const auto s0 = at_once ? t0 : std::chrono::steady_clock::now();
+    auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count(); };
+    try {
+      auto src = yolocu::FrameSource::open(file, o);
+      t.opened[static_cast<size_t>(i)] = since();
+      yolocu::VideoFrame f;
+      if (src->read(f)) t.first[static_cast<size_t>(i)] = since();
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(i)] = e.what();
+    }
+  };
+  if (at_once) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k; ++i) threads.emplace_back(one, i);
+    for (std::thread& th : threads) th.join();
+  } else {
+    for (int i = 0; i < k; ++i) one(i);
+  }
+  for (const std::string& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
+  return t;
+}
+
+// The start probe (--opens K): K at once, then 8 one at a time, with StreamSet's surfaces per source;
+// then K at once again while one source decodes on (the file over and over): its frames and longest
+// gap while the others start tell whether starting decoders holds up a running one.
+void probe_start(const std::string& file, yolocu::VideoSourceOptions o, int k) {
+  o.max_frames_held = std::min(2 * 4 + 2, 16);  // StreamSet's at its default queue depth
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  const StartTimes together = start_sources(file, o, k, true);
+  std::printf("%d sources at once: %s; all closed after %.2f s\n", k, together.summary().c_str(), since(t0));
+  const StartTimes alone = start_sources(file, o, 8, false);
+  std::printf("8 sources one at a time: %s\n", alone.summary().c_str());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> frames{0};
+  std::mutex m;
+  double gap = 0;  // the running source's longest wait for a frame while the others start (m)
+  bool measuring = false;
+  std::string failed;
+  std::thread running([&] {
+    auto last = std::chrono::steady_clock::now();
+    while (!stop.load()) try {
+      auto src = yolocu::FrameSource::open(file, o);
+      last = std::chrono::steady_clock::now();  // its own reopening (at the file's end) is no wait for a frame
+      yolocu::VideoFrame f;
+      while (!stop.load() && src->read(f)) {
+        f = yolocu::VideoFrame();
+        const auto now = std::chrono::steady_clock::now();
+        ++frames;
+        std::lock_guard<std::mutex> lock(m);
+        if (measuring) gap = std::max(gap, std::chrono::duration<double>(now - last).count());
+        last = now;
+      }
+    } catch (const std::exception& e) {
+      failed = e.what();
+      return;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // running at its own pace first
+  const int64_t warm = frames.load();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double alone_rate = static_cast<double>(frames.load() - warm) / 2;
+  const int64_t before = frames.load();
+  { std::lock_guard<std::mutex> lock(m); measuring = true; }
+  t0 = std::chrono::steady_clock::now();
+  const StartTimes busy = start_sources(file, o, k, true);
+  const double took = since(t0);
+  const int64_t after = frames.load();
+  { std::lock_guard<std::mutex> lock(m); measuring = false; }
+  stop = true;
+  running.join();
+  if (!failed.empty()) throw std::runtime_error(failed);
+  std::printf("%d sources at once beside a running one: %s; meanwhile the running source decoded %.1f frames/s "
+              "(%.1f alone), its longest wait for a frame %.1f ms\n",
+              k, busy.summary().c_str(), static_cast<double>(after - before) / took, alone_rate, 1e3 * gap);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda] [--devices 0,1]\n");
+    std::fprintf(stderr, "usage: bench_video_decode FILE [--threads N] [--streams K] [--runs R] [--decoder cpu|cuda] [--devices 0,1] [--opens K]\n");
     return 2;
   }
   const std::string file = argv[1];
-  int threads = 0, streams = 1, runs = 3;
+  int threads = 0, streams = 1, runs = 3, opens = 0;
   std::string decoder = "cpu";
   std::vector<int> devices;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--streams")) streams = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--opens")) opens = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--decoder")) decoder = argv[i + 1];
     else if (!std::strcmp(argv[i], "--devices")) {
       devices = parse_devices(argv[i + 1]);
@@ -142,6 +249,10 @@ int main(int argc, char** argv) {
     o.decoder_threads = threads;
     o.cuda_device = devices[0];
     const yolocu::SourceInfo info = yolocu::FrameSource::open(file, o)->info();
+    if (opens > 0) {
+      probe_start(file, o, opens);
+      return 0;
+    }
     std::vector<double> fps, middle_fps;
     int64_t frames = 0;
     std::unique_ptr<yolocu::cli::NvmlSampler> nvml;
@@ -180,7 +291,7 @@ int main(int argc, char** argv) {
       std::printf("%.1f over the middle half of the frames (every source running; median of %d)\n",
                   middle_fps[middle_fps.size() / 2], runs);
     if (nvml) std::printf("%s\n", nvml->summary().c_str());
-  } catch (const yolocu::Error& e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_video_decode: %s\n", e.what());
     return 1;
   }

@@ -13,6 +13,7 @@
 # SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds), SERVE_SLOW_MS (0:
 # the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
+# PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
 # SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
@@ -119,7 +120,7 @@ pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
   # (rate mode: perf_analyzer's default of 4 sender threads did not keep up with the half-load rate)
   # and the latency tail moves the average that perf_analyzer stabilises on: 50% there)
   local stable=20
-  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16) stable=50
+  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16 --request-distribution "${PA_DISTRIBUTION:-constant}") stable=50
 
   LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
     --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
