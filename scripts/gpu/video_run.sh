@@ -27,9 +27,9 @@
 #      32 run); then each way's engine time per batch size (what padding costs).
 #   7. two GPUs (issue #35), only with GPUS2=1 (with the rest) or GPUS2_ONLY=1, on a machine of two
 #      or more GPUs (nvidia-h100-x2): GPUS2_STREAMS (64) streams of the 1080p H.264 clip, NVDEC:
-#      decode alone on GPU 0 and on GPUs 0,1 (bench_video_decode --devices), each with libavcodec's
-#      hwaccel, the same on a stream per decoder (YOLOCU_NVDEC_STREAM=own) and the Video Codec SDK's
-#      parser and decoder (YOLOCU_NVDEC_API=sdk); then, yolov5n FP16, twice each alternating:
+#      decode alone on GPU 0 and on GPUs 0,1 (bench_video_decode --devices), with each NVDEC way of
+#      GPUS2_WAYS (see way_env: the default decoder, libavcodec's hwaccel, the latter on a stream
+#      per decoder); then, yolov5n FP16, twice each alternating:
 #      `yolocu detect --device cuda:0`, `--device cuda:0,1` (one detector per GPU, the streams
 #      spread over both), cuda:0 with each other decoder way, and two processes (cuda:0 and cuda:1,
 #      half the streams each): frames/s, cores used and JSON lines.
@@ -38,12 +38,18 @@
 #      time (30 frames/s each, looped for LIVE_SECONDS, 60) by the carried ffmpeg program to
 #      `yolocu detect --rtsp-listen` on loopback ports, NVDEC, yolov5n FP16: frames detected
 #      against frames sent, dropped frames, latency from packet to JSON line.
+#   9. the sources' start (issue #35), only with START=1 or START_ONLY=1: START_STREAMS (128) sources of
+#      the 1080p H.264 clip opened at once, each reading its first frame (bench_video_decode --opens),
+#      then 8 one at a time, then all at once again beside one running source (how much the starting
+#      decoders hold it up), for each NVDEC way of START_WAYS (default "default hwaccel"); then two
+#      processes of half the sources each at once (the default decoder).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8; the detector's batch is at most 32), BENCH_DECODERS
 # (default "cpu cuda"), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
 # WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (64),
-# GPUS2_WAYS (the NVDEC ways, default "default own sdk"), GPUS2_REPEATS (2),
-# LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60), LIVE_BFRAMES=1.
+# GPUS2_WAYS (the NVDEC ways, default "default hwaccel own"), GPUS2_REPEATS (2),
+# LIVE=1, LIVE_ONLY=1, LIVE_STREAMS (64), LIVE_SECONDS (60), LIVE_BFRAMES=1, START=1, START_ONLY=1,
+# START_STREAMS (128), START_WAYS.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -60,6 +66,17 @@ fps_of() { grep -o '[0-9.]* frames/s' "$1" | tail -1 | cut -d' ' -f1; }  # a yol
 # yolocu detect or bench_video_decode log
 mid_of() { grep -o '[0-9.]* over the middle half' "$1" | tail -1 | cut -d' ' -f1; }
 batch_of() { echo $(( $1 < 32 ? $1 : 32 )); }  # the detector's batch for N streams: N, at most 32
+# An NVDEC way's environment (unquoted where used): default, the build's default decoder (the Video
+# Codec SDK's parser and decoder, pictures mapped in place); sdk, that one named; hwaccel,
+# libavcodec's; own, libavcodec's mapping on a stream per decoder.
+way_env() {
+  case $1 in
+    sdk) echo YOLOCU_NVDEC_API=sdk ;;
+    hwaccel) echo YOLOCU_NVDEC_API=hwaccel ;;
+    own) echo YOLOCU_NVDEC_API=hwaccel YOLOCU_NVDEC_STREAM=own ;;
+    *) echo YOLOCU_NVDEC_API= ;;
+  esac
+}
 # The tactic cache an earlier call returned (tactics.json.xz, carried as .gpu-video/carry/tactics.json.xz)
 # seeds the sections that measure no cold start (two GPUs, live, tracking): a fresh machine skips tuning.
 seed_cache() { [ -f "$carry/tactics.json.xz" ] && xz -dc "$carry/tactics.json.xz" >"$1"; return 0; }
@@ -108,7 +125,8 @@ sanitize() {  # sanitize <tool> <binary> <gtest filter>
   fi
 }
 
-if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ]; then
+if [ "${TRACK_ONLY:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ] || [ "${LIVE_ONLY:-0}" = 1 ] ||
+   [ "${START_ONLY:-0}" = 1 ]; then
   SKIP_TESTS=1 SKIP_BENCH=1
 fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
@@ -228,6 +246,23 @@ if [ "${TRACK:-0}" = 1 ] || [ "${TRACK_ONLY:-0}" = 1 ]; then
   done
 fi
 
+if [ "${START:-0}" = 1 ] || [ "${START_ONLY:-0}" = 1 ]; then
+  k=${START_STREAMS:-128}
+  step "start: $k sources opened at once, then 8 one at a time"
+  for way in ${START_WAYS:-default hwaccel}; do
+    log=$out/start_$way.log
+    env $(way_env "$way") timeout 200 "$bin/bench_video_decode" "$clip" --decoder cuda \
+      --opens "$k" >"$log" 2>&1 || row "FAIL  bench_video_decode --opens $k, $way (log $(basename "$log"))"
+    row "start, $way: $(grep -h 'at once\|one at a time' "$log" | tr '\n' ' ')"
+  done
+  # two processes of half the sources each at once: a per-process limit shows as a faster start
+  for p in 1 2; do
+    timeout 200 "$bin/bench_video_decode" "$clip" --decoder cuda --opens $((k / 2)) >"$out/start_proc$p.log" 2>&1 &
+  done
+  wait
+  row "start, sdk, two processes of $((k / 2)) sources at once: $(grep -h 'sources at once:' "$out"/start_proc[12].log | tr '\n' ' ')"
+fi
+
 if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
   wb=${WARM_BATCH:-32}
   step "warm start: batch sizes 1..$wb, cold and from the cache file, derived vs --pad-batches"
@@ -274,13 +309,10 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   }
   b1=$(batch_of "$k") b2=$(batch_of "$half")  # the streams of a GPU per batch
   # decode alone (no detection), one process: are the decoders the limit, and do they scale with GPUs?
-  # the decoder ways: libavcodec's hwaccel (default), the same mapping on a stream per decoder (own),
-  # the Video Codec SDK's parser and decoder, pictures mapped in place (sdk)
-  way_env() { case $1 in own) echo YOLOCU_NVDEC_STREAM=own ;; sdk) echo YOLOCU_NVDEC_API=sdk ;; *) echo YOLOCU_NVDEC_API= ;; esac; }
   for devs in 0 0,1; do
-    for way in ${GPUS2_WAYS:-default own sdk}; do
+    for way in ${GPUS2_WAYS:-default hwaccel own}; do
       n=gpus2_decode_${devs/,/_}_$way
-      timed "$n" env "$(way_env $way)" timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
+      timed "$n" env $(way_env "$way") timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
         --devices "$devs"
       row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s ($(mid_of "$out/$n.log") in the middle half), $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' '); last pass: $(grep '^pass ' "$out/$n.log" | tail -1 | cut -d' ' -f3-)"
     done
@@ -290,9 +322,9 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
     row "yolocu detect --device cuda:0, $k x 1080p H.264 streams, NVDEC, yolov5n FP16: $(fps_of "$out/gpus2_one_$r.log") frames/s ($(mid_of "$out/gpus2_one_$r.log") in the middle half), $(cores_of "gpus2_one_$r"), $(lines_of "gpus2_one_$r") JSON lines (expected $k x ${frames:-?})"
     gdetect "gpus2_two_$r" cuda:0,1 "$out/gpus2_streams.txt" "$b2"
     row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s ($(mid_of "$out/gpus2_two_$r.log") in the middle half), $(cores_of "gpus2_two_$r"), $(lines_of "gpus2_two_$r") JSON lines"
-    for way in ${GPUS2_WAYS:-default own sdk}; do
+    for way in ${GPUS2_WAYS:-default hwaccel own}; do
       [ "$way" = default ] && continue  # (the cuda:0 run above)
-      gdetect "gpus2_${way}_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" "$(way_env $way)"
+      gdetect "gpus2_${way}_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" $(way_env "$way")
       row "yolocu detect --device cuda:0, $k streams, decoder $way: $(fps_of "$out/gpus2_${way}_$r.log") frames/s ($(mid_of "$out/gpus2_${way}_$r.log") in the middle half), $(cores_of "gpus2_${way}_$r"), $(lines_of "gpus2_${way}_$r") JSON lines"
     done
     # two processes, one per GPU, half the streams each: a limit of one process shows as the difference

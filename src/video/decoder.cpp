@@ -21,7 +21,13 @@ bool env_is(const char* name, const char* value) {
 
 }  // namespace
 
-bool nvdec_sdk_requested() { return env_is("YOLOCU_NVDEC_API", "sdk"); }
+bool nvdec_sdk_requested() {
+  const char* v = std::getenv("YOLOCU_NVDEC_API");
+  if (!v || !*v) return nvdec_sdk_built();
+  if (std::strcmp(v, "sdk") == 0) return true;
+  if (std::strcmp(v, "hwaccel") == 0) return false;
+  detail::fail(ErrorCode::kInvalidArgument, "YOLOCU_NVDEC_API must be sdk or hwaccel, got '", v, "'");
+}
 bool nvdec_own_stream_requested() { return env_is("YOLOCU_NVDEC_STREAM", "own"); }
 
 std::unique_ptr<Decoder> open_decoder(const AVStream& stream, const VideoSourceOptions& options,

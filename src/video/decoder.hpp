@@ -48,16 +48,18 @@ bool cuda_decoder_built() noexcept;
 std::unique_ptr<Decoder> open_cuda_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                            const std::string& source);
 
-// The NVDEC measurement switches (environment, as YOLOCU_NVJPEG_BACKEND is): YOLOCU_NVDEC_API=sdk
-// opens the Video Codec SDK decoder for kCuda; YOLOCU_NVDEC_STREAM=own gives either NVDEC decoder a
+// The NVDEC decoder and its measurement switch (environment, as YOLOCU_NVJPEG_BACKEND is):
+// nvdec_sdk_requested() is true for the Video Codec SDK decoder (the default where it is built;
+// YOLOCU_NVDEC_API=sdk asks for it, YOLOCU_NVDEC_API=hwaccel for libavcodec's hwaccel instead;
+// another value: kInvalidArgument). YOLOCU_NVDEC_STREAM=own gives either NVDEC decoder a
 // non-blocking CUDA stream of its own to map pictures on, instead of the legacy default stream that
 // every decoder of the process shares.
 bool nvdec_sdk_requested();
 bool nvdec_own_stream_requested();
 
 // NVDEC through the Video Codec SDK's own parser and decoder (decoder_nvdec.cpp; decoder_nvdec_off.cpp
-// refuses in builds without CUDA or the ffnvcodec headers): what open_cuda_decoder() opens when
-// YOLOCU_NVDEC_API=sdk, a measurement switch beside libavcodec's hwaccel.
+// refuses in builds without CUDA or the ffnvcodec headers): what open_cuda_decoder() opens unless
+// YOLOCU_NVDEC_API=hwaccel.
 bool nvdec_sdk_built() noexcept;
 std::unique_ptr<Decoder> open_nvdec_sdk_decoder(const AVStream& stream, const VideoSourceOptions& options,
                                                 const std::string& source);

@@ -1,6 +1,6 @@
 // NVDEC through the Video Codec SDK's own API (libnvcuvid's parser and decoder): the CUDA decoder
-// backend when YOLOCU_NVDEC_API=sdk (a measurement switch beside libavcodec's hwaccel,
-// decoder_cuda.cpp). FFmpeg stays the demuxer: packets go through libavcodec's h264_mp4toannexb /
+// backend by default (YOLOCU_NVDEC_API=hwaccel: libavcodec's hwaccel, decoder_cuda.cpp, instead).
+// FFmpeg stays the demuxer: packets go through libavcodec's h264_mp4toannexb /
 // hevc_mp4toannexb bitstream filter into NVIDIA's parser, whose callbacks create the decoder, decode
 // the pictures and queue them in display order; receive() maps the next one (an NV12 output surface
 // cropped to the display area) and hands it out in place: the AVFrame's buffer unmaps it when its

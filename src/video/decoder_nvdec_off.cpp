@@ -11,7 +11,7 @@ std::unique_ptr<Decoder> open_nvdec_sdk_decoder(const AVStream& /*stream*/, cons
                                                 const std::string& source) {
   detail::fail(ErrorCode::kUnsupported, source,
                ": no Video Codec SDK decoder in this build (it needs CUDA and the ffnvcodec headers, Debian's "
-               "libffmpeg-nvenc-dev); leave YOLOCU_NVDEC_API unset for libavcodec's NVDEC");
+               "libffmpeg-nvenc-dev); set YOLOCU_NVDEC_API=hwaccel (or leave it unset) for libavcodec's NVDEC");
 }
 
 }  // namespace yolocu::video

@@ -5,8 +5,9 @@
 //  - detections from device frames (detect_device) equal those from the CPU-decoded frames;
 //  - frames held by the consumer (max_frames_held) stay valid while decoding goes on;
 //  - a frame size change mid-way is followed;
-//  - all of it for both NVDEC decoders: libavcodec's hwaccel and the Video Codec SDK's own parser and
-//    decoder (YOLOCU_NVDEC_API=sdk), each also mapping on a stream of its own (YOLOCU_NVDEC_STREAM=own).
+//  - all of it for both NVDEC decoders: the Video Codec SDK's own parser and decoder (the default
+//    where built; YOLOCU_NVDEC_API=sdk) and libavcodec's hwaccel (YOLOCU_NVDEC_API=hwaccel), each
+//    also mapping on a stream of its own (YOLOCU_NVDEC_STREAM=own).
 // Clips: the make_refs.sh material (YOLOCU_VIDEO_DIR), and the 1080p benchmark clips that
 // YOLOCU_VIDEO_BENCH_CLIP names, ':'-separated (scripts/gpu/video_bundle.sh carries all of them:
 // H.264 and HEVC).
@@ -55,7 +56,7 @@ std::vector<std::string> clips() {
   }
 
 // Raw pictures: the CPU decoder's yuv420p planes vs NVDEC's NV12 planes, every frame (of the decoder
-// open_decoder() gives: libavcodec's hwaccel, or the Video Codec SDK's with YOLOCU_NVDEC_API=sdk).
+// open_decoder() gives: the Video Codec SDK's, or libavcodec's hwaccel with YOLOCU_NVDEC_API=hwaccel).
 void expect_planes_equal_cpu(const std::vector<std::string>& files, const std::string& description) {
   for (const std::string& clip : files) {
     VideoSourceOptions o;
@@ -128,6 +129,7 @@ void expect_planes_equal_cpu(const std::vector<std::string>& files, const std::s
 TEST(NvdecCuda, PlanesEqualTheCpuDecodersYuv) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_CLIPS(files);
+  test::ScopedEnv api("YOLOCU_NVDEC_API", "hwaccel");
   expect_planes_equal_cpu(files, "libavcodec hwaccel");
 }
 
@@ -186,13 +188,14 @@ void expect_frames_equal_cpu(const std::vector<std::string>& files, bool own_str
 TEST(NvdecCuda, FramesEqualCpuFramesAndStayValidWhileHeld) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_CLIPS(files);
+  test::ScopedEnv api("YOLOCU_NVDEC_API", "hwaccel");
   expect_frames_equal_cpu(files, /*own_stream=*/false, "libavcodec hwaccel");
 }
 
 TEST(NvdecCuda, FramesOnAStreamPerDecoderEqualCpuFrames) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_CLIPS(files);
-  test::ScopedEnv env("YOLOCU_NVDEC_STREAM", "own");
+  test::ScopedEnv api("YOLOCU_NVDEC_API", "hwaccel"), env("YOLOCU_NVDEC_STREAM", "own");
   expect_frames_equal_cpu(files, /*own_stream=*/true, "libavcodec hwaccel");
 }
 
@@ -223,7 +226,10 @@ TEST(NvdecCuda, BothDecodersFollowAFrameSizeChange) {
   ASSERT_EQ(cpu.size(), 16u);
   ASSERT_EQ(cpu.front().image.width(), 640);
   ASSERT_EQ(cpu.back().image.width(), 320);  // the clip does change size
-  expect_frames_equal_cpu({clip}, /*own_stream=*/false, "libavcodec hwaccel", /*check_pts=*/false);
+  {
+    test::ScopedEnv api("YOLOCU_NVDEC_API", "hwaccel");
+    expect_frames_equal_cpu({clip}, /*own_stream=*/false, "libavcodec hwaccel", /*check_pts=*/false);
+  }
   if (!video::nvdec_sdk_built()) GTEST_SKIP() << "built without the Video Codec SDK decoder (ffnvcodec headers)";
   test::ScopedEnv sdk("YOLOCU_NVDEC_API", "sdk");
   expect_frames_equal_cpu({clip}, /*own_stream=*/false, "Video Codec SDK", /*check_pts=*/false);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "video/decoder.hpp"
 #include "video/video_test_util.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/npy.hpp"
@@ -161,14 +162,14 @@ TEST(VideoSelect, InvalidOptionsAreRefusedBeforeOpening) {
 }
 
 // kCuda without a GPU (or in a build without CUDA): a clear kUnsupported naming NVDEC, through
-// libavcodec's hwaccel and through the Video Codec SDK's decoder (YOLOCU_NVDEC_API=sdk; or, in a
-// build without it, its own refusal). On a GPU machine tests/video/test_video_cuda.cpp covers kCuda.
+// the default decoder, the Video Codec SDK's (YOLOCU_NVDEC_API=sdk; or, in a build without it, its
+// own refusal) and libavcodec's hwaccel. On a GPU machine tests/video/test_video_cuda.cpp covers kCuda.
 TEST(VideoSelect, GpuDecoderWithoutGpuIsRefusedClearly) {
   if (test::have_gpu()) GTEST_SKIP() << "a CUDA device is present: test_video_cuda covers kCuda";
   YOLOCU_REQUIRE_VIDEO(clip, "clip_h264.mp4");
   VideoSourceOptions o;
   o.backend = DecodeBackend::kCuda;
-  for (const char* api : {"", "sdk"}) {
+  for (const char* api : {"", "sdk", "hwaccel"}) {
     test::ScopedEnv env("YOLOCU_NVDEC_API", api);
     try {
       FrameSource::open(clip, o);
@@ -179,6 +180,31 @@ TEST(VideoSelect, GpuDecoderWithoutGpuIsRefusedClearly) {
       EXPECT_TRUE(what.find("no NVDEC") != std::string::npos || what.find("no Video Codec SDK decoder") != std::string::npos)
           << what;
     }
+  }
+}
+
+// The NVDEC decoder switch: the Video Codec SDK's decoder by default where it is built, either one
+// by name, and a clear kInvalidArgument naming the variable for anything else.
+TEST(VideoSelect, NvdecApiSwitchNamesTheDecoder) {
+  {
+    test::ScopedEnv env("YOLOCU_NVDEC_API", "");
+    EXPECT_EQ(video::nvdec_sdk_requested(), video::nvdec_sdk_built());
+  }
+  {
+    test::ScopedEnv env("YOLOCU_NVDEC_API", "sdk");
+    EXPECT_TRUE(video::nvdec_sdk_requested());
+  }
+  {
+    test::ScopedEnv env("YOLOCU_NVDEC_API", "hwaccel");
+    EXPECT_FALSE(video::nvdec_sdk_requested());
+  }
+  test::ScopedEnv env("YOLOCU_NVDEC_API", "cuvid");
+  try {
+    (void)video::nvdec_sdk_requested();
+    ADD_FAILURE() << "YOLOCU_NVDEC_API=cuvid accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("YOLOCU_NVDEC_API must be sdk or hwaccel, got 'cuvid'"), std::string::npos) << e.what();
   }
 }
 
