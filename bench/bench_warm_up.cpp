@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
     std::printf("warm-up: %d sizes derived in %.0f ms (plans built / restored on all cores %.0f ms, then on the "
                 "engine's thread %.0f ms), %d derived plans restored from the file\n",
                 b.derived_batches, b.derive_ms, b.derive_pool_ms, b.derive_finish_ms, b.derived_plans_restored);
+    if (!b.tune_breakdown.empty()) std::printf("%s\n", b.tune_breakdown.c_str());  // where create's tuning went
     // What each size costs once ready.
     std::vector<uint8_t> pixels(640 * 480 * 3, 114);
     const yolocu::ImageView im{pixels.data(), 640, 480, 640 * 3};

@@ -278,6 +278,7 @@ if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
         row "FAIL  bench_warm_up $mode $start (log warm_${mode}_$start.log)"
       row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
       row "      $(grep '^warm-up:' "$log")"
+      row "      $(grep '^tune breakdown' "$log")"
     done
     grep '^engine ms' "$out/warm_${mode}_cached.log" | sed "s/^/$mode: /" | tee -a "$summary"
   done
