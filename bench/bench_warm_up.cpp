@@ -5,9 +5,10 @@
 // first run is the cold start (remove the file first), the second the start from the file (a new
 // process: the first one's in-process memo is gone).
 //
-//   bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--tactic-cache FILE]
+//   bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--tune-batches L] [--tactic-cache FILE]
 //     --batch B        the largest batch (the number of streams); default 32
 //     --pad-batches    DetectorOptions::pad_batches: only the anchor sizes are prepared
+//     --tune-batches L DetectorOptions::tune_batches, e.g. 32 (default: 1 and B)
 //     --tactic-cache   the cache file (default: $YOLOCU_TACTIC_CACHE, else the user's cache)
 // Prints one line: "warm start: batch sizes 1..B ready in T s (create C s: tune U s; warm-up W s)
 // [engine sizes ...]", then what each batch size costs the engine once ready ("engine ms by batch
@@ -45,7 +46,7 @@ double engine_ms(yolocu::Detector& det, const yolocu::ImageView& im, int n, int 
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--tactic-cache FILE]\n");
+    std::fprintf(stderr, "usage: bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--tune-batches L] [--tactic-cache FILE]\n");
     return 2;
   }
   yolocu::DetectorOptions o;
@@ -58,6 +59,14 @@ int main(int argc, char** argv) {
     else if (a == "--batch" && has_value) o.max_batch = std::atoi(argv[++i]);
     else if (a == "--precision" && has_value) o.precision = std::strcmp(argv[++i], "fp32") ? yolocu::Precision::kFloat16 : yolocu::Precision::kFloat32;
     else if (a == "--tactic-cache" && has_value) o.tactic_cache = argv[++i];
+    else if (a == "--tune-batches" && has_value) {
+      for (const char* p = argv[++i]; *p;) {  // a comma-separated list of sizes
+        char* end = nullptr;
+        o.tune_batches.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+        if (end == p) break;
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
     else {
       std::fprintf(stderr, "bench_warm_up: unknown or incomplete option '%s'\n", a.c_str());
       return 2;

@@ -267,14 +267,24 @@ if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
   wb=${WARM_BATCH:-32}
   step "warm start: batch sizes 1..$wb, cold and from the cache file, derived vs --pad-batches"
   unset YOLOCU_TUNE_QUICK
-  for mode in derive pad; do
+  # WARM_MODES: derive (every size), pad (--pad-batches), pad1 (that, tuning only the largest batch),
+  # pad1q (that, with YOLOCU_TUNE_QUICK=1: at most 3 cuDNN graph plans a layer, one timing each)
+  for mode in ${WARM_MODES:-derive pad}; do
     flag=()
-    [ "$mode" = pad ] && flag=(--pad-batches)
+    case $mode in
+      pad) flag=(--pad-batches) ;;
+      pad1) flag=(--pad-batches --tune-batches "$wb") ;;
+    esac
     cache=$out/warm_$mode.json
     rm -f "$cache"
     for start in cold cached; do
       log=$out/warm_${mode}_$start.log
-      timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1 ||
+      if [ "$mode" = pad1q ]; then
+        YOLOCU_TUNE_QUICK=1 timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" --pad-batches --tune-batches "$wb" \
+          --tactic-cache "$cache" >"$log" 2>&1
+      else
+        timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1
+      fi ||
         row "FAIL  bench_warm_up $mode $start (log warm_${mode}_$start.log)"
       row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
       row "      $(grep '^warm-up:' "$log")"
