@@ -44,6 +44,8 @@
 #      decoders hold it up), for each NVDEC way of START_WAYS (default "default hwaccel"); then two
 #      processes of half the sources each at once (the default decoder).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
+# CLIP_LOOPS (1: the benchmark sources play their clip that many times over), BENCH_SEED=1 (the
+# benchmark's tactic cache seeded from the carried one: no cold start),
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8; the detector's batch is at most 32), BENCH_DECODERS
 # (default "cpu cuda"), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
 # WARM_BATCH (default 32), CODECS (default "h264 hevc"), GPUS2=1, GPUS2_ONLY=1, GPUS2_STREAMS (64),
@@ -186,6 +188,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # below starts cold, the second from the file (its derived sizes' plans restored).
   export YOLOCU_TACTIC_CACHE=$out/video_tactics.json
   rm -f "$YOLOCU_TACTIC_CACHE"
+  [ "${BENCH_SEED:-0}" = 1 ] && seed_cache "$YOLOCU_TACTIC_CACHE"  # no cold start to measure
   k=${STREAMS:-8}
   kb=$(batch_of "$k")
   warm_of() { grep -o 'batch sizes 1\.\.[0-9]* warmed up in [0-9.]* s[^)]*)*' "$1" | tail -1; }
@@ -193,6 +196,12 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   for codec in ${CODECS:-h264 hevc}; do
     cclip=$carry/video/bench_1080p_$codec.mp4
     [ -f "$cclip" ] || { row "no $cclip (CODECS: h264, hevc)"; continue; }
+    if [ "${CLIP_LOOPS:-1}" -gt 1 ]; then  # the clip CLIP_LOOPS times over (stream copy): a longer run per source
+      long=$run/bench_1080p_${codec}_x${CLIP_LOOPS}.mp4  # (not under $out: the logs stay small)
+      "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -stream_loop $((CLIP_LOOPS - 1)) -i "$cclip" -c copy "$long" &&
+        cclip=$long || row "FAIL  ffmpeg -stream_loop: the clip stays $(basename "$cclip")"
+    fi
+    nframes=$(timeout 120 "$bin/bench_video_decode" "$cclip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
     step "benchmark: 1080p $codec, decode and decode + yolov5n detect"
     for i in $(seq "$k"); do echo "$cclip"; done >"$out/streams_$codec.txt"
     for d in ${BENCH_DECODERS:-cpu cuda}; do  # BENCH_DECODERS=cuda: NVDEC only (128 streams)
@@ -208,7 +217,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     done
     c=$out/${codec}_cpu g=$out/${codec}_cuda
     {
-      echo "| 1080p $codec (bench_1080p_$codec.mp4, 300 frames) | CPU decode (libavcodec + swscale) | NVDEC |"
+      echo "| 1080p $codec ($(basename "$cclip"), ${nframes:-?} frames) | CPU decode (libavcodec + swscale) | NVDEC |"
       echo "|---|---|---|"
       echo "| decode only, 1 stream, frames/s | $(fps_of "${c}_decode_1.log") | $(fps_of "${g}_decode_1.log") |"
       echo "| decode only, $k streams, frames/s (middle half) | $(fps_of "${c}_decode_$k.log") ($(mid_of "${c}_decode_$k.log")) | $(fps_of "${g}_decode_$k.log") ($(mid_of "${g}_decode_$k.log")) |"
