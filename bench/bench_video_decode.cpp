@@ -4,9 +4,11 @@
 // the sources' start and end, and when each pass's sources gave their first and last frames; with
 // one stream, how long after opening the first frame came).
 // --opens K: the start alone: K sources opened at once (a thread each, as StreamSet opens them),
-// each reading its first frame and closing; then 8 opened one after another. Prints when open()
-// returned and when the first frame came (median / max): a per-source cost that adds up across K
-// sources (serialised in the driver) shows as the at-once maximum near K times the one-at-a-time cost.
+// each reading its first frame and closing; then 8 opened one after another; then K at once beside
+// one source that keeps decoding. Prints when open() returned and when the first frame came
+// (median / max), and the running source's rate and longest wait meanwhile: a per-source cost that
+// adds up across K sources (serialised in the driver) shows as the at-once maximum near K times the
+// one-at-a-time cost, and a running source held up while the others start.
 // --decoder cpu: libavcodec + swscale BGR24 (cv2.VideoCapture's conversion), host frames; cuda:
 // NVDEC, NV12 frames left in device memory (the decode half of the GPU video path).
 // With cuda, NVDEC utilisation sampled from NVML over all the passes is printed last (a line
