@@ -260,6 +260,7 @@ if [ "${START:-0}" = 1 ] || [ "${START_ONLY:-0}" = 1 ]; then
   step "start: $k sources opened at once, then 8 one at a time"
   for way in ${START_WAYS:-default hwaccel}; do
     log=$out/start_$way.log
+    # shellcheck disable=SC2046  # way_env: several VAR=value words
     env $(way_env "$way") timeout 200 "$bin/bench_video_decode" "$clip" --decoder cuda \
       --opens "$k" >"$log" 2>&1 || row "FAIL  bench_video_decode --opens $k, $way (log $(basename "$log"))"
     row "start, $way: $(grep -h 'at once\|one at a time' "$log" | tr '\n' ' ')"
@@ -332,6 +333,7 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   for devs in 0 0,1; do
     for way in ${GPUS2_WAYS:-default hwaccel own}; do
       n=gpus2_decode_${devs/,/_}_$way
+      # shellcheck disable=SC2046  # way_env: several VAR=value words
       timed "$n" env $(way_env "$way") timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
         --devices "$devs"
       row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s ($(mid_of "$out/$n.log") in the middle half), $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' '); last pass: $(grep '^pass ' "$out/$n.log" | tail -1 | cut -d' ' -f3-)"
@@ -344,6 +346,7 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
     row "yolocu detect --device cuda:0,1, $k streams: $(fps_of "$out/gpus2_two_$r.log") frames/s ($(mid_of "$out/gpus2_two_$r.log") in the middle half), $(cores_of "gpus2_two_$r"), $(lines_of "gpus2_two_$r") JSON lines"
     for way in ${GPUS2_WAYS:-default hwaccel own}; do
       [ "$way" = default ] && continue  # (the cuda:0 run above)
+      # shellcheck disable=SC2046  # way_env: several VAR=value words
       gdetect "gpus2_${way}_$r" cuda:0 "$out/gpus2_streams.txt" "$b1" $(way_env "$way")
       row "yolocu detect --device cuda:0, $k streams, decoder $way: $(fps_of "$out/gpus2_${way}_$r.log") frames/s ($(mid_of "$out/gpus2_${way}_$r.log") in the middle half), $(cores_of "gpus2_${way}_$r"), $(lines_of "gpus2_${way}_$r") JSON lines"
     done
