@@ -201,7 +201,6 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -stream_loop $((CLIP_LOOPS - 1)) -i "$cclip" -c copy "$long" &&
         cclip=$long || row "FAIL  ffmpeg -stream_loop: the clip stays $(basename "$cclip")"
     fi
-    nframes=$(timeout 120 "$bin/bench_video_decode" "$cclip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
     step "benchmark: 1080p $codec, decode and decode + yolov5n detect"
     for i in $(seq "$k"); do echo "$cclip"; done >"$out/streams_$codec.txt"
     for d in ${BENCH_DECODERS:-cpu cuda}; do  # BENCH_DECODERS=cuda: NVDEC only (128 streams)
@@ -216,6 +215,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
         --decoder $d --batch "$kb" --progress 0 "${tl[@]}" >"${p}_detect_$k.log" 2>&1
     done
     c=$out/${codec}_cpu g=$out/${codec}_cuda
+    nframes=$(cat "${c}_decode_1.log" "${g}_decode_1.log" 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
     {
       echo "| 1080p $codec ($(basename "$cclip"), ${nframes:-?} frames) | CPU decode (libavcodec + swscale) | NVDEC |"
       echo "|---|---|---|"
@@ -270,7 +270,7 @@ if [ "${START:-0}" = 1 ] || [ "${START_ONLY:-0}" = 1 ]; then
     timeout 200 "$bin/bench_video_decode" "$clip" --decoder cuda --opens $((k / 2)) >"$out/start_proc$p.log" 2>&1 &
   done
   wait
-  row "start, sdk, two processes of $((k / 2)) sources at once: $(grep -h 'sources at once:' "$out"/start_proc[12].log | tr '\n' ' ')"
+  row "start, default decoder, two processes of $((k / 2)) sources at once: $(grep -h 'sources at once:' "$out"/start_proc[12].log | tr '\n' ' ')"
 fi
 
 if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
@@ -280,21 +280,17 @@ if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
   # WARM_MODES: derive (every size), pad (--pad-batches), pad1 (that, tuning only the largest batch),
   # pad1q (that, with YOLOCU_TUNE_QUICK=1: at most 3 cuDNN graph plans a layer, one timing each)
   for mode in ${WARM_MODES:-derive pad}; do
-    flag=()
+    pre=() flag=()  # pre: the environment of pad1q
     case $mode in
       pad) flag=(--pad-batches) ;;
       pad1) flag=(--pad-batches --tune-batches "$wb") ;;
+      pad1q) pre=(env YOLOCU_TUNE_QUICK=1) flag=(--pad-batches --tune-batches "$wb") ;;
     esac
     cache=$out/warm_$mode.json
     rm -f "$cache"
     for start in cold cached; do
       log=$out/warm_${mode}_$start.log
-      if [ "$mode" = pad1q ]; then
-        YOLOCU_TUNE_QUICK=1 timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" --pad-batches --tune-batches "$wb" \
-          --tactic-cache "$cache" >"$log" 2>&1
-      else
-        timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1
-      fi ||
+      "${pre[@]}" timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1 ||
         row "FAIL  bench_warm_up $mode $start (log warm_${mode}_$start.log)"
       row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
       row "      $(grep '^warm-up:' "$log")"
