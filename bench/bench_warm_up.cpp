@@ -5,9 +5,11 @@
 // first run is the cold start (remove the file first), the second the start from the file (a new
 // process: the first one's in-process memo is gone).
 //
-//   bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--tune-batches L] [--tactic-cache FILE]
+//   bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--fast-start] [--tune-batches L]
+//                 [--tactic-cache FILE]
 //     --batch B        the largest batch (the number of streams); default 32
 //     --pad-batches    DetectorOptions::pad_batches: only the anchor sizes are prepared
+//     --fast-start     DetectorOptions::fast_start: that, B alone tuned, derived sizes compile nothing
 //     --tune-batches L DetectorOptions::tune_batches, e.g. 32 (default: 1 and B)
 //     --tactic-cache   the cache file (default: $YOLOCU_TACTIC_CACHE, else the user's cache)
 // Prints one line: "warm start: batch sizes 1..B ready in T s (create C s: tune U s; warm-up W s)
@@ -46,7 +48,8 @@ double engine_ms(yolocu::Detector& det, const yolocu::ImageView& im, int n, int 
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--tune-batches L] [--tactic-cache FILE]\n");
+    std::fprintf(stderr, "usage: bench_warm_up MODEL [--batch B] [--precision fp16|fp32] [--pad-batches] [--fast-start] "
+                         "[--tune-batches L] [--tactic-cache FILE]\n");
     return 2;
   }
   yolocu::DetectorOptions o;
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
     if (a == "--pad-batches") o.pad_batches = true;
+    else if (a == "--fast-start") o.fast_start = true;
     else if (a == "--batch" && has_value) o.max_batch = std::atoi(argv[++i]);
     else if (a == "--precision" && has_value) o.precision = std::strcmp(argv[++i], "fp32") ? yolocu::Precision::kFloat16 : yolocu::Precision::kFloat32;
     else if (a == "--tactic-cache" && has_value) o.tactic_cache = argv[++i];
@@ -95,8 +99,9 @@ int main(int argc, char** argv) {
                 sizes.empty() ? " [every size]" : "]", o.precision == yolocu::Precision::kFloat16 ? "fp16" : "fp32",
                 b.tactic_cache.empty() ? "none" : b.tactic_cache.c_str());
     std::printf("warm-up: %d sizes derived in %.0f ms (plans built / restored on all cores %.0f ms, then on the "
-                "engine's thread %.0f ms), %d derived plans restored from the file\n",
-                b.derived_batches, b.derive_ms, b.derive_pool_ms, b.derive_finish_ms, b.derived_plans_restored);
+                "engine's thread %.0f ms), %d derived plans restored from the file, %d compiled\n",
+                b.derived_batches, b.derive_ms, b.derive_pool_ms, b.derive_finish_ms, b.derived_plans_restored,
+                b.derived_compiled);
     if (!b.tune_breakdown.empty()) std::printf("%s\n", b.tune_breakdown.c_str());  // where create's tuning went
     // What each size costs once ready.
     std::vector<uint8_t> pixels(640 * 480 * 3, 114);

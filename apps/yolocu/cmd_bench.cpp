@@ -150,7 +150,7 @@ void print_help() {
       "usage: yolocu bench --model M [--batches 1 8 32] [--image bus.jpg] [--iters 100] [--warmup 10]\n"
       "                    [--device auto|cpu|cuda] [--precision fp16|fp32|int8 [--calibration FILE]] [--letterbox exact|fast]\n"
       "                    [--conf 0.25 --iou 0.45 --max-det 1000 ...] [--json OUT]\n"
-      "                    [--tactic-cache FILE|none] [--tune-batches 1 8 32] [--pad-batches] [--max-device-memory SIZE]\n"
+      "                    [--tactic-cache FILE|none] [--tune-batches 1 8 32] [--pad-batches] [--fast-start] [--max-device-memory SIZE]\n"
       "                    [--contexts N] [--depth K] [--timeline trace.json]\n"
       "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-cpu-share X] [--decode-threads N]\n"
       "                    [--images 4096]\n"

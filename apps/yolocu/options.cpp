@@ -100,7 +100,7 @@ void read_calibration(const Args& args, DetectorOptions& o) {
 }
 
 // --batch --threads --max-memory --max-device-memory --contexts --precision --letterbox --tune-batches --tactic-cache
-// --pad-batches
+// --pad-batches --fast-start
 void read_engine(const Args& args, DetectorOptions& o) {
   const long batch = args.get_int("batch", 1);
   if (batch < 1 || batch > 1024) throw UsageError("--batch must be in 1..1024");
@@ -129,6 +129,7 @@ void read_engine(const Args& args, DetectorOptions& o) {
       throw UsageError("--tune-batches: " + std::to_string(b) + " is outside 1..--batch (" + std::to_string(o.max_batch) + ")");
   o.tactic_cache = args.get("tactic-cache", "");
   o.pad_batches = args.flag("pad-batches");
+  o.fast_start = args.flag("fast-start");
 }
 
 // --decode --decode-cpu-share --engine-graphs --no-engine-graphs --engine-graph-segments
@@ -191,7 +192,7 @@ std::vector<std::string> detector_valued_options() {
 }
 std::vector<std::string> detector_flag_options() {
   return {"agnostic", "agnostic-nms", "multi-label", "quiet", "help", "half", "no-engine-graphs", "engine-graphs",
-          "pad-batches"};
+          "pad-batches", "fast-start"};
 }
 
 std::vector<int> cuda_device_list(const Args& args) {

@@ -57,6 +57,13 @@ struct CudaEngineOptions {
   // (engine/cuda/tactics/batch_sizes.hpp). Fewer sizes to derive, plan and capture (a cold start of
   // every size 1..32 derives 4 instead of 30) for up to twice the work in a partial batch.
   bool pad_batches = false;
+  // Derived (untuned) batch sizes build no kernel at runtime: for each layer whose tuned winner is a
+  // runtime-compiled cuDNN graph engine (about half a second of a core per layer and size), they
+  // take the fastest candidate of the same tuning sweep that is not (legacy cuDNN, yolocu's own, or
+  // a precompiled cuDNN engine). A derived size is then ready in milliseconds, at the price of that
+  // candidate's speed at that size; the tuned sizes are unchanged. A layer whose choice came from a
+  // tactic cache file written without that candidate derives the winner.
+  bool derive_without_compiling = false;
   // The tactic cache file: "" = TacticCache::default_path() ($YOLOCU_TACTIC_CACHE, else
   // $XDG_CACHE_HOME/yolocu/tactics.json, else ~/.cache/yolocu/tactics.json); "none" = no file.
   std::string tactic_cache;
@@ -163,6 +170,7 @@ struct CudaEngineStats {
   int derived_plans_restored = 0;
   double derive_pool_ms = 0;    // of derive_ms: the plans built or restored on all cores
   double derive_finish_ms = 0;  // ... then on the engine's thread (plans serialised for the file)
+  int derived_compiled = 0;     // derived tactics whose build compiled a kernel at runtime
   // pad_batches: the sizes runs execute (ascending; empty without padding), and the rows computed
   // past the runs' batches so far.
   std::vector<int> anchors;

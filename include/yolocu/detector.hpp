@@ -107,6 +107,13 @@ struct DetectorOptions {
   // derives about 2 log2(max_batch) sizes instead of max_batch, for up to twice the engine work in
   // a partial batch. The CPU path ignores it.
   bool pad_batches = false;
+  // GPU: the quickest start of every batch size up to max_batch on a cold tactic cache (many video
+  // streams): pad_batches on, only max_batch tuned (unless tune_batches names sizes), at most 4
+  // cuDNN graph plans tried per layer (CudaEngineOptions::max_graph_plans), and the other sizes
+  // derived without runtime compilation (CudaEngineOptions::derive_without_compiling). max_batch
+  // runs at its tuned speed; smaller batches pad up to an anchor that runs tactics chosen for
+  // max_batch. The CPU path ignores it.
+  bool fast_start = false;
   // detect_encoded(): where JPEGs are decoded, and the largest image accepted. kGpu needs the CUDA
   // detector and nvJPEG in the build: create() refuses it otherwise (kUnsupported), also for
   // Device::kAuto on a machine without a GPU - ask for kCpu there.
@@ -210,6 +217,7 @@ struct BuildInfo {
   int derived_batches = 0;
   double derive_ms = 0, derive_pool_ms = 0, derive_finish_ms = 0;
   int derived_plans_restored = 0;
+  int derived_compiled = 0;  // derived tactics whose build compiled a kernel at runtime
   // GPU, updated by warm_up(): the (context, batch size) pairs whose CUDA graph is captured.
   int graphs_captured = 0;
 };

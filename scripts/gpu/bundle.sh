@@ -45,7 +45,7 @@ cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECT
 # The binaries each part runs (run_all.sh <part>), plus the CLI.
 targets_of() {
   case "$1" in
-    engine) echo "test_cuda_engine bench_cuda_engine" ;;
+    engine) echo "test_cuda_engine bench_cuda_engine bench_warm_up" ;;
     v8) case "${V8_SET:-static}" in  # what a call of 64 MiB can hold (see the v8 data below)
           dynamic) echo "test_cuda_engine" ;;
           detector) echo "test_detector_v8" ;;

@@ -274,30 +274,9 @@ if [ "${START:-0}" = 1 ] || [ "${START_ONLY:-0}" = 1 ]; then
 fi
 
 if [ "${WARM:-0}" = 1 ] || [ "${WARM_ONLY:-0}" = 1 ]; then
-  wb=${WARM_BATCH:-32}
-  step "warm start: batch sizes 1..$wb, cold and from the cache file, derived vs --pad-batches"
-  unset YOLOCU_TUNE_QUICK
-  # WARM_MODES: derive (every size), pad (--pad-batches), pad1 (that, tuning only the largest batch),
-  # pad1q (that, with YOLOCU_TUNE_QUICK=1: at most 3 cuDNN graph plans a layer, one timing each)
-  for mode in ${WARM_MODES:-derive pad}; do
-    pre=() flag=()  # pre: the environment of pad1q
-    case $mode in
-      pad) flag=(--pad-batches) ;;
-      pad1) flag=(--pad-batches --tune-batches "$wb") ;;
-      pad1q) pre=(env YOLOCU_TUNE_QUICK=1) flag=(--pad-batches --tune-batches "$wb") ;;
-    esac
-    cache=$out/warm_$mode.json
-    rm -f "$cache"
-    for start in cold cached; do
-      log=$out/warm_${mode}_$start.log
-      "${pre[@]}" timeout 420 "$bin/bench_warm_up" "$model" --batch "$wb" "${flag[@]}" --tactic-cache "$cache" >"$log" 2>&1 ||
-        row "FAIL  bench_warm_up $mode $start (log warm_${mode}_$start.log)"
-      row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
-      row "      $(grep '^warm-up:' "$log")"
-      row "      $(grep '^tune breakdown' "$log")"
-    done
-    grep '^engine ms' "$out/warm_${mode}_cached.log" | sed "s/^/$mode: /" | tee -a "$summary"
-  done
+  # shellcheck source=scripts/gpu/warm_start.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/warm_start.sh"
+  warm_start_modes "$bin/bench_warm_up" "$model" "${WARM_BATCH:-32}"
 fi
 
 if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then

@@ -80,6 +80,12 @@ class CudaDetector final : public Detector {
     eo.height = options.input_height;
     eo.tune_batches = options.tune_batches;
     eo.pad_batches = options.pad_batches;
+    if (options.fast_start) {
+      eo.pad_batches = true;
+      if (eo.tune_batches.empty()) eo.tune_batches = {options.max_batch};
+      eo.max_graph_plans = std::min(eo.max_graph_plans, 4);
+      eo.derive_without_compiling = true;
+    }
     eo.tactic_cache = options.tactic_cache;
     eo.max_device_memory = options.max_device_memory;
     eo.cuda_graphs = options.engine_graphs;
@@ -228,6 +234,7 @@ class CudaDetector final : public Detector {
     build_info_.derive_pool_ms = st.derive_pool_ms;
     build_info_.derive_finish_ms = st.derive_finish_ms;
     build_info_.derived_plans_restored = st.derived_plans_restored;
+    build_info_.derived_compiled = st.derived_compiled;
     build_info_.graphs_captured = 0;
     for (const auto& c : contexts_) build_info_.graphs_captured += c->engine->stats().graphs_captured;
   }

@@ -92,6 +92,7 @@ TEST(TacticCache, PlansRoundTripAsBase64) {
   std::string warning;
   TacticRecord r{"cudnn-graph:e4;24=26", "cudnn-graph eng4_k24=26", 3.25};
   r.plan = TacticCache::encode_plan(blob);
+  r.plain = "cudnn:IMPLICIT_PRECOMP_GEMM";  // what derived sizes may take instead
   a.put("sig", 1, r);
   a.put("sig", 2, {"cudnn:GEMM", "cudnn GEMM", 5});
   ASSERT_TRUE(a.save(path, &warning)) << warning;
@@ -101,7 +102,9 @@ TEST(TacticCache, PlansRoundTripAsBase64) {
   std::vector<uint8_t> back;
   ASSERT_TRUE(TacticCache::decode_plan(b.find("sig", 1)->plan, &back));
   EXPECT_EQ(back, blob);
+  EXPECT_EQ(b.find("sig", 1)->plain, "cudnn:IMPLICIT_PRECOMP_GEMM");
   EXPECT_TRUE(b.find("sig", 2)->plan.empty()) << "no plan stays no plan";
+  EXPECT_TRUE(b.find("sig", 2)->plain.empty()) << "no plain candidate stays none";
 
   // An entry read from the file and updated with the same tactic (its plan added by a warm
   // build) still counts as read from the file; another tactic put over it does not.

@@ -24,6 +24,19 @@ TEST(TuneSelect, PickFastestSkipsFailuresAndTakesTheFirstOfEqualTimes) {
   EXPECT_EQ(pick_fastest({0.0, -1, 2.0}), 0);
 }
 
+// Derived batch sizes without runtime compilation: the fastest candidate whose build compiles
+// nothing, only when the winner's does.
+TEST(TuneSelect, PickPlainTakesTheFastestCandidateThatCompilesNothing) {
+  using engine::pick_plain;
+  const std::vector<double> us = {3.0, 5.0, -1, 4.0, 4.0};
+  EXPECT_EQ(pick_plain(us, {true, false, false, false, false}, 0), 3) << "fastest plain, first of equal times";
+  EXPECT_EQ(pick_plain(us, {true, true, false, true, false}, 0), 4) << "a failed plain one is left out";
+  EXPECT_EQ(pick_plain(us, {false, true, true, true, true}, 0), -1) << "the winner compiles nothing itself";
+  EXPECT_EQ(pick_plain(us, {true, true, false, true, true}, 0), -1) << "no plain candidate with a time";
+  EXPECT_EQ(pick_plain({}, {}, -1), -1) << "nothing passed";
+  EXPECT_EQ(pick_plain({2.0, 9.0}, {true, false}, 0), 1) << "however slow: the caller decides";
+}
+
 TEST(TuneSelect, RetimeSetKeepsThoseWithinTheMarginInIndexOrder) {
   EXPECT_TRUE(retime_set({}, TuneTiming::kRetimeMargin).empty());
   EXPECT_TRUE(retime_set({-1, -1}, TuneTiming::kRetimeMargin).empty());

@@ -3,14 +3,19 @@
 # FP16, graphs, its own kernels) and compute-sanitizer on it; then the engine against PyTorch in the
 # same call: a cold tune (fresh tactic cache) with the per-layer profile, a second process that loads
 # every tactic from that cache (warm load), the comparisons asked for, Nsight Compute on one kernel.
+# WARM_START=1: a detector's start for every batch size 1..WARM_BATCH (32), yolov5n FP16, per
+# WARM_MODES (scripts/gpu/warm_start.sh), after the tests.
 #   scripts/gpu/bundle.sh engine   here;   bash scripts/gpu/run_all.sh engine   there (carry .gpu)
 # Reads: TEST_FILTER, TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH,
 # TACTICS, PROFILE, WARM, CUTLASS, COMPARE_PLAIN, TACTICS_PLAIN, COMPARE_COPY_FREE, TACTICS_COPIES,
-# COMPARE_FLAGS, OLD_BENCH, NCU_KERNEL, NCU_SKIP, NCU_BATCH, OUT, YOLOCU_GPU_DIR (docs/gpu-runs.md).
+# COMPARE_FLAGS, OLD_BENCH, NCU_KERNEL, NCU_SKIP, NCU_BATCH, WARM_START, WARM_MODES, WARM_BATCH, OUT,
+# YOLOCU_GPU_DIR (docs/gpu-runs.md).
 # shellcheck disable=SC2046  # $([ ... ] && echo --flag): a flag or nothing, split on purpose
 set -uo pipefail
 # shellcheck source=scripts/gpu/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+# shellcheck source=scripts/gpu/warm_start.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../warm_start.sh"
 
 profile_flag() { [ "${PROFILE:-1}" = 1 ] && echo "$1"; }  # PROFILE=0: no per-layer profiles
 
@@ -98,6 +103,7 @@ if run_tests test_cuda_engine && want_sanitizers; then
 test_cuda_engine OwnConv.*:CutlassConv.*:SppfKernel.*:StemConv.*:CudaEngine.TacticFamiliesSmall:CudaEngine.DeviceApiOnUserStream:CudaEngine.BadArguments OwnConv.*:CutlassConv.*:SppfKernel.*:StemConv.*
 LIST
 fi
+[ "${WARM_START:-0}" = 1 ] && warm_start_modes "$bin/bench_warm_up" "$YOLOCU_DATA_DIR/models/yolov5n.onnx" "${WARM_BATCH:-32}"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   export YOLOV5_DIR=$root/$g/yolov5
   d=$YOLOCU_DATA_DIR

@@ -32,6 +32,9 @@ struct ConvInfo {
 
 struct BatchExec {
   std::vector<std::shared_ptr<const engine::ConvTactic>> tactics;  // per ConvInfo
+  // Tuned sizes: per ConvInfo, TunedLayer::plain (the fastest candidate that compiles nothing, where
+  // the winner compiles; "" otherwise). Derived sizes: empty.
+  std::vector<std::string> plain;
   bool direct_stem = false;  // the stem (Engine::direct_conv) runs as the direct kernel, from the input
   std::vector<GraphExec> graphs;  // the forward's graphs (CudaEngineOptions::graph_segments), in order
   bool graph_failed = false;

@@ -105,7 +105,7 @@ void Engine::choose_tactics() {
   YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   tmp_ws.reset();
   // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
-  workspace_bytes = std::min(options.workspace_limit, std::max(need, size_t{16} << 20));
+  workspace_bytes = std::min(options.workspace_limit, std::max(need, engine::kDerivedWorkspaceFloor));
   workspace = alloc(workspace_bytes, "workspace");
   lim.workspace = workspace_bytes;
   tuner->set_limits(lim);
@@ -144,6 +144,7 @@ size_t Engine::tune_layers(void* ws, size_t ws_bytes, void* y_ref) {
       const engine::TunedLayer t = tuner->choose(convs[c].problem(b), bufs, y_ref);
       need = std::max(need, t.tactic->workspace());
       be->tactics[c] = t.tactic;
+      be->plain.push_back(t.plain);
     }
     batches[static_cast<size_t>(b)] = std::move(be);
   }
@@ -178,7 +179,8 @@ BatchExec& Engine::batch_exec(int batch) {
 
 void Engine::prepare_batches(const std::vector<int>& sizes) {
   // Not tuned: the tactics of the nearest tuned batch size (engine/cuda/tactics/batch_sizes.hpp),
-  // every layer of every size built in one pool call.
+  // or with derive_without_compiling its candidates that compile nothing, every layer of every
+  // size built in one pool call.
   std::vector<int> todo;
   for (int b : sizes)
     if (!batches[static_cast<size_t>(b)] && std::find(todo.begin(), todo.end(), b) == todo.end()) todo.push_back(b);
@@ -188,9 +190,10 @@ void Engine::prepare_batches(const std::vector<int>& sizes) {
   std::vector<std::string> ids;
   for (int b : todo) {
     const BatchExec& from = *batches[static_cast<size_t>(engine::nearest_tuned(b, tuned))];
+    const bool plain = options.derive_without_compiling && from.plain.size() == convs.size();
     for (size_t c = 0; c < convs.size(); ++c) {
       problems.push_back(convs[c].problem(b));
-      ids.push_back(from.tactics[c]->id());
+      ids.push_back(plain && !from.plain[c].empty() ? from.plain[c] : from.tactics[c]->id());
     }
   }
   const std::vector<std::shared_ptr<const engine::ConvTactic>> built =
@@ -209,6 +212,7 @@ void Engine::prepare_batches(const std::vector<int>& sizes) {
   }
   stats.derived_batches += static_cast<int>(todo.size());
   stats.derived_plans_restored = tuner->stats().derived_restored;
+  stats.derived_compiled = tuner->stats().derived_compiled;
   stats.derive_pool_ms = tuner->stats().derive_pool_ms;
   stats.derive_finish_ms = tuner->stats().derive_finish_ms;
   stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

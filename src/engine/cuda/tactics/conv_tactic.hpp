@@ -61,8 +61,17 @@ class ConvTactic {
   }
   // True if this object was restored from serialised plan bytes (not compiled now).
   virtual bool restored_from_plan() const { return false; }
+  // True if building this tactic compiles its kernel at runtime (a cuDNN runtime-fusion engine):
+  // building the same id for another batch size costs another compilation (about half a second of
+  // a core), where the other families' kernels and cuDNN's precompiled engines build in
+  // milliseconds.
+  virtual bool compiled_at_runtime() const { return false; }
 };
 using TacticPtr = std::unique_ptr<ConvTactic>;
+
+// The workspace an engine keeps at least (whatever its tuned tactics need), so that a derived batch
+// size's tactic of up to this much fits: TunedLayer::plain candidates are held to it.
+constexpr size_t kDerivedWorkspaceFloor = size_t{16} << 20;
 
 struct TacticLimits {
   size_t workspace = size_t{256} << 20;  // candidates needing more are left out

@@ -108,8 +108,9 @@ bool parse_id(const std::string& id, int64_t* engine, Knobs* knobs) {
 class GraphTactic final : public ConvTactic {
  public:
   GraphTactic(std::shared_ptr<fe::graph::Graph> g, int64_t index, const ConvProblem& pb, std::string id, std::string name,
-              size_t ws)
-      : g_(std::move(g)), index_(index), pb_(pb), id_(std::move(id)), name_(std::move(name)), ws_(ws) {}
+              size_t ws, bool compiled)
+      : g_(std::move(g)), index_(index), pb_(pb), id_(std::move(id)), name_(std::move(name)), ws_(ws),
+        compiled_(compiled) {}
   const std::string& id() const override { return id_; }
   const std::string& name() const override { return name_; }
   size_t workspace() const override { return ws_; }
@@ -123,6 +124,7 @@ class GraphTactic final : public ConvTactic {
     YOLOCU_CHECK(st.is_good(), kCuda, "cuDNN graph ", name_, " for conv ", pb_.signature(), ": ", st.get_message());
   }
   bool restored_from_plan() const override { return index_ < 0; }
+  bool compiled_at_runtime() const override { return compiled_; }
   bool serialize_plan(std::vector<uint8_t>* out) const override {
     // Building an already built plan only makes it the graph's candidate, which serialize() writes.
     if (index_ >= 0 && !g_->build_plan_at_index(index_).is_good()) return false;
@@ -136,6 +138,7 @@ class GraphTactic final : public ConvTactic {
   ConvProblem pb_;
   std::string id_, name_;
   size_t ws_;
+  bool compiled_;  // the engine's behaviour notes say RUNTIME_COMPILATION
 };
 
 // A tactic for plan `i` of `g` once built; null if it does not build or needs too much workspace.
@@ -149,8 +152,12 @@ TacticPtr tactic_at(const std::shared_ptr<fe::graph::Graph>& g, int64_t i, const
   std::string plan_name;
   if (!g->get_engine_and_knobs_at_index(i, engine, knobs).is_good()) return nullptr;
   if (!g->get_plan_name_at_index(i, plan_name).is_good()) plan_name = "plan " + std::to_string(i);
+  std::vector<fe::BehaviorNote_t> notes;
+  // Notes that cannot be read: taken as compiled (the cautious answer for derived batch sizes).
+  const bool compiled = !g->get_behavior_notes_for_plan_at_index(i, notes).is_good() ||
+                        std::find(notes.begin(), notes.end(), fe::BehaviorNote_t::RUNTIME_COMPILATION) != notes.end();
   return std::make_unique<GraphTactic>(g, i, pb, id_of(engine, knobs), "cudnn-graph " + plan_name,
-                                       static_cast<size_t>(ws));
+                                       static_cast<size_t>(ws), compiled);
 }
 
 }  // namespace
@@ -197,7 +204,8 @@ TacticPtr restore_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const 
     if (g->deserialize(cudnn, plan).is_good() && g->get_workspace_size(ws).is_good() && ws >= 0 &&
         static_cast<size_t>(ws) <= lim.workspace) {
       if (!g->get_plan_name(plan_name).is_good()) plan_name = id.substr(std::string("cudnn-graph:").size());
-      return std::make_unique<GraphTactic>(g, -1, pb, id, "cudnn-graph " + plan_name, static_cast<size_t>(ws));
+      // Only runtime-compiled engines' plans deserialise (plan_text in tuner.cpp).
+      return std::make_unique<GraphTactic>(g, -1, pb, id, "cudnn-graph " + plan_name, static_cast<size_t>(ws), true);
     }
   } catch (const std::exception&) {
     // malformed bytes

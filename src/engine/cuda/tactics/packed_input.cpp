@@ -65,6 +65,7 @@ class PackedInputTactic final : public ConvTactic {
   }
   bool serialize_plan(std::vector<uint8_t>* out) const override { return inner_->serialize_plan(out); }
   bool restored_from_plan() const override { return inner_->restored_from_plan(); }
+  bool compiled_at_runtime() const override { return inner_->compiled_at_runtime(); }
 
  private:
   ConvProblem pb_;

@@ -129,6 +129,7 @@ bool parse_entries(const json& dev, std::map<std::string, TacticRecord>* out, st
     TacticRecord r;
     r.tactic = e["tactic"].get<std::string>();
     if (e.contains("plan")) r.plan = e["plan"].get<std::string>();
+    if (e.contains("plain") && e["plain"].is_string()) r.plain = e["plain"].get<std::string>();
     r.name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : r.tactic;
     r.us = e["us"].get<double>();
     r.loaded = true;
@@ -296,6 +297,7 @@ bool TacticCache::save(const std::string& path, std::string* warning) const {
   for (const auto& [k, r] : entries_) {
     dev[k] = json{{"tactic", r.tactic}, {"name", r.name}, {"us", r.us}};
     if (!r.plan.empty()) dev[k]["plan"] = r.plan;
+    if (!r.plain.empty()) dev[k]["plain"] = r.plain;
   }
   devs[device_key_] = std::move(dev);
   return write_durably(path, j.dump(1) + "\n", warning);

@@ -28,6 +28,10 @@ struct TacticRecord {
   std::string name;    // display name, e.g. "cudnn-graph eng4_k24=26"
   double us = 0;       // measured time per launch when it was chosen
   std::string plan = {};  // serialised plan, base64 ("" if none)
+  // Where `tactic` compiles its kernel at runtime: the fastest candidate of the same sweep that does
+  // not (ConvTactic::compiled_at_runtime), which derived batch sizes may take instead
+  // (CudaEngineOptions::derive_without_compiling); "" otherwise, or from a file written before it.
+  std::string plain = {};
   bool loaded = false; // read from the file (not put() by this process; put() of the same tactic keeps it)
 };
 

@@ -23,6 +23,14 @@ int pick_fastest(const std::vector<double>& us) {
   return best;
 }
 
+int pick_plain(const std::vector<double>& us, const std::vector<bool>& compiled, int winner) {
+  if (winner < 0 || static_cast<size_t>(winner) >= compiled.size() || !compiled[static_cast<size_t>(winner)]) return -1;
+  std::vector<double> plain(us.size(), -1.0);
+  for (size_t i = 0; i < us.size() && i < compiled.size(); ++i)
+    if (!compiled[i]) plain[i] = us[i];
+  return pick_fastest(plain);
+}
+
 TacticFamily family_of(const std::string& tactic_id) {
   // The packed-input wrapper ("packin:<inner id>") counts as its inner tactic's family (it keeps
   // that tactic's serialised plan, and a cutlass inner is left out like a cutlass tactic).

@@ -397,6 +397,7 @@ bool Tuner::choose_from_cache(Choice& c, const TacticRecord& r) {
   TacticPtr t = cached_tactic(c, r, &memo_hit);
   if (memo_hit) {
     c.out.us = r.us;
+    c.out.plain = r.plain;
     c.out.from_cache = true;
     ++hits;
     return true;
@@ -417,6 +418,7 @@ bool Tuner::choose_from_cache(Choice& c, const TacticRecord& r) {
   if (t->restored_from_plan()) ++stats_.plans_restored;
   c.out.tactic = std::shared_ptr<const ConvTactic>(std::move(t));
   c.out.us = r.us;
+  c.out.plain = r.plain;
   c.out.from_cache = true;
   ++hits;
   TacticRecord rec = r;
@@ -440,6 +442,7 @@ bool Tuner::choose_from_memo(Choice& c) {
   if (!t) return false;
   c.out.tactic = std::move(t);
   c.out.us = rec.us;
+  c.out.plain = rec.plain;
   c.out.from_cache = true;
   ++stats_.memo_hits;
   if (cache_) cache_->put(c.sig, c.pb.n, rec);
@@ -588,10 +591,16 @@ void Tuner::tune(Choice& c) {
   ++stats_.tuned;
   YOLOCU_CHECK(winner >= 0, kUnsupported, "conv ", c.sig, " batch ", c.pb.n, ": none of ", c.out.candidates,
                " candidate tactics passed the check");
+  std::vector<bool> compiled;
+  for (const TacticPtr& t : s.passed)  // one needing more than the floor's workspace would not fit a derived size
+    compiled.push_back(t->compiled_at_runtime() || t->workspace() > kDerivedWorkspaceFloor);
+  const int plain = pick_plain(s.brief, compiled, winner);
+  if (plain >= 0) c.out.plain = s.passed[static_cast<size_t>(plain)]->id();
   c.out.tactic = std::move(s.passed[static_cast<size_t>(winner)]);
   stats_.breakdown.add_win(c.out.tactic->id(), s.place[static_cast<size_t>(winner)]);
   c.out.us = best;
   TacticRecord chosen{c.out.tactic->id(), c.out.tactic->name(), best};
+  chosen.plain = c.out.plain;
   if (family_of(chosen.tactic) == TacticFamily::kCudnnGraph) chosen.plan = serialise(c.pb, *c.out.tactic);
   if (cache_) cache_->put(c.sig, c.pb.n, chosen);
   memo_put(c.memo_key, chosen, c.out.tactic);

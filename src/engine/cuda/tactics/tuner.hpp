@@ -58,6 +58,7 @@ void put_process_choice(const std::string& key, const std::string& choice);
 
 struct TunedLayer {
   std::shared_ptr<const ConvTactic> tactic;
+  std::string plain;       // TacticRecord::plain of the choice ("" if none)
   double us = 0;           // time per launch (measured now, or as recorded)
   int candidates = 0;      // tried (0 when taken from a cache)
   int rejected = 0;        // failed the check
@@ -68,6 +69,7 @@ struct TunerStats {
   int layers = 0, memo_hits = 0, cache_hits = 0, tuned = 0, candidates = 0, rejected = 0;
   int plans_restored = 0;  // cache hits whose tactic was restored from its serialised plan
   int derived_restored = 0;  // derive_many(): tactics restored from the file's derived plans
+  int derived_compiled = 0;  // derive_many(): tactics whose build compiled a kernel at runtime
   double derive_pool_ms = 0;    // derive_many(): wall time of the pool's builds and restores
   double derive_finish_ms = 0;  // ... of what follows on the engine's handle (failed builds, plans serialised)
   double ms = 0;  // host time spent in choose()

@@ -353,6 +353,7 @@ std::vector<std::shared_ptr<const ConvTactic>> Tuner::derive_many(const std::vec
     const ConvProblem& pb = problems[j->first];
     if (!j->built) j->built = derive(pb, ids[j->first]);
     if (j->built->restored_from_plan()) ++stats_.derived_restored;
+    else if (j->built->compiled_at_runtime()) ++stats_.derived_compiled;
     // The plan of a graph tactic built here, serialised and test-restored on the engine's handle as
     // the tuned layers' plans are (a pool thread's handle restored none of them:
     // CudaEngine.TacticCacheOnDisk found no derived plan in the file).
