@@ -16,6 +16,8 @@
 // [engine sizes ...]", then what each batch size costs the engine once ready ("engine ms by batch
 // size": the median of 20 calls' GPU engine stage, CUDA events, a 640x480 image letterboxed): with
 // --pad-batches a size runs its anchor, so the two runs' lines side by side say what padding costs.
+// With --fast-start also when the background build of the derived sizes' own tactics was done
+// ("background build: ...") and the engine times after it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +44,23 @@ double engine_ms(yolocu::Detector& det, const yolocu::ImageView& im, int n, int 
   if (ms.empty()) return -1;
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+// "engine ms by batch size<tag> (...): 1:x 2:y ...; mean over sizes 1..B: z ms per image".
+void print_engine_ms(yolocu::Detector& det, const yolocu::ImageView& im, int max_batch, const char* tag) {
+  det.set_stage_profiling(true);
+  std::string row;
+  double per_image = 0;
+  for (int n = 1; n <= max_batch; ++n) {
+    const double ms = engine_ms(det, im, n, 20);
+    per_image += ms / n;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%d:%.3f", n > 1 ? " " : "", n, ms);
+    row += buf;
+  }
+  det.set_stage_profiling(false);
+  std::printf("engine ms by batch size%s (median of 20, GPU stage events): %s; mean over sizes 1..%d: %.4f ms "
+              "per image\n", tag, row.c_str(), max_batch, per_image / max_batch);
 }
 
 }  // namespace
@@ -103,22 +122,17 @@ int main(int argc, char** argv) {
                 b.derived_batches, b.derive_ms, b.derive_pool_ms, b.derive_finish_ms, b.derived_plans_restored,
                 b.derived_compiled);
     if (!b.tune_breakdown.empty()) std::printf("%s\n", b.tune_breakdown.c_str());  // where create's tuning went
-    // What each size costs once ready.
+    // What each size costs once ready; with --fast-start again once the background build of the
+    // derived sizes' own tactics is done.
     std::vector<uint8_t> pixels(640 * 480 * 3, 114);
     const yolocu::ImageView im{pixels.data(), 640, 480, 640 * 3};
-    det->set_stage_profiling(true);
-    std::string row;
-    double per_image = 0;
-    for (int n = 1; n <= o.max_batch; ++n) {
-      const double ms = engine_ms(*det, im, n, 20);
-      per_image += ms / n;
-      char buf[48];
-      std::snprintf(buf, sizeof buf, "%s%d:%.3f", n > 1 ? " " : "", n, ms);
-      row += buf;
+    print_engine_ms(*det, im, o.max_batch, o.pad_batches || o.fast_start ? " (padded)" : "");
+    if (o.fast_start) {
+      det->wait_background_builds();
+      std::printf("background build: %d derived sizes given their own tactics, done %.1f s after the warm-up\n",
+                  det->build_info().derived_upgraded, std::chrono::duration<double>(clock::now() - t2).count());
+      print_engine_ms(*det, im, o.max_batch, " (padded, after the background build)");
     }
-    det->set_stage_profiling(false);
-    std::printf("engine ms by batch size%s (median of 20, GPU stage events): %s; mean over sizes 1..%d: %.4f ms "
-                "per image\n", o.pad_batches ? " (padded)" : "", row.c_str(), o.max_batch, per_image / o.max_batch);
   } catch (const yolocu::Error& e) {
     std::fprintf(stderr, "bench_warm_up: %s\n", e.what());
     return 1;

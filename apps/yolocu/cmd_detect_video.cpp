@@ -167,9 +167,12 @@ void warm_up_batch_sizes(Detector& detector, size_t batch_size, bool quiet) {
   if (quiet) return;
   std::string runs;  // --pad-batches: the sizes the engine runs
   for (int b : detector.build_info().engine_batches) runs += " " + std::to_string(b);
-  std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s%s%s%s\n", warm_sizes,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count(),
-               runs.empty() ? "" : " (padded to the engine sizes", runs.c_str(), runs.empty() ? "" : ")");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  const bool fast = detector.options().fast_start;
+  std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s%s%s%s%s\n", warm_sizes, took,
+               runs.empty() ? "" : " (padded to the engine sizes", runs.c_str(), runs.empty() ? "" : ")",
+               fast ? "; their own tactics follow in the background"
+                    : took > 10 ? " (--fast-start: sooner on a cold tactic cache)" : "");
 }
 
 // Ctrl-C while it lives: stops the streams (the outputs are then finished); the previous handler

@@ -25,6 +25,7 @@
 #include "core/device_budget.hpp"
 #include "pipeline/cuda_context.hpp"
 #include "pipeline/cuda_device_input.hpp"
+#include "pipeline/cuda_engine_options.hpp"
 #include "pipeline/detector_backends.hpp"
 #include "pipeline/jpeg_decoder_pool.hpp"
 #include "pipeline/stream_gate.hpp"
@@ -72,24 +73,7 @@ class CudaDetector final : public Detector {
                  options.cuda_device, " does not exist (", count, " device(s))");
     YOLOCU_CUDA_CHECK(cudaSetDevice(options.cuda_device));
     validate_options(options.postprocess);
-    CudaEngineOptions eo;
-    eo.device = options.cuda_device;
-    eo.precision = options.precision;
-    eo.max_batch = options.max_batch;
-    eo.width = options.input_width;
-    eo.height = options.input_height;
-    eo.tune_batches = options.tune_batches;
-    eo.pad_batches = options.pad_batches;
-    if (options.fast_start) {
-      eo.pad_batches = true;
-      if (eo.tune_batches.empty()) eo.tune_batches = {options.max_batch};
-      eo.max_graph_plans = std::min(eo.max_graph_plans, 4);
-      eo.derive_without_compiling = true;
-    }
-    eo.tactic_cache = options.tactic_cache;
-    eo.max_device_memory = options.max_device_memory;
-    eo.cuda_graphs = options.engine_graphs;
-    eo.graph_segments = options.engine_graph_segments;
+    const CudaEngineOptions eo = detail::cuda_engine_options(options);
     const int contexts = std::max(1, options.contexts);
     for (int i = 0; i < contexts; ++i) {
       auto c = std::make_unique<Context>();
@@ -200,24 +184,30 @@ class CudaDetector final : public Detector {
     }
     profiling_.store(on);
   }
+  // Every context taken (no call runs meanwhile), each given back with its stream synchronised.
+  struct AllContexts {
+    explicit AllContexts(CudaDetector& d) : self(d) {
+      for (size_t i = 0; i < d.contexts_.size(); ++i) held.push_back(&d.acquire());
+    }
+    ~AllContexts() {
+      for (Context* c : held) {
+        if (cudaStreamSynchronize(c->stream) != cudaSuccess) (void)cudaGetLastError();
+        self.release(*c);
+      }
+    }
+    AllContexts(const AllContexts&) = delete;
+    AllContexts& operator=(const AllContexts&) = delete;
+    CudaDetector& self;
+    std::vector<Context*> held;
+  };
   // Every context's engine prepares all the sizes at once (tactics derived, plans built on the pool),
   // then runs each size twice on a zeroed input (the first run loads the kernels, the second
   // captures the size's CUDA graph: no later call pays either), with all the contexts taken so that
   // no call runs meanwhile.
   void run_warm_up(const std::vector<int>& sizes) override {
     YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
-    std::vector<Context*> held;
-    struct Releaser {
-      CudaDetector* self;
-      std::vector<Context*>& held;
-      ~Releaser() {
-        for (Context* c : held) {
-          if (cudaStreamSynchronize(c->stream) != cudaSuccess) (void)cudaGetLastError();
-          self->release(*c);
-        }
-      }
-    } releaser{this, held};
-    for (size_t i = 0; i < contexts_.size(); ++i) held.push_back(&acquire());
+    const AllContexts all(*this);
+    const std::vector<Context*>& held = all.held;
     const size_t image_bytes = static_cast<size_t>(3) * static_cast<size_t>(input_w_) *
                                static_cast<size_t>(input_h_) * dtype_size(held.front()->engine->input_dtype());
     for (Context* c : held) {
@@ -237,6 +227,12 @@ class CudaDetector final : public Detector {
     build_info_.derived_compiled = st.derived_compiled;
     build_info_.graphs_captured = 0;
     for (const auto& c : contexts_) build_info_.graphs_captured += c->engine->stats().graphs_captured;
+  }
+  void run_wait_background_builds() override {
+    YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
+    const AllContexts all(*this);
+    for (Context* c : all.held) c->engine->wait_background_builds();
+    build_info_.derived_upgraded = contexts_.front()->engine->stats().derived_upgraded;
   }
   std::vector<BatchSpan> take_timeline() override {
     std::lock_guard<std::mutex> lock(timeline_mutex_);

@@ -1,9 +1,11 @@
 // The fast start of many batch sizes (CudaEngineOptions::derive_without_compiling, what
 // DetectorOptions::fast_start turns on): only max_batch tuned, the padded anchor sizes derived from
-// the tuning sweep's candidates that compile nothing at runtime. Their outputs against ultralytics'
-// own (bus.jpg, zidane.jpg; FP32 rel L2 <= 1e-5, the engine's bound against the CPU oracle, FP16 <=
-// 5e-3), no runtime compilation for any derived size, and the same from the tactic cache file in a
-// "new process". Label "gpu": skips visibly without a CUDA device.
+// the tuning sweep's candidates that compile nothing at runtime, then given their own tactics by a
+// background build. Outputs against the CPU engine (the oracle of the GPU engine tests, itself held
+// to ultralytics' outputs by test_models) on bus.jpg and zidane.jpg, before and after that build:
+// FP32 rel L2 <= 1e-5, FP16 <= 5e-3 (the GPU engine's bounds); no runtime compilation for any
+// derived size at the start; the same from the tactic cache file in a "new process". Label "gpu":
+// the engine tests skip visibly without a CUDA device (the options' mapping needs none).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "engine/cuda/tactics/tuner.hpp"
+#include "pipeline/cuda_engine_options.hpp"
 #include "test_util.hpp"
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/engine.hpp"
@@ -47,6 +50,26 @@ Tensor concat(const std::vector<Tensor>& items) {
   return t;
 }
 
+// Each batch of `batches` (true: bus, false: zidane) through `e`, every row against its reference.
+void expect_rows(CudaEngine& e, const std::vector<std::vector<bool>>& batches, const Tensor& bus, const Tensor& zid,
+                 const Tensor& ref_bus, const Tensor& ref_zid, double bound, const std::string& what) {
+  for (const std::vector<bool>& is_bus : batches) {
+    std::vector<Tensor> in, ref;
+    for (bool b : is_bus) {
+      in.push_back(b ? bus : zid);
+      ref.push_back(b ? ref_bus : ref_zid);
+    }
+    const std::vector<Tensor> out = e.run_host({concat(in)});
+    ASSERT_EQ(out.size(), 1u);
+    for (size_t i = 0; i < is_bus.size(); ++i) {
+      const test::Diff d = test::compare(item(out[0], static_cast<int64_t>(i)), ref[i]);
+      std::printf("[ fast start ] %s, batch %zu item %zu: rel L2 %.3g, max |diff| %.3g (bound %.0e)\n", what.c_str(),
+                  is_bus.size(), i, d.rel_l2, d.max_abs, bound);
+      EXPECT_LE(d.rel_l2, bound) << what << ", batch " << is_bus.size() << " item " << i;
+    }
+  }
+}
+
 CudaEngineOptions start_options(Precision p, const std::string& cache) {
   CudaEngineOptions o;
   o.precision = p;
@@ -60,7 +83,26 @@ CudaEngineOptions start_options(Precision p, const std::string& cache) {
   return o;
 }
 
-TEST(CudaEngineStart, DerivedSizesCompileNothingAndMatchUltralytics) {
+// DetectorOptions::fast_start as the GPU detector's engines get it (no GPU needed).
+TEST(CudaEngineStart, FastStartOptions) {
+  DetectorOptions d;
+  d.max_batch = 32;
+  CudaEngineOptions e = detail::cuda_engine_options(d);
+  EXPECT_FALSE(e.pad_batches);
+  EXPECT_FALSE(e.derive_without_compiling);
+  EXPECT_TRUE(e.tune_batches.empty());
+  EXPECT_EQ(e.max_graph_plans, CudaEngineOptions{}.max_graph_plans);
+  d.fast_start = true;
+  e = detail::cuda_engine_options(d);
+  EXPECT_TRUE(e.pad_batches);
+  EXPECT_TRUE(e.derive_without_compiling);
+  EXPECT_EQ(e.tune_batches, (std::vector<int>{32}));
+  EXPECT_EQ(e.max_graph_plans, 4);
+  d.tune_batches = {8, 32};  // the user's tuned sizes stay
+  EXPECT_EQ(detail::cuda_engine_options(d).tune_batches, (std::vector<int>{8, 32}));
+}
+
+TEST(CudaEngineStart, DerivedSizesCompileNothingThenGetTheirOwnTactics) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
   YOLOCU_REQUIRE_DATA(bus_path, "reference/bus.npz");
@@ -88,23 +130,22 @@ TEST(CudaEngineStart, DerivedSizesCompileNothingAndMatchUltralytics) {
       EXPECT_EQ(s.anchors, (std::vector<int>{1, 2, 4, 8})) << what;
       EXPECT_EQ(s.derived_batches, 3) << what << ": 1, 2 and 4";
       EXPECT_EQ(s.derived_compiled, 0) << what << ": a derived size compiled a kernel";
-      if (std::string(start) == "cold") EXPECT_GT(s.tactics_tuned, 0) << what;
-      else EXPECT_EQ(s.tactics_tuned, 0) << what << ": every layer should come from the file";
-      for (const std::vector<bool>& is_bus : batches) {
-        std::vector<Tensor> in, ref;
-        for (bool b : is_bus) {
-          in.push_back(b ? bus : zid);
-          ref.push_back(b ? ref_bus : ref_zid);
-        }
-        const std::vector<Tensor> out = e.run_host({concat(in)});
-        ASSERT_EQ(out.size(), 1u);
-        for (size_t i = 0; i < is_bus.size(); ++i) {
-          const test::Diff d = test::compare(item(out[0], static_cast<int64_t>(i)), ref[i]);
-          std::printf("[ fast start ] %s batch %zu item %zu: rel L2 %.3g, max |diff| %.3g (bound %.0e)\n", what.c_str(),
-                      is_bus.size(), i, d.rel_l2, d.max_abs, bound);
-          EXPECT_LE(d.rel_l2, bound) << what << ", batch " << is_bus.size() << " item " << i;
-        }
+      if (std::string(start) == "cold") {
+        EXPECT_GT(s.tactics_tuned, 0) << what;
+      } else {
+        EXPECT_EQ(s.tactics_tuned, 0) << what << ": every layer should come from the file";
       }
+      // Right after prepare(): the plain tactics; after the background build: the sizes' own, the
+      // first run of each eager, the second captured, the third a graph replay.
+      expect_rows(e, batches, bus, zid, ref_bus, ref_zid, bound, what + ", plain");
+      e.wait_background_builds();
+      std::printf("[ fast start ] %s: %d derived sizes upgraded\n", what.c_str(), e.stats().derived_upgraded);
+      if (p == Precision::kFloat16) {
+        EXPECT_EQ(e.stats().derived_upgraded, 3) << what;
+      }
+      EXPECT_LE(e.stats().derived_upgraded, 3) << what;
+      for (int pass = 0; pass < 3; ++pass)
+        expect_rows(e, batches, bus, zid, ref_bus, ref_zid, bound, what + ", upgraded, run " + std::to_string(pass));
     }
   }
   std::remove(file.c_str());

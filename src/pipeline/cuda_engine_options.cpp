@@ -1,0 +1,29 @@
+#include "pipeline/cuda_engine_options.hpp"
+
+#include <algorithm>
+
+namespace yolocu::detail {
+
+CudaEngineOptions cuda_engine_options(const DetectorOptions& options) {
+  CudaEngineOptions eo;
+  eo.device = options.cuda_device;
+  eo.precision = options.precision;
+  eo.max_batch = options.max_batch;
+  eo.width = options.input_width;
+  eo.height = options.input_height;
+  eo.tune_batches = options.tune_batches;
+  eo.pad_batches = options.pad_batches;
+  if (options.fast_start) {
+    eo.pad_batches = true;
+    if (eo.tune_batches.empty()) eo.tune_batches = {options.max_batch};
+    eo.max_graph_plans = std::min(eo.max_graph_plans, 4);
+    eo.derive_without_compiling = true;
+  }
+  eo.tactic_cache = options.tactic_cache;
+  eo.max_device_memory = options.max_device_memory;
+  eo.cuda_graphs = options.engine_graphs;
+  eo.graph_segments = options.engine_graph_segments;
+  return eo;
+}
+
+}  // namespace yolocu::detail
