@@ -44,6 +44,7 @@
 #      decoders hold it up), for each NVDEC way of START_WAYS (default "default hwaccel"); then two
 #      processes of half the sources each at once (the default decoder).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
+# DECODE_RUNS (2: passes of the k-stream decode-alone benchmark), BENCH_TIMEOUT (300 s: each k-stream run),
 # CLIP_LOOPS (1: the benchmark sources play their clip that many times over), BENCH_SEED=1 (the
 # benchmark's tactic cache seeded from the carried one: no cold start),
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8; the detector's batch is at most 32), BENCH_DECODERS
@@ -206,13 +207,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     for d in ${BENCH_DECODERS:-cpu cuda}; do  # BENCH_DECODERS=cuda: NVDEC only (128 streams)
       p=$out/${codec}_$d
       timeout 200 "$bin/bench_video_decode" "$cclip" --decoder $d --runs 3 >"${p}_decode_1.log" 2>&1
-      timeout 200 "$bin/bench_video_decode" "$cclip" --decoder $d --runs 2 --streams "$k" >"${p}_decode_$k.log" 2>&1
+      timeout "${BENCH_TIMEOUT:-300}" "$bin/bench_video_decode" "$cclip" --decoder $d --runs "${DECODE_RUNS:-2}" --streams "$k" \
+        >"${p}_decode_$k.log" 2>&1
       timeout 200 "$bin/yolocu" detect --model "$model" --source "$cclip" --device cuda --precision fp16 --decoder $d \
         --progress 0 >"${p}_detect_1.log" 2>&1
       tl=()
       [ $d = cuda ] && tl=(--timeline "$out/timeline_${codec}_$k.json")
-      timeout 300 "$bin/yolocu" detect --model "$model" --source "$out/streams_$codec.txt" --device cuda --precision fp16 \
-        --decoder $d --batch "$kb" --progress 0 "${tl[@]}" >"${p}_detect_$k.log" 2>&1
+      timeout "${BENCH_TIMEOUT:-300}" "$bin/yolocu" detect --model "$model" --source "$out/streams_$codec.txt" --device cuda \
+        --precision fp16 --decoder $d --batch "$kb" --progress 0 "${tl[@]}" >"${p}_detect_$k.log" 2>&1
     done
     c=$out/${codec}_cpu g=$out/${codec}_cuda
     nframes=$(cat "${c}_decode_1.log" "${g}_decode_1.log" 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
