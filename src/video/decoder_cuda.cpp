@@ -21,7 +21,6 @@ extern "C" {
 
 #include "core/check.hpp"
 #include "core/cuda_check.hpp"
-#include "video/capture_mode.hpp"
 #include "video/bgr_convert_cpu.hpp"
 #include "video/decoder.hpp"
 
@@ -144,14 +143,8 @@ class CudaDecoder final : public Decoder {
   }
 
   const std::string& description() const noexcept override { return description_; }
-  int send(const AVPacket* packet) override {
-    relax_capture_mode();  // video/capture_mode.hpp: libavcodec's cuvid calls run on this thread
-    return avcodec_send_packet(ctx_.get(), packet);
-  }
-  int receive(AVFrame* picture) override {
-    relax_capture_mode();
-    return avcodec_receive_frame(ctx_.get(), picture);
-  }
+  int send(const AVPacket* packet) override { return avcodec_send_packet(ctx_.get(), packet); }
+  int receive(AVFrame* picture) override { return avcodec_receive_frame(ctx_.get(), picture); }
 
   std::string fallback_note() override {
     if (ctx_->opaque == nullptr || noted_) return {};
