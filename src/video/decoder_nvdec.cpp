@@ -9,11 +9,9 @@
 // time, as FFmpeg opens them).
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
-#include <thread>
 
 // the loader's messages would go to stderr: the library never prints (errors carry them instead)
 #define FFNV_LOG_FUNC(logctx, msg, ...) ((void)(logctx))
@@ -63,22 +61,6 @@ std::string cu_error(CUresult r) {
     const CUresult r_ = (call);                                                                  \
     YOLOCU_CHECK(r_ == CUDA_SUCCESS, kInternal, "NVDEC: ", what, " failed: ", cu_error(r_));    \
   } while (0)
-
-// A cuvid call, again while it fails with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (1 ms apart, up to
-// 5 s): a stream capture elsewhere in the process (cuDNN building runtime-compiled plans does one,
-// as during a fast start's background build) makes the calls that touch the legacy stream fail
-// for as long as it lasts, which is not the picture's fault.
-// (ffnvcodec's CUresult names only a few codes: 906 is CUDA's CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.)
-constexpr int kCaptureImplicit = 906;
-template <class Call>
-CUresult outlasting_captures(Call call) {
-  CUresult r = call();
-  for (int i = 0; static_cast<int>(r) == kCaptureImplicit && i < 5000; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    r = call();
-  }
-  return r;
-}
 
 // The context current on this thread for a scope (cuvid calls need it).
 class ContextScope {
@@ -135,7 +117,7 @@ struct Mapping {
     auto* m = reinterpret_cast<Mapping*>(data);
     try {
       ContextScope scope(m->session->device->ctx);
-      (void)outlasting_captures([&] { return api().cuvid->cuvidUnmapVideoFrame(m->session->decoder, m->ptr); });
+      (void)api().cuvid->cuvidUnmapVideoFrame(m->session->decoder, m->ptr);
     } catch (...) {
     }
     --m->session->mapped;
@@ -232,8 +214,7 @@ class SdkDecoder final : public Decoder {
     CUresult r = CUDA_SUCCESS;
     {
       ContextScope scope(s.device->ctx);
-      r = outlasting_captures(
-          [&] { return api().cuvid->cuvidMapVideoFrame(s.decoder, d.info.picture_index, &ptr, &pitch, &vpp); });
+      r = api().cuvid->cuvidMapVideoFrame(s.decoder, d.info.picture_index, &ptr, &pitch, &vpp);
     }
     // not a corrupt picture: the frames held (or the device) are the problem, so the source stops
     YOLOCU_CHECK(r == CUDA_SUCCESS, kInternal, source_, ": NVDEC could not map a picture (cuvidMapVideoFrame: ",
@@ -416,7 +397,7 @@ class SdkDecoder final : public Decoder {
 
   int decode(CUVIDPICPARAMS* p) {
     if (!session_) return 0;
-    if (outlasting_captures([&] { return api().cuvid->cuvidDecodePicture(session_->decoder, p); }) != CUDA_SUCCESS) {
+    if (api().cuvid->cuvidDecodePicture(session_->decoder, p) != CUDA_SUCCESS) {
       decode_failed_ = true;
       return 0;
     }
