@@ -16,8 +16,6 @@
 // [engine sizes ...]", then what each batch size costs the engine once ready ("engine ms by batch
 // size": the median of 20 calls' GPU engine stage, CUDA events, a 640x480 image letterboxed): with
 // --pad-batches a size runs its anchor, so the two runs' lines side by side say what padding costs.
-// With --fast-start also when the background build of the derived sizes' own tactics was done
-// ("background build: ...") and the engine times after it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -122,17 +120,10 @@ int main(int argc, char** argv) {
                 b.derived_batches, b.derive_ms, b.derive_pool_ms, b.derive_finish_ms, b.derived_plans_restored,
                 b.derived_compiled);
     if (!b.tune_breakdown.empty()) std::printf("%s\n", b.tune_breakdown.c_str());  // where create's tuning went
-    // What each size costs once ready; with --fast-start again once the background build of the
-    // derived sizes' own tactics is done.
+    // What each size costs once ready.
     std::vector<uint8_t> pixels(640 * 480 * 3, 114);
     const yolocu::ImageView im{pixels.data(), 640, 480, 640 * 3};
     print_engine_ms(*det, im, o.max_batch, o.pad_batches || o.fast_start ? " (padded)" : "");
-    if (o.fast_start) {
-      det->wait_background_builds();
-      std::printf("background build: %d derived sizes given their own tactics, done %.1f s after the warm-up\n",
-                  det->build_info().derived_upgraded, std::chrono::duration<double>(clock::now() - t2).count());
-      print_engine_ms(*det, im, o.max_batch, " (padded, after the background build)");
-    }
   } catch (const yolocu::Error& e) {
     std::fprintf(stderr, "bench_warm_up: %s\n", e.what());
     return 1;

@@ -171,7 +171,7 @@ void warm_up_batch_sizes(Detector& detector, size_t batch_size, bool quiet) {
   const bool fast = detector.options().fast_start;
   std::fprintf(stderr, "yolocu detect: batch sizes 1..%d warmed up in %.1f s%s%s%s%s\n", warm_sizes, took,
                runs.empty() ? "" : " (padded to the engine sizes", runs.c_str(), runs.empty() ? "" : ")",
-               fast ? "; their own tactics follow in the background"
+               fast ? "; the smaller sizes on tactics that compile nothing"
                     : took > 10 ? " (--fast-start: sooner on a cold tactic cache)" : "");
 }
 

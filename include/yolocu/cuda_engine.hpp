@@ -62,11 +62,10 @@ struct CudaEngineOptions {
   // take the fastest candidate of the same tuning sweep that is not (legacy cuDNN, yolocu's own, or
   // a precompiled cuDNN engine). A derived size is then ready in milliseconds, at the price of that
   // candidate's speed at that size; the tuned sizes are unchanged. A layer whose choice came from a
-  // tactic cache file written without that candidate derives the winner. Then, on a thread of its
-  // own (half the cores), the same sizes' tactics are built as without this option (compiled, or
-  // restored from the tactic cache file, which keeps them for the next start) and a later run()
-  // swaps them in: after those seconds every size runs as it would without the option
-  // (CudaEngineStats::derived_upgraded; wait_background_builds()).
+  // tactic cache file written without that candidate derives the winner; one whose file keeps the
+  // size's plan of the winner (an earlier start without this option compiled it) restores that.
+  // (Compiling in the background while the engine runs is no option: cuDNN's runtime compilation
+  // makes other threads' legacy-stream calls fail meanwhile, NVDEC's picture mapping among them.)
   bool derive_without_compiling = false;
   // The tactic cache file: "" = TacticCache::default_path() ($YOLOCU_TACTIC_CACHE, else
   // $XDG_CACHE_HOME/yolocu/tactics.json, else ~/.cache/yolocu/tactics.json); "none" = no file.
@@ -175,7 +174,6 @@ struct CudaEngineStats {
   double derive_pool_ms = 0;    // of derive_ms: the plans built or restored on all cores
   double derive_finish_ms = 0;  // ... then on the engine's thread (plans serialised for the file)
   int derived_compiled = 0;     // derived tactics whose build compiled a kernel at runtime
-  int derived_upgraded = 0;     // derive_without_compiling: sizes given their own tactics since
   // pad_batches: the sizes runs execute (ascending; empty without padding), and the rows computed
   // past the runs' batches so far.
   std::vector<int> anchors;
@@ -215,10 +213,6 @@ class CudaEngine {
   // build per distinct layer and size), so that their first run builds nothing. With pad_batches,
   // their anchors. Synchronous host work; no GPU work is enqueued. run() does the same for one size.
   void prepare(const std::vector<int>& batches);
-  // With derive_without_compiling: waits until the background build of the derived sizes' own
-  // tactics (started by prepare() or run()) is done, and swaps them in now. Returns at once
-  // otherwise. Host work only; call it from the thread that runs the engine.
-  void wait_background_builds();
   // The batch size a run of `batch` images executes: `batch`, or its anchor with pad_batches.
   int run_batch(int batch) const;
 

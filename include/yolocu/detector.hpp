@@ -218,7 +218,6 @@ struct BuildInfo {
   double derive_ms = 0, derive_pool_ms = 0, derive_finish_ms = 0;
   int derived_plans_restored = 0;
   int derived_compiled = 0;  // derived tactics whose build compiled a kernel at runtime
-  int derived_upgraded = 0;  // fast_start, updated by wait_background_builds(): sizes given their own tactics since
   // GPU, updated by warm_up(): the (context, batch size) pairs whose CUDA graph is captured.
   int graphs_captured = 0;
 };
@@ -305,11 +304,6 @@ class Detector {
   // holds new ones until it returns. CPU: nothing to do. Throws kInvalidArgument for a size
   // outside 1..max_batch.
   void warm_up(const std::vector<int>& batch_sizes = {});
-  // GPU with fast_start: waits until the background build of the derived batch sizes' own tactics
-  // (started by warm_up()) is done and swaps them in (BuildInfo::derived_upgraded); until then those
-  // sizes run the tactics they started with, and every call goes on meanwhile. Holds calls like
-  // warm_up(). Returns at once otherwise.
-  void wait_background_builds() { run_wait_background_builds(); }
   const BuildInfo& build_info() const { return build_info_; }
 
  protected:
@@ -333,7 +327,6 @@ class Detector {
                                                      std::vector<DecodedSize>& sizes, const PostprocessOptions& post);
   // warm_up()'s backend (sizes validated, never empty); the default (CPU) does nothing.
   virtual void run_warm_up(const std::vector<int>& batch_sizes) { (void)batch_sizes; }
-  virtual void run_wait_background_builds() {}
   void count_decoded(int64_t gpu, int64_t cpu, int64_t cpu_fallback, const std::string& backend);
   // The call's options: `postprocess` validated, or options().postprocess when null.
   const PostprocessOptions& call_postprocess(const PostprocessOptions* postprocess) const;

@@ -4,8 +4,8 @@
 # "pad fast"): derive (every size derived), pad (--pad-batches), pad1 (that, tuning only BATCH),
 # pad1q (that, with YOLOCU_TUNE_QUICK=1: at most 3 cuDNN graph plans a layer, one timing each), fast
 # (--fast-start: BATCH tuned with 4 graph plans a layer, the other anchors built without compiling).
-# Rows: each start's time, its derived sizes, the tuner's breakdown, fast's background build; then
-# the engine time per batch size of both runs (fast: also after its background build). Sourced by
+# Rows: each start's time, its derived sizes, the tuner's breakdown; then the engine time per batch
+# size of both runs. Sourced by
 # scripts/gpu/video_run.sh and scripts/gpu/parts/engine.sh, which define row, step, out and summary.
 # shellcheck disable=SC2154  # out, summary: the sourcing script's
 warm_start_modes() {
@@ -30,7 +30,6 @@ warm_start_modes() {
       row "$mode ($start start): $(grep '^warm start' "$log" | sed 's/^warm start: //')"
       row "      $(grep '^warm-up:' "$log")"
       row "      $(grep '^tune breakdown' "$log")"
-      grep -q '^background build' "$log" && row "      $(grep '^background build' "$log")"
     done
     grep '^engine ms' "$out/warm_${mode}_cold.log" | sed "s/^/$mode, cold: /" | tee -a "$summary"
     grep '^engine ms' "$out/warm_${mode}_cached.log" | sed "s/^/$mode, cached: /" | tee -a "$summary"

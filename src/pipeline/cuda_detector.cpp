@@ -228,12 +228,6 @@ class CudaDetector final : public Detector {
     build_info_.graphs_captured = 0;
     for (const auto& c : contexts_) build_info_.graphs_captured += c->engine->stats().graphs_captured;
   }
-  void run_wait_background_builds() override {
-    YOLOCU_CUDA_CHECK(cudaSetDevice(options_.cuda_device));
-    const AllContexts all(*this);
-    for (Context* c : all.held) c->engine->wait_background_builds();
-    build_info_.derived_upgraded = contexts_.front()->engine->stats().derived_upgraded;
-  }
   std::vector<BatchSpan> take_timeline() override {
     std::lock_guard<std::mutex> lock(timeline_mutex_);
     return std::exchange(timeline_, {});

@@ -74,11 +74,6 @@ void CudaEngine::prepare(const std::vector<int>& batches) {
   impl_->prepare_batches(engine::sizes_to_prepare(batches, impl_->anchors, ready));
 }
 
-void CudaEngine::wait_background_builds() {
-  DeviceGuard guard(impl_->options.device);
-  impl_->wait_upgrades();
-}
-
 int CudaEngine::run_batch(int batch) const { return engine::run_batch(batch, impl_->anchors); }
 
 int CudaEngine::num_outputs() const { return static_cast<int>(impl_->sp.plan.outputs.size()); }

@@ -109,7 +109,6 @@ void Engine::choose_tactics() {
   workspace = alloc(workspace_bytes, "workspace");
   lim.workspace = workspace_bytes;
   tuner->set_limits(lim);
-  tactic_limits = lim;
   // The cache stays with the engine: derived batch sizes (batch_exec) add their plans to it.
   tactic_cache = std::move(cache);
   tactic_cache_path = path;
@@ -189,17 +188,19 @@ void Engine::prepare_batches(const std::vector<int>& sizes) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<engine::ConvProblem> problems;
   std::vector<std::string> ids;
-  std::vector<int> later;  // sizes that take a plain tactic somewhere: their own ones follow in the background
   for (int b : todo) {
     const BatchExec& from = *batches[static_cast<size_t>(engine::nearest_tuned(b, tuned))];
     const bool plain = options.derive_without_compiling && from.plain.size() == convs.size();
-    bool any = false;
     for (size_t c = 0; c < convs.size(); ++c) {
       problems.push_back(convs[c].problem(b));
-      any = any || (plain && !from.plain[c].empty());
-      ids.push_back(plain && !from.plain[c].empty() ? from.plain[c] : from.tactics[c]->id());
+      const std::string& own = from.tactics[c]->id();
+      // derive_without_compiling: the plain candidate, unless the cache file keeps this size's plan
+      // of the tuned tactic (restored, not compiled)
+      const engine::TacticRecord* kept =
+          plain && tactic_cache ? tactic_cache->find_derived(problems.back().signature(), b) : nullptr;
+      const bool restorable = kept && kept->tactic == own && !kept->plan.empty();
+      ids.push_back(plain && !from.plain[c].empty() && !restorable ? from.plain[c] : own);
     }
-    if (any) later.push_back(b);
   }
   const std::vector<std::shared_ptr<const engine::ConvTactic>> built =
       tuner->derive_many(problems, ids, options.device, pool_threads());
@@ -221,7 +222,6 @@ void Engine::prepare_batches(const std::vector<int>& sizes) {
   stats.derive_pool_ms = tuner->stats().derive_pool_ms;
   stats.derive_finish_ms = tuner->stats().derive_finish_ms;
   stats.derive_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!later.empty()) start_upgrade(later);
 }
 
 void Engine::build() {

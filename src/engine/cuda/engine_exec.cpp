@@ -58,7 +58,6 @@ void Engine::run(const void* d_input, int n, cudaStream_t s) {
   // With pad_batches the steps run at the anchor `batch` >= n; only the n images of d_input are
   // converted (d_input may hold no more), rows n..batch-1 keep what the buffers held (zeros from
   // the build or an earlier batch's values: finite, computed, never read back).
-  apply_upgrades();  // derived sizes' own tactics, when their background build is done
   const int batch = engine::run_batch(n, anchors);
   stats.padded_images += batch - n;
   BatchExec& be = batch_exec(batch);

@@ -3,7 +3,6 @@
 //   engine_build.cpp  the build: plan, arena, steps (steps/), tactics per tuned batch size, derived batch sizes
 //   engine_exec.cpp   execution: input conversion, the steps' launches, CUDA graph capture / replay
 //   engine_stem.cpp   the direct stem kernel: setup, per-batch choice (checked, timed, cached), run
-//   engine_upgrade.cpp derived sizes' own tactics built in the background, swapped in by run()
 //   cuda_engine.cpp   the public API (argument checks, host convenience, profile)
 // The steps themselves (one class per step kind) are in steps/, planned by gpu_steps.cpp.
 #pragma once
@@ -13,13 +12,9 @@
 #include <cudnn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,28 +38,6 @@ namespace yolocu::cuda_engine_internal {
 using engine::GpuStep;
 using engine::GpuStepKind;
 namespace ck = cuda_kernels;
-
-// The background build of derived batch sizes' own tactics (engine_upgrade.cpp): the jobs queued
-// for its thread, what it hands over (`ready`, `pending` set), and the BatchExecs they replaced.
-// Everything but `thread` and `retired` under `mutex`.
-struct UpgradeJob {
-  std::vector<int> sizes;
-  std::vector<engine::ConvProblem> problems;  // per size, per ConvInfo
-  std::vector<std::string> ids;               // the tuned size's tactic of each
-};
-struct Upgrades {
-  std::thread thread;
-  std::mutex mutex;
-  std::deque<UpgradeJob> jobs;
-  bool running = false;  // the thread works through `jobs`
-  bool stop = false;     // the engine goes: no further job
-  std::map<int, std::vector<std::shared_ptr<const engine::ConvTactic>>> ready;  // batch size -> per ConvInfo
-  std::vector<std::string> warnings;
-  std::atomic<bool> pending{false};
-  std::vector<std::unique_ptr<BatchExec>> retired;  // kept: launches of their graphs may be in flight
-  ~Upgrades();
-  void join();
-};
 
 // The engine's state: the plan, the step objects, the convolution layers and their tactics per
 // batch size, the device buffers, handles and streams, the stats. Steps see it only through
@@ -103,7 +76,6 @@ struct Engine {
   // The tactic cache of the build (null: none), kept for the plans of derived batch sizes.
   std::unique_ptr<engine::TacticCache> tactic_cache;
   std::string tactic_cache_path;
-  engine::TacticLimits tactic_limits;  // the tuner's after the build (the engine's workspace)
 
   const engine::PlanValue& val(int id) const { return values.val(id); }
   Shape shape_at(int id, int batch) const { return values.shape_at(id, batch); }
@@ -143,13 +115,6 @@ struct Engine {
   void enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first = 0, size_t last = SIZE_MAX);
   void capture(BatchExec& be, int batch);
   void run(const void* d_input, int batch, cudaStream_t s);
-
-  // engine_upgrade.cpp
-  void start_upgrade(const std::vector<int>& sizes);  // sizes: derived ones running plain tactics
-  void apply_upgrades();  // on the engine's thread: swaps in what the background build finished
-  void wait_upgrades();   // joins the background build, then applies it
-
-  Upgrades upgrades;  // last: destroyed (its thread joined) before everything else
 };
 
 }  // namespace yolocu::cuda_engine_internal
