@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "yolocu_slow_executions_total (0: off)")
     p.add_argument("--blocking-sync", action="store_true",
                    help="GPU instances wait for the device asleep instead of spinning a core (parameter blocking_sync)")
+    p.add_argument("--fast-start", action="store_true",
+                   help="GPU instances ready soonest on a cold tactic cache: only --max-batch tuned, padded batch "
+                        "sizes, the smaller ones on tactics that compile nothing (parameter fast_start)")
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP, gRPC and metrics endpoints bind to")
     p.add_argument("--expose", action="store_true", help="bind to all interfaces (0.0.0.0) instead of --host")
     p.add_argument("--http-port", type=int, default=8000)
@@ -183,6 +186,8 @@ def parameters(args: argparse.Namespace) -> Dict[str, str]:
         p["slow_execution_ms"] = str(args.slow_execution_ms)
     if args.blocking_sync:
         p["blocking_sync"] = "true"
+    if args.fast_start:
+        p["fast_start"] = "true"
     if args.engine_graph_segments != 1:
         p["engine_graph_segments"] = str(args.engine_graph_segments)
     return p

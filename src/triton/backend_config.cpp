@@ -122,6 +122,9 @@ const std::map<std::string, Setter>& setters() {
       {"slow_execution_ms", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.slow_execution_ms = static_cast<int>(to_integer(n, v, 0, 600000));
        }},
+      {"fast_start", [](BackendConfig& c, const std::string& n, const std::string& v) {
+         c.fast_start = one_of(n, v, {"true", "false"}) == "true";
+       }},
       {"blocking_sync", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.blocking_sync = one_of(n, v, {"true", "false"}) == "true";
        }},
@@ -188,6 +191,7 @@ DetectorOptions detector_options(const BackendConfig& config, bool gpu, int devi
   o.engine_graphs = config.engine_graphs == "on";
   o.engine_graph_segments = config.engine_graph_segments;
   o.blocking_sync = config.blocking_sync;
+  o.fast_start = config.fast_start;
   return o;
 }
 

@@ -27,6 +27,7 @@ struct BackendConfig {
   int cpu_threads = 0;             // KIND_CPU instances: CPU engine threads (0: all cores)
   int slow_execution_ms = 0;       // an execution at least this long is logged with its phases (0: off)
   bool blocking_sync = false;      // DetectorOptions::blocking_sync (GPU instances)
+  bool fast_start = false;         // DetectorOptions::fast_start (GPU instances)
 };
 
 // Parses Triton's model configuration JSON. Throws yolocu::Error(kInvalidArgument) naming the

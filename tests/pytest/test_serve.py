@@ -543,13 +543,14 @@ def test_write_repo_only(tmp_path):
     repo = tmp_path / "repo"
     out = subprocess.run([sys.executable, "-m", "yolocu.serve", "--model", data_path("models", MODEL), "--name", "m1",
                           "--device", "cpu", "--iou", "0.5", "--classes", "0", "2", "--blocking-sync",
-                          "--write-repo", str(repo)],
+                          "--fast-start", "--write-repo", str(repo)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     cfg = (repo / "m1" / "config.pbtxt").read_text()
     assert 'backend: "yolocu"' in cfg and "KIND_CPU" in cfg
     assert 'key: "iou" value: { string_value: "0.5" }' in cfg and 'string_value: "0,2"' in cfg
     assert 'key: "blocking_sync" value: { string_value: "true" }' in cfg
+    assert 'key: "fast_start" value: { string_value: "true" }' in cfg
     assert (repo / "m1" / "1" / "model.onnx").read_bytes() == open(data_path("models", MODEL), "rb").read()
     assert not [p for p in (repo / "m1").rglob("*.tmp-*")]
 

@@ -48,7 +48,7 @@ TEST(TritonConfig, ReadsEveryParameter) {
       param("decode", "cpu") + "," + param("engine_graphs", "off") + "," + param("max_pixels", "1000000") + "," +
       param("max_image_side", "4096") + "," + param("max_request_bytes", "1048576") + "," + param("contexts", "2") + "," +
       param("model_file", "yolov8n.onnx") + "," + param("imgsz", "384,640") + "," + param("cpu_threads", "3") + "," +
-      param("slow_execution_ms", "25") + "," + param("blocking_sync", "true")));
+      param("slow_execution_ms", "25") + "," + param("blocking_sync", "true") + "," + param("fast_start", "true")));
   const yt::BackendConfig segmented =
       yt::parse_backend_config(with_params(param("engine_graphs", "on") + "," + param("engine_graph_segments", "8")));
   EXPECT_EQ(segmented.engine_graph_segments, 8);
@@ -75,6 +75,9 @@ TEST(TritonConfig, ReadsEveryParameter) {
   EXPECT_TRUE(c.blocking_sync);
   const yolocu::DetectorOptions o = yt::detector_options(c, false, 0, false);
   EXPECT_TRUE(o.blocking_sync);
+  EXPECT_TRUE(c.fast_start);
+  EXPECT_TRUE(o.fast_start);
+  EXPECT_FALSE(yt::detector_options(yt::parse_backend_config(with_params("")), true, 0, true).fast_start) << "off by default";
   EXPECT_EQ(o.input_height, 384);
   EXPECT_EQ(o.input_width, 640);
   EXPECT_EQ(o.cpu_threads, 3);
@@ -94,6 +97,8 @@ TEST(TritonConfig, RefusesBadValuesByName) {
   EXPECT_NE(error_of(with_params(param("imgsz", "100"))).find("multiples of 32"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("slow_execution_ms", "-1"))).find("slow_execution_ms"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("blocking_sync", "yes"))).find("blocking_sync = 'yes' must be one of true, false"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_params(param("fast_start", "1"))).find("fast_start = '1' must be one of true, false"),
             std::string::npos);
   EXPECT_NE(error_of(with_params(param("engine_graph_segments", "65"))).find("must be an integer in [1, 64]"), std::string::npos);
   EXPECT_NE(error_of(with_params(param("engine_graphs", "off") + "," + param("engine_graph_segments", "4")))
