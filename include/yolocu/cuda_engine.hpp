@@ -58,7 +58,7 @@ struct CudaEngineOptions {
   // every size 1..32 derives 4 instead of 30) for up to twice the work in a partial batch.
   bool pad_batches = false;
   // Derived (untuned) batch sizes build no kernel at runtime: for each layer whose tuned winner is a
-  // runtime-compiled cuDNN graph engine (about half a second of a core per layer and size), they
+  // runtime-compiled cuDNN graph engine (a compilation per layer and size), they
   // take the fastest candidate of the same tuning sweep that is not (legacy cuDNN, yolocu's own, or
   // a precompiled cuDNN engine). A derived size is then ready in milliseconds, at the price of that
   // candidate's speed at that size; the tuned sizes are unchanged. A layer whose choice came from a

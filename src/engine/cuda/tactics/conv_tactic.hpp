@@ -62,9 +62,8 @@ class ConvTactic {
   // True if this object was restored from serialised plan bytes (not compiled now).
   virtual bool restored_from_plan() const { return false; }
   // True if building this tactic compiles its kernel at runtime (a cuDNN runtime-fusion engine):
-  // building the same id for another batch size costs another compilation (about half a second of
-  // a core), where the other families' kernels and cuDNN's precompiled engines build in
-  // milliseconds.
+  // building the same id for another batch size costs another compilation, where the other
+  // families' kernels and cuDNN's precompiled engines build at once.
   virtual bool compiled_at_runtime() const { return false; }
 };
 using TacticPtr = std::unique_ptr<ConvTactic>;
