@@ -111,8 +111,9 @@ struct DetectorOptions {
   // streams): pad_batches on, only max_batch tuned (unless tune_batches names sizes), at most 4
   // cuDNN graph plans tried per layer (CudaEngineOptions::max_graph_plans), and the other sizes
   // derived without runtime compilation (CudaEngineOptions::derive_without_compiling). max_batch
-  // runs at its tuned speed; smaller batches pad up to an anchor that runs tactics chosen for
-  // max_batch. The CPU path ignores it.
+  // runs at its tuned speed; smaller batches pad up to an anchor that runs tactics compiling
+  // nothing (slower at those sizes), or restores its own plans where the tactic cache file keeps
+  // them from an earlier start without fast_start. The CPU path ignores it.
   bool fast_start = false;
   // detect_encoded(): where JPEGs are decoded, and the largest image accepted. kGpu needs the CUDA
   // detector and nvJPEG in the build: create() refuses it otherwise (kUnsupported), also for
