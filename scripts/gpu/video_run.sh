@@ -45,7 +45,7 @@
 #      processes of half the sources each at once (the default decoder).
 # Environment: TEST_FILTER (gtest filter for the tests), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_SANITIZE=1,
 # DECODE_RUNS (2: passes of the k-stream decode-alone benchmark), BENCH_TIMEOUT (300 s: each k-stream run),
-# CLIP_LOOPS (1: the benchmark sources play their clip that many times over), BENCH_SEED=1 (the
+# CLIP_LOOPS (1: the benchmark's and the two-GPU run's sources play their clip that many times over), BENCH_SEED=1 (the
 # benchmark's tactic cache seeded from the carried one: no cold start),
 # TRACK=1, TRACK_ONLY=1, STREAMS (default 8; the detector's batch is at most 32), BENCH_DECODERS
 # (default "cpu cuda"), TRACK_STREAMS (default 32), WARM=1, WARM_ONLY=1,
@@ -287,10 +287,16 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   unset YOLOCU_TUNE_QUICK
   export YOLOCU_TACTIC_CACHE=$out/gpus2_tactics.json
   seed_cache "$YOLOCU_TACTIC_CACHE"
-  for i in $(seq "$k"); do echo "$clip"; done >"$out/gpus2_streams.txt"
+  gclip=$clip  # CLIP_LOOPS > 1: the clip that many times over, as the single-GPU benchmark's sources
+  if [ "${CLIP_LOOPS:-1}" -gt 1 ]; then
+    gclip=$run/bench_1080p_h264_x${CLIP_LOOPS}.mp4
+    [ -f "$gclip" ] || "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -stream_loop $((CLIP_LOOPS - 1)) -i "$clip" \
+      -c copy "$gclip" || { row "FAIL  ffmpeg -stream_loop: the clip stays $(basename "$clip")"; gclip=$clip; }
+  fi
+  for i in $(seq "$k"); do echo "$gclip"; done >"$out/gpus2_streams.txt"
   half=$(( (k + 1) / 2 ))
   head -n "$half" "$out/gpus2_streams.txt" >"$out/gpus2_half.txt"
-  frames=$(timeout 60 "$bin/bench_video_decode" "$clip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
+  frames=$(timeout 120 "$bin/bench_video_decode" "$gclip" --decoder cpu --runs 1 2>/dev/null | grep -o '[0-9]* frames per pass' | head -1 | cut -d' ' -f1)
   lines_of() { if [ -f "$out/$1.jsonl" ]; then wc -l <"$out/$1.jsonl"; else echo 0; fi; }  # a run's JSON lines
   # the cores a run used over its wall time (bash's time: wall, user, sys seconds in <name>.time)
   cores_of() { awk '$1 > 0 { printf "%.1f cores of '"$(nproc)"'", ($2 + $3) / $1 }' "$out/$1.time"; }
@@ -311,8 +317,8 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
     for way in ${GPUS2_WAYS:-default hwaccel own}; do
       n=gpus2_decode_${devs/,/_}_$way
       # shellcheck disable=SC2046  # way_env: several VAR=value words
-      timed "$n" env $(way_env "$way") timeout 300 "$bin/bench_video_decode" "$clip" --decoder cuda --streams "$k" --runs 2 \
-        --devices "$devs"
+      timed "$n" env $(way_env "$way") timeout 300 "$bin/bench_video_decode" "$gclip" --decoder cuda --streams "$k" \
+        --runs "${DECODE_RUNS:-2}" --devices "$devs"
       row "decode alone, $k streams, NVDEC on GPU(s) $devs, $way: $(fps_of "$out/$n.log") frames/s ($(mid_of "$out/$n.log") in the middle half), $(cores_of "$n"); $(grep -h 'NVDEC utilisation\|GPU [0-9]* mean' "$out/$n.log" | tr '\n' ' '); last pass: $(grep '^pass ' "$out/$n.log" | tail -1 | cut -d' ' -f3-)"
     done
   done
