@@ -83,6 +83,20 @@ way_env() {
 # The tactic cache an earlier call returned (tactics.json.xz, carried as .gpu-video/carry/tactics.json.xz)
 # seeds the sections that measure no cold start (two GPUs, live, tracking): a fresh machine skips tuning.
 seed_cache() { [ -f "$carry/tactics.json.xz" ] && xz -dc "$carry/tactics.json.xz" >"$1"; return 0; }
+# looped_clip CLIP: the path of CLIP played CLIP_LOOPS times over (a stream copy under $run, made
+# once; not under $out: the logs stay small), or CLIP itself with CLIP_LOOPS 1 or when ffmpeg fails.
+looped_clip() {
+  local clip=$1 long
+  [ "${CLIP_LOOPS:-1}" -gt 1 ] || { echo "$clip"; return; }
+  long=$run/$(basename "${clip%.*}")_x${CLIP_LOOPS}.${clip##*.}
+  if [ -f "$long" ] || "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -stream_loop $((CLIP_LOOPS - 1)) -i "$clip" \
+    -c copy "$long"; then
+    echo "$long"
+  else
+    row "FAIL  ffmpeg -stream_loop: the clip stays $(basename "$clip")" >&2
+    echo "$clip"
+  fi
+}
 
 step "unpack"
 run=$root/.gpu-video/run
@@ -197,11 +211,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   for codec in ${CODECS:-h264 hevc}; do
     cclip=$carry/video/bench_1080p_$codec.mp4
     [ -f "$cclip" ] || { row "no $cclip (CODECS: h264, hevc)"; continue; }
-    if [ "${CLIP_LOOPS:-1}" -gt 1 ]; then  # the clip CLIP_LOOPS times over (stream copy): a longer run per source
-      long=$run/bench_1080p_${codec}_x${CLIP_LOOPS}.mp4  # (not under $out: the logs stay small)
-      "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -stream_loop $((CLIP_LOOPS - 1)) -i "$cclip" -c copy "$long" &&
-        cclip=$long || row "FAIL  ffmpeg -stream_loop: the clip stays $(basename "$cclip")"
-    fi
+    cclip=$(looped_clip "$cclip")
     step "benchmark: 1080p $codec, decode and decode + yolov5n detect"
     for i in $(seq "$k"); do echo "$cclip"; done >"$out/streams_$codec.txt"
     for d in ${BENCH_DECODERS:-cpu cuda}; do  # BENCH_DECODERS=cuda: NVDEC only (128 streams)
@@ -287,12 +297,7 @@ if { [ "${GPUS2:-0}" = 1 ] || [ "${GPUS2_ONLY:-0}" = 1 ]; } && [ "$(nvidia-smi -
   unset YOLOCU_TUNE_QUICK
   export YOLOCU_TACTIC_CACHE=$out/gpus2_tactics.json
   seed_cache "$YOLOCU_TACTIC_CACHE"
-  gclip=$clip  # CLIP_LOOPS > 1: the clip that many times over, as the single-GPU benchmark's sources
-  if [ "${CLIP_LOOPS:-1}" -gt 1 ]; then
-    gclip=$run/bench_1080p_h264_x${CLIP_LOOPS}.mp4
-    [ -f "$gclip" ] || "$bin/ffmpeg" -nostdin -hide_banner -loglevel error -stream_loop $((CLIP_LOOPS - 1)) -i "$clip" \
-      -c copy "$gclip" || { row "FAIL  ffmpeg -stream_loop: the clip stays $(basename "$clip")"; gclip=$clip; }
-  fi
+  gclip=$(looped_clip "$clip")  # as the single-GPU benchmark's sources
   for i in $(seq "$k"); do echo "$gclip"; done >"$out/gpus2_streams.txt"
   half=$(( (k + 1) / 2 ))
   head -n "$half" "$out/gpus2_streams.txt" >"$out/gpus2_half.txt"
