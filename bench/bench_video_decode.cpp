@@ -157,7 +157,8 @@ StartTimes start_sources(const std::string& file, const yolocu::VideoSourceOptio
 // then K at once again while one source decodes on (the file over and over): its frames and longest
 // gap while the others start tell whether starting decoders holds up a running one.
 void probe_start(const std::string& file, yolocu::VideoSourceOptions o, int k) {
-  o.max_frames_held = std::min(2 * 4 + 2, 16);  // StreamSet's at its default queue depth
+  // StreamSet's surfaces per source (stream_set.cpp) at its default queue depth
+  o.max_frames_held = static_cast<int>(std::min<size_t>(2 * yolocu::StreamOptions{}.queue_depth + 2, 16));
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };

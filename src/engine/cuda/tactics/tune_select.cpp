@@ -23,11 +23,11 @@ int pick_fastest(const std::vector<double>& us) {
   return best;
 }
 
-int pick_plain(const std::vector<double>& us, const std::vector<bool>& compiled, int winner) {
-  if (winner < 0 || static_cast<size_t>(winner) >= compiled.size() || !compiled[static_cast<size_t>(winner)]) return -1;
+int pick_plain(const std::vector<double>& us, const std::vector<bool>& unfit, int winner) {
+  if (winner < 0 || static_cast<size_t>(winner) >= unfit.size() || !unfit[static_cast<size_t>(winner)]) return -1;
   std::vector<double> plain(us.size(), -1.0);
-  for (size_t i = 0; i < us.size() && i < compiled.size(); ++i)
-    if (!compiled[i]) plain[i] = us[i];
+  for (size_t i = 0; i < us.size() && i < unfit.size(); ++i)
+    if (!unfit[i]) plain[i] = us[i];
   return pick_fastest(plain);
 }
 

@@ -31,10 +31,11 @@ std::vector<size_t> retime_set(const std::vector<double>& quick_us, double margi
 int pick_fastest(const std::vector<double>& us);
 
 // The candidate a derived batch size may build without a runtime compilation
-// (CudaEngineOptions::derive_without_compiling): -1 if the winner's own build compiles nothing
-// (compiled[winner] false: the winner serves) or no candidate that compiles nothing has a time;
-// else the index of the fastest of those (`us` negative: failed, left out; the first of equal times).
-int pick_plain(const std::vector<double>& us, const std::vector<bool>& compiled, int winner);
+// (CudaEngineOptions::derive_without_compiling). unfit[i]: candidate i cannot serve there (it
+// compiles at runtime, or needs more workspace than a derived size has). -1 if the winner is fit
+// (unfit[winner] false: the winner serves) or no fit candidate has a time; else the index of the
+// fastest fit one (`us` negative: failed, left out; the first of equal times).
+int pick_plain(const std::vector<double>& us, const std::vector<bool>& unfit, int winner);
 
 // Tactic families as the breakdown counts them, by id prefix ("cudnn-graph:", "cudnn:", "own:",
 // "cutlass:"; "packin:<inner id>" as its inner tactic's).

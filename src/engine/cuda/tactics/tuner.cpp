@@ -591,10 +591,13 @@ void Tuner::tune(Choice& c) {
   ++stats_.tuned;
   YOLOCU_CHECK(winner >= 0, kUnsupported, "conv ", c.sig, " batch ", c.pb.n, ": none of ", c.out.candidates,
                " candidate tactics passed the check");
-  std::vector<bool> compiled;
-  for (const TacticPtr& t : s.passed)  // one needing more than the floor's workspace would not fit a derived size
-    compiled.push_back(t->compiled_at_runtime() || t->workspace() > kDerivedWorkspaceFloor);
-  const int plain = pick_plain(s.brief, compiled, winner);
+  // Unfit for a derived size: compiling at runtime, or needing more than the floor's workspace. Only a
+  // winner that compiles is replaced (its own workspace is the engine's anyway).
+  std::vector<bool> unfit;
+  for (const TacticPtr& t : s.passed)
+    unfit.push_back(t->compiled_at_runtime() || t->workspace() > kDerivedWorkspaceFloor);
+  const int plain =
+      s.passed[static_cast<size_t>(winner)]->compiled_at_runtime() ? pick_plain(s.brief, unfit, winner) : -1;
   if (plain >= 0) c.out.plain = s.passed[static_cast<size_t>(plain)]->id();
   c.out.tactic = std::move(s.passed[static_cast<size_t>(winner)]);
   stats_.breakdown.add_win(c.out.tactic->id(), s.place[static_cast<size_t>(winner)]);
