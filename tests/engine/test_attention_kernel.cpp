@@ -13,6 +13,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/attention.hpp"
@@ -98,8 +99,11 @@ void run_kernel(const Problem& pr, bool tensor_cores) {
 }
 
 // 63 tokens (partial tiles of queries and keys) over two heads at batch 2; 169 tokens (a block whose
-// last warp has no query); one token; dims of 16 to 64, as attention_mma_supported admits.
-const Problem kProblems[] = {{2, 16, 32, 63, 2}, {1, 32, 64, 169, 1}, {1, 16, 16, 1, 1}};
+// last warp has no query, a last key tile of 41 keys); one token; yolo11n's C2PSA at 640x640 (2
+// heads, key dim 32, head dim 64, 400 tokens: 7 key tiles); 128 tokens (whole tiles) with the
+// widest dims the tensor-core kernel is built for.
+const Problem kProblems[] = {{2, 16, 32, 63, 2}, {1, 32, 64, 169, 1}, {1, 16, 16, 1, 1}, {2, 32, 64, 400, 2},
+                             {1, 64, 128, 128, 1}};
 
 TEST(CudaAttentionKernel, TensorCoreKernelMatchesHostReference) {
   YOLOCU_REQUIRE_GPU();
@@ -108,6 +112,23 @@ TEST(CudaAttentionKernel, TensorCoreKernelMatchesHostReference) {
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
   if (major < 7) GTEST_SKIP() << "the tensor-core kernel needs sm_70 or newer";
   for (const Problem& p : kProblems) run_kernel(p, true);
+}
+
+// Dims the tensor-core kernel is not built for go to the per-query kernel.
+TEST(CudaAttentionKernel, TensorCoreKernelRefusesOtherDims) {
+  YOLOCU_REQUIRE_GPU();
+  attn::Geometry g;
+  g.heads = 1;
+  g.tokens = 64;
+  g.scale = 0.25f;
+  for (const auto& [kd, hd] : {std::pair{48, 64}, std::pair{32, 256}, std::pair{8, 16}}) {
+    g.key_dim = kd;
+    g.head_dim = hd;
+    g.qkv_pitch = 2 * kd + hd;
+    g.out_pitch = hd;
+    EXPECT_FALSE(cuda_kernels::attention_mma_supported(g)) << "key dim " << kd << ", head dim " << hd;
+    EXPECT_FALSE(cuda_kernels::attention_prepare(g, true)) << "key dim " << kd << ", head dim " << hd;
+  }
 }
 
 TEST(CudaAttentionKernel, PerQueryKernelMatchesHostReference) {

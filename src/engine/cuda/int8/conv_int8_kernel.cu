@@ -28,6 +28,7 @@
 #include "core/cuda_check.hpp"
 #include "engine/cuda/int8/conv_int8_kernel.hpp"
 #include "engine/cuda/int8/int8_math.hpp"
+#include "engine/cuda/mma_ptx.cuh"
 #include "engine/cuda/tactics/smem_limit.hpp"
 
 namespace yolocu::engine {
@@ -53,29 +54,12 @@ struct Params {
   int kt_per;        // reduction steps per slice (blockIdx.z)
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 16 : 0;  // 0: nothing read, 16 zero bytes written
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+using cuda_kernels::ptx::cp_async16;
+using cuda_kernels::ptx::cp_async_commit;
+using cuda_kernels::ptx::cp_async_wait;
+using cuda_kernels::ptx::ldmatrix_x4;
+using cuda_kernels::ptx::mma_s8;
+using cuda_kernels::ptx::smem_u32;
 
 // Where the epilogue writes: the output (P.y, P.yp, P.out), or a split-K slice of raw int32 sums.
 struct Dst {
