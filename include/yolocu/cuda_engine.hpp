@@ -82,6 +82,10 @@ struct CudaEngineOptions {
   // convolution) as a candidate beside cuDNN's grouped convolution for those layers (off until
   // timed against it on a GPU).
   bool own_depthwise_tactics = false;
+  // yolocu's thin 3x3 kernel (8, 16 or 32 input channels, up to 64 output channels, stride 1 or 2:
+  // the C2f / C3k2 bottlenecks of YOLOv8 and YOLO11 at the high resolutions) as a candidate beside
+  // cuDNN's for those layers; the tuner keeps it only where it is faster.
+  bool own_thin_tactics = true;
   // Run the Detect head's tail (reshape, transpose, sigmoid, grid/anchor arithmetic, concats) as
   // one kernel per level reading the head convolutions' NHWC output (their channels padded to a
   // multiple of 8), instead of ~12 generic passes per level.

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_tactic_test_util.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/tactics/conv_tactic.hpp"
 #include "engine/cuda/tactics/own_dwconv_kernel.hpp"
@@ -63,48 +64,10 @@ ConvProblem dw_problem(const DwShape& d, bool half) {
   return pb;
 }
 
-// Random values, rounded to fp16 when `half` (both sides then see the same numbers).
-std::vector<float> random_values(size_t n, uint32_t seed, float lo, float hi, bool half) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = half ? __half2float(__float2half_rn(u(rng))) : u(rng);
-  return v;
-}
-
-// A device buffer holding `v` in fp16 or float32 (freed by the destructor).
-struct DeviceBuf {
-  void* p = nullptr;
-  DeviceBuf(const std::vector<float>& v, bool half) {
-    const size_t es = half ? 2 : 4;
-    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(1, v.size()) * es), cudaSuccess);
-    if (half) {
-      std::vector<__half> h(v.size());
-      for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
-      EXPECT_EQ(cudaMemcpy(p, h.data(), v.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-    } else {
-      EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    }
-  }
-  explicit DeviceBuf(size_t bytes) { EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(1, bytes)), cudaSuccess); }
-  ~DeviceBuf() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuf(const DeviceBuf&) = delete;
-  DeviceBuf& operator=(const DeviceBuf&) = delete;
-};
-
-std::vector<float> download(const void* d, size_t n, bool half) {
-  std::vector<float> out(n);
-  if (half) {
-    std::vector<__half> h(n);
-    EXPECT_EQ(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
-  } else {
-    EXPECT_EQ(cudaMemcpy(out.data(), d, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-  return out;
-}
+using conv_test::Cudnn;
+using conv_test::DeviceBuf;
+using conv_test::download;
+using conv_test::random_values;
 
 // A layer's inputs on the host: x NHWC, w [c][r][s], bias [c], residual NHWC [n, p, q, c].
 struct DwData {
@@ -284,39 +247,17 @@ TEST(OwnDwConv, MatchesDirectConvolution) {
   std::printf("[ own:dw ] %d (shape, dtype, tile) cases\n", ran);
 }
 
-// The tuner's check for one candidate: NaN-filled output, the run, compare_rows against cuDNN's
-// implicit GEMM + epilogue (the tuner's reference), check_verdict.
+// The tuner's check for one candidate on this problem's data (conv_test::tuner_check).
 CheckVerdict tuner_check(cudnnHandle_t cudnn, const ConvProblem& pb, const ConvTactic& t) {
   const DwData d = make_data(pb);
-  const size_t es = pb.half ? 2 : 4, pixels = size_t(pb.n) * pb.p * pb.q;
   DeviceBuf dx(d.x, pb.half), dw(d.w, pb.half), db(d.bias, false), dr(d.res, pb.half);
-  DeviceBuf dy(pixels * pb.y_pitch() * es), dref(pixels * pb.k * es), dacc(sizeof(cuda_kernels::CompareAcc));
   ConvBuffers b;
   b.x = dx.p;
   b.w = dw.p;
   b.bias = pb.bias ? static_cast<const float*>(db.p) : nullptr;
   b.residual = pb.residual ? dr.p : nullptr;
-  ConvBuffers r = b;
-  r.y = dref.p;
-  cudnn_legacy_reference(cudnn, pb.packed())->run(cudnn, r, nullptr);
-  b.y = dy.p;
-  EXPECT_EQ(cudaMemset(dy.p, 0xff, pixels * pb.y_pitch() * es), cudaSuccess);
-  t.run(cudnn, b, nullptr);
-  EXPECT_EQ(cudaMemset(dacc.p, 0, sizeof(cuda_kernels::CompareAcc)), cudaSuccess);
-  cuda_kernels::compare_rows(dy.p, pb.y_pitch(), dref.p, pb.k, pb.half, static_cast<int64_t>(pixels) * pb.k,
-                             static_cast<cuda_kernels::CompareAcc*>(dacc.p), nullptr);
-  cuda_kernels::CompareAcc acc{};
-  EXPECT_EQ(cudaMemcpy(&acc, dacc.p, sizeof acc, cudaMemcpyDeviceToHost), cudaSuccess);
-  return check_verdict(acc, pb.half);
+  return conv_test::tuner_check(cudnn, pb, t, b);
 }
-
-struct Cudnn {
-  cudnnHandle_t h = nullptr;
-  Cudnn() { EXPECT_EQ(cudnnCreate(&h), CUDNN_STATUS_SUCCESS); }
-  ~Cudnn() {
-    if (h) cudnnDestroy(h);
-  }
-};
 
 TEST(OwnDwConv, PassesTheTunersCheck) {
   YOLOCU_REQUIRE_GPU();

@@ -10,7 +10,8 @@
 #   scripts/gpu/bundle.sh v8 (V8_SET=static)   here;   bash scripts/gpu/run_all.sh v8   there (carry .gpu)
 # Reads: TEST_FILTER (default: the static set's CUDA cases), TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS,
 # SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, BATCHES (default 1,32; each a cold tune), TACTICS, COMPARE_FLAGS,
-# PROFILE (default 0 here), V8_SAN=attention (only the attention cases under compute-sanitizer),
+# PROFILE (default 0 here), V8_SAN=kernels (only the attention and thin-conv kernels' own tests,
+# then those under compute-sanitizer, then the benchmark),
 # V8_MODELS (the benchmark's models, default "yolov8n yolo11n"), V8_E2E (see v8_e2e), OUT,
 # YOLOCU_GPU_DIR (the table: docs/gpu-runs.md).
 set -uo pipefail
@@ -79,14 +80,17 @@ v8_e2e() {
 
 gpu_begin
 export YOLOCU_V8_DIR=$root/$g/data/v8
-TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:CudaAttentionKernel.*:CudaChannelViews.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
-if [ "${V8_SAN:-all}" = attention ]; then  # only the attention kernels under the sanitizers (no tests, no bench)
-  sanitize memcheck test_cuda_engine 'CudaAttentionSynthetic.*:CudaAttentionKernel.*'
-  sanitize racecheck test_cuda_engine 'CudaAttentionKernel.*'
-  sanitize initcheck test_cuda_engine 'CudaAttentionKernel.*'
-  SKIP_BENCH=1
+[ "${V8_SAN:-all}" = kernels ] && TEST_FILTER=${TEST_FILTER:-ThinConv.*:CudaAttentionKernel.*}
+TEST_FILTER=${TEST_FILTER:-Exports/CudaV8.*:Exports/CudaV8Tail.*:CudaV8TailSynthetic.*:CudaAttention.*:CudaAttentionSynthetic.*:CudaAttentionKernel.*:CudaChannelViews.*:ThinConv.*:PostprocessCuda.V8*:Exports/V8Detector.SampleImages*_cuda}
+if [ "${V8_SAN:-all}" = kernels ]; then  # the new kernels' own cases, then under the sanitizers
+  run_tests test_cuda_engine
+  sanitize memcheck test_cuda_engine 'CudaAttentionKernel.*:ThinConv.MatchesDirectConvolution'
+  sanitize racecheck test_cuda_engine 'CudaAttentionKernel.*:ThinConv.MatchesDirectConvolution'
+  sanitize initcheck test_cuda_engine 'CudaAttentionKernel.*:ThinConv.MatchesDirectConvolution'
 elif run_tests test_cuda_engine test_postprocess_cuda test_detector_v8 && want_sanitizers; then
   sanitize racecheck test_cuda_engine 'CudaAttentionKernel.*'
+  sanitize memcheck test_cuda_engine 'ThinConv.MatchesDirectConvolution'
+  sanitize racecheck test_cuda_engine 'ThinConv.MatchesDirectConvolution'
   sanitize memcheck test_cuda_engine 'Exports/CudaV8.StaticBatch1*'
   sanitize memcheck test_cuda_engine 'CudaV8TailSynthetic.*'
   sanitize racecheck test_cuda_engine 'CudaV8TailSynthetic.ConcatenatedForm'

@@ -80,6 +80,7 @@ void Engine::choose_tactics() {
   lim.max_graph_plans = options.max_graph_plans;
   lim.cutlass = options.cutlass_tactics;
   lim.own_depthwise = options.own_depthwise_tactics;
+  lim.own_thin = options.own_thin_tactics;
   DeviceMem tmp_ws, y_ref;
   if (lim.workspace > 0) {
     try {

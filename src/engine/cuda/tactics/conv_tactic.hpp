@@ -6,12 +6,13 @@
 //   cudnn_graph.cpp   "cudnn-graph:e<id>;..."   one cuDNN Graph API (cudnn-frontend) fused kernel
 //   own_conv.cpp      "own:igemm-bm<rows>"      yolocu's tensor-core implicit GEMM for small layers
 //   own_dwconv.cpp    "own:dw-q<cols>r<rows>[w]"  yolocu's depthwise (group == c == k) stencil kernel
+//   thin_conv.cpp     "own:thin-tw<width>"      yolocu's 3x3 kernel for layers of 8 to 32 input channels
 //   cutlass_conv.cu   "cutlass:tb<M>x<N>x<K>-s<stages>"  CUTLASS implicit GEMM, epilogue fused
 //                     (TacticLimits::cutlass; off by default: it won no layer on the H100)
 //   packed_input.cpp  "packin:<inner id>"       a layer with a pitched input or residual (a channel
 //                     view, ConvProblem::xp / rp): copies them packed into the workspace, then runs
 //                     the inner tactic (any family's) on ConvProblem::packed_inputs()
-// Pitched inputs: cudnn_legacy and cudnn_graph read them natively (cuDNN may refuse some algorithms
+// Pitched inputs: cudnn_legacy, cudnn_graph and own:thin read them natively (cuDNN may refuse some algorithms
 // or engines); every other family offers nothing for them (a new family must refuse them too, or
 // read them with their pitch), and the packin wrapper always works.
 #pragma once
@@ -77,6 +78,7 @@ struct TacticLimits {
   int max_graph_plans = 7;              // cudnn-graph candidates per problem, in heuristic order
   bool cutlass = false;                 // offer the cutlass family's candidates (CudaEngineOptions::cutlass_tactics)
   bool own_depthwise = true;            // offer the own:dw family's (CudaEngineOptions::own_depthwise_tactics)
+  bool own_thin = true;                 // offer the own:thin family's (CudaEngineOptions::own_thin_tactics)
 };
 
 // Legacy cuDNN: every algorithm cuDNN supports for the problem (FP16: tensor-op math, no FFT; FP32:
@@ -105,6 +107,12 @@ std::vector<TacticPtr> own_conv_candidates(const ConvProblem& pb);
 // input and residual; one candidate per tile shape. Nothing unless lim.own_depthwise.
 std::vector<TacticPtr> own_dwconv_candidates(const ConvProblem& pb, const TacticLimits& lim);
 bool own_dwconv_shape_ok(const ConvProblem& pb);
+
+// yolocu's thin 3x3 kernel (thin_conv_kernel.hpp): fp16, groups 1, 3x3, dilation 1, stride 1 or 2,
+// c in {8, 16, 32}, k in {8, 16, 32, 64}, pitched x / residual / y read natively; one candidate per
+// tile width (those wider than twice the output width left out). Nothing unless lim.own_thin.
+std::vector<TacticPtr> thin_conv_candidates(const ConvProblem& pb, const TacticLimits& lim);
+bool thin_conv_shape_ok(const ConvProblem& pb);
 
 // CUTLASS's implicit-GEMM fprop (cutlass_conv.cu): fp16, groups 1, a bias, no residual, c, k and the
 // output pitch multiples of 8; one candidate per instantiated tile shape that CUTLASS can run the
@@ -140,6 +148,7 @@ TacticPtr restore_cudnn_graph(cudnnHandle_t cudnn, const ConvProblem& pb, const 
                               const TacticLimits& lim, const std::vector<uint8_t>& plan);
 TacticPtr make_own_conv(const ConvProblem& pb, const std::string& id);
 TacticPtr make_own_dwconv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
+TacticPtr make_thin_conv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 TacticPtr make_cutlass_conv(const ConvProblem& pb, const std::string& id, const TacticLimits& lim);
 
 }  // namespace yolocu::engine

@@ -142,7 +142,7 @@ std::string tactic_device_key(int device) {
   int driver = 0;
   YOLOCU_CUDA_CHECK(cudaDriverGetVersion(&driver));
   return detail::cat(prop.name, " | sm", prop.major, prop.minor, " x", prop.multiProcessorCount, " | driver ", driver,
-                     " | cudnn ", cudnnGetVersion(), " | cudnn-frontend ", CUDNN_FRONTEND_VERSION, " | tactics 2");
+                     " | cudnn ", cudnnGetVersion(), " | cudnn-frontend ", CUDNN_FRONTEND_VERSION, " | tactics 3");
 }
 
 TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::string& id, const TacticLimits& lim,
@@ -150,6 +150,7 @@ TacticPtr make_tactic(cudnnHandle_t cudnn, const ConvProblem& pb, const std::str
   if (id.rfind("cudnn-graph:", 0) == 0) return make_cudnn_graph(cudnn, pb, id, lim, plan);
   if (id.rfind("cudnn:", 0) == 0) return make_cudnn_legacy(cudnn, pb, id, lim);
   if (id.rfind("own:dw-", 0) == 0) return make_own_dwconv(pb, id, lim);
+  if (id.rfind("own:thin-", 0) == 0) return make_thin_conv(pb, id, lim);
   if (id.rfind("own:", 0) == 0) return make_own_conv(pb, id);
   if (id.rfind("cutlass:", 0) == 0) return make_cutlass_conv(pb, id, lim);
   if (id.rfind("packin:", 0) == 0) return make_packin(cudnn, pb, id, lim, plan);
@@ -506,6 +507,7 @@ std::vector<TacticPtr> Tuner::candidates(const Choice& c) {
   const auto o0 = Clock::now();
   std::vector<TacticPtr> own = own_conv_candidates(c.pb);
   for (TacticPtr& t : own_dwconv_candidates(c.pb, limits_)) own.push_back(std::move(t));
+  for (TacticPtr& t : thin_conv_candidates(c.pb, limits_)) own.push_back(std::move(t));
   bd.add_builds(TacticFamily::kOwn, ms_since(o0), static_cast<int>(own.size()));
   for (TacticPtr& t : own) cands.push_back(std::move(t));
   const auto c0 = Clock::now();
