@@ -1,6 +1,6 @@
 // CudaDetector: the GPU hot path. Per batch: images copied once into pinned staging and uploaded
-// with one async copy, letterboxed on the device (one launch for the batch), the engine's forward
-// (a replayed CUDA graph), decode + NMS + back-projection on the device, one small copy back.
+// in chunks as they are copied, letterboxed on the device (one launch for the batch), the engine's
+// forward (a replayed CUDA graph), decode + NMS + back-projection on the device, one small copy back.
 // Only the final result synchronises. A call with several batches keeps up to `contexts` of them
 // in flight, each on its own context (stream, engine, staging): the host stages and enqueues batch
 // k+1 while the GPU runs batch k, and results are collected in input order. When every context is
@@ -27,6 +27,7 @@
 #include "pipeline/cuda_device_input.hpp"
 #include "pipeline/cuda_engine_options.hpp"
 #include "pipeline/detector_backends.hpp"
+#include "pipeline/host_staging.hpp"
 #include "pipeline/jpeg_decoder_pool.hpp"
 #include "pipeline/stream_gate.hpp"
 #include "yolocu/model.hpp"
@@ -236,29 +237,38 @@ class CudaDetector final : public Detector {
  protected:
   std::vector<Detections> run_detect(const std::vector<ImageView>& images, DetectionTrace* trace,
                                      const PostprocessOptions& post) override {
-    // Host images: staged in pinned memory and uploaded (one copy per batch), then letterboxed.
-    // When every context is busy, the next batch is staged into a spare pinned buffer while the
-    // call waits for its oldest batch; the context it then takes swaps that buffer in.
+    // Host images: staged in pinned memory and uploaded in chunks as the cores copy them
+    // (host_staging.hpp), then letterboxed. When every context is busy, the next batch is staged
+    // into a spare pinned buffer while the call waits for its oldest batch; the context it then
+    // takes swaps that buffer in and uploads it at once.
     std::unique_ptr<PinnedBuffer> staged;  // the pre-staged batch, if any
     size_t staged_first = static_cast<size_t>(-1);
     std::vector<size_t> staged_offset;
     const auto prestage = [&](size_t first, int n) {
       if (!staged) staged = take_spare();
-      staged_offset = copy_to_pinned(*staged, &images[first], n);
+      staged_offset = detail::staged_offsets(&images[first], n);
+      staged->reserve(staged_offset.back());
+      detail::stage_images(&images[first], n, staged_offset, static_cast<uint8_t*>(staged->get()));
       staged_first = first;
     };
     std::vector<Detections> out =
         run_batches(images.size(), trace, post, [&](Context& c, size_t first, int n, std::vector<LetterboxGeometry>& geoms) {
-          auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
           std::vector<size_t> offset;
           if (staged && staged_first == first) {
             c.h_images.swap(*staged);  // the context's old buffer is free: its batch was collected
             offset = std::move(staged_offset);
             staged_first = static_cast<size_t>(-1);
+            hold_for_upload(c, offset.back());
+            YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), c.h_images.get(), offset.back(), cudaMemcpyHostToDevice,
+                                              c.stream));
           } else {
-            offset = copy_to_pinned(c.h_images, &images[first], n);
+            offset = detail::staged_offsets(&images[first], n);
+            c.h_images.reserve(offset.back());
+            hold_for_upload(c, offset.back());
+            detail::stage_images(&images[first], n, offset, static_cast<uint8_t*>(c.h_images.get()),
+                                 static_cast<uint8_t*>(c.d_images.get()), c.stream);
           }
-          upload_staged(c, &images[first], n, offset, descs, geoms);
+          describe_uploaded(c, &images[first], n, offset, geoms);
           c.mark(1);
           letterbox_descs(c, n);
         }, prestage);
@@ -596,44 +606,17 @@ class CudaDetector final : public Detector {
                             c.engine->input_dtype(), options_.letterbox, c.d_input.get(), c.stream);
   }
 
-  // Host images copied (tightly packed, BGR) into `dst` (grown if needed); returns each image's
-  // offset there, and the total last.
-  static std::vector<size_t> copy_to_pinned(PinnedBuffer& dst, const ImageView* images, int n) {
-    std::vector<size_t> offset(static_cast<size_t>(n) + 1, 0);
-    for (int i = 0; i < n; ++i)
-      offset[static_cast<size_t>(i) + 1] =
-          offset[static_cast<size_t>(i)] + static_cast<size_t>(images[i].width) * images[i].height * 3;
-    dst.reserve(offset.back());
-    auto* staging = static_cast<uint8_t*>(dst.get());
-    // Host-side copy into pinned memory, spread over the cores in 64-row bands (a batch of 32
-    // full-HD frames is ~200 MB: one thread would take longer than the whole GPU pipeline).
-    std::vector<std::pair<int, int>> bands;  // (image, first row)
-    for (int i = 0; i < n; ++i)
-      for (int y = 0; y < images[i].height; y += 64) bands.emplace_back(i, y);
-#pragma omp parallel for schedule(dynamic, 1) if (offset.back() > (size_t{1} << 20))
-    for (int64_t k = 0; k < static_cast<int64_t>(bands.size()); ++k) {
-      const ImageView& im = images[bands[static_cast<size_t>(k)].first];
-      const int y0 = bands[static_cast<size_t>(k)].second, y1 = std::min(im.height, y0 + 64);
-      const size_t row = static_cast<size_t>(im.width) * 3;
-      uint8_t* out = staging + offset[static_cast<size_t>(bands[static_cast<size_t>(k)].first)];
-      if (im.pitch_bytes == row) {
-        std::memcpy(out + row * y0, im.data + row * y0, row * static_cast<size_t>(y1 - y0));
-      } else {
-        for (int y = y0; y < y1; ++y) std::memcpy(out + row * y, im.data + im.pitch_bytes * y, row);
-      }
-    }
-    return offset;
+  // The device buffer of a batch of `bytes` staged bytes, then the stream held (profiling): from
+  // here the batch only enqueues (the host copy included).
+  static void hold_for_upload(Context& c, size_t bytes) {
+    c.d_images.reserve(bytes);
+    c.hold();
   }
-
-  // The images staged in c.h_images (copy_to_pinned's `offset`): one upload, and descriptors for the
-  // letterbox of the uploaded copies.
-  void upload_staged(Context& c, const ImageView* images, int n, const std::vector<size_t>& offset,
-                     LetterboxCudaDesc* descs, std::vector<LetterboxGeometry>& geoms) {
-    c.d_images.reserve(offset.back());
-    c.hold();  // buffers grown and the host copy done: from here only enqueues
-    YOLOCU_CUDA_CHECK(cudaMemcpyAsync(c.d_images.get(), c.h_images.get(), offset.back(), cudaMemcpyHostToDevice,
-                                      c.stream));
-    // Letterbox descriptors (host math, shared with the CPU reference), one launch for the batch.
+  // Letterbox descriptors of the uploaded copies (host math, shared with the CPU reference), one
+  // launch for the batch.
+  void describe_uploaded(Context& c, const ImageView* images, int n, const std::vector<size_t>& offset,
+                         std::vector<LetterboxGeometry>& geoms) {
+    auto* descs = static_cast<LetterboxCudaDesc*>(c.h_descs.get());
     for (int i = 0; i < n; ++i) {
       const ImageView dev{static_cast<const uint8_t*>(c.d_images.get()) + offset[static_cast<size_t>(i)],
                           images[i].width, images[i].height, static_cast<size_t>(images[i].width) * 3};

@@ -54,9 +54,13 @@ v8_bench() {
 # yolov5n beside them where the bundle carries it (bundle.sh decode,v8 with V8_SET=e2e): host BGR
 # image -> host boxes at batch 1 / 8 / 32 on one context and at 32 on 2 and 3, then coco128's JPEG
 # files -> boxes with nvJPEG on 2 and 3 contexts
+# (first the host staging test where the bundle carries it: the upload path the host rows measure;
+# E2E_UPLOAD_COMPARE=1: the host rows at batch 1 and at 32 on 1 and 2 contexts again with one upload
+# after the whole host copy, YOLOCU_UPLOAD_CHUNKS=0, into e2e_<model>_host_onecopy*.log)
 v8_e2e() {
   step "v8 end to end (yolocu bench, --from-jpeg)"
   local d=$root/$g/data m n c f paths=""
+  [ -x "$bin/test_host_staging" ] && run_test test_host_staging
   for n in ${V8_MODELS:-yolov8n yolo11n}; do paths="$paths $YOLOCU_V8_DIR/$n.onnx"; done
   [ -f "$d/models/yolov5n.onnx" ] && paths="$paths $d/models/yolov5n.onnx"
   for m in $paths; do
@@ -64,6 +68,12 @@ v8_e2e() {
     timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
       --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host.log" 2>&1 ||
       row "FAIL  yolocu bench $n (log e2e_${n}_host.log)"
+    if [ "${E2E_UPLOAD_COMPARE:-0}" = 1 ]; then
+      YOLOCU_UPLOAD_CHUNKS=0 timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
+        --precision fp16 --batches 1 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host_onecopy.log" 2>&1
+      YOLOCU_UPLOAD_CHUNKS=0 timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
+        --precision fp16 --batches 32 --contexts 2 --iters 200 --warmup 20 >"$out/e2e_${n}_host_onecopy_ctx2.log" 2>&1
+    fi
     for c in 2 3; do
       timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
         --precision fp16 --batches 32 --contexts $c --iters 200 --warmup 20 >"$out/e2e_${n}_host_ctx$c.log" 2>&1 ||

@@ -1,0 +1,30 @@
+// Host images into pinned staging memory and onto the device (the CUDA detector's upload of host
+// BGR images): packed one after another, copied by all cores in bands of rows, and, where the
+// device buffer is known, uploaded in chunks as they are copied, so that the transfer of the first
+// chunks runs while the host copies the rest.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "yolocu/image.hpp"
+
+namespace yolocu::detail {
+
+// Each image's offset in the packed staging layout (BGR, width * 3 bytes a row), the total last.
+std::vector<size_t> staged_offsets(const ImageView* images, int n);
+
+// The chunk size of stage_and_upload for `total` bytes: about an eighth, within 512 KiB .. 8 MiB.
+size_t upload_chunk_bytes(size_t total);
+
+// Copies the n images into `staging` (at least offset.back() bytes) at `offset`. Without `device`,
+// that is all; with it, each chunk of upload_chunk_bytes (whole bands of rows) is enqueued as a
+// cudaMemcpyAsync to the same offset of `device` on `stream` once its bands are copied. Throws
+// Error(kCuda) if an enqueue fails (after the copies that were started).
+void stage_images(const ImageView* images, int n, const std::vector<size_t>& offset, uint8_t* staging,
+                  uint8_t* device = nullptr, cudaStream_t stream = nullptr);
+
+}  // namespace yolocu::detail
