@@ -136,20 +136,32 @@ __device__ __forceinline__ void for_each_candidate(const Src& src, const typenam
   if constexpr (Src::kAnchorFree) {
     // emit_row_v8 (postprocess_cpu.cpp): the best class score (NaN propagates) must pass conf;
     // then every class above conf (multi-label, nc > 1) or the first best class.
+    // (the class scores are read kLoads at a time, then compared in class order: a thread's loads
+    // are independent, and a row of the channel-major output is nc loads of one thread)
+    constexpr int kLoads = 8;
     float best = src.cls(w, 0);
     int best_c = 0;
-    for (int c = 1; c < src.nc; ++c) {
-      const float s = src.cls(w, c);
-      if ((s > best || isnan(s)) && !isnan(best)) {
-        best = s;
-        best_c = c;
+    for (int c0 = 1; c0 < src.nc; c0 += kLoads) {
+      float v[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) v[u] = c0 + u < src.nc ? src.cls(w, c0 + u) : 0.f;
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (c0 + u < src.nc && (v[u] > best || isnan(v[u])) && !isnan(best)) {
+          best = v[u];
+          best_c = c0 + u;
+        }
       }
     }
     if (!(best > p.conf)) return;
     if (p.multi_label && src.nc > 1) {
-      for (int c = 0; c < src.nc; ++c) {
-        const float s = src.cls(w, c);
-        if (s > p.conf && allowed(c)) f(s, c);
+      for (int c0 = 0; c0 < src.nc; c0 += kLoads) {
+        float v[kLoads];
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) v[u] = c0 + u < src.nc ? src.cls(w, c0 + u) : 0.f;
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u)
+          if (c0 + u < src.nc && v[u] > p.conf && allowed(c0 + u)) f(v[u], c0 + u);
       }
       return;
     }

@@ -1,6 +1,7 @@
 // Helpers of the tests that run one convolution tactic on device buffers (test_dwconv.cpp,
-// test_thin_conv.cpp): random layer data, device buffers, downloads, a cuDNN handle and the
-// tuner's own check of one candidate (cuDNN's implicit GEMM + epilogue as the reference).
+// test_thin_conv.cpp): random layer data, device buffers, downloads, the comparison with a double
+// reference, a cuDNN handle and the tuner's own check of one candidate (cuDNN's implicit GEMM +
+// epilogue as the reference).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -9,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/cuda_kernels.hpp"
@@ -60,6 +63,28 @@ inline std::vector<float> download(const void* d, size_t n, bool half) {
     EXPECT_EQ(cudaMemcpy(out.data(), d, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   }
   return out;
+}
+
+// Output y (pixels x y_pitch, the layer's k channels first; the others pre-filled with -7) against
+// the double reference (pixels x k): channels past k untouched, rel L2 <= 2e-3 (fp16) / 1e-5
+// (fp32), |d| <= 1e-2 (fp16) / 1e-4 (fp32) * max(1, max |ref|).
+inline void expect_close(const std::vector<float>& y, int y_pitch, const std::vector<double>& ref, int k, size_t pixels,
+                         bool half, const std::string& what) {
+  size_t touched = 0;
+  double sq = 0, sq_ref = 0, max_d = 0, max_ref = 0;
+  for (size_t px = 0; px < pixels; ++px) {
+    for (int c = k; c < y_pitch; ++c) touched += y[px * y_pitch + c] != -7.f;
+    for (int c = 0; c < k; ++c) {
+      const double r = ref[px * k + c], e = std::fabs(double(y[px * y_pitch + c]) - r);
+      sq += e * e;
+      sq_ref += r * r;
+      max_d = std::max(max_d, std::isfinite(e) ? e : 1e30);
+      max_ref = std::max(max_ref, std::fabs(r));
+    }
+  }
+  EXPECT_EQ(touched, 0u) << what << ": channels past the layer's written";
+  EXPECT_LE(std::sqrt(sq / std::max(sq_ref, 1e-30)), half ? 2e-3 : 1e-5) << what;
+  EXPECT_LE(max_d, (half ? 1e-2 : 1e-4) * std::max(1.0, max_ref)) << what;
 }
 
 struct Cudnn {

@@ -124,22 +124,7 @@ void expect_matches(const ConvProblem& pb, const ConvTactic& t) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
   const std::vector<float> y = download(dy.p, ny, pb.half);
   const std::vector<double> ref = reference(pb, d);
-  size_t touched = 0;
-  double sq = 0, sq_ref = 0, max_d = 0, max_ref = 0;
-  for (size_t px = 0; px < pixels; ++px) {
-    for (int c = pb.c; c < yp; ++c) touched += y[px * yp + c] != -7.f;
-    for (int c = 0; c < pb.c; ++c) {
-      const double r = ref[px * pb.c + c], e = std::fabs(double(y[px * yp + c]) - r);
-      sq += e * e;
-      sq_ref += r * r;
-      max_d = std::max(max_d, std::isfinite(e) ? e : 1e30);
-      max_ref = std::max(max_ref, std::fabs(r));
-    }
-  }
-  EXPECT_EQ(touched, 0u) << what << ": channels past c written";
-  const double rel = std::sqrt(sq / std::max(sq_ref, 1e-30));
-  EXPECT_LE(rel, pb.half ? 2e-3 : 1e-5) << what;
-  EXPECT_LE(max_d, (pb.half ? 1e-2 : 1e-4) * std::max(1.0, max_ref)) << what;
+  conv_test::expect_close(y, yp, ref, pb.c, pixels, pb.half, what);
 }
 
 const DwShape kShapes[] = {
