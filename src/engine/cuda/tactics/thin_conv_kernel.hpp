@@ -1,7 +1,7 @@
 // yolocu's convolution for thin 3x3 layers (thin_conv_kernel.cu), the "own:thin" tactics: fp16 NHWC,
 // 8, 16 or 32 input channels, 8 to 64 output channels, stride 1 or 2 (YOLOv8's and YOLO11's C2f /
 // C3k2 bottlenecks at 160x160 and 80x80, the 16 -> 32 stride-2 layer after the stem), where cuDNN's
-// tiles are mostly padding and its kernels reach 12-35% of the memory roofline. Epilogue fused:
+// tiles are mostly padding (docs/gpu-engine.md has what it measured). Epilogue fused:
 // y = act(conv + bias) (+ residual); input, output and residual may be channel views of wider
 // buffers (pixel pitches).
 #pragma once
