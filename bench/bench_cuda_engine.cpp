@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   int iters = 50, warmup = 10;
   bool profile = false, graphs = true, fuse_tail = true, fuse_v8 = true, fuse_attn = true, s2d = true, copy_free = true, fuse_sppf = true, cutlass = false,
        channel_views = CudaEngineOptions{}.channel_views;
-  bool direct_stem = true, own_dw = false, thin = true;
+  bool direct_stem = true, own_dw = false, thin = true, branches = true;
   std::string cache = "";
   int max_plans = CudaEngineOptions{}.max_graph_plans;
   for (int i = 1; i < argc; ++i) {
@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
     else if (k == "--cutlass") cutlass = true;  // CudaEngineOptions::cutlass_tactics
     else if (k == "--own-dwconv") own_dw = true;  // CudaEngineOptions::own_depthwise_tactics
     else if (k == "--no-thin-conv") thin = false;  // CudaEngineOptions::own_thin_tactics
+    else if (k == "--no-graph-branches") branches = false;  // CudaEngineOptions::graph_branches
     else if (k == "--tactic-cache") cache = next();
     else if (k == "--max-plans") max_plans = std::max(1, std::atoi(next().c_str()));
     else {
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
                    "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-fuse-attention] [--no-s2d] "
                    "[--no-copy-free-concat] [--no-channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--own-dwconv] [--no-thin-conv] "
-                   "[--tactic-cache FILE|none] [--max-plans N]\n");
+                   "[--no-graph-branches] [--tactic-cache FILE|none] [--max-plans N]\n");
       return 2;
     }
   }
@@ -122,13 +123,14 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
   BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
   const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
-  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
+  std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
               prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
               graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "", fuse_v8 ? ", fused v8 tail" : "",
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
               channel_views && copy_free ? ", channel views" : "",
               fuse_sppf ? ", SPPF kernel" : "", direct_stem ? ", direct stem where faster" : "",
-              cutlass ? ", cutlass tactics" : "", own_dw ? ", own depthwise tactics" : "", thin ? "" : ", no thin 3x3 tactics", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
+              cutlass ? ", cutlass tactics" : "", own_dw ? ", own depthwise tactics" : "", thin ? "" : ", no thin 3x3 tactics",
+              graphs && !branches ? ", graphs as one chain" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
   std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
               "median_ms", "p90_ms", "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels", "tactics");
   try {
@@ -154,6 +156,7 @@ int main(int argc, char** argv) {
         o.cutlass_tactics = cutlass;
         o.own_depthwise_tactics = own_dw;
         o.own_thin_tactics = thin;
+        o.graph_branches = branches;
         o.tactic_cache = cache;
         o.max_graph_plans = max_plans;
         CudaEngine e(std::make_shared<const Model>(std::move(m)), o);
@@ -205,6 +208,10 @@ int main(int argc, char** argv) {
         if (channel_views)
           std::printf("  %s batch %d channel views: %d Split outputs, %d Split / Concat steps removed, %d steps\n",
                       name.c_str(), batch, st.channel_views, st.copy_steps_removed, st.steps);
+        if (graphs)
+          std::printf("  %s batch %d graph: %s, %d launching steps, %d in the longest dependency chain (%d without "
+                      "the shared workspace)\n", name.c_str(), batch, branches ? "branches" : "one chain",
+                      st.launching_steps, st.step_depth, st.value_depth);
         std::printf("  %s batch %d stem: %s\n", name.c_str(), batch,
                     std::find(st.direct_stem_batches.begin(), st.direct_stem_batches.end(), batch) != st.direct_stem_batches.end()
                         ? "direct stem kernel (from the NCHW input)"

@@ -49,6 +49,11 @@ struct CudaEngineOptions {
   // back-to-back kernels share the GPU with other streams' work (nvJPEG; docs/performance.md
   // section 10).
   int graph_segments = 1;
+  // With cuda_graphs: each graph captured as the steps' data dependencies (what one step writes
+  // and another reads or writes, the convolution workspace included) instead of one chain in step
+  // order, so that independent branches (a Detect head's levels, its box and class convolutions)
+  // run side by side; the same kernels, and the same results bit for bit. false: one chain.
+  bool graph_branches = true;
   // Batch sizes whose tactics are chosen at build (like TensorRT's optimisation profiles); empty:
   // {1, max_batch}. Values outside [1, max_batch] are an error.
   std::vector<int> tune_batches;
@@ -141,6 +146,10 @@ struct CudaEngineStats {
   size_t workspace_bytes = 0;   // shared cuDNN workspace
   size_t device_bytes = 0;      // all the engine's own device memory after the build (max_device_memory counts these)
   int kernels_per_run = 0;      // launches per forward (conv + epilogue count as 2)
+  // Steps that launch, and the longest chain of them that must run one after the other
+  // (graph_branches), at the largest tuned batch size; value_depth: the same were the tactics'
+  // shared workspace not a dependency (the activations' alone).
+  int launching_steps = 0, step_depth = 0, value_depth = 0;
   int steps = 0;                // engine steps per forward
   int fused_convs = 0;          // convolutions with bias + SiLU fused into their epilogue
   int fused_residuals = 0;      // residual Adds fused into a conv epilogue

@@ -1,6 +1,8 @@
 #include "pipeline/cuda_engine_options.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace yolocu::detail {
 
@@ -23,6 +25,9 @@ CudaEngineOptions cuda_engine_options(const DetectorOptions& options) {
   eo.max_device_memory = options.max_device_memory;
   eo.cuda_graphs = options.engine_graphs;
   eo.graph_segments = options.engine_graph_segments;
+  // YOLOCU_GRAPH_BRANCHES=0 (a measurement switch, as YOLOCU_UPLOAD_CHUNKS): the engine's graphs
+  // as one chain of steps (CudaEngineOptions::graph_branches).
+  if (const char* v = std::getenv("YOLOCU_GRAPH_BRANCHES"); v && std::string(v) == "0") eo.graph_branches = false;
   return eo;
 }
 

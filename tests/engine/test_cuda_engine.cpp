@@ -244,6 +244,31 @@ TEST(CudaEngine, RepeatedRunsBitIdenticalAndGraphEqualsEager) {
   }
 }
 
+// graph_branches (the default) against one chain, yolov5n at batch 4 and 1 with its tuned sizes:
+// the same kernels, the same bits, replay after replay (test_cuda_engine_v8.cpp does the same for
+// the v8 / 11 graphs, whose heads branch more).
+TEST(CudaEngine, GraphBranchesEqualOneChain) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  const auto m = load(path);
+  for (Precision p : {Precision::kFloat16, Precision::kFloat32}) {
+    CudaEngineOptions o = opts(p, 4);
+    CudaEngine branches(m, o);
+    o.graph_branches = false;
+    CudaEngine chain(m, o);
+    const CudaEngineStats st = branches.stats();
+    std::printf("[ graph branches ] yolov5n %s: %d launching steps, longest dependency chain %d\n",
+                p == Precision::kFloat16 ? "fp16" : "fp32", st.launching_steps, st.step_depth);
+    EXPECT_LT(st.step_depth, st.launching_steps);
+    for (int batch : {4, 1}) {
+      const Tensor x = random_input(batch, 7 + static_cast<uint32_t>(batch));
+      for (int run = 0; run < 4; ++run)
+        EXPECT_TRUE(bit_identical(branches.run_host({x}), chain.run_host({x}))) << "batch " << batch << " run " << run;
+    }
+    EXPECT_EQ(branches.stats().graphs_captured, 2);
+  }
+}
+
 TEST(CudaEngine, DeviceApiOnUserStream) {
   YOLOCU_REQUIRE_GPU();
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -66,6 +67,40 @@ TEST_P(CudaV8, DynamicBatch1And4MatchUltralytics) {
     const std::string tag = name + (fp32 ? " fp32" : " fp16") + " dynamic";
     expect_output(e.run_host({bus["input"]})[0], bus["output"], bound, tag + " b1 bus");
     expect_output(e.run_host({b4["input"]})[0], b4["output"], bound, tag + " b4");
+  }
+}
+
+// The forward's CUDA graph as the steps' data dependencies (graph_branches, the default) against
+// one chain in step order: the same kernels with the same tactics (this process's choices), so the
+// same bits, replay after replay (a missing edge would let a branch read a buffer another is still
+// writing); and within the bounds of ultralytics' output.
+TEST_P(CudaV8, GraphBranchesEqualOneChain) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string name = GetParam();
+  YOLOCU_REQUIRE_V8(model_path, name + ".onnx");
+  YOLOCU_REQUIRE_V8(bus_path, name + "_bus.npz");
+  auto model = std::make_shared<const Model>(load_onnx(model_path));
+  auto bus = load_npz(bus_path);
+  for (Precision p : {Precision::kFloat16, Precision::kFloat32}) {
+    const bool fp32 = p == Precision::kFloat32;
+    CudaEngineOptions o = v8_options(p, 1);
+    CudaEngine branches(model, o);
+    o.graph_branches = false;
+    CudaEngine chain(model, o);
+    const CudaEngineStats st = branches.stats();
+    std::printf("[ v8 gpu   ] %s %s: %d launching steps, longest dependency chain %d\n", name.c_str(),
+                fp32 ? "fp32" : "fp16", st.launching_steps, st.step_depth);
+    EXPECT_GT(st.step_depth, 0);
+    EXPECT_LT(st.step_depth, st.launching_steps) << "no two steps of the head may run side by side";
+    for (int run = 0; run < 5; ++run) {  // run 0 eager, 1 captures, then replays
+      const auto a = branches.run_host({bus["input"]});
+      const auto b = chain.run_host({bus["input"]});
+      ASSERT_EQ(a.size(), 1u);
+      ASSERT_EQ(a[0].nbytes(), b[0].nbytes());
+      EXPECT_EQ(std::memcmp(a[0].data(), b[0].data(), a[0].nbytes()), 0) << name << " run " << run;
+      if (run == 4) expect_output(a[0], bus["output"], fp32 ? 1e-5 : 5e-3, name + " graph branches, replay");
+    }
+    EXPECT_EQ(branches.stats().graphs_captured, 1);
   }
 }
 

@@ -53,10 +53,10 @@ v8_bench() {
 # V8_E2E=1: each of V8_MODELS end to end through the CLI (issue: v8 / 11 at the YOLOv5 figures), and
 # yolov5n beside them where the bundle carries it (bundle.sh decode,v8 with V8_SET=e2e): host BGR
 # image -> host boxes at batch 1 / 8 / 32 on one context and at 32 on 2 and 3, then coco128's JPEG
-# files -> boxes with nvJPEG on 2 and 3 contexts
+# files -> boxes with nvJPEG on E2E_JPEG_CONTEXTS contexts (default "1 2 3")
 # (first the host staging test where the bundle carries it: the upload path the host rows measure;
-# E2E_UPLOAD_COMPARE=1: the host rows at batch 1 and at 32 on 1 and 2 contexts again with one upload
-# after the whole host copy, YOLOCU_UPLOAD_CHUNKS=0, into e2e_<model>_host_onecopy*.log)
+# E2E_COMPARE_ENV="VAR=value": the host rows at batch 1 and at 32 on 1 and 2 contexts again with that
+# environment, into e2e_<model>_host_compare*.log)
 v8_e2e() {
   step "v8 end to end (yolocu bench, --from-jpeg)"
   local d=$root/$g/data m n c f paths=""
@@ -68,17 +68,23 @@ v8_e2e() {
     timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
       --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host.log" 2>&1 ||
       row "FAIL  yolocu bench $n (log e2e_${n}_host.log)"
-    if [ "${E2E_UPLOAD_COMPARE:-0}" = 1 ]; then
-      YOLOCU_UPLOAD_CHUNKS=0 timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
-        --precision fp16 --batches 1 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host_onecopy.log" 2>&1
-      YOLOCU_UPLOAD_CHUNKS=0 timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
-        --precision fp16 --batches 32 --contexts 2 --iters 200 --warmup 20 >"$out/e2e_${n}_host_onecopy_ctx2.log" 2>&1
+    # E2E_COMPARE_ENV="VAR=value ...": the host rows at batch 1 and 32 (1 and 2 contexts) again with
+    # that environment (a measurement switch: YOLOCU_UPLOAD_CHUNKS=0, YOLOCU_GRAPH_BRANCHES=0)
+    if [ -n "${E2E_COMPARE_ENV:-}" ]; then
+      # shellcheck disable=SC2086  # several assignments
+      env $E2E_COMPARE_ENV timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
+        --precision fp16 --batches 1 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host_compare.log" 2>&1
+      # shellcheck disable=SC2086
+      env $E2E_COMPARE_ENV timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
+        --precision fp16 --batches 32 --contexts 2 --iters 200 --warmup 20 >"$out/e2e_${n}_host_compare_ctx2.log" 2>&1
     fi
     for c in 2 3; do
       timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
         --precision fp16 --batches 32 --contexts $c --iters 200 --warmup 20 >"$out/e2e_${n}_host_ctx$c.log" 2>&1 ||
         row "FAIL  yolocu bench $n --contexts $c (log e2e_${n}_host_ctx$c.log)"
-      [ -d "$d/coco128/images/train2017" ] || continue
+    done
+    [ -d "$d/coco128/images/train2017" ] || continue
+    for c in ${E2E_JPEG_CONTEXTS:-1 2 3}; do
       timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --precision fp16 \
         --from-jpeg "$d/coco128/images/train2017" --images 4096 --batches 32 --contexts $c --decode gpu \
         --decode-threads "$(nproc)" >"$out/e2e_${n}_jpeg_ctx$c.log" 2>&1 ||

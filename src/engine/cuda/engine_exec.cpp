@@ -1,9 +1,77 @@
 // GPU engine execution: the input conversion, the steps' launches (steps/), CUDA graph capture and
 // replay.
 #include "engine/cuda/engine_impl.hpp"
+#include "engine/cuda/planning/step_graph.hpp"
 #include "engine/cuda/tactics/batch_sizes.hpp"
 
 namespace yolocu::cuda_engine_internal {
+namespace {
+
+engine::ByteRange bytes_of(const void* p, size_t n) {
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  return {b, b + n};
+}
+
+// The capture stream's dependency set: the nodes its next launch will wait for.
+std::vector<cudaGraphNode_t> capture_leaves(cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaGraphNode_t* nodes = nullptr;
+  size_t n = 0;
+#if CUDART_VERSION >= 13000
+  YOLOCU_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &nodes, nullptr, &n));
+#else
+  YOLOCU_CUDA_CHECK(cudaStreamGetCaptureInfo_v3(s, &status, nullptr, nullptr, &nodes, nullptr, &n));
+#endif
+  return std::vector<cudaGraphNode_t>(nodes, nodes + n);
+}
+
+void set_capture_leaves(cudaStream_t s, std::vector<cudaGraphNode_t> nodes) {
+#if CUDART_VERSION >= 13000
+  YOLOCU_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(s, nodes.data(), nullptr, nodes.size(),
+                                                        cudaStreamSetCaptureDependencies));
+#else
+  YOLOCU_CUDA_CHECK(cudaStreamUpdateCaptureDependencies_v2(s, nodes.data(), nullptr, nodes.size(),
+                                                           cudaStreamSetCaptureDependencies));
+#endif
+}
+
+}  // namespace
+
+std::vector<engine::StepAccess> Engine::step_accesses(const BatchExec& be, int batch) const {
+  std::vector<engine::StepAccess> acc = engine::value_accesses(sp, es, reinterpret_cast<uintptr_t>(arena.get()));
+  const LaunchContext ctx = launch_context(be, batch);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i]->kernels(ctx) == 0) {
+      acc[i].launches = false;
+      continue;
+    }
+    const int l = steps[i]->conv_layer();
+    if (l < 0) continue;
+    const engine::ConvTactic* t = be.tactics[static_cast<size_t>(l)].get();
+    if (t != nullptr && t->workspace() > 0) acc[i].writes.push_back(bytes_of(workspace.get(), t->workspace()));
+    if (convs[static_cast<size_t>(l)].s2d) acc[i].reads.push_back(bytes_of(stem_input.get(), stem_input.get_deleter().bytes));
+  }
+  return acc;
+}
+
+void Engine::capture_branches(BatchExec& be, int batch, cudaStream_t cs, size_t first, size_t last) {
+  const std::vector<engine::StepAccess> acc = step_accesses(be, batch);
+  const std::vector<std::vector<int>> deps = engine::step_dependencies(acc);
+  YOLOCU_CUDNN_CHECK(cudnnSetStream(cudnn.get(), cs));
+  const LaunchContext ctx = launch_context(be, batch);
+  std::vector<std::vector<cudaGraphNode_t>> leaves(steps.size());  // each step's last nodes
+  for (size_t i = first; i < last; ++i) {
+    std::vector<cudaGraphNode_t> wait;
+    for (int j : deps[i])
+      if (static_cast<size_t>(j) >= first) wait.insert(wait.end(), leaves[static_cast<size_t>(j)].begin(), leaves[static_cast<size_t>(j)].end());
+    set_capture_leaves(cs, wait);
+    steps[i]->launch(ctx, cs);
+    leaves[i] = capture_leaves(cs);
+    // A step that declared no launch must not have captured any (it would wait for nothing).
+    YOLOCU_CHECK(acc[i].launches || leaves[i] == wait, kInternal, "step '", steps[i]->name(),
+                 "' enqueued work at batch ", batch, " but declares no kernel (graph capture by branches)");
+  }
+}
 
 LaunchContext Engine::launch_context(const BatchExec& be, int batch) const {
   return LaunchContext{sp,    values,      batch,       half, es, be, cudnn.get(), convs, direct_conv, stem_input.get(),
@@ -26,7 +94,10 @@ void Engine::capture(BatchExec& be, int batch) {
     const size_t first = n * seg / k, last = n * (seg + 1) / k;
     YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue_steps(be, batch, cs, first, last);
+      if (options.graph_branches)
+        capture_branches(be, batch, cs, first, last);
+      else
+        enqueue_steps(be, batch, cs, first, last);
     } catch (...) {
       cudaGraph_t g = nullptr;
       cudaStreamEndCapture(cs, &g);

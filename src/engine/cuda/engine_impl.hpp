@@ -25,6 +25,7 @@
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/device_memory.hpp"
 #include "engine/cuda/gpu_steps.hpp"
+#include "engine/cuda/planning/step_graph.hpp"
 #include "engine/cuda/steps/step.hpp"
 #include "engine/cuda/tactics/conv_tactic.hpp"
 #include "engine/cuda/tactics/stem_conv_kernel.hpp"
@@ -114,6 +115,11 @@ struct Engine {
   // Steps [first, last) of the forward (all by default) on stream s.
   void enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first = 0, size_t last = SIZE_MAX);
   void capture(BatchExec& be, int batch);
+  // options.graph_branches: steps [first, last) captured on cs (capturing) as a graph of their data
+  // dependencies (planning/step_graph.hpp), independent branches side by side.
+  void capture_branches(BatchExec& be, int batch, cudaStream_t cs, size_t first, size_t last);
+  // What each step reads and writes at this batch size: its values, a tactic's workspace, the stem's input.
+  std::vector<engine::StepAccess> step_accesses(const BatchExec& be, int batch) const;
   void run(const void* d_input, int batch, cudaStream_t s);
 };
 

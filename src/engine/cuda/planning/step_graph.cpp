@@ -1,0 +1,92 @@
+// The dependency edges between a forward's steps (step_graph.hpp).
+#include "engine/cuda/planning/step_graph.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace yolocu::engine {
+namespace {
+
+bool overlap(const ByteRange& a, const ByteRange& b) { return a.begin < b.end && b.begin < a.end && a.begin < a.end && b.begin < b.end; }
+
+bool any_overlap(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b) {
+  for (const ByteRange& x : a)
+    for (const ByteRange& y : b)
+      if (overlap(x, y)) return true;
+  return false;
+}
+
+// Must `later` wait for `earlier`? One writes what the other reads or writes.
+bool conflict(const StepAccess& earlier, const StepAccess& later) {
+  return any_overlap(earlier.writes, later.reads) || any_overlap(earlier.writes, later.writes) ||
+         any_overlap(earlier.reads, later.writes);
+}
+
+// A set of step indices as bits.
+class Bits {
+ public:
+  explicit Bits(size_t n) : w_((n + 63) / 64, 0) {}
+  void set(size_t i) { w_[i / 64] |= uint64_t{1} << (i % 64); }
+  bool test(size_t i) const { return (w_[i / 64] >> (i % 64)) & 1; }
+  void merge(const Bits& o) {
+    for (size_t k = 0; k < w_.size(); ++k) w_[k] |= o.w_[k];
+  }
+
+ private:
+  std::vector<uint64_t> w_;
+};
+
+}  // namespace
+
+std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base) {
+  const auto range = [&](int id, std::vector<ByteRange>& to) {
+    if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
+    const int r = sp.root[static_cast<size_t>(id)];
+    const int64_t off = sp.offset[static_cast<size_t>(r)];
+    if (off < 0) return;
+    const uintptr_t b = base + static_cast<uintptr_t>(off);
+    to.push_back({b, b + value_bytes(sp, r, act_elem_size)});
+  };
+  std::vector<StepAccess> acc(sp.steps.size());
+  for (size_t i = 0; i < sp.steps.size(); ++i) {
+    const GpuStep& st = sp.steps[i];
+    acc[i].launches = st.kind != GpuStepKind::kView;
+    for (int id : st.in) range(id, acc[i].reads);
+    range(st.residual, acc[i].reads);
+    for (int id : st.out) range(id, acc[i].writes);
+  }
+  return acc;
+}
+
+std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps) {
+  const size_t n = steps.size();
+  std::vector<std::vector<int>> deps(n);
+  std::vector<Bits> before(n, Bits(n));  // every step a step waits for, directly or not
+  for (size_t i = 0; i < n; ++i) {
+    if (!steps[i].launches) continue;
+    // the nearest conflicting steps first: a farther one they already wait for needs no edge
+    for (size_t j = i; j-- > 0;) {
+      if (!steps[j].launches || before[i].test(j) || !conflict(steps[j], steps[i])) continue;
+      deps[i].push_back(static_cast<int>(j));
+      before[i].set(j);
+      before[i].merge(before[j]);
+    }
+    std::sort(deps[i].begin(), deps[i].end());
+  }
+  return deps;
+}
+
+int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps) {
+  std::vector<int> depth(steps.size(), 0);
+  int deepest = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].launches) continue;
+    int d = 0;
+    for (int j : deps[i]) d = std::max(d, depth[static_cast<size_t>(j)]);
+    depth[i] = d + 1;
+    deepest = std::max(deepest, depth[i]);
+  }
+  return deepest;
+}
+
+}  // namespace yolocu::engine

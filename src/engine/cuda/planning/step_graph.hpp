@@ -1,0 +1,41 @@
+// The order a forward's steps must keep when they run as a graph of their data dependencies
+// instead of one chain (CudaEngineOptions::graph_branches): host-side, no CUDA, unit-tested on the
+// CPU. A step's accesses are byte ranges of one address space (device pointers: the activation
+// arena, the workspace, the stem's input); two steps conflict when one writes a range the other
+// reads or writes. Every conflicting pair stays ordered, through an edge or a chain of edges.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/cuda/gpu_steps.hpp"
+
+namespace yolocu::engine {
+
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;  // [begin, end)
+};
+
+struct StepAccess {
+  std::vector<ByteRange> reads, writes;
+  bool launches = true;  // false: the step enqueues nothing (a view): no node, no edges
+};
+
+// The arena values each step of `sp` reads (its inputs, a convolution's residual) and writes (its
+// outputs), each as its buffer root's whole range at arena address `base` (a channel slice or view
+// conflicts with every other user of its root); constants (never written while the engine runs)
+// and values without a buffer are left out. Views (kView) launch nothing. The engine adds what
+// only it knows (a tactic's workspace, the stem's input, steps launching nothing at a batch size).
+std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base);
+
+// For each step, the earlier launching steps it must wait for directly: every earlier step whose
+// accesses conflict with its own, less those another of them already waits for (the transitive
+// reduction). Steps that launch nothing get none and are no one's.
+std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps);
+
+// The longest chain of launching steps through those edges (1 for one step, 0 for none): how many
+// steps run one after the other at the least.
+int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps);
+
+}  // namespace yolocu::engine

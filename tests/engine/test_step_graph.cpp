@@ -1,0 +1,139 @@
+// The dependency edges between the GPU engine's steps (planning/step_graph.hpp), host side: which
+// steps the graph capture by branches lets run side by side, and that every conflicting pair of
+// accesses stays ordered.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/cuda/gpu_steps.hpp"
+#include "engine/cuda/planning/step_graph.hpp"
+#include "engine/plan.hpp"
+#include "engine/v8_synth.hpp"
+#include "test_util.hpp"
+#include "yolocu/model.hpp"
+
+namespace yolocu {
+namespace {
+
+using engine::ByteRange;
+using engine::StepAccess;
+
+StepAccess access(std::vector<ByteRange> reads, std::vector<ByteRange> writes, bool launches = true) {
+  StepAccess a;
+  a.reads = std::move(reads);
+  a.writes = std::move(writes);
+  a.launches = launches;
+  return a;
+}
+
+// Is `to` reachable from `from` through the edges (deps[i]: the steps i waits for)?
+bool ordered(const std::vector<std::vector<int>>& deps, int from, int to) {
+  if (from == to) return true;
+  for (int j : deps[static_cast<size_t>(to)])
+    if (j >= from && ordered(deps, from, j)) return true;
+  return false;
+}
+
+bool conflicts(const StepAccess& a, const StepAccess& b) {
+  const auto hit = [](const std::vector<ByteRange>& x, const std::vector<ByteRange>& y) {
+    for (const auto& p : x)
+      for (const auto& q : y)
+        if (p.begin < q.end && q.begin < p.end) return true;
+    return false;
+  };
+  return hit(a.writes, b.reads) || hit(a.writes, b.writes) || hit(a.reads, b.writes);
+}
+
+// Every pair of launching steps whose accesses conflict is ordered by a path of edges.
+void expect_conflicts_ordered(const std::vector<StepAccess>& acc, const std::vector<std::vector<int>>& deps) {
+  for (size_t j = 0; j < acc.size(); ++j)
+    for (size_t i = 0; i < j; ++i) {
+      if (!acc[i].launches || !acc[j].launches || !conflicts(acc[i], acc[j])) continue;
+      EXPECT_TRUE(ordered(deps, static_cast<int>(i), static_cast<int>(j))) << "steps " << i << " and " << j;
+    }
+}
+
+TEST(StepGraph, ReadAfterWriteWriteAfterReadAndReduction) {
+  const ByteRange r1{0, 100}, r2{100, 200}, r3{200, 300}, r4{300, 400};
+  // 0 writes r1; 1 and 2 read it (side by side); 3 reads both their outputs; 4 overwrites r1
+  // (after both readers, and so after 0 without an edge of its own); 5 reads r4 only.
+  const std::vector<StepAccess> acc = {access({}, {r1}), access({r1}, {r2}), access({r1}, {r3}),
+                                       access({r2, r3}, {r4}), access({}, {r1}), access({r4}, {})};
+  const auto deps = engine::step_dependencies(acc);
+  EXPECT_EQ(deps[0], std::vector<int>{});
+  EXPECT_EQ(deps[1], std::vector<int>{0});
+  EXPECT_EQ(deps[2], std::vector<int>{0});
+  EXPECT_EQ(deps[3], (std::vector<int>{1, 2}));
+  EXPECT_EQ(deps[4], (std::vector<int>{1, 2}));
+  EXPECT_EQ(deps[5], std::vector<int>{3});
+  EXPECT_EQ(engine::dependency_depth(deps, acc), 4);  // 0, 1, 3, 5
+  expect_conflicts_ordered(acc, deps);
+}
+
+TEST(StepGraph, ReadersOfOneBufferAndStepsLaunchingNothing) {
+  const ByteRange a{0, 64}, b{64, 128}, c{128, 192};
+  // two readers of a never wait for each other; a step launching nothing (a view) gets no edge and
+  // is nobody's; an empty range conflicts with nothing
+  const std::vector<StepAccess> acc = {access({a}, {b}), access({a}, {c}), access({b}, {a}, false),
+                                       access({ByteRange{10, 10}}, {ByteRange{70, 70}}), access({b, c}, {a})};
+  const auto deps = engine::step_dependencies(acc);
+  EXPECT_TRUE(deps[1].empty());
+  EXPECT_TRUE(deps[2].empty());
+  EXPECT_TRUE(deps[3].empty());
+  EXPECT_EQ(deps[4], (std::vector<int>{0, 1}));
+  EXPECT_EQ(engine::dependency_depth(deps, acc), 2);
+}
+
+// A synthetic v8 head: the six level convolutions read the input and run side by side; the fused
+// tail waits for all six.
+TEST(StepGraph, V8HeadConvolutionsRunSideBySide) {
+  test::SynthV8 o;
+  engine::GpuStepOptions opt;
+  opt.act_elem_size = 2;
+  opt.fuse_v8_tail = true;
+  const auto sp = engine::plan_gpu_steps(engine::build_plan(*test::synth_v8_head(o), {{2, 3, 64, 64}}), opt);
+  const auto acc = engine::value_accesses(sp, 2, 4096);
+  const auto deps = engine::step_dependencies(acc);
+  expect_conflicts_ordered(acc, deps);
+  int convs = 0, tails = 0;
+  for (size_t i = 0; i < sp.steps.size(); ++i) {
+    const auto kind = sp.steps[i].kind;
+    if (kind == engine::GpuStepKind::kConv) {
+      ++convs;
+      for (int j : deps[i]) EXPECT_NE(sp.steps[static_cast<size_t>(j)].kind, engine::GpuStepKind::kConv) << "conv step " << i;
+    } else if (kind == engine::GpuStepKind::kV8Tail) {
+      ++tails;
+      int conv_deps = 0;
+      for (int j : deps[i]) conv_deps += sp.steps[static_cast<size_t>(j)].kind == engine::GpuStepKind::kConv;
+      EXPECT_EQ(conv_deps, 6);
+    }
+  }
+  EXPECT_EQ(convs, 6);
+  EXPECT_EQ(tails, 1);
+  int launching = 0;
+  for (const auto& a : acc) launching += a.launches;
+  EXPECT_EQ(engine::dependency_depth(deps, acc), launching - 5);
+}
+
+// yolov5n's real plan (its arena reuses buffers: a later step overwriting what an earlier one
+// reads must wait for it): every conflicting pair ordered, and the Detect head's convolutions off
+// the critical path.
+TEST(StepGraph, Yolov5nPlanKeepsEveryConflictOrdered) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
+  const Model m = load_onnx(path);
+  engine::GpuStepOptions opt;
+  opt.act_elem_size = 2;
+  opt.fuse_detect_tail = true;
+  const auto sp = engine::plan_gpu_steps(engine::build_plan(m, {{4, 3, 640, 640}}), opt);
+  const auto acc = engine::value_accesses(sp, 2, 1 << 20);
+  const auto deps = engine::step_dependencies(acc);
+  expect_conflicts_ordered(acc, deps);
+  int launching = 0;
+  for (const auto& a : acc) launching += a.launches;
+  const int depth = engine::dependency_depth(deps, acc);
+  std::printf("yolov5n: %d launching steps, longest chain %d\n", launching, depth);
+  EXPECT_LE(depth, launching - 2);
+}
+
+}  // namespace
+}  // namespace yolocu
