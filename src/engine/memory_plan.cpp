@@ -5,7 +5,7 @@
 
 namespace yolocu::engine {
 
-MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignment) {
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignment, const MayShare& may_share) {
   MemoryPlan plan;
   plan.offsets.assign(requests.size(), 0);
   auto align = [alignment](size_t v) { return (v + alignment - 1) / alignment * alignment; };
@@ -20,7 +20,8 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignm
     std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of conflicting buffers
     for (size_t j : placed) {
       const BufferRequest& q = requests[j];
-      if (q.last < r.first || r.last < q.first) continue;
+      if (q.last < r.first && (!may_share || may_share(j, i))) continue;
+      if (r.last < q.first && (!may_share || may_share(i, j))) continue;
       busy.emplace_back(plan.offsets[j], plan.offsets[j] + align(q.bytes));
     }
     std::sort(busy.begin(), busy.end());
@@ -39,7 +40,8 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignm
 ValueArena plan_value_arena(const std::vector<int>& root, const std::vector<int64_t>& root_off,
                             const std::vector<bool>& is_const, const std::vector<std::vector<int>>& step_values,
                             const std::vector<int>& inputs, const std::vector<int>& outputs,
-                            const std::function<size_t(int)>& bytes, size_t alignment) {
+                            const std::function<size_t(int)>& bytes, size_t alignment,
+                            const std::function<bool(int, int)>& may_share) {
   const size_t nv = root.size();
   const int nsteps = static_cast<int>(step_values.size());
   std::vector<int> first(nv, -2), last(nv, -2);
@@ -54,13 +56,16 @@ ValueArena plan_value_arena(const std::vector<int>& root, const std::vector<int6
     for (int id : step_values[static_cast<size_t>(i)]) touch(id, i);
   for (int id : outputs) touch(id, nsteps);
   std::vector<BufferRequest> reqs;
-  std::vector<int> req_of(nv, -1);
+  std::vector<int> req_of(nv, -1), root_of_req;
   for (size_t v = 0; v < nv; ++v) {
     if (root[v] != static_cast<int>(v) || first[v] == -2) continue;
     req_of[v] = static_cast<int>(reqs.size());
+    root_of_req.push_back(static_cast<int>(v));
     reqs.push_back({bytes(static_cast<int>(v)), first[v] + 1, last[v] + 1});
   }
-  const MemoryPlan mp = plan_memory(reqs, alignment);
+  MayShare share;
+  if (may_share) share = [&](size_t a, size_t b) { return may_share(root_of_req[a], root_of_req[b]); };
+  const MemoryPlan mp = plan_memory(reqs, alignment, share);
   ValueArena a;
   a.offset.assign(nv, -1);
   for (size_t v = 0; v < nv; ++v) {

@@ -34,3 +34,26 @@ TEST(MemoryPlan, ChainReusesTwoBuffers) {
   const MemoryPlan p = plan_memory(reqs, 64);
   EXPECT_EQ(p.total_bytes, 2 * 1024u);
 }
+
+TEST(MemoryPlan, MaySharePredicateKeepsRefusedPairsApart) {
+  // The same chain; the predicate refuses a (0) -> c (2): a and c no longer share, b and d still
+  // may take the others' bytes; random lifetimes with a random refusal never overlap a refused pair.
+  std::vector<BufferRequest> reqs = {{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}, {1000, 3, 4}};
+  const MemoryPlan p = plan_memory(reqs, 64, [](size_t earlier, size_t later) { return !(earlier == 0 && later == 2); });
+  EXPECT_NE(p.offsets[0], p.offsets[2]);
+  EXPECT_EQ(p.total_bytes, 3 * 1024u);
+  std::mt19937 rng(2);
+  std::vector<BufferRequest> many;
+  for (int i = 0; i < 60; ++i) {
+    const int a = static_cast<int>(rng() % 40), len = static_cast<int>(rng() % 8);
+    many.push_back({1 + rng() % 100000, a, a + len});
+  }
+  const auto refuse = [](size_t a, size_t b) { return (a * 7 + b * 3) % 4 != 0; };
+  const MemoryPlan q = plan_memory(many, 64, refuse);
+  for (size_t i = 0; i < many.size(); ++i)
+    for (size_t j = 0; j < many.size(); ++j) {
+      if (i == j || !(many[i].last < many[j].first) || refuse(i, j)) continue;
+      const bool bytes_overlap = q.offsets[i] < q.offsets[j] + many[j].bytes && q.offsets[j] < q.offsets[i] + many[i].bytes;
+      EXPECT_FALSE(bytes_overlap) << i << " and " << j << " share bytes although refused";
+    }
+}

@@ -3,6 +3,7 @@
 // accesses stays ordered.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <vector>
 
 #include "engine/cuda/gpu_steps.hpp"
@@ -38,7 +39,9 @@ bool conflicts(const StepAccess& a, const StepAccess& b) {
   const auto hit = [](const std::vector<ByteRange>& x, const std::vector<ByteRange>& y) {
     for (const auto& p : x)
       for (const auto& q : y)
-        if (p.begin < q.end && q.begin < p.end) return true;
+        if (p.begin < q.end && q.begin < p.end &&
+            (p.c0 < 0 || q.c0 < 0 || p.begin != q.begin || p.end != q.end || p.pitch != q.pitch || (p.c0 < q.c1 && q.c0 < p.c1)))
+          return true;
     return false;
   };
   return hit(a.writes, b.reads) || hit(a.writes, b.writes) || hit(a.reads, b.writes);
@@ -82,6 +85,27 @@ TEST(StepGraph, ReadersOfOneBufferAndStepsLaunchingNothing) {
   EXPECT_TRUE(deps[3].empty());
   EXPECT_EQ(deps[4], (std::vector<int>{0, 1}));
   EXPECT_EQ(engine::dependency_depth(deps, acc), 2);
+}
+
+// Channel slices of one NHWC buffer (copy-free Concat inputs, channel views): writers of disjoint
+// channels run side by side; overlapping channels, another pitch, or the whole buffer wait.
+TEST(StepGraph, ChannelSlicesOfOneBuffer) {
+  const auto slice = [](int64_t c0, int64_t c1, int64_t pitch = 64) { return ByteRange{0, 4096, c0, c1, pitch}; };
+  const ByteRange whole{0, 4096};
+  const ByteRange x{8192, 9000};
+  const std::vector<StepAccess> acc = {
+      access({x}, {slice(0, 32)}),    // 0: the first half
+      access({x}, {slice(32, 64)}),   // 1: the second half, beside 0
+      access({x}, {slice(16, 48)}),   // 2: overlaps both
+      access({x}, {slice(0, 16, 128)}),  // 3: another pitch over the same bytes
+      access({whole}, {x}),           // 4: reads the whole buffer
+  };
+  const auto deps = engine::step_dependencies(acc);
+  EXPECT_TRUE(deps[1].empty());
+  EXPECT_EQ(deps[2], (std::vector<int>{0, 1}));
+  EXPECT_EQ(deps[3], std::vector<int>{2});
+  EXPECT_EQ(deps[4], std::vector<int>{3});
+  expect_conflicts_ordered(acc, deps);
 }
 
 // A synthetic v8 head: the six level convolutions read the input and run side by side; the fused
@@ -133,6 +157,53 @@ TEST(StepGraph, Yolov5nPlanKeepsEveryConflictOrdered) {
   const int depth = engine::dependency_depth(deps, acc);
   std::printf("yolov5n: %d launching steps, longest chain %d\n", launching, depth);
   EXPECT_LE(depth, launching - 2);
+}
+
+// GpuStepOptions::branch_arena: buffers share memory only along the data dependencies, so the
+// arena adds no edge: the graph's longest chain is that of the data alone (root_accesses), and
+// every conflict of the planned arena is still ordered. Without it, reuse may lengthen the chain.
+void expect_branch_arena_adds_no_edge(const Model& m, bool v8) {
+  engine::GpuStepOptions opt;
+  opt.act_elem_size = 2;
+  opt.fuse_detect_tail = true;
+  opt.fuse_v8_tail = v8;
+  opt.fuse_attention = v8;
+  opt.attention_smem = size_t{200} << 10;
+  const auto plan = engine::build_plan(m, {{1, 3, 640, 640}});
+  const auto chain_sp = engine::plan_gpu_steps(plan, opt);
+  opt.branch_arena = true;
+  const auto sp = engine::plan_gpu_steps(plan, opt);
+  const auto data = engine::root_accesses(sp);
+  const int data_depth = engine::dependency_depth(engine::step_dependencies(data), data);
+  const auto acc = engine::value_accesses(sp, 2, 1 << 20);
+  const auto deps = engine::step_dependencies(acc);
+  expect_conflicts_ordered(acc, deps);
+  const auto chain_acc = engine::value_accesses(chain_sp, 2, 1 << 20);
+  const int chain_depth = engine::dependency_depth(engine::step_dependencies(chain_acc), chain_acc);
+  int launching = 0;
+  for (const auto& a : acc) launching += a.launches;
+  std::printf("%d launching steps; longest chain: data %d, branch arena %d (%.1f MiB), plain arena %d (%.1f MiB)\n",
+              launching, data_depth,
+              engine::dependency_depth(deps, acc), sp.arena_bytes / 1048576.0, chain_depth, chain_sp.arena_bytes / 1048576.0);
+  EXPECT_EQ(engine::dependency_depth(deps, acc), data_depth);
+  EXPECT_LE(data_depth, chain_depth);
+  EXPECT_GE(sp.arena_bytes, chain_sp.arena_bytes);
+  EXPECT_LE(sp.arena_bytes, sp.naive_bytes);
+}
+
+TEST(StepGraph, BranchArenaAddsNoEdgeYolov5n) {
+  YOLOCU_REQUIRE_DATA(path, "models/yolov5n.onnx");
+  expect_branch_arena_adds_no_edge(load_onnx(path), false);
+}
+
+TEST(StepGraph, BranchArenaAddsNoEdgeYolo11n) {
+  YOLOCU_REQUIRE_V8(path, "yolo11n.onnx");
+  expect_branch_arena_adds_no_edge(load_onnx(path), true);
+}
+
+TEST(StepGraph, BranchArenaAddsNoEdgeYolov8n) {
+  YOLOCU_REQUIRE_V8(path, "yolov8n.onnx");
+  expect_branch_arena_adds_no_edge(load_onnx(path), true);
 }
 
 }  // namespace

@@ -251,6 +251,7 @@ void Engine::build() {
   so.fuse_sppf = options.fuse_sppf;
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   so.channel_views = options.channel_views && so.copy_free_concat;
+  so.branch_arena = options.cuda_graphs && options.graph_branches;
   sp = engine::plan_gpu_steps(std::move(plan), so);
   values.init(&sp, options.max_batch);
   allocate();

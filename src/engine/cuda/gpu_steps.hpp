@@ -101,6 +101,11 @@ struct GpuStepOptions {
   // only made where every reader is one of those, and only in plans that have a channel Split step
   // (C2f / C3k2 graphs; a YOLOv5 plan stays as it is).
   bool channel_views = true;
+  // The arena for graphs captured as branches (CudaEngineOptions::graph_branches): two buffers
+  // share memory only where the data dependencies already order every step using the earlier
+  // before every step using the later, so that reuse adds no edge to the graph (a larger arena:
+  // buffers of branches that may run side by side stay apart).
+  bool branch_arena = false;
   size_t alignment = 256;
 };
 

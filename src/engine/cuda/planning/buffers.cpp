@@ -1,8 +1,11 @@
 // Planning passes on buffers (planning/passes.hpp): channel pitches, buffer roots and the copy-free
 // Concat placement, the arena.
 #include <algorithm>
+#include <functional>
+#include <memory>
 
 #include "engine/cuda/planning/passes.hpp"
+#include "engine/cuda/planning/step_graph.hpp"
 #include "engine/memory_plan.hpp"
 
 namespace yolocu::engine::planning {
@@ -51,6 +54,26 @@ void place_concat_inputs(GpuStepPlan& sp, size_t es) {
       c0 += c;
     }
   }
+}
+
+// GpuStepOptions::branch_arena: may root `earlier`'s buffer be reused by root `later`'s? Only if
+// every step using the earlier is an ancestor, in the data dependencies alone, of every step using
+// the later (so the reuse's ordering is implied already).
+std::function<bool(int, int)> branch_sharing(const GpuStepPlan& sp, const std::vector<std::vector<int>>& step_values) {
+  const std::vector<StepAccess> acc = root_accesses(sp);
+  const auto anc = std::make_shared<std::vector<std::vector<bool>>>(step_ancestors(step_dependencies(acc)));
+  const auto users = std::make_shared<std::vector<std::vector<int>>>(sp.plan.values.size());
+  for (size_t i = 0; i < step_values.size(); ++i) {
+    if (!acc[i].launches) continue;
+    for (int id : step_values[i])
+      if (id >= 0) (*users)[static_cast<size_t>(sp.root[static_cast<size_t>(id)])].push_back(static_cast<int>(i));
+  }
+  return [anc, users](int earlier, int later) {
+    for (int t : (*users)[static_cast<size_t>(later)])
+      for (int s : (*users)[static_cast<size_t>(earlier)])
+        if (!(*anc)[static_cast<size_t>(t)][static_cast<size_t>(s)]) return false;
+    return true;
+  };
 }
 
 }  // namespace
@@ -105,7 +128,8 @@ void plan_arena(GpuStepPlan& sp, const GpuStepOptions& options) {
   }
   const ValueArena arena = plan_value_arena(
       sp.root, root_off, is_const, step_values, plan.inputs, plan.outputs,
-      [&](int v) { return value_bytes(sp, v, options.act_elem_size); }, options.alignment);
+      [&](int v) { return value_bytes(sp, v, options.act_elem_size); }, options.alignment,
+      options.branch_arena ? branch_sharing(sp, step_values) : std::function<bool(int, int)>());
   sp.offset = arena.offset;
   sp.arena_bytes = arena.total_bytes;
   sp.naive_bytes = arena.naive_bytes;

@@ -7,7 +7,11 @@
 namespace yolocu::engine {
 namespace {
 
-bool overlap(const ByteRange& a, const ByteRange& b) { return a.begin < b.end && b.begin < a.end && a.begin < a.end && b.begin < b.end; }
+bool overlap(const ByteRange& a, const ByteRange& b) {
+  if (!(a.begin < b.end && b.begin < a.end && a.begin < a.end && b.begin < b.end)) return false;
+  if (a.c0 < 0 || b.c0 < 0 || a.begin != b.begin || a.end != b.end || a.pitch != b.pitch) return true;
+  return a.c0 < b.c1 && b.c0 < a.c1;
+}
 
 bool any_overlap(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b) {
   for (const ByteRange& x : a)
@@ -38,15 +42,21 @@ class Bits {
 
 }  // namespace
 
-std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base) {
-  const auto range = [&](int id, std::vector<ByteRange>& to) {
-    if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
-    const int r = sp.root[static_cast<size_t>(id)];
-    const int64_t off = sp.offset[static_cast<size_t>(r)];
-    if (off < 0) return;
-    const uintptr_t b = base + static_cast<uintptr_t>(off);
-    to.push_back({b, b + value_bytes(sp, r, act_elem_size)});
-  };
+namespace {
+
+// Value id's channel slice of range r when it lives inside its root's NHWC buffer.
+ByteRange sliced(const GpuStepPlan& sp, int id, ByteRange r) {
+  const auto v = static_cast<size_t>(id);
+  if (sp.channel_offset[v] < 0) return r;
+  r.c0 = sp.channel_offset[v];
+  r.c1 = r.c0 + sp.plan.values[v].shape[1];
+  r.pitch = sp.channel_pitch[v];
+  return r;
+}
+
+// Each step's reads (inputs, residual) and writes (outputs) through range(id, to).
+template <typename Range>
+std::vector<StepAccess> accesses(const GpuStepPlan& sp, const Range& range) {
   std::vector<StepAccess> acc(sp.steps.size());
   for (size_t i = 0; i < sp.steps.size(); ++i) {
     const GpuStep& st = sp.steps[i];
@@ -56,6 +66,40 @@ std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_si
     for (int id : st.out) range(id, acc[i].writes);
   }
   return acc;
+}
+
+}  // namespace
+
+std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base) {
+  return accesses(sp, [&](int id, std::vector<ByteRange>& to) {
+    if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
+    const int r = sp.root[static_cast<size_t>(id)];
+    const int64_t off = sp.offset[static_cast<size_t>(r)];
+    if (off < 0) return;
+    const uintptr_t b = base + static_cast<uintptr_t>(off);
+    to.push_back(sliced(sp, id, {b, b + value_bytes(sp, r, act_elem_size)}));
+  });
+}
+
+std::vector<StepAccess> root_accesses(const GpuStepPlan& sp) {
+  return accesses(sp, [&](int id, std::vector<ByteRange>& to) {
+    if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
+    const auto r = static_cast<uintptr_t>(sp.root[static_cast<size_t>(id)]);
+    to.push_back(sliced(sp, id, {r, r + 1}));
+  });
+}
+
+std::vector<std::vector<bool>> step_ancestors(const std::vector<std::vector<int>>& deps) {
+  const size_t n = deps.size();
+  std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));
+  for (size_t i = 0; i < n; ++i)
+    for (int j : deps[i]) {
+      const auto jj = static_cast<size_t>(j);
+      anc[i][jj] = true;
+      for (size_t k = 0; k < jj; ++k)
+        if (anc[jj][k]) anc[i][k] = true;
+    }
+  return anc;
 }
 
 std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps) {

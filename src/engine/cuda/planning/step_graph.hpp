@@ -15,6 +15,10 @@ namespace yolocu::engine {
 
 struct ByteRange {
   uintptr_t begin = 0, end = 0;  // [begin, end)
+  // A channel slice of an NHWC buffer of `pitch` channels a pixel that spans [begin, end): only
+  // channels [c0, c1) of each pixel (c0 < 0: every byte of the range). Two slices of the same
+  // range and pitch with disjoint channels touch disjoint bytes.
+  int64_t c0 = -1, c1 = -1, pitch = 0;
 };
 
 struct StepAccess {
@@ -23,16 +27,23 @@ struct StepAccess {
 };
 
 // The arena values each step of `sp` reads (its inputs, a convolution's residual) and writes (its
-// outputs), each as its buffer root's whole range at arena address `base` (a channel slice or view
-// conflicts with every other user of its root); constants (never written while the engine runs)
+// outputs), each as its buffer root's range at arena address `base`, a value inside its root's
+// NHWC buffer (a copy-free Concat input, a channel view) as its channel slice of it; constants (never written while the engine runs)
 // and values without a buffer are left out. Views (kView) launch nothing. The engine adds what
 // only it knows (a tactic's workspace, the stem's input, steps launching nothing at a batch size).
 std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base);
+
+// The same accesses with every buffer root on a range of its own (as if no two roots shared
+// memory): the steps' data dependencies alone, before the arena is planned.
+std::vector<StepAccess> root_accesses(const GpuStepPlan& sp);
 
 // For each step, the earlier launching steps it must wait for directly: every earlier step whose
 // accesses conflict with its own, less those another of them already waits for (the transitive
 // reduction). Steps that launch nothing get none and are no one's.
 std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps);
+
+// ancestors[i][j]: step i waits for step j, directly or through others (from step_dependencies).
+std::vector<std::vector<bool>> step_ancestors(const std::vector<std::vector<int>>& deps);
 
 // The longest chain of launching steps through those edges (1 for one step, 0 for none): how many
 // steps run one after the other at the least.
