@@ -84,7 +84,7 @@ void Engine::enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t firs
   for (size_t i = first; i < std::min(last, steps.size()); ++i) steps[i]->launch(ctx, s);
 }
 
-void Engine::capture(BatchExec& be, int batch) {
+void Engine::capture(BatchExec& be, int batch, bool branches) {
   cudaStream_t cs = capture_stream.get();
   // graph_segments graphs of consecutive steps (as equal in step count as they divide)
   const size_t n = sp.steps.size();
@@ -94,7 +94,7 @@ void Engine::capture(BatchExec& be, int batch) {
     const size_t first = n * seg / k, last = n * (seg + 1) / k;
     YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
     try {
-      if (options.graph_branches)
+      if (branches)
         capture_branches(be, batch, cs, first, last);
       else
         enqueue_steps(be, batch, cs, first, last);
@@ -140,10 +140,20 @@ void Engine::run(const void* d_input, int n, cudaStream_t s) {
   if (options.cuda_graphs && !be.graph_failed && be.runs++ > 0) {
     if (be.graphs.empty()) {
       try {
-        capture(be, batch);
-      } catch (const Error&) {
-        be.graph_failed = true;  // run eagerly from now on (still correct, only slower)
+        capture(be, batch, options.graph_branches);
+      } catch (const Error& e) {
         (void)cudaGetLastError();
+        be.graph_failed = true;  // run eagerly from now on (still correct, only slower)
+        if (options.graph_branches) {  // unless one chain captures
+          stats.warnings.push_back("batch " + std::to_string(batch) + ": the graph as branches failed (" + e.what() +
+                                   "); captured as one chain");
+          try {
+            capture(be, batch, false);
+            be.graph_failed = false;
+          } catch (const Error&) {
+            (void)cudaGetLastError();
+          }
+        }
       }
     }
     if (!be.graphs.empty()) {

@@ -114,7 +114,8 @@ struct Engine {
   LaunchContext launch_context(const BatchExec& be, int batch) const;
   // Steps [first, last) of the forward (all by default) on stream s.
   void enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first = 0, size_t last = SIZE_MAX);
-  void capture(BatchExec& be, int batch);
+  // The forward's graphs for this batch size, captured as branches or as one chain.
+  void capture(BatchExec& be, int batch, bool branches);
   // options.graph_branches: steps [first, last) captured on cs (capturing) as a graph of their data
   // dependencies (planning/step_graph.hpp), independent branches side by side.
   void capture_branches(BatchExec& be, int batch, cudaStream_t cs, size_t first, size_t last);
