@@ -64,9 +64,12 @@ void Engine::capture_branches(BatchExec& be, int batch, cudaStream_t cs, size_t 
     std::vector<cudaGraphNode_t> wait;
     for (int j : deps[i])
       if (static_cast<size_t>(j) >= first) wait.insert(wait.end(), leaves[static_cast<size_t>(j)].begin(), leaves[static_cast<size_t>(j)].end());
+    std::sort(wait.begin(), wait.end());
+    wait.erase(std::unique(wait.begin(), wait.end()), wait.end());  // (a step that enqueued nothing passes its own on)
     set_capture_leaves(cs, wait);
     steps[i]->launch(ctx, cs);
     leaves[i] = capture_leaves(cs);
+    std::sort(leaves[i].begin(), leaves[i].end());
     // A step that declared no launch must not have captured any (it would wait for nothing).
     YOLOCU_CHECK(acc[i].launches || leaves[i] == wait, kInternal, "step '", steps[i]->name(),
                  "' enqueued work at batch ", batch, " but declares no kernel (graph capture by branches)");
