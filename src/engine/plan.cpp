@@ -535,7 +535,7 @@ std::vector<DetectHead> find_detect_heads(const Plan& plan) {
   return heads;
 }
 
-int residual_add(const Plan& plan, int conv_idx, int y, int* x) {
+int residual_add(const Plan& plan, int conv_idx, int y, int* x, bool ready_before) {
   const auto& yv = plan.values[static_cast<size_t>(y)];
   if (yv.graph_output || yv.consumers.size() != 1) return -1;
   const int add = yv.consumers[0];
@@ -546,7 +546,7 @@ int residual_add(const Plan& plan, int conv_idx, int y, int* x) {
   const auto& xv = plan.values[static_cast<size_t>(other)];
   const auto& ov = plan.values[static_cast<size_t>(a.out[0])];
   if (xv.constant || xv.dtype != DType::kFloat32 || xv.shape != yv.shape || ov.shape != yv.shape) return -1;
-  if (!xv.graph_input && (xv.producer < 0 || xv.producer >= conv_idx)) return -1;
+  if (ready_before && !xv.graph_input && (xv.producer < 0 || xv.producer >= conv_idx)) return -1;
   *x = other;
   return add;
 }

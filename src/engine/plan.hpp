@@ -69,8 +69,11 @@ std::vector<std::vector<int64_t>> resize_indices(const Plan& plan, const PlanNod
 // The residual Add both engines fuse into a convolution: value `y` (the output of convolution node
 // `conv_idx`, activation included) has exactly one consumer, an fp32 Add(y, x) of the same shape
 // whose other input x is a runtime value ready before the convolution runs (a graph input or
-// produced by an earlier node). Returns the Add's node index and sets *x, else -1.
-int residual_add(const Plan& plan, int conv_idx, int y, int* x);
+// produced by an earlier node). Returns the Add's node index and sets *x, else -1. ready_before
+// false: the caller knows x is ready by other means (the GPU lowering: x already has its step,
+// e.g. the output of a fused block that runs at the block's first node) and the node order of
+// x's producer is not checked.
+int residual_add(const Plan& plan, int conv_idx, int y, int* x, bool ready_before = true);
 
 // The tail of ultralytics' Detect head as export.py writes it (models/yolo.py, v6.2-v7.0), one
 // level per head convolution:

@@ -289,8 +289,12 @@ TEST(GpuSteps, FusedAttention) {
   std::printf("yolo11n: %zu steps (%d not views) unfused attention, %zu (%d) fused\n", plain.steps.size(),
               launching(plain), fused.steps.size(), launching(fused));
   // Unfused: qkv to plain, 3 Split gathers, Mul, 2 Transposes, 2 MatMuls, Softmax, x and pe's input
-  // back to NHWC (13 kernels; 3 Reshapes are views). Fused: 1.
-  EXPECT_EQ(launching(plain) - launching(fused), 12);
+  // back to NHWC (13 kernels; 3 Reshapes are views). Fused: 1. And the Add x + pe(v): fused into pe
+  // as its residual, since the attention step has made x before pe runs (unfused, x comes after).
+  EXPECT_EQ(launching(plain) - launching(fused), 13);
+  int pe_with_x = 0;
+  for (const auto& s : fused.steps) pe_with_x += s.kind == GpuStepKind::kConv && s.residual == a.out;
+  EXPECT_EQ(pe_with_x, 1);
   // fp32 keys and values of 400 tokens need 165 KiB: over 99 KiB unfused, under sm_90's 227 KiB fused.
   o.act_elem_size = 4;
   EXPECT_TRUE(engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), o).attention.empty());

@@ -223,15 +223,19 @@ Layout Lowering::lower_conv(GpuStep& s, const PlanNode& pn, size_t i) {
     s.silu = true;
     s.out = plan_.nodes[static_cast<size_t>(mul)].out;
     ++sp_.fused_silu;
-    // Residual: the SiLU output's only consumer is Add(silu, r) with r ready, same shape, NHWC.
-    int r = -1;
-    const int a = options_.fuse_residual ? engine::residual_add(plan_, static_cast<int>(i), s.out[0], &r) : -1;
-    if (a >= 0 && !f_.absorbed[static_cast<size_t>(a)] && layout_of(r) == Layout::kNhwc) {
-      f_.absorbed[static_cast<size_t>(a)] = true;
-      s.residual = r;
-      s.out = plan_.nodes[static_cast<size_t>(a)].out;
-      ++sp_.fused_residual;
-    }
+  }
+  // Residual: the output's (the SiLU's, or the convolution's own without one: YOLO11's C2PSA pe,
+  // proj and ffn.1) only consumer is Add(y, r), same shape, with r ready: NHWC already, i.e. made
+  // by a step lowered before this one (pe's r is the fused attention's output, whose step runs at
+  // the block's first node although its last node comes after pe).
+  int r = -1;
+  const int a =
+      options_.fuse_residual ? engine::residual_add(plan_, static_cast<int>(i), s.out[0], &r, /*ready_before=*/false) : -1;
+  if (a >= 0 && !f_.absorbed[static_cast<size_t>(a)] && layout_of(r) == Layout::kNhwc) {
+    f_.absorbed[static_cast<size_t>(a)] = true;
+    s.residual = r;
+    s.out = plan_.nodes[static_cast<size_t>(a)].out;
+    ++sp_.fused_residual;
   }
   // Inputs the step reads: x, (weights / bias are constants), residual.
   s.in = {s.in[0], pn.in[1], pn.in.size() > 2 ? pn.in[2] : -1, s.residual};
