@@ -340,7 +340,7 @@ TEST(CudaChannelViews, V8ExportsMatchUltralytics) {
       std::printf("[ channel views ] %s: %d views, %d steps removed, %d -> %d kernels per run\n", tag.c_str(),
                   on.stats().channel_views, on.stats().copy_steps_removed, off.stats().kernels_per_run,
                   on.stats().kernels_per_run);
-      EXPECT_EQ(on.stats().channel_views, 16) << tag;
+      EXPECT_EQ(on.stats().channel_views, name == "yolov8n" ? 16 : 18) << tag;  // + YOLO11's C2PSA Split
       for (const std::string& w : on.stats().warnings) ADD_FAILURE() << tag << " warning: " << w;
       const double bound = fp32 ? 1e-5 : 5e-3;
       expect_close(on.run_host({bus["input"]}), {bus["output"]}, bound, tag + " b1 bus vs ultralytics");

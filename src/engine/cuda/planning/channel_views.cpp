@@ -7,6 +7,10 @@
 //     offset, C's pitch); the Split's steps are removed;
 //   - an input made by a Conv or a nearest Resize that other steps read too (a bottleneck's output
 //     that the next bottleneck reads): written in its slice like a single-reader input.
+// Then each channel Split left whose input is a Conv's output u read only by it: its outputs become
+// views of u's own buffer (root u, their channel offsets, u's pitch) where every reader reads a
+// pitch, a channel Concat copying them included (YOLO11's C2PSA: Split(cv1) -> a into the Concat,
+// b into the attention block's qkv convolution and proj's residual); the Split's steps are removed.
 // A value becomes a view only if every step reading it, C aside, is a Conv reading it as its input
 // or residual (Conv tactics read pitched buffers: ConvProblem::xp / rp) or a nearest Resize (reads
 // its input's pitch), and it is C's input once.
@@ -39,6 +43,9 @@ class ChannelViews {
   void run() {
     for (size_t i = 0; i < sp_.steps.size(); ++i)
       if (sp_.steps[i].kind == GpuStepKind::kConcatNhwc) place_inputs(static_cast<int>(i));
+    for (size_t i = 0; i < sp_.steps.size(); ++i)
+      if (sp_.steps[i].kind == GpuStepKind::kSplitNhwc && !removed_[i] && sp_.steps[i].out_index == 0)
+        view_split_in_producer(static_cast<int>(i));
     remove_idle_concats();
     std::vector<GpuStep> kept;
     for (size_t i = 0; i < sp_.steps.size(); ++i)
@@ -139,6 +146,45 @@ class ChannelViews {
     ++sp_.concat_inputs_in_place;
     --sp_.concat_inputs_copied;
     return true;
+  }
+
+  // Every reader of v reads a pitched input: a Conv as its input or residual, a nearest Resize, or
+  // a channel Concat (which copies an input that lives in another buffer with that buffer's pitch).
+  bool readers_read_pitch(int v) const {
+    for (const Use& u : readers_[static_cast<size_t>(v)]) {
+      const GpuStep& s = sp_.steps[static_cast<size_t>(u.step)];
+      const bool conv = s.kind == GpuStepKind::kConv && (u.slot == 0 || u.slot == 3);
+      if (!conv && !(s.kind == GpuStepKind::kResize && u.slot == 0) && s.kind != GpuStepKind::kConcatNhwc) return false;
+    }
+    return true;
+  }
+
+  // Split step `split` (its first output's) of a Conv's output u that only this Split reads: its
+  // outputs as views of u's buffer, if every reader of each reads a pitch.
+  void view_split_in_producer(int split) {
+    const GpuStep& sw = sp_.steps[static_cast<size_t>(split)];
+    const PlanNode& pn = sp_.plan.nodes[static_cast<size_t>(sw.node)];
+    const int u = sw.in[0];
+    const GpuStep* uw = writer_step(u);
+    if (!uw || uw->kind != GpuStepKind::kConv || !owns_buffer(u) || readers_[static_cast<size_t>(u)].size() != pn.out.size())
+      return;
+    for (const Use& r : readers_[static_cast<size_t>(u)]) {
+      const GpuStep& s = sp_.steps[static_cast<size_t>(r.step)];
+      if (s.kind != GpuStepKind::kSplitNhwc || s.node != sw.node || removed_[static_cast<size_t>(r.step)]) return;
+    }
+    int64_t total = 0;
+    for (int o : pn.out) {
+      if (o < 0 || !owns_buffer(o) || !readers_read_pitch(o) || !aligned(total) || !aligned(channels(o))) return;
+      total += channels(o);
+    }
+    if (total != channels(u)) return;
+    int64_t start = 0;
+    for (int o : pn.out) {
+      place(o, u, start);
+      start += channels(o);
+      removed_[static_cast<size_t>(writer_[static_cast<size_t>(o)])] = true;
+      ++sp_.channel_views;
+    }
   }
 
   void place_inputs(int concat) {
