@@ -21,7 +21,7 @@
 # binaries and libraries, the union of their data): `bundle.sh tests,detector,fuzz`, then there
 # `bash scripts/gpu/run_all.sh tests,detector,fuzz` runs them in turn. Carry .gpu (and .data, .whl
 # for train) to the GPU machine and run there  bash scripts/gpu/run_all.sh <part>  (docs/gpu-runs.md).
-# Reads: YOLOCU_DATA_DIR, CUDA_ARCH, YOLOCU_GPU_BUILD, YOLOCU_GPU_DIR, V8_SET, V8_MODELS,
+# Reads: YOLOCU_DATA_DIR, CUDA_ARCH, YOLOCU_GPU_BUILD, YOLOCU_GPU_DIR, V8_SET, V8_MODELS, V8_ALSO,
 # YOLOCU_V8_DIR, YOLOCU_V8_VENV (the table: docs/gpu-runs.md).
 set -euo pipefail
 parts=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz|int8, or several: tests,detector,fuzz}
@@ -148,9 +148,20 @@ case "$part" in
           xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz" ;;
         *)  # (xz as above: with the references and the peer the static set is near a call's 64 MiB)
           xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz"
-          for im in bus zidane; do slim_v8 "${n}_$im.npz" input output detect detect_low val; done ;;
+          # (with V8_ALSO bus.jpg alone: zidane's detector cases skip, the second model fits)
+          ims="bus zidane"
+          [ -n "${V8_ALSO:-}" ] && ims=bus
+          for im in $ims; do slim_v8 "${n}_$im.npz" input output detect detect_low val; done ;;
       esac
     done
+    # V8_ALSO="yolov8n" (static set): these models' exports and bus.jpg's raw outputs only, enough
+    # for the engine's tests and the benchmark, so that a second model fits the same call
+    if [ "$set_" = static ]; then
+      for n in ${V8_ALSO:-}; do
+        xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz"
+        slim_v8 "${n}_bus.npz" input output
+      done
+    fi
     [ "$set_" = detector ] && copy coco128
     [ "$set_" = e2e ] && copy images && copy coco128/images
     [ "$set_" = dynamic ] || [ "$set_" = bench ] || [ "$set_" = e2e ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
