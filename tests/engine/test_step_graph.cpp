@@ -35,23 +35,11 @@ bool ordered(const std::vector<std::vector<int>>& deps, int from, int to) {
   return false;
 }
 
-bool conflicts(const StepAccess& a, const StepAccess& b) {
-  const auto hit = [](const std::vector<ByteRange>& x, const std::vector<ByteRange>& y) {
-    for (const auto& p : x)
-      for (const auto& q : y)
-        if (p.begin < q.end && q.begin < p.end &&
-            (p.c0 < 0 || q.c0 < 0 || p.begin != q.begin || p.end != q.end || p.pitch != q.pitch || (p.c0 < q.c1 && q.c0 < p.c1)))
-          return true;
-    return false;
-  };
-  return hit(a.writes, b.reads) || hit(a.writes, b.writes) || hit(a.reads, b.writes);
-}
-
 // Every pair of launching steps whose accesses conflict is ordered by a path of edges.
 void expect_conflicts_ordered(const std::vector<StepAccess>& acc, const std::vector<std::vector<int>>& deps) {
   for (size_t j = 0; j < acc.size(); ++j)
     for (size_t i = 0; i < j; ++i) {
-      if (!acc[i].launches || !acc[j].launches || !conflicts(acc[i], acc[j])) continue;
+      if (!acc[i].launches || !acc[j].launches || !engine::steps_conflict(acc[i], acc[j])) continue;
       EXPECT_TRUE(ordered(deps, static_cast<int>(i), static_cast<int>(j))) << "steps " << i << " and " << j;
     }
 }

@@ -25,7 +25,7 @@ std::vector<cudaGraphNode_t> capture_leaves(cudaStream_t s) {
   return std::vector<cudaGraphNode_t>(nodes, nodes + n);
 }
 
-void set_capture_leaves(cudaStream_t s, std::vector<cudaGraphNode_t> nodes) {
+void set_capture_leaves(cudaStream_t s, std::vector<cudaGraphNode_t>& nodes) {
 #if CUDART_VERSION >= 13000
   YOLOCU_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(s, nodes.data(), nullptr, nodes.size(),
                                                         cudaStreamSetCaptureDependencies));
@@ -54,9 +54,8 @@ std::vector<engine::StepAccess> Engine::step_accesses(const BatchExec& be, int b
   return acc;
 }
 
-void Engine::capture_branches(BatchExec& be, int batch, cudaStream_t cs, size_t first, size_t last) {
-  const std::vector<engine::StepAccess> acc = step_accesses(be, batch);
-  const std::vector<std::vector<int>> deps = engine::step_dependencies(acc);
+void Engine::capture_branches(BatchExec& be, int batch, const std::vector<engine::StepAccess>& acc,
+                              const std::vector<std::vector<int>>& deps, cudaStream_t cs, size_t first, size_t last) {
   YOLOCU_CUDNN_CHECK(cudnnSetStream(cudnn.get(), cs));
   const LaunchContext ctx = launch_context(be, batch);
   std::vector<std::vector<cudaGraphNode_t>> leaves(steps.size());  // each step's last nodes
@@ -93,12 +92,19 @@ void Engine::capture(BatchExec& be, int batch, bool branches) {
   const size_t n = sp.steps.size();
   const size_t k = std::max<size_t>(1, std::min(n, static_cast<size_t>(options.graph_segments)));
   std::vector<GraphExec> graphs;
+  // with branches: every step's accesses and the edges between them, for all the segments
+  std::vector<engine::StepAccess> acc;
+  std::vector<std::vector<int>> deps;
+  if (branches) {
+    acc = step_accesses(be, batch);
+    deps = engine::step_dependencies(acc);
+  }
   for (size_t seg = 0; seg < k; ++seg) {
     const size_t first = n * seg / k, last = n * (seg + 1) / k;
     YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
     try {
       if (branches)
-        capture_branches(be, batch, cs, first, last);
+        capture_branches(be, batch, acc, deps, cs, first, last);
       else
         enqueue_steps(be, batch, cs, first, last);
     } catch (...) {

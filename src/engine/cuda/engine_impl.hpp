@@ -117,8 +117,10 @@ struct Engine {
   // The forward's graphs for this batch size, captured as branches or as one chain.
   void capture(BatchExec& be, int batch, bool branches);
   // options.graph_branches: steps [first, last) captured on cs (capturing) as a graph of their data
-  // dependencies (planning/step_graph.hpp), independent branches side by side.
-  void capture_branches(BatchExec& be, int batch, cudaStream_t cs, size_t first, size_t last);
+  // dependencies (acc and deps of step_accesses, planning/step_graph.hpp), independent branches
+  // side by side.
+  void capture_branches(BatchExec& be, int batch, const std::vector<engine::StepAccess>& acc,
+                        const std::vector<std::vector<int>>& deps, cudaStream_t cs, size_t first, size_t last);
   // What each step reads and writes at this batch size: its values, a tactic's workspace, the stem's input.
   std::vector<engine::StepAccess> step_accesses(const BatchExec& be, int batch) const;
   void run(const void* d_input, int batch, cudaStream_t s);

@@ -2,7 +2,7 @@
 // Concat placement, the arena.
 #include <algorithm>
 #include <functional>
-#include <memory>
+#include <utility>
 
 #include "engine/cuda/planning/passes.hpp"
 #include "engine/cuda/planning/step_graph.hpp"
@@ -61,17 +61,18 @@ void place_concat_inputs(GpuStepPlan& sp, size_t es) {
 // the later (so the reuse's ordering is implied already).
 std::function<bool(int, int)> branch_sharing(const GpuStepPlan& sp, const std::vector<std::vector<int>>& step_values) {
   const std::vector<StepAccess> acc = root_accesses(sp);
-  const auto anc = std::make_shared<std::vector<std::vector<bool>>>(step_ancestors(step_dependencies(acc)));
-  const auto users = std::make_shared<std::vector<std::vector<int>>>(sp.plan.values.size());
+  std::vector<std::vector<bool>> anc;
+  step_dependencies(acc, &anc);
+  std::vector<std::vector<int>> users(sp.plan.values.size());  // per root: the launching steps using it
   for (size_t i = 0; i < step_values.size(); ++i) {
     if (!acc[i].launches) continue;
     for (int id : step_values[i])
-      if (id >= 0) (*users)[static_cast<size_t>(sp.root[static_cast<size_t>(id)])].push_back(static_cast<int>(i));
+      if (id >= 0) users[static_cast<size_t>(sp.root[static_cast<size_t>(id)])].push_back(static_cast<int>(i));
   }
-  return [anc, users](int earlier, int later) {
-    for (int t : (*users)[static_cast<size_t>(later)])
-      for (int s : (*users)[static_cast<size_t>(earlier)])
-        if (!(*anc)[static_cast<size_t>(t)][static_cast<size_t>(s)]) return false;
+  return [anc = std::move(anc), users = std::move(users)](int earlier, int later) {
+    for (int t : users[static_cast<size_t>(later)])
+      for (int s : users[static_cast<size_t>(earlier)])
+        if (!anc[static_cast<size_t>(t)][static_cast<size_t>(s)]) return false;
     return true;
   };
 }

@@ -85,11 +85,30 @@ class ChannelViews {
         ++in_concat;
         continue;
       }
-      const GpuStep& s = sp_.steps[static_cast<size_t>(u.step)];
-      const bool conv = s.kind == GpuStepKind::kConv && (u.slot == 0 || u.slot == 3);
-      if (!conv && !(s.kind == GpuStepKind::kResize && u.slot == 0)) return false;
+      if (!conv_or_resize_input(u)) return false;
     }
     return in_concat == 1;
+  }
+
+  // A Conv reading its input or residual, or a nearest Resize reading its input: they read a pitch.
+  bool conv_or_resize_input(const Use& u) const {
+    const GpuStepKind k = sp_.steps[static_cast<size_t>(u.step)].kind;
+    return (k == GpuStepKind::kConv && (u.slot == 0 || u.slot == 3)) || (k == GpuStepKind::kResize && u.slot == 0);
+  }
+
+  // The input of Split step sw (any of its outputs' steps) when it is a Conv's output u that owns its
+  // buffer and that only that Split's steps (one an output, none removed) read; else -1.
+  int split_of_conv_output(const GpuStep& sw) const {
+    const int u = sw.in[0];
+    const GpuStep* uw = writer_step(u);
+    const size_t parts = sp_.plan.nodes[static_cast<size_t>(sw.node)].out.size();
+    if (parts < 1 || !uw || uw->kind != GpuStepKind::kConv || !owns_buffer(u) || readers_[static_cast<size_t>(u)].size() != parts)
+      return -1;
+    for (const Use& r : readers_[static_cast<size_t>(u)]) {
+      const GpuStep& s = sp_.steps[static_cast<size_t>(r.step)];
+      if (s.kind != GpuStepKind::kSplitNhwc || s.node != sw.node || removed_[static_cast<size_t>(r.step)]) return -1;
+    }
+    return u;
   }
 
   void place(int v, int y, int64_t c0) {
@@ -107,14 +126,8 @@ class ChannelViews {
     if (!sw || sw->kind != GpuStepKind::kSplitNhwc || sw->out_index != 0) return 0;
     const PlanNode& pn = sp_.plan.nodes[static_cast<size_t>(sw->node)];
     const size_t parts = pn.out.size();
-    const int u = sw->in[0];
-    const GpuStep* uw = writer_step(u);
-    if (parts < 1 || at + parts > in.size() || !uw || uw->kind != GpuStepKind::kConv || !owns_buffer(u)) return 0;
-    if (readers_[static_cast<size_t>(u)].size() != parts) return 0;
-    for (const Use& r : readers_[static_cast<size_t>(u)]) {
-      const GpuStep& s = sp_.steps[static_cast<size_t>(r.step)];
-      if (s.kind != GpuStepKind::kSplitNhwc || s.node != sw->node) return 0;
-    }
+    const int u = split_of_conv_output(*sw);
+    if (u < 0 || at + parts > in.size()) return 0;
     int64_t total = 0;
     for (size_t k = 0; k < parts; ++k) {
       const int o = pn.out[k];
@@ -151,11 +164,8 @@ class ChannelViews {
   // Every reader of v reads a pitched input: a Conv as its input or residual, a nearest Resize, or
   // a channel Concat (which copies an input that lives in another buffer with that buffer's pitch).
   bool readers_read_pitch(int v) const {
-    for (const Use& u : readers_[static_cast<size_t>(v)]) {
-      const GpuStep& s = sp_.steps[static_cast<size_t>(u.step)];
-      const bool conv = s.kind == GpuStepKind::kConv && (u.slot == 0 || u.slot == 3);
-      if (!conv && !(s.kind == GpuStepKind::kResize && u.slot == 0) && s.kind != GpuStepKind::kConcatNhwc) return false;
-    }
+    for (const Use& u : readers_[static_cast<size_t>(v)])
+      if (!conv_or_resize_input(u) && sp_.steps[static_cast<size_t>(u.step)].kind != GpuStepKind::kConcatNhwc) return false;
     return true;
   }
 
@@ -164,14 +174,8 @@ class ChannelViews {
   void view_split_in_producer(int split) {
     const GpuStep& sw = sp_.steps[static_cast<size_t>(split)];
     const PlanNode& pn = sp_.plan.nodes[static_cast<size_t>(sw.node)];
-    const int u = sw.in[0];
-    const GpuStep* uw = writer_step(u);
-    if (!uw || uw->kind != GpuStepKind::kConv || !owns_buffer(u) || readers_[static_cast<size_t>(u)].size() != pn.out.size())
-      return;
-    for (const Use& r : readers_[static_cast<size_t>(u)]) {
-      const GpuStep& s = sp_.steps[static_cast<size_t>(r.step)];
-      if (s.kind != GpuStepKind::kSplitNhwc || s.node != sw.node || removed_[static_cast<size_t>(r.step)]) return;
-    }
+    const int u = split_of_conv_output(sw);
+    if (u < 0) return;
     int64_t total = 0;
     for (int o : pn.out) {
       if (o < 0 || !owns_buffer(o) || !readers_read_pitch(o) || !aligned(total) || !aligned(channels(o))) return;

@@ -20,12 +20,6 @@ bool any_overlap(const std::vector<ByteRange>& a, const std::vector<ByteRange>& 
   return false;
 }
 
-// Must `later` wait for `earlier`? One writes what the other reads or writes.
-bool conflict(const StepAccess& earlier, const StepAccess& later) {
-  return any_overlap(earlier.writes, later.reads) || any_overlap(earlier.writes, later.writes) ||
-         any_overlap(earlier.reads, later.writes);
-}
-
 // A set of step indices as bits.
 class Bits {
  public:
@@ -39,10 +33,6 @@ class Bits {
  private:
   std::vector<uint64_t> w_;
 };
-
-}  // namespace
-
-namespace {
 
 // Value id's channel slice of range r when it lives inside its root's NHWC buffer.
 ByteRange sliced(const GpuStepPlan& sp, int id, ByteRange r) {
@@ -70,6 +60,11 @@ std::vector<StepAccess> accesses(const GpuStepPlan& sp, const Range& range) {
 
 }  // namespace
 
+bool steps_conflict(const StepAccess& earlier, const StepAccess& later) {
+  return any_overlap(earlier.writes, later.reads) || any_overlap(earlier.writes, later.writes) ||
+         any_overlap(earlier.reads, later.writes);
+}
+
 std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base) {
   return accesses(sp, [&](int id, std::vector<ByteRange>& to) {
     if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
@@ -89,20 +84,8 @@ std::vector<StepAccess> root_accesses(const GpuStepPlan& sp) {
   });
 }
 
-std::vector<std::vector<bool>> step_ancestors(const std::vector<std::vector<int>>& deps) {
-  const size_t n = deps.size();
-  std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));
-  for (size_t i = 0; i < n; ++i)
-    for (int j : deps[i]) {
-      const auto jj = static_cast<size_t>(j);
-      anc[i][jj] = true;
-      for (size_t k = 0; k < jj; ++k)
-        if (anc[jj][k]) anc[i][k] = true;
-    }
-  return anc;
-}
-
-std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps) {
+std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps,
+                                               std::vector<std::vector<bool>>* ancestors) {
   const size_t n = steps.size();
   std::vector<std::vector<int>> deps(n);
   std::vector<Bits> before(n, Bits(n));  // every step a step waits for, directly or not
@@ -110,12 +93,17 @@ std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& s
     if (!steps[i].launches) continue;
     // the nearest conflicting steps first: a farther one they already wait for needs no edge
     for (size_t j = i; j-- > 0;) {
-      if (!steps[j].launches || before[i].test(j) || !conflict(steps[j], steps[i])) continue;
+      if (!steps[j].launches || before[i].test(j) || !steps_conflict(steps[j], steps[i])) continue;
       deps[i].push_back(static_cast<int>(j));
       before[i].set(j);
       before[i].merge(before[j]);
     }
     std::sort(deps[i].begin(), deps[i].end());
+  }
+  if (ancestors) {
+    ancestors->assign(n, std::vector<bool>(n, false));
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < i; ++j) (*ancestors)[i][j] = before[i].test(j);
   }
   return deps;
 }

@@ -28,8 +28,8 @@ struct StepAccess {
 
 // The arena values each step of `sp` reads (its inputs, a convolution's residual) and writes (its
 // outputs), each as its buffer root's range at arena address `base`, a value inside its root's
-// NHWC buffer (a copy-free Concat input, a channel view) as its channel slice of it; constants (never written while the engine runs)
-// and values without a buffer are left out. Views (kView) launch nothing. The engine adds what
+// NHWC buffer (a copy-free Concat input, a channel view) as its channel slice of it; constants
+// (never written while the engine runs) and values without a buffer are left out. Views (kView) launch nothing. The engine adds what
 // only it knows (a tactic's workspace, the stem's input, steps launching nothing at a batch size).
 std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base);
 
@@ -37,13 +37,15 @@ std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_si
 // memory): the steps' data dependencies alone, before the arena is planned.
 std::vector<StepAccess> root_accesses(const GpuStepPlan& sp);
 
+// Must step `later` wait for step `earlier`? One writes bytes the other reads or writes.
+bool steps_conflict(const StepAccess& earlier, const StepAccess& later);
+
 // For each step, the earlier launching steps it must wait for directly: every earlier step whose
 // accesses conflict with its own, less those another of them already waits for (the transitive
-// reduction). Steps that launch nothing get none and are no one's.
-std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps);
-
-// ancestors[i][j]: step i waits for step j, directly or through others (from step_dependencies).
-std::vector<std::vector<bool>> step_ancestors(const std::vector<std::vector<int>>& deps);
+// reduction). Steps that launch nothing get none and are no one's. ancestors (optional):
+// (*ancestors)[i][j] is whether step i waits for step j, directly or through others.
+std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps,
+                                               std::vector<std::vector<bool>>* ancestors = nullptr);
 
 // The longest chain of launching steps through those edges (1 for one step, 0 for none): how many
 // steps run one after the other at the least.
