@@ -159,7 +159,7 @@ case "$part" in
     if [ "$set_" = static ]; then
       for n in ${V8_ALSO:-}; do
         xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz"
-        slim_v8 "${n}_bus.npz" input output
+        slim_v8 "${n}_bus.npz" input output detect detect_low val
       done
     fi
     [ "$set_" = detector ] && copy coco128

@@ -50,13 +50,20 @@ inline void fused_vs_cpu(const Fusion& f, const std::shared_ptr<const Model>& mo
   std::vector<Tensor> refs;
   for (const Tensor& x : inputs) refs.push_back(cpu.run({x})[0]);
   const auto batch = [](const Tensor& x) { return " b" + std::to_string(x.dim(0)); };
-  CudaEngine plain(model, fusion_options(f, Precision::kFloat32, max_batch, false));
+  // the inputs' size (a dynamic export's engine is built for one height and width; 640 if unnamed)
+  const auto options = [&](Precision p, bool fuse) {
+    CudaEngineOptions o = fusion_options(f, p, max_batch, fuse);
+    o.height = static_cast<int>(inputs.at(0).dim(2));
+    o.width = static_cast<int>(inputs.at(0).dim(3));
+    return o;
+  };
+  CudaEngine plain(model, options(Precision::kFloat32, false));
   f.check_stats(plain.stats(), false, tag);
   for (size_t i = 0; i < inputs.size(); ++i)
     expect_close(f, plain.run_host({inputs[i]})[0], refs[i], 1e-5, tag + " fp32" + batch(inputs[i]) + " unfused vs CPU");
   for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
     const bool fp32 = p == Precision::kFloat32;
-    CudaEngine fused(model, fusion_options(f, p, max_batch, true));
+    CudaEngine fused(model, options(p, true));
     const std::string t = tag + (fp32 ? " fp32" : " fp16");
     f.check_stats(fused.stats(), true, t);
     if (fp32) {
