@@ -154,8 +154,9 @@ case "$part" in
           for im in $ims; do slim_v8 "${n}_$im.npz" input output detect detect_low val; done ;;
       esac
     done
-    # V8_ALSO="yolov8n" (static set): these models' exports and bus.jpg's raw outputs only, enough
-    # for the engine's tests and the benchmark, so that a second model fits the same call
+    # V8_ALSO="yolov8n" (static set): these models' exports and bus.jpg's references only (raw
+    # outputs and detections), enough for the engine's tests, the detector's bus case and the
+    # benchmark, so that a second model fits the same call
     if [ "$set_" = static ]; then
       for n in ${V8_ALSO:-}; do
         xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz"
