@@ -4,19 +4,21 @@
 // GEMM view per block tile: C[128 pixels x K] = A[128 x 9C] * B[9C x K], the reduction tap-major,
 // channel-minor (the KRSC weights' order), padded to a multiple of 16 (C = 8: the tenth "tap" reads
 // a zero chunk).
-//   1. the block copies the layer's weights into shared memory once ([K][9C + pad], cp.async), then
-//      loops over output tiles (TH x TW pixels of one image, TH * TW = 128; blocks = what fits the
+//   1. the block copies the layer's weights into shared memory once ([K][9C + pad], cp.async) and
+//      its bias (zeros without one), then loops over output tiles (TH x TW pixels of one image, TH * TW = 128; blocks = what fits the
 //      device at once); each tile's input halo ((TH - 1) S + 3 rows x (TW - 1) S + 3 columns x C,
 //      zeros outside the image) is copied with cp.async while the previous tile computes (two
 //      buffers);
-//   2. in the halo a pixel takes C halves (C / 8 odd) or C + 8 (even), so the 8 pixel rows one
-//      ldmatrix reads fall into 8 different 16-byte bank groups; with stride 2 the even input
-//      columns are stored before the odd ones, so that consecutive output pixels read consecutive
-//      stored columns again;
+//   2. in the halo a pixel takes C halves, its 16-byte channel chunks swizzled (chunk j of halo
+//      pixel x stored at j ^ ((x / (128 bytes / 2C)) mod C/8)), so the 8 consecutive pixels one
+//      ldmatrix reads fall into 8 different 16-byte bank groups without padding; with stride 2 the
+//      even input columns are stored before the odd ones, so that consecutive output pixels read
+//      consecutive stored columns again;
 //   3. warp w takes two m16 tiles (16 consecutive output pixels of a row each): per k16 step one
 //      ldmatrix.x4 per m tile (each lane names the halo address of its pixel and tap), the weights'
 //      B fragments as 32-bit shared loads, fp32 accumulators;
-//   4. epilogue from the accumulators: + bias, SiLU, + residual in fp32, two channels a store.
+//   4. epilogue from the accumulators: + bias, SiLU (fast exponential and division: the output is
+//      fp16), + residual in fp32, two channels a store.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -42,10 +44,18 @@ struct Cfg {
   static constexpr int kKd = 9 * C;                        // reduction
   static constexpr int kKp = (kKd + 15) / 16 * 16;         // padded to whole k16 steps
   static constexpr int kWp = kKp + 8;                      // weight row pitch (halves)
-  static constexpr int kPp = (C / 8) % 2 == 1 ? C : C + 8;  // halo pixel pitch (halves)
   static constexpr int kK = NT * 8;
   static constexpr int kWeightHalves = kK * kWp + 8;       // + the zero chunk
+  static constexpr int kHaloOffset = kWeightHalves * 2 + kK * 4;  // bytes: weights, zero chunk, bias
 };
+
+// Where chunk `chunk` (16 bytes) of halo pixel `pix` is stored, in halves from the halo's start:
+// the chunk index XOR the pixel's place among the 128 / 2C pixel groups of its 128 bytes' line.
+template <int C>
+__device__ __forceinline__ int halo_at(int pix, int chunk) {
+  constexpr int kChunks = C / 8, kShift = C == 8 ? 3 : C == 16 ? 2 : 1;  // log2 of the pixels in 128 bytes
+  return pix * C + ((chunk ^ ((pix >> kShift) & (kChunks - 1))) << 3);
+}
 
 struct Params {
   const __half* x;
@@ -55,6 +65,7 @@ struct Params {
   __half* y;
   int h, w_, p, q, pad_h, pad_w, s, xp, yp, rp;
   int tw, tw_log2, th, ih, iw;  // tile, halo
+  int step_dy, step_dx;         // a thread's step through the halo's pixels (kThreads / (C / 8)), as rows + columns
   int tiles_x, tiles_y, tiles;
   int halo_halves;  // one halo buffer
   bool silu;
@@ -74,20 +85,27 @@ __device__ __forceinline__ int halo_col(const Params& P, int hx) {
   return P.s == 1 ? hx : ((hx & 1) ? P.tw + 1 + (hx >> 1) : (hx >> 1));
 }
 
-template <int C, int NT>
+// The thread copies chunk threadIdx.x % (C / 8) of every (kThreads / (C / 8))-th halo pixel,
+// stepping through the rows without a division per pixel.
+template <int C>
 __device__ __forceinline__ void load_halo(const Params& P, int t, __half* halo) {
-  using G = Cfg<C, NT>;
   constexpr int kChunks = C / 8;
   const TileAt at = tile_at(P, t);
   const int iy0 = at.oy0 * P.s - P.pad_h, ix0 = at.ox0 * P.s - P.pad_w;
-  const int n = P.ih * P.iw * kChunks;
-  for (int e = threadIdx.x; e < n; e += kThreads) {
-    const int pix = e / kChunks, c8 = (e - pix * kChunks) * 8;
-    const int hy = pix / P.iw, hx = pix - hy * P.iw;
+  const int chunk = threadIdx.x % kChunks, first = threadIdx.x / kChunks;
+  int hy = first / P.iw, hx = first - hy * P.iw;
+  const __half* image = P.x + static_cast<int64_t>(at.img) * P.h * P.w_ * P.xp + chunk * 8;
+  for (; hy < P.ih;) {
     const int iy = iy0 + hy, ix = ix0 + hx;
     const bool valid = iy >= 0 && iy < P.h && ix >= 0 && ix < P.w_;
-    const __half* src = valid ? P.x + ((static_cast<int64_t>(at.img) * P.h + iy) * P.w_ + ix) * P.xp + c8 : P.x;
-    ptx::cp_async16(ptx::smem_u32(halo + (hy * P.iw + halo_col(P, hx)) * G::kPp + c8), src, valid);
+    const __half* src = valid ? image + (static_cast<int64_t>(iy) * P.w_ + ix) * P.xp : P.x;
+    ptx::cp_async16(ptx::smem_u32(halo + halo_at<C>(hy * P.iw + halo_col(P, hx), chunk)), src, valid);
+    hx += P.step_dx;
+    hy += P.step_dy;
+    if (hx >= P.iw) {
+      hx -= P.iw;
+      ++hy;
+    }
   }
 }
 
@@ -100,7 +118,8 @@ __global__ void __launch_bounds__(kThreads) thin_conv_kernel(Params P) {
   extern __shared__ __align__(16) unsigned char smem[];
   __half* ws = reinterpret_cast<__half*>(smem);
   __half* zero = ws + G::kK * G::kWp;
-  __half* halos = ws + G::kWeightHalves;
+  float* bias = reinterpret_cast<float*>(smem + G::kWeightHalves * 2);
+  __half* halos = reinterpret_cast<__half*>(smem + G::kHaloOffset);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gr = lane / 4, tq = lane % 4;
   // 1. the weights (zeros past the reduction), the zero chunk and the first tile's halo
   constexpr int kRowChunks = G::kKp / 8;
@@ -110,15 +129,17 @@ __global__ void __launch_bounds__(kThreads) thin_conv_kernel(Params P) {
     ptx::cp_async16(ptx::smem_u32(ws + co * G::kWp + kk), P.w + (valid ? co * G::kKd + kk : 0), valid);
   }
   if (threadIdx.x == 0) *reinterpret_cast<uint4*>(zero) = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < G::kK; i += kThreads) bias[i] = P.bias ? P.bias[i] : 0.f;
+  // (read after the loop's first __syncthreads)
   int t = blockIdx.x;
-  if (t < P.tiles) load_halo<C, NT>(P, t, halos);
+  if (t < P.tiles) load_halo<C>(P, t, halos);
   ptx::cp_async_commit();
   // this lane's row of the ldmatrix.x4 A tiles: pixel prow of the m16 tile, channels 8 khalf ..
   const int prow = (lane & 7) + ((lane >> 3) & 1) * 8, khalf = lane >> 4;
   for (int i = 0; t < P.tiles; ++i, t += gridDim.x) {
     const int next = t + gridDim.x;
     if (next < P.tiles) {
-      load_halo<C, NT>(P, next, halos + ((i + 1) & 1) * P.halo_halves);
+      load_halo<C>(P, next, halos + ((i + 1) & 1) * P.halo_halves);
       ptx::cp_async_commit();
       ptx::cp_async_wait<1>();
     } else {
@@ -149,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) thin_conv_kernel(Params P) {
         if (tap < 9) {
           const int ty = tap / 3, tx = tap - ty * 3, ox = oxl[mi] + prow;
           const int col = P.s == 1 ? ox + tx : (tx == 1 ? P.tw + 1 + ox : ox + (tx >> 1));
-          src = halo + ((oyl[mi] * P.s + ty) * P.iw + col) * G::kPp + ch;
+          src = halo + halo_at<C>((oyl[mi] * P.s + ty) * P.iw + col, ch >> 3);
         }
         ptx::ldmatrix_x4(a[mi], ptx::smem_u32(src));
       }
@@ -174,14 +195,11 @@ __global__ void __launch_bounds__(kThreads) thin_conv_kernel(Params P) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const int co = nt * 8 + 2 * tq;
-          float v0 = acc[mi][nt][2 * hh], v1 = acc[mi][nt][2 * hh + 1];
-          if (P.bias) {
-            v0 += P.bias[co];
-            v1 += P.bias[co + 1];
-          }
+          const float2 b = *reinterpret_cast<const float2*>(bias + co);
+          float v0 = acc[mi][nt][2 * hh] + b.x, v1 = acc[mi][nt][2 * hh + 1] + b.y;
           if (P.silu) {
-            v0 = v0 / (1.f + expf(-v0));
-            v1 = v1 / (1.f + expf(-v1));
+            v0 = __fdividef(v0, 1.f + __expf(-v0));
+            v1 = __fdividef(v1, 1.f + __expf(-v1));
           }
           if (P.res) {
             const float2 r = __half22float2(*reinterpret_cast<const __half2*>(P.res + pix * P.rp + co));
@@ -242,18 +260,20 @@ Params params_of(const ThinConvArgs& a, int tw) {
   P.th = kPixels / tw;
   P.ih = (P.th - 1) * a.stride + 3;
   P.iw = (tw - 1) * a.stride + 3;
+  const int step = kThreads / (a.c / 8);  // load_halo's pixels a step
+  P.step_dy = step / P.iw;
+  P.step_dx = step % P.iw;
   P.tiles_x = (a.q + tw - 1) / tw;
   P.tiles_y = (a.p + P.th - 1) / P.th;
   P.tiles = a.n * P.tiles_x * P.tiles_y;
-  const int pp = (a.c / 8) % 2 == 1 ? a.c : a.c + 8;  // Cfg::kPp
-  P.halo_halves = (P.ih * P.iw * pp + 7) / 8 * 8;   // whole 16-byte chunks
+  P.halo_halves = P.ih * P.iw * a.c;  // whole 16-byte chunks (c is a multiple of 8)
   P.silu = a.silu;
   return P;
 }
 
-size_t weight_bytes(const ThinConvArgs& a) {
+size_t weight_bytes(const ThinConvArgs& a) {  // Cfg::kHaloOffset: the weights, the zero chunk, the bias
   const int kp = (9 * a.c + 15) / 16 * 16;
-  return (static_cast<size_t>(a.k) * (kp + 8) + 8) * 2;  // Cfg::kWeightHalves
+  return (static_cast<size_t>(a.k) * (kp + 8) + 8) * 2 + static_cast<size_t>(a.k) * 4;
 }
 
 void check_tw(int tw) {
