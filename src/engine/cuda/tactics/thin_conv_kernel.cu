@@ -5,10 +5,10 @@
 // channel-minor (the KRSC weights' order), padded to a multiple of 16 (C = 8: the tenth "tap" reads
 // a zero chunk).
 //   1. the block copies the layer's weights into shared memory once ([K][9C + pad], cp.async) and
-//      its bias (zeros without one), then loops over output tiles (TH x TW pixels of one image, TH * TW = 128; blocks = what fits the
-//      device at once); each tile's input halo ((TH - 1) S + 3 rows x (TW - 1) S + 3 columns x C,
-//      zeros outside the image) is copied with cp.async while the previous tile computes (two
-//      buffers);
+//      its bias (zeros without one), then loops over output tiles (TH x TW pixels of one image,
+//      TH * TW = 128; blocks = what fits the device at once); each tile's input halo ((TH - 1) S + 3
+//      rows x (TW - 1) S + 3 columns x C, zeros outside the image) is copied with cp.async while
+//      the previous tile computes (two buffers);
 //   2. in the halo a pixel takes C halves, its 16-byte channel chunks swizzled (chunk j of halo
 //      pixel x stored at j ^ ((x / (128 bytes / 2C)) mod C/8)), so the 8 consecutive pixels one
 //      ldmatrix reads fall into 8 different 16-byte bank groups without padding; with stride 2 the
