@@ -209,9 +209,10 @@ int main(int argc, char** argv) {
           std::printf("  %s batch %d channel views: %d Split outputs, %d Split / Concat steps removed, %d steps\n",
                       name.c_str(), batch, st.channel_views, st.copy_steps_removed, st.steps);
         if (graphs)
-          std::printf("  %s batch %d graph: %s, %d launching steps, %d in the longest dependency chain (%d without "
-                      "the shared workspace)\n", name.c_str(), batch, branches ? "branches" : "one chain",
-                      st.launching_steps, st.step_depth, st.value_depth);
+          std::printf("  %s batch %d graph: %s, %d launching steps, %d in the longest dependency chain (%d were "
+                      "the workspaces no dependency; %d workspace%s)\n", name.c_str(), batch,
+                      branches ? "branches" : "one chain", st.launching_steps, st.step_depth, st.value_depth,
+                      st.workspaces, st.workspaces == 1 ? "" : "s");
         std::printf("  %s batch %d stem: %s\n", name.c_str(), batch,
                     std::find(st.direct_stem_batches.begin(), st.direct_stem_batches.end(), batch) != st.direct_stem_batches.end()
                         ? "direct stem kernel (from the NCHW input)"

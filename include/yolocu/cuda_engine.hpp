@@ -144,6 +144,9 @@ struct CudaEngineStats {
   size_t naive_bytes = 0;       // one buffer per value
   size_t weight_bytes = 0;      // weights + biases + constants on the device
   size_t workspace_bytes = 0;   // shared cuDNN workspace
+  // Workspaces in all: with graph_branches, convolutions that may run side by side get workspaces
+  // of their own where one shared workspace would order them (their bytes count in device_bytes).
+  int workspaces = 1;
   size_t device_bytes = 0;      // all the engine's own device memory after the build (max_device_memory counts these)
   int kernels_per_run = 0;      // launches per forward (conv + epilogue count as 2)
   // Steps that launch, and the longest chain of them that must run one after the other

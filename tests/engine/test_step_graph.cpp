@@ -127,6 +127,63 @@ TEST(StepGraph, V8HeadConvolutionsRunSideBySide) {
   EXPECT_EQ(engine::dependency_depth(deps, acc), launching - 5);
 }
 
+// The steps' accesses with each workspace user writing its workspace (workspace w at 1 MiB * (w + 1)).
+std::vector<StepAccess> with_workspaces(std::vector<StepAccess> acc, const std::vector<size_t>& needs,
+                                        const std::vector<int>& slot) {
+  for (size_t i = 0; i < acc.size(); ++i)
+    if (slot[i] >= 0) {
+      const uintptr_t at = (uintptr_t{1} << 20) * static_cast<uintptr_t>(slot[i] + 1);
+      acc[i].writes.push_back(ByteRange{at, at + needs[i]});
+    }
+  return acc;
+}
+
+int depth_of(const std::vector<StepAccess>& acc) { return engine::dependency_depth(engine::step_dependencies(acc), acc); }
+
+// Workspaces for graph branches: two convolutions side by side take two workspaces (the graph
+// keeps the data's depth), one after the other share the first; the first fits every need, later
+// ones grow to their users' largest only while they may; at most max_slots.
+TEST(StepGraph, WorkspaceSlotsKeepBranchesApart) {
+  const ByteRange in{0, 100}, a{100, 200}, b{200, 300}, c{300, 400}, out{400, 500};
+  // 0 writes in; 1, 2 and 3 read it side by side (each with a workspace); 4 reads their outputs
+  // and uses a workspace after all of them
+  const std::vector<StepAccess> data = {access({}, {in}), access({in}, {a}), access({in}, {b}), access({in}, {c}),
+                                        access({a, b, c}, {out})};
+  const std::vector<size_t> needs = {0, 100, 300, 50, 400};
+  const int data_depth = depth_of(data);
+  EXPECT_EQ(data_depth, 3);
+
+  std::vector<size_t> capacity = {1000};
+  std::vector<int> slot = engine::workspace_slots(data, needs, capacity, 4, true);
+  EXPECT_EQ(slot, (std::vector<int>{-1, 0, 1, 2, 0}));  // step 4 waits for every user of the first
+  EXPECT_EQ(capacity, (std::vector<size_t>{1000, 300, 50}));
+  const auto acc = with_workspaces(data, needs, slot);
+  EXPECT_EQ(depth_of(acc), data_depth);
+  expect_conflicts_ordered(acc, engine::step_dependencies(acc));
+  // one workspace: the three side-by-side steps one after the other
+  EXPECT_EQ(depth_of(with_workspaces(data, needs, {-1, 0, 0, 0, 0})), 5);
+
+  // at most two: step 3 shares the one whose last user came first (the first, step 1's)
+  capacity = {1000};
+  slot = engine::workspace_slots(data, needs, capacity, 2, true);
+  EXPECT_EQ(slot, (std::vector<int>{-1, 0, 1, 0, 0}));
+  EXPECT_EQ(depth_of(with_workspaces(data, needs, slot)), 4);
+
+  // no growing (a batch size derived after the build): a workspace too small for step 2 is passed
+  // over, step 3's need fits the second
+  capacity = {1000, 60};
+  slot = engine::workspace_slots(data, needs, capacity, 4, false);
+  EXPECT_EQ(slot, (std::vector<int>{-1, 0, 0, 1, 0}));
+  EXPECT_EQ(capacity, (std::vector<size_t>{1000, 60}));
+  expect_conflicts_ordered(with_workspaces(data, needs, slot), engine::step_dependencies(with_workspaces(data, needs, slot)));
+
+  // a chain shares the first throughout
+  const std::vector<StepAccess> chain = {access({in}, {a}), access({a}, {b}), access({b}, {c})};
+  capacity = {1000};
+  EXPECT_EQ(engine::workspace_slots(chain, {10, 20, 30}, capacity, 4, true), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(capacity.size(), 1u);
+}
+
 // yolov5n's real plan (its arena reuses buffers: a later step overwriting what an earlier one
 // reads must wait for it): every conflicting pair ordered, and the Detect head's convolutions off
 // the critical path.

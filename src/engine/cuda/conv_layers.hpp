@@ -30,6 +30,12 @@ struct ConvInfo {
   }
 };
 
+// One of the engine's workspaces (Engine::workspaces): scratch memory a convolution tactic uses while it runs.
+struct Workspace {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
 struct BatchExec {
   std::vector<std::shared_ptr<const engine::ConvTactic>> tactics;  // per ConvInfo
   // Tuned sizes: per ConvInfo, TunedLayer::plain (the fastest candidate that compiles nothing, where
@@ -38,6 +44,10 @@ struct BatchExec {
   bool direct_stem = false;  // the stem (Engine::direct_conv) runs as the direct kernel, from the input
   std::vector<GraphExec> graphs;  // the forward's graphs (CudaEngineOptions::graph_segments), in order
   bool graph_failed = false;
+  // Per ConvInfo, which of the engine's workspaces its tactic uses (Engine::plan_workspaces; empty:
+  // the first for all); planned once the tactics are known.
+  std::vector<int> workspace;
+  bool workspaces_planned = false;
   int runs = 0;
 };
 

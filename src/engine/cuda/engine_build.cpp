@@ -108,6 +108,7 @@ void Engine::choose_tactics() {
   // Derived batch sizes may need some workspace of their own: keep at least 16 MiB.
   workspace_bytes = std::min(options.workspace_limit, std::max(need, engine::kDerivedWorkspaceFloor));
   workspace = alloc(workspace_bytes, "workspace");
+  workspaces = {Workspace{workspace.get(), workspace_bytes}};
   lim.workspace = workspace_bytes;
   tuner->set_limits(lim);
   // The cache stays with the engine: derived batch sizes (batch_exec) add their plans to it.
@@ -274,6 +275,8 @@ void Engine::build() {
   tuned.erase(std::unique(tuned.begin(), tuned.end()), tuned.end());
   if (options.pad_batches) anchors = engine::batch_anchors(options.max_batch, tuned);
   choose_tactics();
+  if (options.cuda_graphs && options.graph_branches)
+    for (int b : tuned) plan_workspaces(*batches[static_cast<size_t>(b)], b, true);
   record_build_stats(t0);
 }
 
@@ -320,6 +323,7 @@ void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.activation_bytes = sp.arena_bytes;
   stats.naive_bytes = sp.naive_bytes;
   stats.workspace_bytes = workspace_bytes;
+  stats.workspaces = static_cast<int>(workspaces.size());
   stats.device_bytes = budget.used();  // the tuning buffers are freed by now
   stats.steps = static_cast<int>(sp.steps.size());
   stats.fused_convs = sp.fused_silu;

@@ -37,7 +37,7 @@ void set_capture_leaves(cudaStream_t s, std::vector<cudaGraphNode_t>& nodes) {
 
 }  // namespace
 
-std::vector<engine::StepAccess> Engine::step_accesses(const BatchExec& be, int batch) const {
+std::vector<engine::StepAccess> Engine::step_accesses(const BatchExec& be, int batch, bool with_workspaces) const {
   std::vector<engine::StepAccess> acc = engine::value_accesses(sp, es, reinterpret_cast<uintptr_t>(arena.get()));
   const LaunchContext ctx = launch_context(be, batch);
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -48,10 +48,54 @@ std::vector<engine::StepAccess> Engine::step_accesses(const BatchExec& be, int b
     const int l = steps[i]->conv_layer();
     if (l < 0) continue;
     const engine::ConvTactic* t = be.tactics[static_cast<size_t>(l)].get();
-    if (t != nullptr && t->workspace() > 0) acc[i].writes.push_back(bytes_of(workspace.get(), t->workspace()));
+    if (with_workspaces && t != nullptr && t->workspace() > 0)
+      acc[i].writes.push_back(bytes_of(ctx.workspace_of(l).ptr, t->workspace()));
     if (convs[static_cast<size_t>(l)].s2d) acc[i].reads.push_back(bytes_of(stem_input.get(), stem_input.get_deleter().bytes));
   }
   return acc;
+}
+
+void Engine::plan_workspaces(BatchExec& be, int batch, bool grow) {
+  be.workspaces_planned = true;
+  be.workspace.clear();
+  const std::vector<engine::StepAccess> data = step_accesses(be, batch, false), shared = step_accesses(be, batch);
+  if (engine::dependency_depth(engine::step_dependencies(shared), shared) <=
+      engine::dependency_depth(engine::step_dependencies(data), data))
+    return;  // one workspace orders nothing the data does not
+  std::vector<size_t> needs(steps.size(), 0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int l = steps[i]->conv_layer();
+    const engine::ConvTactic* t = l >= 0 ? be.tactics[static_cast<size_t>(l)].get() : nullptr;
+    if (t != nullptr && data[i].launches) needs[i] = t->workspace();
+  }
+  std::vector<size_t> had;
+  for (const Workspace& w : workspaces) had.push_back(w.bytes);
+  std::vector<size_t> capacity = had;
+  std::vector<int> slot = engine::workspace_slots(data, needs, capacity, kMaxWorkspaces, grow);
+  if (grow) {
+    try {  // the new workspaces, and larger ones where their users need more (no graph holds them yet)
+      for (size_t w = 1; w < capacity.size(); ++w) {
+        if (w < had.size() && capacity[w] <= had[w]) continue;
+        DeviceMem m = alloc(capacity[w], "branch workspace");
+        if (w - 1 < extra_workspaces.size())
+          extra_workspaces[w - 1] = std::move(m);
+        else
+          extra_workspaces.push_back(std::move(m));
+        const Workspace ws{extra_workspaces[w - 1].get(), capacity[w]};
+        if (w < workspaces.size())
+          workspaces[w] = ws;
+        else
+          workspaces.push_back(ws);
+      }
+    } catch (const Error&) {  // max_device_memory: the workspaces there are
+      capacity.clear();
+      for (const Workspace& w : workspaces) capacity.push_back(w.bytes);
+      slot = engine::workspace_slots(data, needs, capacity, kMaxWorkspaces, false);
+    }
+  }
+  be.workspace.assign(convs.size(), 0);
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (slot[i] > 0) be.workspace[static_cast<size_t>(steps[i]->conv_layer())] = slot[i];
 }
 
 void Engine::capture_branches(BatchExec& be, int batch, const std::vector<engine::StepAccess>& acc,
@@ -76,8 +120,7 @@ void Engine::capture_branches(BatchExec& be, int batch, const std::vector<engine
 }
 
 LaunchContext Engine::launch_context(const BatchExec& be, int batch) const {
-  return LaunchContext{sp,    values,      batch,       half, es, be, cudnn.get(), convs, direct_conv, stem_input.get(),
-                       workspace.get(), workspace_bytes};
+  return LaunchContext{sp, values, batch, half, es, be, cudnn.get(), convs, direct_conv, stem_input.get(), &workspaces};
 }
 
 void Engine::enqueue_steps(BatchExec& be, int batch, cudaStream_t s, size_t first, size_t last) {
@@ -96,6 +139,7 @@ void Engine::capture(BatchExec& be, int batch, bool branches) {
   std::vector<engine::StepAccess> acc;
   std::vector<std::vector<int>> deps;
   if (branches) {
+    if (!be.workspaces_planned) plan_workspaces(be, batch, false);
     acc = step_accesses(be, batch);
     deps = engine::step_dependencies(acc);
   }

@@ -56,6 +56,11 @@ struct Engine {
   std::vector<ConvInfo> convs;               // the convolution layers (Conv steps hold their index)
   ValueBuffers values;                       // the arena's values and the constants' device copies
   DeviceMem arena, workspace, staging;
+  // The first workspace (workspace, workspace_bytes: every tactic's need fits), then the ones
+  // plan_workspaces adds for graph branches, as the steps see them.
+  std::vector<DeviceMem> extra_workspaces;
+  std::vector<Workspace> workspaces;
+  static constexpr int kMaxWorkspaces = 4;
   DeviceMem stem_input;  // the space-to-depth stem's input [max_batch, H/2, W/2, kStemChannels]
   int stem_conv = -1;    // index into convs, -1: no space-to-depth stem
   // The direct stem kernel (engine_stem.cpp): the conv it can compute (-1: none), its packed weights
@@ -121,8 +126,13 @@ struct Engine {
   // side by side.
   void capture_branches(BatchExec& be, int batch, const std::vector<engine::StepAccess>& acc,
                         const std::vector<std::vector<int>>& deps, cudaStream_t cs, size_t first, size_t last);
-  // What each step reads and writes at this batch size: its values, a tactic's workspace, the stem's input.
-  std::vector<engine::StepAccess> step_accesses(const BatchExec& be, int batch) const;
+  // What each step reads and writes at this batch size: its values, a tactic's workspace (unless
+  // !with_workspaces), the stem's input.
+  std::vector<engine::StepAccess> step_accesses(const BatchExec& be, int batch, bool with_workspaces = true) const;
+  // graph_branches: be.workspace, the workspace each convolution's tactic uses, where one shared
+  // workspace would lengthen the graph's longest chain (engine::workspace_slots); with `grow` (the
+  // build) more workspaces may be allocated, up to kMaxWorkspaces within max_device_memory.
+  void plan_workspaces(BatchExec& be, int batch, bool grow);
   void run(const void* d_input, int batch, cudaStream_t s);
 };
 

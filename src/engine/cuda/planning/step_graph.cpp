@@ -121,4 +121,37 @@ int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vecto
   return deepest;
 }
 
+std::vector<int> workspace_slots(const std::vector<StepAccess>& data, const std::vector<size_t>& needs,
+                                 std::vector<size_t>& capacity, int max_slots, bool grow) {
+  std::vector<std::vector<bool>> waits;
+  step_dependencies(data, &waits);
+  std::vector<int> slot(data.size(), -1);
+  std::vector<std::vector<int>> users(capacity.size());  // per workspace, its steps so far
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (!data[i].launches || needs[i] == 0) continue;
+    const auto fits = [&](size_t s) { return needs[i] <= capacity[s] || (grow && s > 0); };
+    const auto free = [&](size_t s) {
+      return std::all_of(users[s].begin(), users[s].end(), [&](int j) { return waits[i][static_cast<size_t>(j)]; });
+    };
+    int pick = -1;
+    for (size_t s = 0; s < users.size() && pick < 0; ++s)
+      if (fits(s) && free(s)) pick = static_cast<int>(s);
+    if (pick < 0 && grow && static_cast<int>(users.size()) < max_slots) {
+      pick = static_cast<int>(users.size());
+      users.emplace_back();
+      capacity.push_back(0);
+    }
+    if (pick < 0) {  // the fitting workspace whose last user came first (the first one fits every need)
+      pick = 0;
+      for (size_t s = 1; s < users.size(); ++s)
+        if (fits(s) && !users[s].empty() && (users[pick].empty() || users[s].back() < users[static_cast<size_t>(pick)].back()))
+          pick = static_cast<int>(s);
+    }
+    capacity[static_cast<size_t>(pick)] = std::max(capacity[static_cast<size_t>(pick)], needs[i]);
+    users[static_cast<size_t>(pick)].push_back(static_cast<int>(i));
+    slot[i] = pick;
+  }
+  return slot;
+}
+
 }  // namespace yolocu::engine

@@ -168,8 +168,8 @@ class ConvStep final : public Step {
   void launch(const LaunchContext& ctx, cudaStream_t s) const override {
     if (direct(ctx)) return;  // computed with the input (Engine::convert_input)
     const ConvInfo& ci = ctx.convs[static_cast<size_t>(conv_)];
-    ctx.be.tactics[static_cast<size_t>(conv_)]->run(
-        ctx.cudnn, conv_buffers(ci, ctx.values, ctx.stem_input, ctx.workspace, ctx.workspace_bytes), s);
+    const Workspace ws = ctx.workspace_of(conv_);
+    ctx.be.tactics[static_cast<size_t>(conv_)]->run(ctx.cudnn, conv_buffers(ci, ctx.values, ctx.stem_input, ws.ptr, ws.bytes), s);
   }
 
   // As the tactic runs it (a direct stem: none of its own, it runs in the input's launch).

@@ -64,8 +64,14 @@ struct LaunchContext {
   const std::vector<ConvInfo>& convs;
   int direct_conv = -1;          // the layer the direct stem kernel may run (-1: none)
   void* stem_input = nullptr;    // the space-to-depth stem's input
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
+  const std::vector<Workspace>* workspaces = nullptr;  // the engine's (the first fits every tactic)
+
+  // The workspace convolution layer `conv`'s tactic uses at this batch size.
+  Workspace workspace_of(int conv) const {
+    if (workspaces == nullptr || workspaces->empty()) return {};
+    const size_t w = conv >= 0 && static_cast<size_t>(conv) < be.workspace.size() ? static_cast<size_t>(be.workspace[conv]) : 0;
+    return (*workspaces)[w < workspaces->size() ? w : 0];
+  }
 
   const engine::PlanValue& val(int id) const { return values.val(id); }
   Shape shape_at(int id) const { return values.shape_at(id, batch); }
