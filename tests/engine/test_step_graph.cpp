@@ -140,6 +140,13 @@ std::vector<StepAccess> with_workspaces(std::vector<StepAccess> acc, const std::
 
 int depth_of(const std::vector<StepAccess>& acc) { return engine::dependency_depth(engine::step_dependencies(acc), acc); }
 
+// step_dependencies' ancestor sets (whether step i waits for step j).
+std::vector<std::vector<bool>> waits_of(const std::vector<StepAccess>& acc) {
+  std::vector<std::vector<bool>> waits;
+  engine::step_dependencies(acc, &waits);
+  return waits;
+}
+
 // Workspaces for graph branches: two convolutions side by side take two workspaces (the graph
 // keeps the data's depth), one after the other share the first; the first fits every need, later
 // ones grow to their users' largest only while they may; at most max_slots.
@@ -154,7 +161,7 @@ TEST(StepGraph, WorkspaceSlotsKeepBranchesApart) {
   EXPECT_EQ(data_depth, 3);
 
   std::vector<size_t> capacity = {1000};
-  std::vector<int> slot = engine::workspace_slots(data, needs, capacity, 4, true);
+  std::vector<int> slot = engine::workspace_slots(waits_of(data), needs, capacity, 4, true);
   EXPECT_EQ(slot, (std::vector<int>{-1, 0, 1, 2, 0}));  // step 4 waits for every user of the first
   EXPECT_EQ(capacity, (std::vector<size_t>{1000, 300, 50}));
   const auto acc = with_workspaces(data, needs, slot);
@@ -165,14 +172,14 @@ TEST(StepGraph, WorkspaceSlotsKeepBranchesApart) {
 
   // at most two: step 3 shares the one whose last user came first (the first, step 1's)
   capacity = {1000};
-  slot = engine::workspace_slots(data, needs, capacity, 2, true);
+  slot = engine::workspace_slots(waits_of(data), needs, capacity, 2, true);
   EXPECT_EQ(slot, (std::vector<int>{-1, 0, 1, 0, 0}));
   EXPECT_EQ(depth_of(with_workspaces(data, needs, slot)), 4);
 
   // no growing (a batch size derived after the build): a workspace too small for step 2 is passed
   // over, step 3's need fits the second
   capacity = {1000, 60};
-  slot = engine::workspace_slots(data, needs, capacity, 4, false);
+  slot = engine::workspace_slots(waits_of(data), needs, capacity, 4, false);
   EXPECT_EQ(slot, (std::vector<int>{-1, 0, 0, 1, 0}));
   EXPECT_EQ(capacity, (std::vector<size_t>{1000, 60}));
   expect_conflicts_ordered(with_workspaces(data, needs, slot), engine::step_dependencies(with_workspaces(data, needs, slot)));
@@ -180,7 +187,7 @@ TEST(StepGraph, WorkspaceSlotsKeepBranchesApart) {
   // a chain shares the first throughout
   const std::vector<StepAccess> chain = {access({in}, {a}), access({a}, {b}), access({b}, {c})};
   capacity = {1000};
-  EXPECT_EQ(engine::workspace_slots(chain, {10, 20, 30}, capacity, 4, true), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(engine::workspace_slots(waits_of(chain), {10, 20, 30}, capacity, 4, true), (std::vector<int>{0, 0, 0}));
   EXPECT_EQ(capacity.size(), 1u);
 }
 

@@ -357,15 +357,15 @@ void Engine::setup_steps() {
 
 void Engine::count_kernels() {
   // As the largest tuned batch runs them, plus the input conversion (or the direct stem).
-  const LaunchContext ctx = launch_context(*batches[static_cast<size_t>(tuned.back())], tuned.back());
+  const BatchExec& largest = *batches[static_cast<size_t>(tuned.back())];
+  const LaunchContext ctx = launch_context(largest, tuned.back());
   int kernels = 1;
   for (const auto& step : steps) kernels += step->kernels(ctx);
   stats.kernels_per_run = kernels;
-  const std::vector<engine::StepAccess> acc = step_accesses(*batches[static_cast<size_t>(tuned.back())], tuned.back());
+  const std::vector<engine::StepAccess> acc = step_accesses(largest, tuned.back());
   stats.launching_steps = static_cast<int>(std::count_if(acc.begin(), acc.end(), [](const auto& a) { return a.launches; }));
   stats.step_depth = engine::dependency_depth(engine::step_dependencies(acc), acc);
-  std::vector<engine::StepAccess> values_only = engine::value_accesses(sp, es, reinterpret_cast<uintptr_t>(arena.get()));
-  for (size_t i = 0; i < acc.size(); ++i) values_only[i].launches = acc[i].launches;
+  const std::vector<engine::StepAccess> values_only = step_accesses(largest, tuned.back(), false);
   stats.value_depth = engine::dependency_depth(engine::step_dependencies(values_only), values_only);
 }
 

@@ -59,8 +59,9 @@ void Engine::plan_workspaces(BatchExec& be, int batch, bool grow) {
   be.workspaces_planned = true;
   be.workspace.clear();
   const std::vector<engine::StepAccess> data = step_accesses(be, batch, false), shared = step_accesses(be, batch);
-  if (engine::dependency_depth(engine::step_dependencies(shared), shared) <=
-      engine::dependency_depth(engine::step_dependencies(data), data))
+  std::vector<std::vector<bool>> waits;  // the data's ancestor sets, for every slot choice below
+  const int data_depth = engine::dependency_depth(engine::step_dependencies(data, &waits), data);
+  if (engine::dependency_depth(engine::step_dependencies(shared), shared) <= data_depth)
     return;  // one workspace orders nothing the data does not
   std::vector<size_t> needs(steps.size(), 0);
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -71,7 +72,7 @@ void Engine::plan_workspaces(BatchExec& be, int batch, bool grow) {
   std::vector<size_t> had;
   for (const Workspace& w : workspaces) had.push_back(w.bytes);
   std::vector<size_t> capacity = had;
-  std::vector<int> slot = engine::workspace_slots(data, needs, capacity, kMaxWorkspaces, grow);
+  std::vector<int> slot = engine::workspace_slots(waits, needs, capacity, kMaxWorkspaces, grow);
   if (grow) {
     try {  // the new workspaces, and larger ones where their users need more (no graph holds them yet)
       for (size_t w = 1; w < capacity.size(); ++w) {
@@ -90,7 +91,7 @@ void Engine::plan_workspaces(BatchExec& be, int batch, bool grow) {
     } catch (const Error&) {  // max_device_memory: the workspaces there are
       capacity.clear();
       for (const Workspace& w : workspaces) capacity.push_back(w.bytes);
-      slot = engine::workspace_slots(data, needs, capacity, kMaxWorkspaces, false);
+      slot = engine::workspace_slots(waits, needs, capacity, kMaxWorkspaces, false);
     }
   }
   be.workspace.assign(convs.size(), 0);

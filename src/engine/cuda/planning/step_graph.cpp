@@ -121,14 +121,12 @@ int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vecto
   return deepest;
 }
 
-std::vector<int> workspace_slots(const std::vector<StepAccess>& data, const std::vector<size_t>& needs,
+std::vector<int> workspace_slots(const std::vector<std::vector<bool>>& waits, const std::vector<size_t>& needs,
                                  std::vector<size_t>& capacity, int max_slots, bool grow) {
-  std::vector<std::vector<bool>> waits;
-  step_dependencies(data, &waits);
-  std::vector<int> slot(data.size(), -1);
+  std::vector<int> slot(needs.size(), -1);
   std::vector<std::vector<int>> users(capacity.size());  // per workspace, its steps so far
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (!data[i].launches || needs[i] == 0) continue;
+  for (size_t i = 0; i < needs.size(); ++i) {
+    if (needs[i] == 0) continue;
     const auto fits = [&](size_t s) { return needs[i] <= capacity[s] || (grow && s > 0); };
     const auto free = [&](size_t s) {
       return std::all_of(users[s].begin(), users[s].end(), [&](int j) { return waits[i][static_cast<size_t>(j)]; });

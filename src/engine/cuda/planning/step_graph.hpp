@@ -53,13 +53,14 @@ int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vecto
 
 // Workspaces for steps that need scratch memory of their own while they run (a tactic's workspace),
 // so that steps the data lets run side by side do not wait for each other through one shared
-// buffer. `data`: the steps' accesses without any workspace; needs[i]: the bytes step i needs (0:
-// none); capacity: the bytes of each workspace there is, the first (which fits every need) at
-// least. Step i takes the first workspace that fits it and whose every earlier user it waits for
-// already (through the data); else, with `grow`, a new one (up to max_slots; capacity grows to its
-// users' largest need) or, without, the one whose last user came first (the shared bytes then add
-// an edge). Returns each step's workspace (-1: none needed).
-std::vector<int> workspace_slots(const std::vector<StepAccess>& data, const std::vector<size_t>& needs,
+// buffer. waits: step_dependencies' ancestor sets of the steps' accesses without any workspace;
+// needs[i]: the bytes step i needs (0: none, and for a step that launches nothing); capacity: the
+// bytes of each workspace there is, the first (which fits every need) at least. Step i takes the
+// first workspace that fits it and whose every earlier user it waits for already (through the
+// data); else, with `grow`, a new one (up to max_slots; capacity grows to its users' largest need)
+// or, without, the one whose last user came first (the shared bytes then add an edge). Returns
+// each step's workspace (-1: none needed).
+std::vector<int> workspace_slots(const std::vector<std::vector<bool>>& waits, const std::vector<size_t>& needs,
                                  std::vector<size_t>& capacity, int max_slots, bool grow);
 
 }  // namespace yolocu::engine
