@@ -29,7 +29,7 @@ namespace {
 // The files of --from-jpeg DIR cycled to --images sources, read once (into the page cache).
 struct JpegSet {
   std::string dir;
-  long total = 0, threads = 0;
+  long total = 0, threads = 0, rounds = 3;
   std::vector<Source> files, items;
 };
 
@@ -38,6 +38,8 @@ JpegSet load_jpeg_set(const Args& args, const DetectorOptions& base) {
   set.dir = args.get("from-jpeg");
   set.total = args.get_int("images", 4096);
   if (set.total < 1) throw UsageError("--images must be >= 1");
+  set.rounds = args.get_int("rounds", 3);
+  if (set.rounds < 1 || set.rounds > 1000) throw UsageError("--rounds must be in 1..1000");
   set.threads = args.get_int("decode-threads", 2);
   if (set.threads < 1 || set.threads > 256) throw UsageError("--decode-threads must be in 1..256");
   set.files = expand_inputs({set.dir});
@@ -84,21 +86,45 @@ std::string from_jpeg_row(const Args& args, const DetectorOptions& base, const J
   po.batch = b;
   po.decode_threads = static_cast<int>(set.threads);
   po.encoded = gpu;
-  const std::vector<Source> warm(set.items.begin(), set.items.begin() + std::min<long>(set.total, 4L * b));
-  run_pipeline(*det, warm, po);  // warm-up: buffers grown, nvJPEG initialised
-  const DecodeStats before = det->decode_stats();
-  PipelineSummary sum;
-  run_pipeline(*det, set.items, po, nullptr, &sum);
-  const DecodeStats after = det->decode_stats();
-  const double rate = sum.wall_ms > 0 ? 1000.0 * static_cast<double>(sum.images) / sum.wall_ms : 0.0;
-  // --decode cpu: the reader threads decode (decode_image); --decode gpu: detect_encoded counts
-  const long long on_gpu = gpu ? after.gpu - before.gpu : 0;
-  const long long on_cpu = gpu ? after.cpu - before.cpu : static_cast<long long>(sum.images - sum.failed);
+  // Warm-up: every call slot, context and nvJPEG decoder of the timed run used (buffers grown, nvJPEG
+  // states initialised), twice as many images as the run keeps in flight.
+  const long warm_n = std::min<long>(set.total, 2L * static_cast<long>(pipeline_images_in_flight(*det, po)));
+  const std::vector<Source> warm(set.items.begin(), set.items.begin() + warm_n);
+  run_pipeline(*det, warm, po);
+  // --rounds timed passes over the images; the row is the median pass (by wall time).
+  struct Round {
+    PipelineSummary sum;
+    long long on_gpu = 0, on_cpu = 0;
+    double rate = 0;
+  };
+  std::vector<Round> rounds(static_cast<size_t>(set.rounds));
+  DecodeStats after;
+  size_t failed_any = 0;
+  for (Round& r : rounds) {
+    const DecodeStats before = det->decode_stats();
+    run_pipeline(*det, set.items, po, nullptr, &r.sum);
+    after = det->decode_stats();
+    r.rate = r.sum.wall_ms > 0 ? 1000.0 * static_cast<double>(r.sum.images) / r.sum.wall_ms : 0.0;
+    // --decode cpu: the reader threads decode (decode_image); --decode gpu: detect_encoded counts
+    r.on_gpu = gpu ? after.gpu - before.gpu : 0;
+    r.on_cpu = gpu ? after.cpu - before.cpu : static_cast<long long>(r.sum.images - r.sum.failed);
+    failed_any = std::max(failed_any, r.sum.failed);
+  }
+  std::vector<double> rates;
+  for (const Round& r : rounds) rates.push_back(r.rate);
+  std::sort(rounds.begin(), rounds.end(), [](const Round& x, const Round& y) { return x.sum.wall_ms < y.sum.wall_ms; });
+  const Round& med = rounds[rounds.size() / 2];
+  const PipelineSummary& sum = med.sum;
   char decoded[160];
-  std::snprintf(decoded, sizeof decoded, "%lld gpu, %lld cpu (%s)%s", on_gpu, on_cpu,
-                gpu ? after.backend.c_str() : "cpu, reader threads", sum.failed ? " FAILED IMAGES" : "");
+  std::snprintf(decoded, sizeof decoded, "%lld gpu, %lld cpu (%s)%s", med.on_gpu, med.on_cpu,
+                gpu ? after.backend.c_str() : "cpu, reader threads", failed_any ? " FAILED IMAGES" : "");
   std::printf("%-6s %-6s %-7ld %-6d | %8.3f %10.0f | %s\n", device_name(det->device()), decode_device_name(o.decode),
-              set.threads, b, sum.wall_ms / 1000.0, rate, decoded);
+              set.threads, b, sum.wall_ms / 1000.0, med.rate, decoded);
+  if (rounds.size() > 1) {
+    std::string list;
+    for (double r : rates) list += (list.empty() ? "" : " ") + std::to_string(static_cast<long>(r + 0.5));
+    std::printf("       %zu rounds, images/s in run order: %s (the row: their median)\n", rounds.size(), list.c_str());
+  }
   // Where the calls' host time went, per batch (summed over the concurrent calls: with N contexts
   // up to N x the wall time): decode (GPU decode: its host phase) + input enqueue, forward enqueue,
   // post-processing enqueue + the wait for the results.
@@ -107,12 +133,14 @@ std::string from_jpeg_row(const Args& args, const DetectorOptions& base, const J
               sum.times.preprocess / nb, sum.times.inference / nb, sum.times.postprocess / nb, sum.wall_ms / nb);
   std::fflush(stdout);  // the rows so far stay in a log even if a later pass is killed
   if (args.flag("stage-times") && det->device() == Device::kCuda) from_jpeg_stage_pass(*det, set, po, b, gpu);
-  *failed = sum.failed;
+  *failed = failed_any;
+  std::string all;
+  for (double r : rates) all += (all.empty() ? "" : ", ") + json_number(r);
   return "{\"device\": " + json_string(device_name(det->device())) + ", \"batch\": " + std::to_string(b) +
-         ", \"wall_ms\": " + json_number(sum.wall_ms) + ", \"images_per_s\": " + json_number(rate) +
-         ", \"failed\": " + std::to_string(sum.failed) + ", \"decoded_gpu\": " + std::to_string(on_gpu) +
-         ", \"decoded_cpu\": " + std::to_string(on_cpu) + ", \"decode_backend\": " +
-         json_string(gpu ? after.backend : "cpu") + "}";
+         ", \"wall_ms\": " + json_number(sum.wall_ms) + ", \"images_per_s\": " + json_number(med.rate) +
+         ", \"rounds_images_per_s\": [" + all + "], \"failed\": " + std::to_string(failed_any) +
+         ", \"decoded_gpu\": " + std::to_string(med.on_gpu) + ", \"decoded_cpu\": " + std::to_string(med.on_cpu) +
+         ", \"decode_backend\": " + json_string(gpu ? after.backend : "cpu") + "}";
 }
 
 // --from-jpeg DIR: files -> boxes, the whole pipeline of `yolocu detect DIR`: reader threads read
@@ -153,7 +181,7 @@ void print_help() {
       "                    [--tactic-cache FILE|none] [--tune-batches 1 8 32] [--pad-batches] [--fast-start] [--max-device-memory SIZE]\n"
       "                    [--contexts N] [--depth K] [--timeline trace.json]\n"
       "       yolocu bench --model M --from-jpeg DIR [--decode cpu|gpu] [--decode-cpu-share X] [--decode-threads N]\n"
-      "                    [--images 4096]\n"
+      "                    [--images 4096] [--rounds 3]\n"
       "                    [--batches 32 ...] [--device ...] [--contexts N] [--stage-times] [--json OUT]\n"
       "Per batch size, after warm-up (trtexec's three views):\n"
       "  latency     one detect() of one batch at a time, decoded image in host memory -> boxes in\n"
@@ -167,7 +195,8 @@ void print_help() {
       "Without --image a synthetic 810x1080 image is used. The detector options of yolocu detect apply.\n"
       "--from-jpeg DIR times files -> boxes as `yolocu detect DIR` runs it: the folder's images cycled to\n"
       "--images images (page-cached), N threads reading (--decode cpu: and decoding) them, the detector\n"
-      "in batches (--decode gpu: nvJPEG decode inside detect_encoded); prints images/s per batch size;\n"
+      "in batches (--decode gpu: nvJPEG decode inside detect_encoded); after a warm-up of twice the images\n"
+      "the run keeps in flight, --rounds timed passes; prints the median pass's images/s per batch size;\n"
       "--stage-times adds a pass with stage profiling: each batch's device time per stage.\n");
 }
 
@@ -310,7 +339,7 @@ std::string bench_batch(const DetectorOptions& base, const ImageBenchOptions& bo
 
 int bench_images(const Args& args, const DetectorOptions& base, const std::vector<int>& batches,
                  const ImageBenchOptions& bo, const std::string& model) {
-  for (const char* o : {"decode", "decode-cpu-share", "decode-threads", "images"})
+  for (const char* o : {"decode", "decode-cpu-share", "decode-threads", "images", "rounds"})
     if (args.has(o)) throw UsageError(std::string("--") + o + " needs --from-jpeg DIR");
   if (args.flag("stage-times")) throw UsageError("--stage-times needs --from-jpeg DIR (the image benchmark always times the GPU stages)");
   if (args.has("image")) check_input_file("--image", args.get("image"), "an image", ".jpg");
@@ -340,7 +369,7 @@ int bench_images(const Args& args, const DetectorOptions& base, const std::vecto
 int cmd_bench(int argc, char** argv) {
   auto valued = detector_valued_options();
   valued.insert(valued.end(), {"image", "iters", "warmup", "json", "batches", "depth", "from-jpeg", "images",
-                                "decode-threads", "timeline"});
+                                "decode-threads", "rounds", "timeline"});
   auto flags = detector_flag_options();
   flags.push_back("stage-times");
   Args args(argc, argv, 2, flags, valued);

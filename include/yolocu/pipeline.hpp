@@ -107,6 +107,11 @@ std::vector<ImageResult> run_pipeline(Detector& detector, const std::vector<Sour
                                       const PipelineOptions& options, const ImageCallback& callback = nullptr,
                                       PipelineSummary* summary = nullptr);
 
+// How many sources a run_pipeline() over `detector` with `options` keeps in its calls at once (its
+// concurrent detect() / detect_encoded() calls times their images). A warm-up of at least twice as
+// many sources runs every call slot, execution context and nvJPEG decoder the timed run will use.
+size_t pipeline_images_in_flight(const Detector& detector, const PipelineOptions& options);
+
 // The detections scored against YOLO labels as ultralytics' val.py scores them.
 struct EvalRun {
   MapResult metrics;

@@ -136,6 +136,19 @@ void detect_chunk(Detector& det, Chunk& c, const PipelineOptions& o, std::vector
   }
 }
 
+// Encoded input: a call's batches (a call decodes its next batch while its last one computes).
+constexpr size_t kEncodedBatchesPerCall = 4;
+
+size_t images_per_call(const PipelineOptions& o) {
+  return static_cast<size_t>(std::max(o.batch, 1)) * (o.encoded ? kEncodedBatchesPerCall : 1);
+}
+
+// Calls at once: one per execution context; encoded input two (the GPU detector keeps two decoders
+// per context and a call decodes before it takes a context).
+size_t concurrent_calls(const Detector& det, const PipelineOptions& o) {
+  return static_cast<size_t>(std::max(det.options().contexts, 1)) * (o.encoded ? 2 : 1);
+}
+
 // The run's state on the calling thread: the results, the calls in flight and their emission in
 // input order.
 class Runner {
@@ -148,16 +161,12 @@ class Runner {
   // With N contexts, N calls of one batch each run at once on worker threads (each takes a free
   // execution context), so that one call's decode, upload and host work overlap the others'
   // compute and no call waits for a whole group to drain; the last_times() each worker adds are
-  // its own call's. Encoded input (the detector decodes, nvJPEG on the GPU): 2N calls at once, as
-  // the GPU detector keeps two decoders per context and a call decodes before it takes a context,
-  // each of kEncodedBatchesPerCall batches (a call decodes its next batch while its last one
-  // computes). A run of one call runs it on the calling thread.
+  // its own call's. Encoded input (the detector decodes, nvJPEG on the GPU): 2N calls at once
+  // of kEncodedBatchesPerCall batches each (concurrent_calls, images_per_call). A run of one call
+  // runs it on the calling thread.
   void run(const std::vector<Source>& sources) {
-    constexpr size_t kEncodedBatchesPerCall = 4;
-    const size_t batch = static_cast<size_t>(std::max(o_.batch, 1));
-    const size_t per_call = batch * (o_.encoded ? kEncodedBatchesPerCall : 1);
-    const size_t calls =
-        n_ <= per_call ? 1 : static_cast<size_t>(std::max(det_.options().contexts, 1)) * (o_.encoded ? 2 : 1);
+    const size_t per_call = images_per_call(o_);
+    const size_t calls = n_ <= per_call ? 1 : concurrent_calls(det_, o_);
     DecodePool pool(sources, o_.decode_threads, 2 * per_call * calls + static_cast<size_t>(std::max(o_.decode_threads, 0)),
                     o_.encoded, det_.options().decode_limits);
     size_t next = 0;
@@ -225,6 +234,10 @@ class Runner {
 };
 
 }  // namespace
+
+size_t pipeline_images_in_flight(const Detector& detector, const PipelineOptions& options) {
+  return images_per_call(options) * concurrent_calls(detector, options);
+}
 
 std::vector<ImageResult> run_pipeline(Detector& det, const std::vector<Source>& sources, const PipelineOptions& o,
                                       const ImageCallback& callback, PipelineSummary* summary) {

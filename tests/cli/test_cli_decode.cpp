@@ -4,6 +4,7 @@
 // scripts/gpu/run_all.sh detector (decode gpu against decode cpu on coco128).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "cli/cli_test_util.hpp"
@@ -31,6 +32,10 @@ TEST(CliDecode, BadCombinationsAreUsageErrors) {
   EXPECT_EQ(run_yolocu("bench" + m + "--from-jpeg " + quote(bus) + " --image " + quote(bus), &out, &err), 2);
   EXPECT_TRUE(has(err, "exclude each other")) << err;
   EXPECT_EQ(run_yolocu("bench" + m + "--from-jpeg . --decode-threads 0", &out, &err), 2);
+  EXPECT_EQ(run_yolocu("bench" + m + "--from-jpeg . --rounds 0", &out, &err), 2);
+  EXPECT_TRUE(has(err, "--rounds must be in 1..1000")) << err;
+  EXPECT_EQ(run_yolocu("bench" + m + "--rounds 2", &out, &err), 2);
+  EXPECT_TRUE(has(err, "--rounds needs --from-jpeg")) << err;
   EXPECT_TRUE(has(err, "--decode-threads must be in 1..256")) << err;
   EXPECT_EQ(run_yolocu("bench" + m + "--stage-times", &out, &err), 2);
   EXPECT_TRUE(has(err, "--stage-times needs --from-jpeg")) << err;
@@ -76,14 +81,19 @@ TEST(CliDecode, BenchFromJpegReportsImagesPerSecond) {
   const std::string json = scratch_dir("cli_decode") + "/from_jpeg.json";
   std::string out, err;
   ASSERT_EQ(run_yolocu("bench --model " + quote(model) + " --device cpu --from-jpeg " + quote(images) +
-                           " --images 3 --batches 2 --decode-threads 1 --json " + quote(json),
+                           " --images 3 --batches 2 --decode-threads 1 --rounds 3 --json " + quote(json),
                        &out, &err),
             0)
       << err;
   EXPECT_TRUE(has(out, "images/s")) << out;
-  EXPECT_TRUE(has(out, "3 cpu (cpu, reader threads)")) << out;
+  EXPECT_TRUE(has(out, "3 cpu (cpu, reader threads)")) << out;  // the median round's images, not the sum
+  EXPECT_TRUE(has(out, "3 rounds, images/s in run order: ")) << out;
   const std::string j = slurp(json);
   EXPECT_TRUE(has(j, "\"images\": 3")) << j;
+  const size_t at = j.find("\"rounds_images_per_s\": [");
+  ASSERT_NE(at, std::string::npos) << j;
+  const std::string list = j.substr(at, j.find(']', at) - at);
+  EXPECT_EQ(std::count(list.begin(), list.end(), ','), 2) << list;  // three rounds
   EXPECT_TRUE(has(j, "\"decode\": \"cpu\"")) << j;
   EXPECT_TRUE(has(j, "\"failed\": 0")) << j;
   EXPECT_TRUE(has(j, "\"images_per_s\": ")) << j;
