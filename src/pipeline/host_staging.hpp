@@ -18,7 +18,7 @@ namespace yolocu::detail {
 // Each image's offset in the packed staging layout (BGR, width * 3 bytes a row), the total last.
 std::vector<size_t> staged_offsets(const ImageView* images, int n);
 
-// The chunk size of stage_and_upload for `total` bytes: about an eighth, within 512 KiB .. 8 MiB.
+// The chunk size of stage_images for `total` bytes: a quarter, within 1 MiB .. 8 MiB.
 size_t upload_chunk_bytes(size_t total);
 
 // Copies the n images into `staging` (at least offset.back() bytes) at `offset`. Without `device`,
