@@ -18,7 +18,8 @@
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
 # SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs (SERVE_REPEAT: its half load that many times), for each server setting, the 1-image
-# closed loop and both clients at half its rate (the latency at 50% load), and nothing else.
+# closed loop and both clients at half its rate (the latency at 50% load), and nothing else;
+# SERVE_FAST_START=1 (see below) the model's load with fast_start on a cold tactic cache, then a load.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -84,8 +85,8 @@ echo "GPU 0's NUMA-local cores: ${gpu0_cpus:-unknown}"
 if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi
-[ -n "$asan_env" ] || echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
-[ -n "$asan_env" ] || timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
+[ -n "$asan_env" ] || [ "${SERVE_FAST_START:-0}" = 1 ] || echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
+[ -n "$asan_env" ] || [ "${SERVE_FAST_START:-0}" = 1 ] || timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
   --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
 
 serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, waits until the model is ready
@@ -284,6 +285,22 @@ PY
 }
 
 base_mib=$(gpu0_mib)
+# SERVE_FAST_START=1: instead of the loads below, the backend's fast_start on a cold tactic cache (none
+# carried): the seconds until Triton reports the model ready, the instances' build lines, then
+# 8-image and 1-image requests for SERVE_SECONDS each (every batch size of the dynamic batcher runs).
+if [ "${SERVE_FAST_START:-0}" = 1 ]; then
+  rm -f "$cache"
+  serve_extra="${serve_extra:-} --fast-start"
+  echo "== fast_start: one GPU, $inst instances, max_batch_size $batch, cold tactic cache"
+  t0=$(date +%s.%N)
+  if serve "0" fast_start; then
+    echo "-- model ready after $(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')") s (server start included)"
+    load fast_start_b8 8
+    load fast_start_b1 1
+    stop
+  fi
+  exit 0
+fi
 if [ -n "${SERVE_SWEEP:-}" ]; then
   sweep
   for backend in ${SERVE_SMALL_BENCH:+hardware hybrid}; do  # SERVE_SMALL_BENCH=1: what one execution costs at small batches
