@@ -22,11 +22,15 @@ import time
 import numpy as np
 
 
-def load_images(folder, limit):
+def image_names(folder, limit):
     names = sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg")))[:limit]
     if not names:
         sys.exit(f"serve_load: no JPEG files in {folder}")
-    return [open(os.path.join(folder, n), "rb").read() for n in names]
+    return names
+
+
+def load_images(folder, limit):
+    return [open(os.path.join(folder, n), "rb").read() for n in image_names(folder, limit)]
 
 
 def make_input(grpcclient, blobs):
@@ -111,6 +115,7 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
     for t in ts:
         t.join()
     wrong = near = 0
+    wrong_images = {}  # image index -> wrong answers for it
     for idx, res in kept:
         try:
             verdicts = [judge(a, expected[i]) for i, a in zip(idx, answers(res))]
@@ -119,7 +124,10 @@ def worker(args, proc_index, expected, start_at, stop_at, queue):
             continue
         wrong += "wrong" in verdicts
         near += "wrong" not in verdicts and "near" in verdicts
-    queue.put((lat, errors, wrong, near))
+        for i, v in zip(idx, verdicts):
+            if v == "wrong":
+                wrong_images[i] = wrong_images.get(i, 0) + 1
+    queue.put((lat, errors, wrong, near, wrong_images))
 
 
 def main():
@@ -157,14 +165,24 @@ def main():
     errors = [e for r in results for e in r[1]]
     wrong = sum(r[2] for r in results)
     near = sum(r[3] for r in results)
+    # which images the wrong answers were for (one knife-edge image among the files shows as its
+    # share of the requests)
+    names = image_names(args.images, args.limit)
+    by_image = {}
+    for r in results:
+        for i, c in r[4].items():
+            by_image[names[i]] = by_image.get(names[i], 0) + c
     n = len(lat)
     out = {
         "per_request": args.per_request, "clients": args.procs * args.threads, "seconds": args.seconds,
         "rate_asked": args.rate, "requests": n, "images_per_s": n * args.per_request / args.seconds,
         "requests_per_s": n / args.seconds, "errors": len(errors), "wrong": wrong, "near": near,
         "p50_ms": float(np.percentile(lat, 50)) if n else None, "p90_ms": float(np.percentile(lat, 90)) if n else None,
-        "p99_ms": float(np.percentile(lat, 99)) if n else None,
+        "p99_ms": float(np.percentile(lat, 99)) if n else None, "wrong_by_image": by_image,
     }
+    if by_image:  # (before the summary line, which callers read as the last one)
+        print("[serve_load] wrong answers by image: " +
+              ", ".join(f"{k} x{v}" for k, v in sorted(by_image.items(), key=lambda kv: -kv[1])))
     print(f"[serve_load] {args.per_request} image(s)/request, {out['clients']} clients"
           f"{' at ' + str(args.rate) + ' req/s' if args.rate else ''}: {out['images_per_s']:.1f} images/s, "
           f"{out['requests_per_s']:.1f} requests/s, p50 {out['p50_ms'] or 0:.2f} ms, p90 {out['p90_ms'] or 0:.2f} ms, "
