@@ -220,25 +220,28 @@ int main(int argc, char** argv) {
         for (const auto& w : st.warnings) std::printf("  warning: %s\n", w.c_str());
         if (profile) {
           auto layers = e.profile(batch, 10);
-          double total = 0, conv = 0;
+          double total = 0, conv = 0, chain = 0;
+          int chain_steps = 0;
           for (const auto& l : layers) {
             total += l.ms;
             if (l.kind == "Conv") conv += l.ms;
+            if (l.on_chain && l.ms > 0) chain += l.ms, ++chain_steps;
           }
           std::stable_sort(layers.begin(), layers.end(), [](const LayerTime& x, const LayerTime& y) { return x.ms > y.ms; });
           std::printf("  per-layer profile, %s batch %d (eager, events around each step; sum %.3f ms, convolutions "
-                      "%.3f ms):\n", name.c_str(), batch, total, conv);
-          std::printf("  | # | layer | kind | tactic | conv | us | %% | TFLOP/s | GB/s | %% roofline |\n");
-          std::printf("  |---|---|---|---|---|---|---|---|---|---|\n");
+                      "%.3f ms; the graph's longest chain, column 'chain': %d rows, %.3f ms of the sum):\n",
+                      name.c_str(), batch, total, conv, chain_steps, chain);
+          std::printf("  | # | layer | kind | tactic | conv | us | %% | TFLOP/s | GB/s | %% roofline | chain |\n");
+          std::printf("  |---|---|---|---|---|---|---|---|---|---|---|\n");
           for (size_t j = 0; j < layers.size(); ++j) {
             const LayerTime& l = layers[j];
             const double sec = l.ms * 1e-3;
             const double floor_s = std::max(l.flops / (kH100DenseFp16Tflops * 1e12), l.bytes / (dram_gbs * 1e9));
-            std::printf("  | %zu | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f |\n", j + 1, l.name.c_str(),
+            std::printf("  | %zu | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f | %s |\n", j + 1, l.name.c_str(),
                         l.kind.c_str(), l.tactic.empty() ? "-" : l.tactic.c_str(), l.shape.empty() ? "-" : l.shape.c_str(),
                         l.ms * 1e3, 100.0 * l.ms / total,
                         sec > 0 ? l.flops / sec / 1e12 : 0.0, sec > 0 ? l.bytes / sec / 1e9 : 0.0,
-                        sec > 0 ? 100.0 * floor_s / sec : 0.0);
+                        sec > 0 ? 100.0 * floor_s / sec : 0.0, l.on_chain ? "yes" : "");
           }
         }
         cudaEventDestroy(a);

@@ -29,7 +29,7 @@ def parse_bench(text):
             out[cur] = []
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if cur is None or len(cells) != 10 or cells[2] != "Conv":
+        if cur is None or len(cells) not in (10, 11) or cells[2] != "Conv":  # (11: with the 'chain' column)
             continue
         try:
             out[cur].append((cells[1], cells[3], cells[4], float(cells[5])))

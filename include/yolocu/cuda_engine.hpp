@@ -208,6 +208,9 @@ struct LayerTime {
   std::string shape;   // Conv: the ONNX convolution as "cin->cout kxk sS HxW" (input size; " gG" appended
                        // for G > 1 groups), the key
                        // bench/peer_torch_forward.py --per-layer prints its PyTorch times under
+  bool on_chain = false;  // on the longest chain of steps that run one after the other at this batch
+                          // (graph_branches; without it every step): where a forward of short steps
+                          // (batch 1) spends its time
 };
 
 class CudaEngine {

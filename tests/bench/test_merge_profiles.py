@@ -54,6 +54,11 @@ def main():
     assert "yolov5s batch 32: 1 of 1 convolutions matched; yolocu 440.0 us, PyTorch 979.9 us (2.23x)" in out, out
     assert out.index("/model.0/conv/Conv") < out.index("/model.1/conv/Conv"), "slowest first"
     assert "yolov5n" not in out, "no profile of yolov5n: nothing to print"
+    # the table with bench_cuda_engine's 'chain' column (the graph's longest chain) matches the same
+    chained = BENCH.replace("% roofline |", "% roofline | chain |").replace("|---|---|---|\n", "|---|---|---|---|\n")
+    chained = "\n".join(l + " yes |" if l.startswith("  | ") and "Conv |" in l else l for l in chained.split("\n"))
+    rc, out2, err = run(chained, PEER)
+    assert rc == 0 and out2 == out, (out2, err)
     rc, out, _ = run(BENCH, PEER, "--top", "1")
     assert rc == 0 and "/model.1/conv/Conv" not in out.split("batch 32")[0], out
     old = BENCH.replace(" | conv |", " |").replace(" 3->32 6x6 s2 640x640 |", "").replace(" 32->64 3x3 s2 320x320 |", "")

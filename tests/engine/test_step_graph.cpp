@@ -58,6 +58,7 @@ TEST(StepGraph, ReadAfterWriteWriteAfterReadAndReduction) {
   EXPECT_EQ(deps[4], (std::vector<int>{1, 2}));
   EXPECT_EQ(deps[5], std::vector<int>{3});
   EXPECT_EQ(engine::dependency_depth(deps, acc), 4);  // 0, 1, 3, 5
+  EXPECT_EQ(engine::longest_chain(deps, acc), (std::vector<int>{0, 1, 3, 5}));  // the first of 0-1-3-5, 0-2-3-5
   expect_conflicts_ordered(acc, deps);
 }
 
@@ -73,6 +74,8 @@ TEST(StepGraph, ReadersOfOneBufferAndStepsLaunchingNothing) {
   EXPECT_TRUE(deps[3].empty());
   EXPECT_EQ(deps[4], (std::vector<int>{0, 1}));
   EXPECT_EQ(engine::dependency_depth(deps, acc), 2);
+  EXPECT_EQ(engine::longest_chain(deps, acc), (std::vector<int>{0, 4}));  // the view (2) is on no chain
+  EXPECT_TRUE(engine::longest_chain({}, {}).empty());
 }
 
 // Channel slices of one NHWC buffer (copy-free Concat inputs, channel views): writers of disjoint

@@ -249,8 +249,16 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
   Impl& im = *impl_;
   BatchExec& be = im.batch_exec(batch);
   const std::vector<double> ms = time_steps(im, be, batch, iters);  // [0]: input conversion, [i + 1]: step i
+  // The graph's longest chain at this batch size (as captured: the steps' accesses with their
+  // workspaces); one chain without graph_branches.
+  std::vector<bool> on_chain(im.steps.size(), !im.options.graph_branches);
+  if (im.options.graph_branches) {
+    const std::vector<engine::StepAccess> acc = im.step_accesses(be, batch);
+    for (int i : engine::longest_chain(engine::step_dependencies(acc), acc)) on_chain[static_cast<size_t>(i)] = true;
+  }
   std::vector<LayerTime> out;
   out.push_back(input_row(im, be, batch, ms[0]));
+  out.back().on_chain = true;  // before every step
   for (size_t i = 0; i < im.steps.size(); ++i) {
     const cuda_engine_internal::Step& step = *im.steps[i];
     if (step.kind() == engine::GpuStepKind::kView) continue;
@@ -258,6 +266,7 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
     l.name = step.name();
     l.kind = engine::gpu_step_kind_name(step.kind());
     l.ms = ms[i + 1];
+    l.on_chain = on_chain[i];
     if (step.conv_layer() >= 0)
       describe_conv(im, be, step, batch, ms[0], l);
     else

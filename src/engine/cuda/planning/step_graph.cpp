@@ -108,17 +108,24 @@ std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& s
   return deps;
 }
 
-int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps) {
-  std::vector<int> depth(steps.size(), 0);
-  int deepest = 0;
+std::vector<int> longest_chain(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps) {
+  std::vector<int> depth(steps.size(), 0), from(steps.size(), -1);
+  int last = -1;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!steps[i].launches) continue;
-    int d = 0;
-    for (int j : deps[i]) d = std::max(d, depth[static_cast<size_t>(j)]);
-    depth[i] = d + 1;
-    deepest = std::max(deepest, depth[i]);
+    for (int j : deps[i])
+      if (depth[static_cast<size_t>(j)] > depth[i]) depth[i] = depth[static_cast<size_t>(j)], from[i] = j;
+    ++depth[i];
+    if (last < 0 || depth[i] > depth[static_cast<size_t>(last)]) last = static_cast<int>(i);
   }
-  return deepest;
+  std::vector<int> chain;
+  for (int i = last; i >= 0; i = from[static_cast<size_t>(i)]) chain.push_back(i);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps) {
+  return static_cast<int>(longest_chain(deps, steps).size());
 }
 
 std::vector<int> workspace_slots(const std::vector<std::vector<bool>>& waits, const std::vector<size_t>& needs,

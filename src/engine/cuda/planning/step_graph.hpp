@@ -51,6 +51,10 @@ std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& s
 // steps run one after the other at the least.
 int dependency_depth(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps);
 
+// That chain's steps, first to last (the first of several equally long ones; empty for none): where
+// a forward whose steps run as branches spends its time when each step is short (batch 1).
+std::vector<int> longest_chain(const std::vector<std::vector<int>>& deps, const std::vector<StepAccess>& steps);
+
 // Workspaces for steps that need scratch memory of their own while they run (a tactic's workspace),
 // so that steps the data lets run side by side do not wait for each other through one shared
 // buffer. waits: step_dependencies' ancestor sets of the steps' accesses without any workspace;
