@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -66,54 +65,39 @@ std::vector<size_t> staged_offsets(const ImageView* images, int n) {
   return offset;
 }
 
-size_t upload_chunk_bytes(size_t total) { return std::clamp(total / 8, size_t{512} << 10, size_t{8} << 20); }
+size_t upload_chunk_bytes(size_t total) { return std::clamp(total / 4, size_t{1} << 20, size_t{8} << 20); }
 
 void stage_images(const ImageView* images, int n, const std::vector<size_t>& offset, uint8_t* staging, uint8_t* device,
                   cudaStream_t stream) {
   const std::vector<Band> bands = bands_of(images, n, offset);
   const size_t total = offset.back();
-  // Chunks of whole bands: chunk_of[band]; each chunk's bands still to copy in left[chunk]. No
-  // device (or no chunked uploads): nothing to enqueue until every band is copied.
-  const bool upload = device != nullptr;
-  const bool chunked = upload && chunked_uploads();
-  std::vector<int> chunk_of(bands.size(), 0);
-  std::vector<std::pair<size_t, size_t>> chunk_bytes;  // [begin, end) of each chunk
-  if (!bands.empty()) {
-    const size_t chunk = chunked ? upload_chunk_bytes(total) : total;
-    size_t begin = bands[0].begin;
-    for (size_t k = 0; k < bands.size(); ++k) {
-      chunk_of[k] = static_cast<int>(chunk_bytes.size());  // the chunk being filled
-      if (bands[k].end - begin >= chunk || k + 1 == bands.size()) {
-        chunk_bytes.push_back({begin, bands[k].end});
-        begin = bands[k].end;  // the layout is contiguous: the next band starts there
+  // chunks of whole bands: cut[c] .. cut[c + 1]; one chunk without a device or chunked uploads
+  std::vector<size_t> cut{0};
+  if (device != nullptr && chunked_uploads()) {
+    const size_t chunk = upload_chunk_bytes(total);
+    for (size_t k = 0; k < bands.size(); ++k)
+      if (bands[k].end - bands[cut.back()].begin >= chunk && k + 1 < bands.size()) cut.push_back(k + 1);
+  }
+  cut.push_back(bands.size());
+  cudaError_t err = cudaSuccess;
+  // (a batch of 32 full-HD frames is ~200 MB: one thread would take longer than the whole GPU pipeline)
+#pragma omp parallel if (total > (size_t{1} << 20))
+  {
+    for (size_t c = 0; c + 1 < cut.size(); ++c) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t k = static_cast<int64_t>(cut[c]); k < static_cast<int64_t>(cut[c + 1]); ++k) {
+        const Band& b = bands[static_cast<size_t>(k)];
+        copy_band(images[b.image], b, staging);
+      }
+      // (the loop's barrier: the chunk is copied)
+#pragma omp master
+      if (device != nullptr && err == cudaSuccess && cut[c + 1] > cut[c]) {
+        const size_t b0 = bands[cut[c]].begin, b1 = bands[cut[c + 1] - 1].end;
+        err = cudaMemcpyAsync(device + b0, staging + b0, b1 - b0, cudaMemcpyHostToDevice, stream);
       }
     }
   }
-  std::vector<std::atomic<int>> left(chunk_bytes.size());
-  for (auto& l : left) l.store(0, std::memory_order_relaxed);
-  for (int c : chunk_of) left[static_cast<size_t>(c)].fetch_add(1, std::memory_order_relaxed);
-  int device_index = 0;
-  if (upload) YOLOCU_CUDA_CHECK(cudaGetDevice(&device_index));
-  std::atomic<int> first_error{cudaSuccess};
-  // The thread that copies a chunk's last band enqueues its upload at once (no barrier between
-  // chunks: the transfer of the first chunks runs while the cores copy the rest); the stream orders
-  // the chunks' copies before whatever the caller enqueues after this returns.
-  const auto enqueue = [&](int c) {
-    const auto [b0, b1] = chunk_bytes[static_cast<size_t>(c)];
-    cudaError_t e = cudaSetDevice(device_index);  // an OpenMP thread's current device may be another
-    if (e == cudaSuccess) e = cudaMemcpyAsync(device + b0, staging + b0, b1 - b0, cudaMemcpyHostToDevice, stream);
-    int expected = cudaSuccess;
-    if (e != cudaSuccess) first_error.compare_exchange_strong(expected, static_cast<int>(e));
-  };
-  // (a batch of 32 full-HD frames is ~200 MB: one thread would take longer than the whole GPU pipeline)
-#pragma omp parallel for schedule(dynamic, 1) if (total > (size_t{1} << 20))
-  for (int64_t k = 0; k < static_cast<int64_t>(bands.size()); ++k) {
-    const Band& b = bands[static_cast<size_t>(k)];
-    copy_band(images[b.image], b, staging);
-    const int c = chunk_of[static_cast<size_t>(k)];
-    if (upload && left[static_cast<size_t>(c)].fetch_sub(1, std::memory_order_acq_rel) == 1) enqueue(c);
-  }
-  YOLOCU_CUDA_CHECK(static_cast<cudaError_t>(first_error.load()));
+  YOLOCU_CUDA_CHECK(err);
 }
 
 }  // namespace yolocu::detail

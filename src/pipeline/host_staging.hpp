@@ -1,7 +1,6 @@
 // Host images into pinned staging memory and onto the device (the CUDA detector's upload of host
 // BGR images): packed one after another, copied by all cores in bands of rows, and, where the
-// device buffer is known, uploaded in chunks as they are copied (the thread that copies a chunk's
-// last band enqueues its transfer, no barrier between chunks), so that the transfer of the first
+// device buffer is known, uploaded in chunks as they are copied, so that the transfer of the first
 // chunks runs while the host copies the rest.
 #pragma once
 
@@ -23,9 +22,8 @@ size_t upload_chunk_bytes(size_t total);
 
 // Copies the n images into `staging` (at least offset.back() bytes) at `offset`. Without `device`,
 // that is all; with it, each chunk of upload_chunk_bytes (whole bands of rows) is enqueued as a
-// cudaMemcpyAsync to the same offset of `device` on `stream` once its bands are copied (by whichever
-// thread finished the chunk; on the calling thread's current device); every chunk is enqueued when
-// this returns. Throws Error(kCuda) if an enqueue fails (after the copies that were started).
+// cudaMemcpyAsync to the same offset of `device` on `stream` once its bands are copied. Throws
+// Error(kCuda) if an enqueue fails (after the copies that were started).
 void stage_images(const ImageView* images, int n, const std::vector<size_t>& offset, uint8_t* staging,
                   uint8_t* device = nullptr, cudaStream_t stream = nullptr);
 
