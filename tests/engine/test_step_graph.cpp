@@ -3,6 +3,7 @@
 // accesses stays ordered.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -244,6 +245,61 @@ void expect_branch_arena_adds_no_edge(const Model& m, bool v8) {
   EXPECT_LE(data_depth, chain_depth);
   EXPECT_GE(sp.arena_bytes, chain_sp.arena_bytes);
   EXPECT_LE(sp.arena_bytes, sp.naive_bytes);
+}
+
+// A channel Concat reads and writes only the inputs it copies: it waits for an input's in-place
+// producer only where one of its copied inputs depends on that producer (YOLO11's C2PSA: copying
+// cv1's first half runs beside the attention branch that writes the second half; YOLOv5's neck:
+// copying the backbone feature runs beside the Resize or convolution writing the rest), and every
+// step reading the Concat's output waits for both.
+void expect_concat_waits_only_for_what_it_copies(const Model& m, bool v8, int* concats_checked) {
+  engine::GpuStepOptions opt;
+  opt.act_elem_size = 2;
+  opt.fuse_detect_tail = true;
+  opt.fuse_v8_tail = opt.fuse_attention = v8;
+  opt.attention_smem = size_t{200} << 10;
+  opt.branch_arena = true;
+  const auto sp = engine::plan_gpu_steps(engine::build_plan(m, {{1, 3, 640, 640}}), opt);
+  const auto acc = engine::root_accesses(sp);
+  std::vector<std::vector<bool>> anc;
+  const auto deps = engine::step_dependencies(acc, &anc);
+  expect_conflicts_ordered(acc, deps);
+  std::vector<int> writer(sp.plan.values.size(), -1);
+  for (size_t i = 0; i < sp.steps.size(); ++i)
+    for (int id : sp.steps[i].out) writer[static_cast<size_t>(id)] = static_cast<int>(i);
+  for (size_t c = 0; c < sp.steps.size(); ++c) {
+    const auto& st = sp.steps[c];
+    if (st.kind != engine::GpuStepKind::kConcatNhwc) continue;
+    std::vector<int> placed, copied;  // producers of the inputs in place / copied
+    for (int id : st.in) {
+      const auto v = static_cast<size_t>(id);
+      const bool in_place = sp.channel_offset[v] >= 0 && sp.root[v] == st.out[0];
+      (in_place ? placed : copied).push_back(writer[v]);
+    }
+    if (placed.empty() || copied.empty()) continue;
+    ++*concats_checked;
+    for (int p : placed) {
+      const auto pu = static_cast<size_t>(p);
+      bool through_copied = false;
+      for (int q : copied) through_copied = through_copied || q == p || (q > p && anc[static_cast<size_t>(q)][pu]);
+      EXPECT_EQ(anc[c][pu], through_copied) << st.label << ": producer " << sp.steps[pu].label;
+      for (size_t r = c + 1; r < sp.steps.size(); ++r)  // every reader of the output waits for both
+        if (std::count(sp.steps[r].in.begin(), sp.steps[r].in.end(), st.out[0])) {
+          EXPECT_TRUE(anc[r][c]) << sp.steps[r].label;
+          EXPECT_TRUE(anc[r][pu]) << sp.steps[r].label;
+        }
+    }
+  }
+}
+
+TEST(StepGraph, ConcatWaitsOnlyForWhatItCopies) {
+  int checked = 0;
+  expect_concat_waits_only_for_what_it_copies(load_onnx(test::data_file("models/yolov5n.onnx")), false, &checked);
+  EXPECT_GT(checked, 0) << "yolov5n's neck: Concats with an input in place and one copied";
+  YOLOCU_REQUIRE_V8(path, "yolo11n.onnx");
+  checked = 0;
+  expect_concat_waits_only_for_what_it_copies(load_onnx(path), true, &checked);
+  EXPECT_GT(checked, 0) << "YOLO11's C2PSA Concat";
 }
 
 TEST(StepGraph, BranchArenaAddsNoEdgeYolov5n) {

@@ -44,6 +44,33 @@ ByteRange sliced(const GpuStepPlan& sp, int id, ByteRange r) {
   return r;
 }
 
+// A channel Concat step that owns its output buffer reads and writes only the inputs it copies
+// (steps/concat_nhwc.cpp): those its producers wrote in place are theirs. Adds the copied inputs'
+// ranges to a.reads and their slices of the output's range `whole` to a.writes; false (nothing
+// added) for a Concat whose output is itself a slice of another buffer or has a padded pitch: it
+// then counts as reading every input and writing its whole output.
+template <typename Range>
+bool concat_copies(const GpuStepPlan& sp, const GpuStep& st, const ByteRange& whole, const Range& range, StepAccess& a) {
+  const auto y = static_cast<size_t>(st.out[0]);
+  const int64_t pitch = sp.channel_pitch[y];
+  if (whole.c0 >= 0 || sp.channel_offset[y] >= 0 || pitch != sp.plan.values[y].shape[1]) return false;
+  int64_t c0 = 0;
+  for (int id : st.in) {
+    const auto v = static_cast<size_t>(id);
+    const int64_t c = sp.plan.values[v].shape[1];
+    if (!(sp.channel_offset[v] >= 0 && sp.root[v] == st.out[0])) {  // copied: read, and written at c0
+      range(id, a.reads);
+      ByteRange r = whole;
+      r.c0 = c0;
+      r.c1 = c0 + c;
+      r.pitch = pitch;
+      a.writes.push_back(r);
+    }
+    c0 += c;
+  }
+  return true;
+}
+
 // Each step's reads (inputs, residual) and writes (outputs) through range(id, to).
 template <typename Range>
 std::vector<StepAccess> accesses(const GpuStepPlan& sp, const Range& range) {
@@ -51,6 +78,11 @@ std::vector<StepAccess> accesses(const GpuStepPlan& sp, const Range& range) {
   for (size_t i = 0; i < sp.steps.size(); ++i) {
     const GpuStep& st = sp.steps[i];
     acc[i].launches = st.kind != GpuStepKind::kView;
+    if (st.kind == GpuStepKind::kConcatNhwc && st.out.size() == 1) {
+      std::vector<ByteRange> whole;
+      range(st.out[0], whole);
+      if (whole.size() == 1 && concat_copies(sp, st, whole[0], range, acc[i])) continue;
+    }
     for (int id : st.in) range(id, acc[i].reads);
     range(st.residual, acc[i].reads);
     for (int id : st.out) range(id, acc[i].writes);

@@ -29,7 +29,9 @@ struct StepAccess {
 // The arena values each step of `sp` reads (its inputs, a convolution's residual) and writes (its
 // outputs), each as its buffer root's range at arena address `base`, a value inside its root's
 // NHWC buffer (a copy-free Concat input, a channel view) as its channel slice of it; constants
-// (never written while the engine runs) and values without a buffer are left out. Views (kView) launch nothing. The engine adds what
+// (never written while the engine runs) and values without a buffer are left out. A channel
+// Concat reads and writes only the inputs it copies (not those written in place by their
+// producers, which then run beside it). Views (kView) launch nothing. The engine adds what
 // only it knows (a tactic's workspace, the stem's input, steps launching nothing at a batch size).
 std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base);
 
