@@ -208,7 +208,9 @@ find $g/data -name '*.slim' -delete
 echo "$parts" > $g/PART
 git rev-parse --short HEAD > $g/COMMIT
 git diff --quiet HEAD 2>/dev/null || echo "$(cat $g/COMMIT)+uncommitted" > $g/COMMIT
-tar -C $g -cJf $g/bundle.tar.xz bin lib
+# xz -9: its 64 MiB window spans several binaries, which share most of their code (the engine
+# bundle: 18.5 instead of 24.8 MB at xz's default level).
+tar -C $g -cf - bin lib | xz -9 -T2 >$g/bundle.tar.xz
 rm -rf $g/bin $g/lib
 du -sh $g; du -sh $g/* | sort -h
 # What the device call will carry: this folder plus the working tree (tracked files and untracked
