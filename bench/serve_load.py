@@ -29,8 +29,8 @@ def image_names(folder, limit):
     return names
 
 
-def load_images(folder, limit):
-    return [open(os.path.join(folder, n), "rb").read() for n in image_names(folder, limit)]
+def load_images(folder, names):
+    return [open(os.path.join(folder, n), "rb").read() for n in names]
 
 
 def make_input(grpcclient, blobs):
@@ -69,7 +69,7 @@ def judge(got, want):
 
 def worker(args, proc_index, expected, start_at, stop_at, queue):
     import tritonclient.grpc as grpcclient
-    images = load_images(args.images, args.limit)
+    images = load_images(args.images, image_names(args.images, args.limit))
     # the answers are judged after the load, so that the clients' CPU time under load is the requests'
     lat, errors, kept, lock = [], [], [], threading.Lock()
     interval = args.threads * args.procs / args.rate if args.rate else 0.0
@@ -146,7 +146,8 @@ def main():
     args = p.parse_args()
 
     import tritonclient.grpc as grpcclient
-    images = load_images(args.images, args.limit)
+    names = image_names(args.images, args.limit)
+    images = load_images(args.images, names)
     client = grpcclient.InferenceServerClient(args.url)
     expected = [answers(client.infer(args.model, [make_input(grpcclient, [b])]))[0] for b in images]
     client.close()
@@ -167,7 +168,6 @@ def main():
     near = sum(r[3] for r in results)
     # which images the wrong answers were for (one knife-edge image among the files shows as its
     # share of the requests)
-    names = image_names(args.images, args.limit)
     by_image = {}
     for r in results:
         for i, c in r[4].items():

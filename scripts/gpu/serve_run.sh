@@ -85,9 +85,11 @@ echo "GPU 0's NUMA-local cores: ${gpu0_cpus:-unknown}"
 if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi
-[ -n "$asan_env" ] || [ "${SERVE_FAST_START:-0}" = 1 ] || echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
-[ -n "$asan_env" ] || [ "${SERVE_FAST_START:-0}" = 1 ] || timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
-  --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
+if [ -z "$asan_env" ] && [ "${SERVE_FAST_START:-0}" != 1 ]; then
+  echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
+  timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
+    --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
+fi
 
 serve() {  # serve <gpus, e.g. "0" or "0, 1"> <log name>: starts tritonserver, waits until the model is ready
   local gpus=$1 name=$2 repo=$g/repo-$2

@@ -272,9 +272,7 @@ void expect_concat_waits_only_for_what_it_copies(const Model& m, bool v8, int* c
     if (st.kind != engine::GpuStepKind::kConcatNhwc) continue;
     std::vector<int> placed, copied;  // producers of the inputs in place / copied
     for (int id : st.in) {
-      const auto v = static_cast<size_t>(id);
-      const bool in_place = sp.channel_offset[v] >= 0 && sp.root[v] == st.out[0];
-      (in_place ? placed : copied).push_back(writer[v]);
+      (engine::written_in_place(sp, id, st.out[0]) ? placed : copied).push_back(writer[static_cast<size_t>(id)]);
     }
     if (placed.empty() || copied.empty()) continue;
     ++*concats_checked;

@@ -78,15 +78,14 @@ void Engine::plan_workspaces(BatchExec& be, int batch, bool grow) {
       for (size_t w = 1; w < capacity.size(); ++w) {
         if (w < had.size() && capacity[w] <= had[w]) continue;
         DeviceMem m = alloc(capacity[w], "branch workspace");
-        if (w - 1 < extra_workspaces.size())
+        const Workspace ws{m.get(), capacity[w]};
+        if (w < workspaces.size()) {  // (extra_workspaces[w - 1] backs workspaces[w])
           extra_workspaces[w - 1] = std::move(m);
-        else
-          extra_workspaces.push_back(std::move(m));
-        const Workspace ws{extra_workspaces[w - 1].get(), capacity[w]};
-        if (w < workspaces.size())
           workspaces[w] = ws;
-        else
+        } else {
+          extra_workspaces.push_back(std::move(m));
           workspaces.push_back(ws);
+        }
       }
     } catch (const Error&) {  // max_device_memory: the workspaces there are
       capacity.clear();

@@ -35,6 +35,10 @@ int64_t view_pitch(const GpuStepPlan& sp, int value) {
   return sp.channel_pitch[static_cast<size_t>(value)];
 }
 
+bool written_in_place(const GpuStepPlan& sp, int value, int concat_out) {
+  return sp.channel_offset[static_cast<size_t>(value)] >= 0 && sp.root[static_cast<size_t>(value)] == concat_out;
+}
+
 GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   GpuStepPlan sp;
   sp.plan = std::move(plan_in);

@@ -126,4 +126,8 @@ size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size);
 // (-1 and values owning their buffer). A Conv reading it gets ConvProblem::xp / rp from it.
 int64_t view_pitch(const GpuStepPlan& sp, int value);
 
+// Was the Concat input `value` written by its producer into its slice of the Concat's output
+// `concat_out` (copy-free Concat), so that the Concat step neither reads nor copies it?
+bool written_in_place(const GpuStepPlan& sp, int value, int concat_out);
+
 }  // namespace yolocu::engine

@@ -53,12 +53,11 @@ template <typename Range>
 bool concat_copies(const GpuStepPlan& sp, const GpuStep& st, const ByteRange& whole, const Range& range, StepAccess& a) {
   const auto y = static_cast<size_t>(st.out[0]);
   const int64_t pitch = sp.channel_pitch[y];
-  if (whole.c0 >= 0 || sp.channel_offset[y] >= 0 || pitch != sp.plan.values[y].shape[1]) return false;
+  if (sp.channel_offset[y] >= 0 || pitch != sp.plan.values[y].shape[1]) return false;
   int64_t c0 = 0;
   for (int id : st.in) {
-    const auto v = static_cast<size_t>(id);
-    const int64_t c = sp.plan.values[v].shape[1];
-    if (!(sp.channel_offset[v] >= 0 && sp.root[v] == st.out[0])) {  // copied: read, and written at c0
+    const int64_t c = sp.plan.values[static_cast<size_t>(id)].shape[1];
+    if (!written_in_place(sp, id, st.out[0])) {  // copied: read, and written at c0
       range(id, a.reads);
       ByteRange r = whole;
       r.c0 = c0;

@@ -19,7 +19,7 @@ class ConcatNhwcStep final : public Step {
     int64_t off = 0;
     for (int id : st_.in) {
       const int64_t c = ctx.val(id).shape[1];
-      if (in_place(ctx, id)) {  // its producer wrote it in place
+      if (engine::written_in_place(ctx.sp, id, st_.out[0])) {
         off += c;
         continue;
       }
@@ -32,14 +32,8 @@ class ConcatNhwcStep final : public Step {
   // Only the inputs not written in place.
   int kernels(const LaunchContext& ctx) const override {
     int k = 0;
-    for (int id : st_.in) k += in_place(ctx, id) ? 0 : 1;
+    for (int id : st_.in) k += engine::written_in_place(ctx.sp, id, st_.out[0]) ? 0 : 1;
     return k;
-  }
-
- private:
-  // Written in its slice of this Concat's output (not a view of some other buffer).
-  bool in_place(const LaunchContext& ctx, int id) const {
-    return ctx.sp.channel_offset[static_cast<size_t>(id)] >= 0 && ctx.sp.root[static_cast<size_t>(id)] == st_.out[0];
   }
 };
 
