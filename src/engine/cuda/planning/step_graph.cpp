@@ -72,12 +72,12 @@ bool concat_copies(const GpuStepPlan& sp, const GpuStep& st, const ByteRange& wh
 
 // Each step's reads (inputs, residual) and writes (outputs) through range(id, to).
 template <typename Range>
-std::vector<StepAccess> accesses(const GpuStepPlan& sp, const Range& range) {
+std::vector<StepAccess> accesses(const GpuStepPlan& sp, ConcatAccess concat, const Range& range) {
   std::vector<StepAccess> acc(sp.steps.size());
   for (size_t i = 0; i < sp.steps.size(); ++i) {
     const GpuStep& st = sp.steps[i];
     acc[i].launches = st.kind != GpuStepKind::kView;
-    if (st.kind == GpuStepKind::kConcatNhwc && st.out.size() == 1) {
+    if (concat == ConcatAccess::kCopiedInputs && st.kind == GpuStepKind::kConcatNhwc && st.out.size() == 1) {
       std::vector<ByteRange> whole;
       range(st.out[0], whole);
       if (whole.size() == 1 && concat_copies(sp, st, whole[0], range, acc[i])) continue;
@@ -97,7 +97,7 @@ bool steps_conflict(const StepAccess& earlier, const StepAccess& later) {
 }
 
 std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base) {
-  return accesses(sp, [&](int id, std::vector<ByteRange>& to) {
+  return accesses(sp, ConcatAccess::kCopiedInputs, [&](int id, std::vector<ByteRange>& to) {
     if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
     const int r = sp.root[static_cast<size_t>(id)];
     const int64_t off = sp.offset[static_cast<size_t>(r)];
@@ -107,8 +107,8 @@ std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_si
   });
 }
 
-std::vector<StepAccess> root_accesses(const GpuStepPlan& sp) {
-  return accesses(sp, [&](int id, std::vector<ByteRange>& to) {
+std::vector<StepAccess> root_accesses(const GpuStepPlan& sp, ConcatAccess concat) {
+  return accesses(sp, concat, [&](int id, std::vector<ByteRange>& to) {
     if (id < 0 || sp.plan.values[static_cast<size_t>(id)].constant) return;
     const auto r = static_cast<uintptr_t>(sp.root[static_cast<size_t>(id)]);
     to.push_back(sliced(sp, id, {r, r + 1}));

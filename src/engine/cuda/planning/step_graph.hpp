@@ -35,9 +35,13 @@ struct StepAccess {
 // only it knows (a tactic's workspace, the stem's input, steps launching nothing at a batch size).
 std::vector<StepAccess> value_accesses(const GpuStepPlan& sp, size_t act_elem_size, uintptr_t base);
 
+// How a channel Concat step's accesses are counted: only the inputs it copies (what it does), or
+// every input read and its whole output written (as if it waited for every input's producer).
+enum class ConcatAccess { kCopiedInputs, kEveryInput };
+
 // The same accesses with every buffer root on a range of its own (as if no two roots shared
 // memory): the steps' data dependencies alone, before the arena is planned.
-std::vector<StepAccess> root_accesses(const GpuStepPlan& sp);
+std::vector<StepAccess> root_accesses(const GpuStepPlan& sp, ConcatAccess concat = ConcatAccess::kCopiedInputs);
 
 // Must step `later` wait for step `earlier`? One writes bytes the other reads or writes.
 bool steps_conflict(const StepAccess& earlier, const StepAccess& later);
