@@ -1,7 +1,8 @@
 // Host images into pinned staging memory and onto the device (the CUDA detector's upload of host
 // BGR images): packed one after another, copied by all cores in bands of rows, and, where the
 // device buffer is known, uploaded in chunks as they are copied, so that the transfer of the first
-// chunks runs while the host copies the rest.
+// chunks runs while the host copies the rest. The copy's stores bypass the caches (non-temporal, on
+// x86), so that the transfer reads memory, not lines left dirty in the cores' caches.
 #pragma once
 
 #include <cuda_runtime_api.h>

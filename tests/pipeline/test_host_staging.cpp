@@ -1,7 +1,7 @@
 // Host images into pinned staging and onto the device (pipeline/host_staging.hpp), the CUDA
 // detector's upload of host BGR images: the packed layout and its offsets, the chunk sizes, the
 // copy of pitched images of odd sizes (one row, one column, rows wider than a band, several
-// images) into the layout on the host, and with a GPU the chunked upload of a batch larger than
+// images; the streaming stores at any alignment) into the layout on the host, and with a GPU the chunked upload of a batch larger than
 // several chunks, byte for byte against the images.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -59,16 +59,24 @@ TEST(HostStaging, OffsetsAndChunks) {
 }
 
 TEST(HostStaging, CopiesPitchedImagesIntoThePackedLayout) {
-  // rows of 3 bytes, one pixel, rows of 30,000 bytes (wider than a band), a 2.6 MB frame
-  const Images im({{1, 9}, {7, 1}, {10000, 5}, {810, 1080}, {33, 17}}, 13);
-  const int n = static_cast<int>(im.views.size());
-  const std::vector<size_t> off = staged_offsets(im.views.data(), n);
-  std::vector<uint8_t> staging(off.back() + 16, 0xAB);
-  stage_images(im.views.data(), n, off, staging.data());
-  const std::vector<uint8_t> want = im.packed();
-  ASSERT_EQ(want.size(), off.back());
-  EXPECT_TRUE(std::equal(want.begin(), want.end(), staging.begin()));
-  for (size_t i = off.back(); i < staging.size(); ++i) EXPECT_EQ(staging[i], 0xAB) << "written past the layout at " << i;
+  // rows of 3 bytes, one pixel, rows of 30,000 bytes (wider than a band), a 2.6 MB frame; rows
+  // with a pitch and without (one copy a band), the staging at an address 16-aligned and not (the
+  // streaming stores' unaligned head and tail)
+  for (size_t pad : {size_t{13}, size_t{0}}) {
+    const Images im({{1, 9}, {7, 1}, {10000, 5}, {810, 1080}, {33, 17}}, pad);
+    const int n = static_cast<int>(im.views.size());
+    const std::vector<size_t> off = staged_offsets(im.views.data(), n);
+    const std::vector<uint8_t> want = im.packed();
+    ASSERT_EQ(want.size(), off.back());
+    for (size_t shift : {size_t{0}, size_t{1}, size_t{7}}) {
+      std::vector<uint8_t> buf(off.back() + 48, 0xAB);
+      uint8_t* staging = buf.data() + (16 - reinterpret_cast<uintptr_t>(buf.data()) % 16) % 16 + shift;
+      stage_images(im.views.data(), n, off, staging);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), staging)) << "pad " << pad << ", shift " << shift;
+      for (uint8_t* p = buf.data(); p < staging; ++p) EXPECT_EQ(*p, 0xAB) << "written before the layout";
+      for (uint8_t* p = staging + off.back(); p < buf.data() + buf.size(); ++p) EXPECT_EQ(*p, 0xAB) << "written past the layout";
+    }
+  }
 }
 
 TEST(HostStaging, ChunkedUploadEqualsTheImages) {

@@ -69,7 +69,7 @@ v8_e2e() {
       --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host.log" 2>&1 ||
       row "FAIL  yolocu bench $n (log e2e_${n}_host.log)"
     # E2E_COMPARE_ENV="VAR=value ...": the host rows at batch 1 and 32 (1 and 2 contexts) again with
-    # that environment (a measurement switch: YOLOCU_UPLOAD_CHUNKS=0, YOLOCU_GRAPH_BRANCHES=0)
+    # that environment (a measurement switch: YOLOCU_UPLOAD_CHUNKS=0, YOLOCU_UPLOAD_STREAMING_STORES=0, YOLOCU_GRAPH_BRANCHES=0)
     if [ -n "${E2E_COMPARE_ENV:-}" ]; then
       # shellcheck disable=SC2086  # several assignments
       env $E2E_COMPARE_ENV timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
