@@ -113,6 +113,8 @@ std::vector<size_t> staged_offsets(const ImageView* images, int n) {
 
 size_t upload_chunk_bytes(size_t total) { return std::clamp(total / 4, size_t{1} << 20, size_t{8} << 20); }
 
+bool streaming_staging(size_t total) { return total <= (size_t{32} << 20) && streaming_stores(); }
+
 void stage_images(const ImageView* images, int n, const std::vector<size_t>& offset, uint8_t* staging, uint8_t* device,
                   cudaStream_t stream) {
   const std::vector<Band> bands = bands_of(images, n, offset);
@@ -125,7 +127,7 @@ void stage_images(const ImageView* images, int n, const std::vector<size_t>& off
       if (bands[k].end - bands[cut.back()].begin >= chunk && k + 1 < bands.size()) cut.push_back(k + 1);
   }
   cut.push_back(bands.size());
-  const bool streaming = streaming_stores();  // the staging is read next by a transfer, not by the cores
+  const bool streaming = streaming_staging(total);
   cudaError_t err = cudaSuccess;
   // (a batch of 32 full-HD frames is ~200 MB: one thread would take longer than the whole GPU pipeline)
 #pragma omp parallel if (total > (size_t{1} << 20))

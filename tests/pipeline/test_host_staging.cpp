@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "pipeline/host_staging.hpp"
@@ -56,6 +57,12 @@ TEST(HostStaging, OffsetsAndChunks) {
   EXPECT_EQ(upload_chunk_bytes(1000), size_t{1} << 20);             // at least 1 MiB
   EXPECT_EQ(upload_chunk_bytes(size_t{12} << 20), size_t{3} << 20);  // a quarter
   EXPECT_EQ(upload_chunk_bytes(size_t{200} << 20), size_t{8} << 20); // at most 8 MiB
+  // streaming stores for a batch of up to 32 MiB (one 2.6 MB frame, eight), not for 32 frames
+  if (std::getenv("YOLOCU_UPLOAD_STREAMING_STORES") == nullptr) {
+    EXPECT_TRUE(streaming_staging(off[3]));
+    EXPECT_TRUE(streaming_staging(8 * off[3]));
+    EXPECT_FALSE(streaming_staging(32 * off[3]));
+  }
 }
 
 TEST(HostStaging, CopiesPitchedImagesIntoThePackedLayout) {
