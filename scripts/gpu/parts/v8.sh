@@ -55,7 +55,7 @@ v8_bench() {
 # image -> host boxes at batch 1 / 8 / 32 on one context and at 32 on 2 and 3, then coco128's JPEG
 # files -> boxes with nvJPEG on E2E_JPEG_CONTEXTS contexts (default "1 2 3")
 # (first the host staging test where the bundle carries it: the upload path the host rows measure;
-# E2E_COMPARE_ENV="VAR=value": the host rows at batch 1 and at 32 on 1 and 2 contexts again with that
+# E2E_COMPARE_ENV="VAR=value": the host rows at batch 1, 8 and 32 and at 32 on 2 contexts again with that
 # environment, into e2e_<model>_host_compare*.log)
 v8_e2e() {
   step "v8 end to end (yolocu bench, --from-jpeg)"
@@ -68,12 +68,12 @@ v8_e2e() {
     timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
       --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host.log" 2>&1 ||
       row "FAIL  yolocu bench $n (log e2e_${n}_host.log)"
-    # E2E_COMPARE_ENV="VAR=value ...": the host rows at batch 1 and 32 (1 and 2 contexts) again with
+    # E2E_COMPARE_ENV="VAR=value ...": the host rows at batch 1, 8 and 32 (32 on 2 contexts too) again with
     # that environment (a measurement switch: YOLOCU_UPLOAD_CHUNKS=0, YOLOCU_UPLOAD_STREAMING_STORES=0, YOLOCU_GRAPH_BRANCHES=0)
     if [ -n "${E2E_COMPARE_ENV:-}" ]; then
       # shellcheck disable=SC2086  # several assignments
       env $E2E_COMPARE_ENV timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
-        --precision fp16 --batches 1 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host_compare.log" 2>&1
+        --precision fp16 --batches 1 8 32 --iters 200 --warmup 20 >"$out/e2e_${n}_host_compare.log" 2>&1
       # shellcheck disable=SC2086
       env $E2E_COMPARE_ENV timeout 150 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda \
         --precision fp16 --batches 32 --contexts 2 --iters 200 --warmup 20 >"$out/e2e_${n}_host_compare_ctx2.log" 2>&1
