@@ -485,5 +485,32 @@ TEST(GpuSteps, SppfPatterns) {
   EXPECT_EQ(cases, 6 * 8) << "6 patterns at opsets 11-18";
 }
 
+// An already quantised (QDQ) export: its activations are int8 between QuantizeLinear and
+// DequantizeLinear, which the GPU engine does not run; planning refuses it as kUnsupported (so a
+// detector on device auto falls back to the CPU engine, which runs it) and says what to do.
+TEST(GpuSteps, QuantisedModelRefusedNamingTheCpuEngine) {
+  YOLOCU_REQUIRE_OP_CASES(dir, "qdqconvcases", "QdqConv");
+  std::ifstream manifest(dir + "/manifest.txt");
+  std::string line;
+  int cases = 0;
+  while (std::getline(manifest, line)) {
+    const std::string name = line.substr(0, line.find(' '));
+    SCOPED_TRACE(name);
+    const Model m = load_onnx(dir + "/" + name + "/model.onnx");
+    const Tensor x = load_npy(dir + "/" + name + "/in0.npy");
+    try {
+      engine::plan_gpu_steps(engine::build_plan(m, {x.shape()}), engine::GpuStepOptions{});
+      ADD_FAILURE() << "planned a quantised model";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      const std::string what = e.what();
+      EXPECT_NE(what.find("has type int8"), std::string::npos) << what;
+      EXPECT_NE(what.find("quantised (QDQ) model runs on the CPU engine"), std::string::npos) << what;
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 6) << "the QDQ convolution at opsets 13-18";
+}
+
 }  // namespace
 }  // namespace yolocu

@@ -46,7 +46,10 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   for (const auto& v : plan.values)
     if (!v.constant)
       YOLOCU_CHECK(v.dtype == DType::kFloat32, kUnsupported, "GPU engine: value '", v.name, "' has type ",
-                   dtype_name(v.dtype), " at run time (only float tensors are supported)");
+                   dtype_name(v.dtype), " at run time (only float tensors are supported)",
+                   v.dtype == DType::kInt8 || v.dtype == DType::kUInt8
+                       ? "; a quantised (QDQ) model runs on the CPU engine as its graph says (device cpu, or auto)"
+                       : "");
   sp.layout.assign(plan.values.size(), Layout::kNone);
   for (int id : plan.inputs) {
     const PlanValue& v = plan.values[static_cast<size_t>(id)];
