@@ -96,6 +96,7 @@ def fusion_cases(opset):
     for name, batch in [("FuseDetectHead", 2), ("FuseDetectHeadBatch1", 1)]:
         c.append((name, detect_head_case(opset, batch)))
     c += sppf_cases(opset)
+    c += maxpool_blocked_cases(opset)
     return c
 
 
@@ -167,6 +168,25 @@ def sppf_cases(opset):
     c.append(("SppfExtraReader", sppf(extra=[("Relu", ["p2"], ["r"], None)], outputs=("y", "r"))))
     c.append(("SppfOrder", sppf(order=("t", "p2", "p1", "p3"))))
     c.append(("SppfPoolIsOutput", sppf(outputs=("y", "p3"))))
+    return c
+
+
+def maxpool_blocked_cases(opset):
+    """MaxPool on a convolution's output, which the CPU engine keeps blocked (16 channels; 8 on a
+    machine of 8-channel blocks) and pools separably: strides, an even kernel, asymmetric pads."""
+    own = np.random.default_rng(2000 + opset)
+    r = lambda *shape: own.standard_normal(shape).astype(np.float32)
+    c = []
+    for ch in (16, 8):
+        inits = [("wa", r(ch, ch, 1, 1) * 0.3), ("wa_b", r(ch))]
+        x = [("x", r(1, ch, 10, 13))]
+        for name, attrs in (("K3S2", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+                            ("K2S2", dict(kernel_shape=[2, 2], strides=[2, 2])),
+                            ("K3Asym", dict(kernel_shape=[3, 3], pads=[0, 1, 2, 0])),
+                            ("K5S1", dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2])),
+                            ("K3x5S2x1", dict(kernel_shape=[3, 5], strides=[2, 1], pads=[1, 2, 1, 2]))):
+            nodes = conv_silu("x", "wa", "t") + [("MaxPool", ["t"], ["y"], attrs)]
+            c.append((f"MaxPoolBlocked{name}_{ch}", graph_case(opset, "pool", nodes, x, inits, ["y"])))
     return c
 
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "engine/cpu/cpu_layout.hpp"
 #include "engine/cpu/steps/cpu_step.hpp"
@@ -32,6 +33,16 @@ struct BlockedPlanes {
   }
 };
 
+// out[0..B) = the lane-wise maximum of the `count` pixels at v, v + step, ... (-inf for none): a
+// greater value replaces, an equal one does not, a NaN always does (so NaN propagates).
+inline void window_max(const float* v, int64_t count, int64_t step, int64_t B, float* out) {
+  float m[16];
+  for (int64_t l = 0; l < B; ++l) m[l] = -std::numeric_limits<float>::infinity();
+  for (int64_t k = 0; k < count; ++k, v += step)
+    for (int64_t l = 0; l < B; ++l) m[l] = (v[l] > m[l] || std::isnan(v[l])) ? v[l] : m[l];
+  std::memcpy(out, m, static_cast<size_t>(B) * sizeof(float));
+}
+
 class MaxPoolBlockedStep : public CpuStep {
  public:
   MaxPoolBlockedStep(const CpuStepSpec& spec, const CpuStepBuild& b)
@@ -48,26 +59,30 @@ class MaxPoolBlockedStep : public CpuStep {
     pw_ = pads[1];
   }
 
+  // Separable: each input row's maxima over the kernel's columns, then those over its rows. The
+  // same bits as the window at once: each pass keeps the first of equal values and the last NaN
+  // in its order, so the pair does in row-major order (the reference op's).
   void run(dnnl::stream&) override {
     const int64_t B = block_size();
     const int64_t planes = p_.n * p_.cb;
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < planes; ++p) {
-      const float* src = p_.src + p * p_.h * p_.w * B;
-      float* dst = p_.dst + p * p_.oh * p_.ow * B;
-      for (int64_t oy = 0; oy < p_.oh; ++oy)
-        for (int64_t ox = 0; ox < p_.ow; ++ox) {
-          float m[16];
-          for (int64_t l = 0; l < B; ++l) m[l] = -std::numeric_limits<float>::infinity();
+#pragma omp parallel
+    {
+      std::vector<float> rows(static_cast<size_t>(p_.h * p_.ow * B));  // this thread's column maxima
+#pragma omp for schedule(static)
+      for (int64_t p = 0; p < planes; ++p) {
+        const float* src = p_.src + p * p_.h * p_.w * B;
+        float* dst = p_.dst + p * p_.oh * p_.ow * B;
+        for (int64_t y = 0; y < p_.h; ++y)
+          for (int64_t ox = 0; ox < p_.ow; ++ox) {
+            const int64_t x0 = std::max<int64_t>(0, ox * sw_ - pw_), x1 = std::min(p_.w, ox * sw_ - pw_ + kw_);
+            window_max(src + (y * p_.w + x0) * B, x1 - x0, B, B, rows.data() + (y * p_.ow + ox) * B);
+          }
+        for (int64_t oy = 0; oy < p_.oh; ++oy) {
           const int64_t y0 = std::max<int64_t>(0, oy * sh_ - ph_), y1 = std::min(p_.h, oy * sh_ - ph_ + kh_);
-          const int64_t x0 = std::max<int64_t>(0, ox * sw_ - pw_), x1 = std::min(p_.w, ox * sw_ - pw_ + kw_);
-          for (int64_t y = y0; y < y1; ++y)
-            for (int64_t x = x0; x < x1; ++x) {
-              const float* v = src + (y * p_.w + x) * B;
-              for (int64_t l = 0; l < B; ++l) m[l] = (v[l] > m[l] || std::isnan(v[l])) ? v[l] : m[l];
-            }
-          std::memcpy(dst + (oy * p_.ow + ox) * B, m, static_cast<size_t>(B) * sizeof(float));
+          for (int64_t ox = 0; ox < p_.ow; ++ox)
+            window_max(rows.data() + (y0 * p_.ow + ox) * B, y1 - y0, p_.ow * B, B, dst + (oy * p_.ow + ox) * B);
         }
+      }
     }
   }
   const char* profile_name() const override { return name_; }
