@@ -60,8 +60,8 @@ void place_concat_inputs(GpuStepPlan& sp, size_t es) {
 // every step using the earlier is an ancestor, in the data dependencies alone, of every step using
 // the later (so the reuse's ordering is implied already). A channel Concat counts here as waiting
 // for every input's producer: counted by its copies alone, it may run before the producers of its
-// in-place inputs, and its output buffer could then reuse none of their inputs' bytes (yolov5n's
-// arena 17.0 instead of 12.3 MiB at batch 1). Where a Concat's bytes do follow a step it no longer
+// in-place inputs, and its output buffer could then reuse none of their inputs' bytes (the arena
+// grows, StepGraph.BranchArenaAddsNoEdge*). Where a Concat's bytes do follow a step it no longer
 // waits for, the engine's accesses at the planned addresses order the two.
 std::function<bool(int, int)> branch_sharing(const GpuStepPlan& sp, const std::vector<std::vector<int>>& step_values) {
   const std::vector<StepAccess> acc = root_accesses(sp, ConcatAccess::kEveryInput);
