@@ -1,9 +1,10 @@
 """Reference models and tensors for the YOLOv8 / YOLO11 tests, made by ultralytics itself.
 
 Run by scripts/v8/make_refs.sh inside a throw-away venv (pinned ultralytics, Debian's CPU torch).
-Builds yolov8n, yolo11n, yolov8s and yolo11s from ultralytics' own yaml files with fixed-seed random weights (no
-weights are downloaded), exports static (batch 1, 640x640) and dynamic ONNX files the way
-`yolo export format=onnx [dynamic=True]` does, and writes what ultralytics computes on the sample
+Builds yolov8n, yolo11n, yolov8s and yolo11s from ultralytics' own yaml files with fixed-seed
+random weights (no weights are downloaded), or, with --weights DIR, takes DIR/<model>.pt (trained on
+coco128 by scripts/v8/train_coco128.py: weights whose mAP means something); exports static (batch 1,
+640x640) and dynamic ONNX files the way `yolo export format=onnx [dynamic=True]` does, and writes what ultralytics computes on the sample
 images (PyTorch FP32 on the CPU):
 
   OUT/<model>.onnx, OUT/<model>_dyn.onnx       the exports (simplified by onnxslim, as by default)
@@ -29,6 +30,7 @@ import copy
 import glob
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,6 +49,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="yolov8n,yolo11n,yolov8s,yolo11s")
     ap.add_argument("--no-coco", action="store_true")
+    ap.add_argument("--weights", help="a folder of trained <model>.pt instead of random weights")
     args = ap.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -94,36 +97,41 @@ def main():
         return det.numpy().astype(np.float32)
 
     for name in args.models.split(","):
-        torch.manual_seed(0)
-        np.random.seed(0)
-        yolo = YOLO(f"{name}.yaml", task="detect")
-        net = yolo.model
-        net.names = dict(coco_names)
-        # Random weights that still give varied boxes and scores: PyTorch's default convolution init
-        # shrinks the signal layer by layer (every image would give the same output), so He-normal
-        # convolutions (the DFL's fixed projection excepted), spread BatchNorm statistics, and class
-        # logits scaled up and shifted so that some ten to a hundred boxes per image score above 0.25
-        # (and a few hundred above 0.001).
-        g = torch.Generator().manual_seed(1)
-        with torch.no_grad():
-            for m in net.modules():
-                if isinstance(m, torch.nn.Conv2d) and m.weight.requires_grad:
-                    fan_in = m.weight[0].numel()
-                    m.weight.copy_(torch.randn(m.weight.shape, generator=g) * math.sqrt(2.0 / fan_in))
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    m.weight.copy_(torch.rand(m.weight.shape, generator=g) * 0.6 + 0.7)
-                    m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
-                    m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.1)
-                    m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) * 0.6 + 0.7)
-            head = net.model[-1]
-            for seq in head.cv3:  # class branch
-                seq[-1].weight.mul_(20.0)
-                seq[-1].bias.fill_(CLASS_BIAS[name])
-            for seq in head.cv2:  # box branch (DFL logits)
-                seq[-1].weight.mul_(5.0)
-        net.eval()
         ckpt = out / f"{name}.pt"
-        yolo.save(ckpt)
+        if args.weights:  # trained weights (ultralytics' checkpoint as its trainer saved it)
+            trained = Path(args.weights) / f"{name}.pt"
+            assert trained.is_file(), f"no {trained} (scripts/v8/train_coco128.py writes it)"
+            shutil.copy(trained, ckpt)
+        else:
+            torch.manual_seed(0)
+            np.random.seed(0)
+            yolo = YOLO(f"{name}.yaml", task="detect")
+            net = yolo.model
+            net.names = dict(coco_names)
+            # Random weights that still give varied boxes and scores: PyTorch's default convolution init
+            # shrinks the signal layer by layer (every image would give the same output), so He-normal
+            # convolutions (the DFL's fixed projection excepted), spread BatchNorm statistics, and class
+            # logits scaled up and shifted so that some ten to a hundred boxes per image score above 0.25
+            # (and a few hundred above 0.001).
+            g = torch.Generator().manual_seed(1)
+            with torch.no_grad():
+                for m in net.modules():
+                    if isinstance(m, torch.nn.Conv2d) and m.weight.requires_grad:
+                        fan_in = m.weight[0].numel()
+                        m.weight.copy_(torch.randn(m.weight.shape, generator=g) * math.sqrt(2.0 / fan_in))
+                    if isinstance(m, torch.nn.BatchNorm2d):
+                        m.weight.copy_(torch.rand(m.weight.shape, generator=g) * 0.6 + 0.7)
+                        m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
+                        m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.1)
+                        m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) * 0.6 + 0.7)
+                head = net.model[-1]
+                for seq in head.cv3:  # class branch
+                    seq[-1].weight.mul_(20.0)
+                    seq[-1].bias.fill_(CLASS_BIAS[name])
+                for seq in head.cv2:  # box branch (DFL logits)
+                    seq[-1].weight.mul_(5.0)
+            net.eval()
+            yolo.save(ckpt)
 
         # the exports, as `yolo export model=<name>.pt format=onnx [dynamic=True]`
         for dynamic in (True, False):  # both export to <name>.onnx: the dynamic one is renamed first

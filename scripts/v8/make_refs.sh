@@ -3,7 +3,7 @@
 # (scripts/v8/make_refs.py says what is written). Nothing it writes is ever committed.
 #
 #   scripts/v8/make_refs.sh [OUT]      default OUT: .data/v8/refs (git-ignored; the tests read it,
-#                                      or $YOLOCU_V8_DIR)
+#                                      or $YOLOCU_V8_DIR); YOLOCU_V8_WEIGHTS=DIR: trained weights
 #
 # A throw-away venv (.data/v8/venv, or $YOLOCU_V8_VENV) on top of Debian's CPU PyTorch, with the
 # pinned ultralytics of scripts/v8/requirements.txt from PyPI; the models are built from
@@ -17,6 +17,16 @@ out=${1:-$root/.data/v8/refs}
 venv=${YOLOCU_V8_VENV:-$root/.data/v8/venv}
 reqs=$root/scripts/v8/requirements.txt
 stamp=$(cat "$reqs" "$root/scripts/v8/make_refs.py" "$0" | sha256sum | cut -c1-16)
+# YOLOCU_V8_WEIGHTS=DIR: the models of DIR/<model>.pt (trained by scripts/v8/train_coco128.py)
+# instead of random weights; use another OUT for them (e.g. .data/v8/trained)
+weights=${YOLOCU_V8_WEIGHTS:-}
+extra=()
+if [ -n "$weights" ]; then
+  models=$(find "$weights" -maxdepth 1 -name '*.pt' -printf '%f\n' | sed 's/\.pt$//' | sort | paste -sd, -)
+  [ -n "$models" ] || { echo "[v8 refs] no <model>.pt in $weights" >&2; exit 1; }
+  stamp=$( (echo "$stamp"; cd "$weights" && sha256sum -- *.pt) | sha256sum | cut -c1-16)
+  extra=(--weights "$(cd "$weights" && pwd)" --models "$models")
+fi
 
 if [ -f "$out/COMPLETE" ] && grep -q "stamp $stamp" "$out/COMPLETE"; then
   echo "[v8 refs] up to date: $out"
@@ -38,7 +48,7 @@ fi
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 start=$(date +%s)
-YOLO_CONFIG_DIR="$out.tmp/config" "$venv/bin/python" "$root/scripts/v8/make_refs.py" --data "$data" --out "$out.tmp"
+YOLO_CONFIG_DIR="$out.tmp/config" "$venv/bin/python" "$root/scripts/v8/make_refs.py" --data "$data" --out "$out.tmp" "${extra[@]}"
 rm -rf "$out.tmp/config" "$out"
 echo "stamp $stamp" >> "$out.tmp/COMPLETE"
 mv "$out.tmp" "$out"
