@@ -41,6 +41,15 @@ std::string v8_file(const std::string& name) {
   return stat(done.c_str(), &st) == 0 && stat(p.c_str(), &st) == 0 ? p : std::string();
 }
 
+std::string v8_trained_dir() {
+  const char* env = std::getenv("YOLOCU_V8_TRAINED_DIR");
+  if (env && *env) return env;
+  struct stat st;
+  for (const char* name : {"yolov8n", "yolo11n"})
+    if (stat((v8_dir() + "/" + name + "_val.json").c_str(), &st) == 0) return v8_dir();
+  return source_dir() + "/.data/v8/trained";
+}
+
 bool v8_required() {
   const char* env = std::getenv("YOLOCU_REQUIRE_V8");
   return env && *env && std::string(env) != "0";

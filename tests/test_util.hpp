@@ -38,6 +38,11 @@ std::string data_file(const std::string& relative);
 std::string v8_dir();
 // Absolute path of a file there; empty if absent (or if the folder is incomplete: no COMPLETE).
 std::string v8_file(const std::string& name);
+// The folder of trained YOLOv8 / YOLO11 weights' exports and ultralytics' val of them
+// (<model>.onnx, <model>_val.json: scripts/v8/train_coco128.py, then make_refs.sh with
+// YOLOCU_V8_WEIGHTS): $YOLOCU_V8_TRAINED_DIR if set, else v8_dir() when it holds such a val file
+// (a GPU bundle of the trained set), else <source>/.data/v8/trained.
+std::string v8_trained_dir();
 // True when $YOLOCU_REQUIRE_V8 is set (scripts/test.sh after generating the references): a
 // missing reference is then a failure, not a skip.
 bool v8_required();

@@ -140,8 +140,9 @@ case "$part" in
           xz -T2 -6 -c "$v8/${n}_dyn.onnx" >"$g/data/v8/${n}_dyn.onnx.xz"
           slim_v8 "${n}_batch4.npz" input output
           slim_v8 "${n}_bus.npz" input output ;;
-        detector)
+        detector)  # (with trained weights' references, make_refs.sh's YOLOCU_V8_WEIGHTS: their val mAP too)
           cp "$v8/${n}_coco128.npz" $g/data/v8/
+          if [ -f "$v8/${n}_val.json" ]; then cp "$v8/${n}_val.json" $g/data/v8/; fi
           for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >"$g/data/v8/$f.xz"; done
           for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
         bench | e2e)  # the benchmark alone (no references): room for an s model (V8_MODELS=yolov8s)

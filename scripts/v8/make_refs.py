@@ -22,6 +22,8 @@ images (PyTorch FP32 on the CPU):
                               another size) and output
   OUT/<model>_coco128.npz     (yolov8n, yolo11n) per coco128 image <stem>: detections at conf 0.25 (`<stem>/detect`)
                               and the validator's (`<stem>/val`)
+  OUT/<model>_val.json        (with --weights) ultralytics' val of <model>.onnx on coco128: mAP50-95,
+                              mAP50, precision, recall
 
 Nothing here comes from yolocu: these are the expected values of its tests.
 """
@@ -186,8 +188,36 @@ def main():
                 arrays[f"{stem}/val"] = final(y, x.shape[2:], img.shape, 0.001, True)
             np.savez(out / f"{name}_coco128.npz", **arrays)
             print(f"[v8 refs] {name}_coco128: {len(coco)} images", flush=True)
+            if args.weights:  # weights whose mAP means something: ultralytics' own val of the export
+                val_map(name, out, data / "coco128")
     (out / "COMPLETE").write_text(f"ultralytics {ultralytics.__version__}\n")
     return 0
+
+
+def val_map(name, out, coco):
+    """OUT/<name>_val.json: ultralytics' val of the static export (ONNX Runtime, batch 1, 640x640,
+    its defaults: conf 0.001, iou 0.7) on coco128, what `yolocu eval` of the same file reproduces.
+    The dataset is staged under OUT (ultralytics writes its label cache beside the labels)."""
+    import json
+    from ultralytics import YOLO
+    from ultralytics.utils import ROOT, YAML
+    ds = out / "coco128_val"
+    shutil.rmtree(ds, ignore_errors=True)
+    (ds / "images/train2017").mkdir(parents=True)
+    for img in sorted((coco / "images/train2017").iterdir()):
+        (ds / "images/train2017" / img.name).symlink_to(img.resolve())
+    shutil.copytree(coco / "labels/train2017", ds / "labels/train2017")
+    names = YAML.load(ROOT / "cfg/datasets/coco.yaml")["names"]
+    yaml = ds / "coco128.yaml"
+    yaml.write_text(f"path: {ds}\ntrain: images/train2017\nval: images/train2017\nnames:\n" +
+                    "".join(f"  {k}: {json.dumps(names[k])}\n" for k in sorted(names)))
+    m = YOLO(out / f"{name}.onnx", task="detect").val(data=str(yaml), imgsz=640, batch=1, device="cpu",
+                                                        plots=False, verbose=False, project=str(ds / "runs"))
+    result = {"model": f"{name}.onnx", "images": 128, "map50_95": float(m.box.map), "map50": float(m.box.map50),
+              "precision": float(m.box.mp), "recall": float(m.box.mr)}
+    (out / f"{name}_val.json").write_text(json.dumps(result, indent=1) + "\n")
+    shutil.rmtree(ds)
+    print(f"[v8 refs] {name}_val: mAP50-95 {result['map50_95']:.4f}, mAP50 {result['map50']:.4f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <tuple>
 
@@ -17,6 +20,7 @@
 #include "test_util.hpp"
 #include "yolocu/detector.hpp"
 #include "yolocu/error.hpp"
+#include "yolocu/eval.hpp"
 #include "yolocu/npy.hpp"
 
 namespace yolocu {
@@ -277,6 +281,57 @@ TEST_P(V8Detector, Coco128MatchesUltralytics) {
   EXPECT_LE(edges25 + edges_val, 20) << "knife edges are rare";
   report(w25, name + " coco128 conf 0.25, images w/o knife edge");
   report(wval, name + " coco128 val, images w/o knife edge");
+}
+
+// Trained weights (scripts/v8/train_coco128.py, then make_refs.sh with YOLOCU_V8_WEIGHTS into
+// test::v8_trained_dir(); docs/gpu-runs.md): coco128 mAP50-95 of the
+// CUDA detector in FP32 against ultralytics' own val of the same export (<model>_val.json) within
+// yolov5n's bound (0.0005), and FP16 within 0.002 of FP32 (the bound). Random weights give
+// no mAP to compare; without trained ones this skips.
+TEST(V8TrainedMap, CudaFp32MatchesUltralyticsAndFp16StaysWithinFp32) {
+  YOLOCU_REQUIRE_GPU();
+  YOLOCU_REQUIRE_DATA(dir, "coco128/images/train2017");
+  YOLOCU_REQUIRE_DATA(labels, "coco128/labels/train2017");
+  const std::string trained = test::v8_trained_dir();
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".jpg") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<Image> images;
+  for (const auto& f : files) images.push_back(decode_image_file(f.string()));
+  std::vector<ImageView> views;
+  for (const Image& im : images) views.push_back(im.view());
+  int checked = 0;
+  for (const std::string name : {"yolov8n", "yolo11n"}) {
+    const std::string model = trained + "/" + name + ".onnx", ref = trained + "/" + name + "_val.json";
+    if (!std::filesystem::exists(model) || !std::filesystem::exists(ref)) continue;
+    SCOPED_TRACE(name);
+    MapEvaluator e32, e16;
+    for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+      DetectorOptions o;
+      o.device = Device::kCuda;
+      o.precision = p;
+      o.postprocess = val_options(OutputLayout::kYolov8);
+      o.max_batch = 16;
+      const auto dets = Detector::create(model, o)->detect(views);
+      for (size_t i = 0; i < files.size(); ++i)
+        (p == Precision::kFloat32 ? e32 : e16)
+            .add_image(dets[i], load_yolo_labels(std::string(labels) + "/" + files[i].stem().string() + ".txt",
+                                                 images[i].width(), images[i].height()));
+    }
+    std::ifstream in(ref);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"map50_95\":");
+    ASSERT_NE(at, std::string::npos) << ref;
+    const double want = std::stod(text.substr(at + 12));
+    const MapResult m32 = e32.compute(), m16 = e16.compute();
+    std::printf("[ v8 map   ] %s trained, coco128: GPU FP32 mAP50-95 %.4f (ultralytics %.4f), FP16 %.4f\n", name.c_str(),
+                m32.map50_95, want, m16.map50_95);
+    EXPECT_NEAR(m32.map50_95, want, 0.0005);
+    EXPECT_NEAR(m16.map50_95, m32.map50_95, 0.002);
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no trained v8 weights in " << trained << " (docs/gpu-runs.md: trained YOLOv8n / YOLO11n)";
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, V8Detector,
