@@ -36,6 +36,9 @@ import shutil
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from coco128_dataset import stage_coco128  # noqa: E402
+
 
 # Class-logit offsets that leave a realistic number of detections (YOLO11's random features spread
 # wider).
@@ -202,15 +205,7 @@ def val_map(name, out, coco):
     from ultralytics import YOLO
     from ultralytics.utils import ROOT, YAML
     ds = out / "coco128_val"
-    shutil.rmtree(ds, ignore_errors=True)
-    (ds / "images/train2017").mkdir(parents=True)
-    for img in sorted((coco / "images/train2017").iterdir()):
-        (ds / "images/train2017" / img.name).symlink_to(img.resolve())
-    shutil.copytree(coco / "labels/train2017", ds / "labels/train2017")
-    names = YAML.load(ROOT / "cfg/datasets/coco.yaml")["names"]
-    yaml = ds / "coco128.yaml"
-    yaml.write_text(f"path: {ds}\ntrain: images/train2017\nval: images/train2017\nnames:\n" +
-                    "".join(f"  {k}: {json.dumps(names[k])}\n" for k in sorted(names)))
+    yaml = stage_coco128(coco, ds, YAML.load(ROOT / "cfg/datasets/coco.yaml")["names"])
     m = YOLO(out / f"{name}.onnx", task="detect").val(data=str(yaml), imgsz=640, batch=1, device="cpu",
                                                         plots=False, verbose=False, project=str(ds / "runs"))
     result = {"model": f"{name}.onnx", "images": 128, "map50_95": float(m.box.map), "map50": float(m.box.map50),

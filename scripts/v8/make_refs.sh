@@ -16,7 +16,7 @@ data=${YOLOCU_DATA_DIR:-$root/../shared/data}
 out=${1:-$root/.data/v8/refs}
 venv=${YOLOCU_V8_VENV:-$root/.data/v8/venv}
 reqs=$root/scripts/v8/requirements.txt
-stamp=$(cat "$reqs" "$root/scripts/v8/make_refs.py" "$0" | sha256sum | cut -c1-16)
+stamp=$(cat "$reqs" "$root/scripts/v8/make_refs.py" "$root/scripts/v8/coco128_dataset.py" "$0" | sha256sum | cut -c1-16)
 # YOLOCU_V8_WEIGHTS=DIR: the models of DIR/<model>.pt (trained by scripts/v8/train_coco128.py)
 # instead of random weights; use another OUT for them (e.g. .data/v8/trained)
 weights=${YOLOCU_V8_WEIGHTS:-}

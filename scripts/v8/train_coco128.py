@@ -27,6 +27,9 @@ import time
 import types
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from coco128_dataset import stage_coco128  # noqa: E402
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -70,20 +73,8 @@ def main():
 
     print(f"[v8 train] ultralytics {ultralytics.__version__}, torch {torch.__version__}, "
           f"device {args.device}", flush=True)
-    # The dataset under OUT (ultralytics writes its label cache beside the labels, and DATA stays as
-    # it is): the images linked, the labels copied; train and val the same 128 images, coco's names.
-    ds = out / "coco128"
-    shutil.rmtree(ds, ignore_errors=True)
-    (ds / "images/train2017").mkdir(parents=True)
-    for img in sorted((coco / "images/train2017").iterdir()):
-        (ds / "images/train2017" / img.name).symlink_to(img.resolve())
-    shutil.copytree(coco / "labels/train2017", ds / "labels/train2017")
     names = YAML.load(ROOT / "cfg/datasets/coco.yaml")["names"]
-    data_yaml = out / "coco128.yaml"
-    with open(data_yaml, "w") as f:
-        f.write(f"path: {ds}\ntrain: images/train2017\nval: images/train2017\nnames:\n")
-        for k in sorted(names):
-            f.write(f"  {k}: {json.dumps(names[k])}\n")
+    data_yaml = stage_coco128(coco, out / "coco128", names)
 
     for name in args.models.split(","):
         torch.manual_seed(0)
