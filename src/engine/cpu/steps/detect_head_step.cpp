@@ -1,6 +1,8 @@
 // The fused Detect tail (engine::DetectHead): every merged row [a, y, x] of a level gathers the `no`
 // channels a*no .. a*no+no-1 of pixel (y, x) from the head convolution's sigmoid output (nChw{B}c,
 // padded, or NCHW) and applies the graph's xy / wh arithmetic in the graph's order.
+#include <algorithm>
+
 #include "engine/cpu/cpu_layout.hpp"
 #include "engine/cpu/steps/cpu_step.hpp"
 #include "engine/detect_tail.hpp"
@@ -37,16 +39,12 @@ class DetectHeadStep : public CpuStep {
           const int64_t p = y * L.nx + x;
           for (int64_t a = 0; a < L.na; ++a) {
             float* row = dst_ + (n * head_.rows + L.row_begin + a * HW + p) * L.no;
-            if (blocked) {  // channel c = cb * B + j; no division in the loop
+            if (blocked) {  // channel c = cb * B + j: runs of consecutive channels, one a block
               const int64_t c0 = a * L.no;
               const float* blk = src + ((n * CB + c0 / B) * HW + p) * B;
-              int64_t j = c0 % B;
-              for (int64_t k = 0; k < L.no; ++k) {
-                row[k] = blk[j];
-                if (++j == B) {
-                  j = 0;
-                  blk += HW * B;
-                }
+              for (int64_t k = 0, j = c0 % B; k < L.no; k += B - j, j = 0, blk += HW * B) {
+                const int64_t len = std::min(B - j, L.no - k);
+                for (int64_t t = 0; t < len; ++t) row[k + t] = blk[j + t];
               }
             } else {
               const float* base = src + (n * L.na + a) * L.no * HW + p;
