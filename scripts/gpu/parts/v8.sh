@@ -53,7 +53,7 @@ v8_bench() {
 # V8_E2E=1: each of V8_MODELS end to end through the CLI (issue: v8 / 11 at the YOLOv5 figures), and
 # yolov5n beside them where the bundle carries it (bundle.sh decode,v8 with V8_SET=e2e): host BGR
 # image -> host boxes at batch 1 / 8 / 32 on one context and at 32 on 2 and 3, then coco128's JPEG
-# files -> boxes with nvJPEG on E2E_JPEG_CONTEXTS contexts (default "1 2 3")
+# files -> boxes with nvJPEG on E2E_JPEG_CONTEXTS contexts (default "1 2 3"; none: no such row)
 # (first the host staging test where the bundle carries it: the upload path the host rows measure;
 # E2E_COMPARE_ENV="VAR=value": the host rows at batch 1, 8 and 32 and at 32 on 2 contexts again with that
 # environment, into e2e_<model>_host_compare*.log)
@@ -84,7 +84,9 @@ v8_e2e() {
         row "FAIL  yolocu bench $n --contexts $c (log e2e_${n}_host_ctx$c.log)"
     done
     [ -d "$d/coco128/images/train2017" ] || continue
-    for c in ${E2E_JPEG_CONTEXTS:-1 2 3}; do
+    local jpeg_ctx=${E2E_JPEG_CONTEXTS:-1 2 3}
+    [ "$jpeg_ctx" = none ] && jpeg_ctx=""  # E2E_JPEG_CONTEXTS=none: the host rows alone
+    for c in $jpeg_ctx; do
       timeout 150 "$bin/yolocu" bench --model "$m" --device cuda --precision fp16 \
         --from-jpeg "$d/coco128/images/train2017" --images 4096 --batches 32 --contexts $c --decode gpu \
         --decode-threads "$(nproc)" >"$out/e2e_${n}_jpeg_ctx$c.log" 2>&1 ||
