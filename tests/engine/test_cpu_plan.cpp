@@ -80,6 +80,25 @@ TEST(CpuPlan, Yolov5nBothBlockSizes) {
   }
 }
 
+// YOLO11's C2PSA attention: its two MatMuls and the scores' last-axis Softmax run as oneDNN
+// primitives; the DFL's Softmax over an inner axis (oneDNN's slow reference kernel there) stays the
+// reference op, as does everything in YOLOv8n, which has no attention.
+TEST(CpuPlan, Yolo11nAttentionOnOneDnn) {
+  YOLOCU_REQUIRE_V8(path, "yolo11n.onnx");
+  const CpuStepPlan sp = plan_for(path, 16, true);
+  check_consistent(sp);
+  auto n = count_kinds(sp);
+  EXPECT_EQ(n[CpuStepKind::kMatMul], 2);
+  EXPECT_EQ(n[CpuStepKind::kSoftmax], 1);
+  int node_softmax = 0;
+  for (const auto& s : sp.steps)
+    node_softmax += s.kind == CpuStepKind::kNode && sp.plan.nodes[static_cast<size_t>(s.node)].node.op_type == "Softmax";
+  EXPECT_EQ(node_softmax, 1) << "the DFL's";
+  YOLOCU_REQUIRE_V8(v8, "yolov8n.onnx");
+  auto m = count_kinds(plan_for(v8, 16, true));
+  EXPECT_EQ(m[CpuStepKind::kMatMul] + m[CpuStepKind::kSoftmax], 0);
+}
+
 TEST(CpuPlan, DetectHeadNodeByNode) {
   YOLOCU_REQUIRE_DATA(path, "models/yolov5n_dyn.onnx");
   const CpuStepPlan sp = plan_for(path, 16, false, 2);

@@ -350,6 +350,8 @@ const char* cpu_step_kind_name(CpuStepKind k) noexcept {
     case CpuStepKind::kResizeBlocked: return "ResizeBlocked";
     case CpuStepKind::kSplitBlocked: return "SplitBlocked";
     case CpuStepKind::kEltwise: return "Eltwise";
+    case CpuStepKind::kMatMul: return "MatMul";
+    case CpuStepKind::kSoftmax: return "Softmax";
     case CpuStepKind::kDetectHead: return "DetectHead";
     case CpuStepKind::kNoop: return "Noop";
   }
@@ -364,6 +366,40 @@ size_t cpu_value_bytes(const CpuStepPlan& sp, int value) {
   return static_cast<size_t>(v.shape[0] * c * v.shape[2] * v.shape[3]) * sizeof(float);
 }
 
+namespace {
+
+// A runtime float32 value of the plain layout.
+bool plain_float(const CpuStepPlan& sp, int id) {
+  if (id < 0) return false;
+  const PlanValue& v = value_of(sp.plan, id);
+  return v.dtype == DType::kFloat32 && !v.constant && sp.blocked[static_cast<size_t>(id)] == 0;
+}
+
+// MatMul as oneDNN's matmul (C2PSA's attention products): both operands of one rank >= 2 with the
+// same batch axes (no 1-D promotion, no broadcast), as YOLO11's graphs have them.
+bool matmul_on_dnnl(const CpuStepPlan& sp, const CpuStepSpec& s) {
+  if (s.in.size() != 2 || s.out.size() != 1 || !plain_float(sp, s.in[0]) || !plain_float(sp, s.in[1]) ||
+      !plain_float(sp, s.out[0]))
+    return false;
+  const Shape& a = value_of(sp.plan, s.in[0]).shape;
+  const Shape& b = value_of(sp.plan, s.in[1]).shape;
+  return a.size() >= 2 && a.size() <= 6 && a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin()) &&
+         a.back() == b[b.size() - 2];
+}
+
+// Softmax as oneDNN's softmax: over the last axis (C2PSA's attention scores). oneDNN's kernels for
+// an inner axis (YOLOv8's DFL bins) are its slow reference ones: the reference op keeps those.
+bool softmax_on_dnnl(const CpuStepPlan& sp, const CpuStepSpec& s) {
+  if (s.in.size() != 1 || s.out.size() != 1 || !plain_float(sp, s.in[0]) || !plain_float(sp, s.out[0])) return false;
+  const Node& n = sp.plan.nodes[static_cast<size_t>(s.node)].node;
+  const auto rank = static_cast<int64_t>(value_of(sp.plan, s.in[0]).shape.size());
+  int64_t axis = n.attr_int("axis", sp.plan.opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  return rank >= 1 && rank <= 6 && axis == rank - 1;
+}
+
+}  // namespace
+
 CpuStepPlan plan_cpu_steps(Plan plan, const CpuStepOptions& options) {
   CpuStepPlan sp;
   sp.plan = std::move(plan);
@@ -377,8 +413,13 @@ CpuStepPlan plan_cpu_steps(Plan plan, const CpuStepOptions& options) {
   for (CpuStepSpec& s : sp.steps) {
     if (s.kind != CpuStepKind::kNode) continue;
     const auto& x = value_of(sp.plan, s.in[0]);
-    if (sp.plan.nodes[static_cast<size_t>(s.node)].node.op_type == "Sigmoid" && x.dtype == DType::kFloat32 && !x.constant)
+    const PlanNode& pn = sp.plan.nodes[static_cast<size_t>(s.node)];
+    if (pn.node.op_type == "Sigmoid" && x.dtype == DType::kFloat32 && !x.constant)
       s.kind = CpuStepKind::kEltwise;
+    else if (pn.node.op_type == "MatMul" && matmul_on_dnnl(sp, s))
+      s.kind = CpuStepKind::kMatMul;
+    else if (pn.node.op_type == "Softmax" && softmax_on_dnnl(sp, s))
+      s.kind = CpuStepKind::kSoftmax;
   }
   return sp;
 }

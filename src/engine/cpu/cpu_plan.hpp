@@ -27,6 +27,8 @@ enum class CpuStepKind {
   kResizeBlocked,   // nearest Resize on nChw{B}c
   kSplitBlocked,    // channel Split on nChw{B}c into parts that are multiples of B
   kEltwise,         // Sigmoid as oneDNN's logistic over the whole buffer, either layout
+  kMatMul,          // float MatMul of plain values with equal batch axes: oneDNN's matmul
+  kSoftmax,         // float Softmax over the last axis of a plain value: oneDNN's softmax
   kDetectHead,      // the fused Detect tail (engine::DetectHead): head convolutions -> merged rows
   kNoop,            // a channel Concat whose inputs were written in place: no work
 };

@@ -55,6 +55,8 @@ std::unique_ptr<CpuStep> make_cpu_step(const CpuStepSpec& spec, const CpuStepBui
 std::unique_ptr<CpuStep> make_conv_step(const CpuStepSpec& spec, const CpuStepBuild& b);
 std::unique_ptr<CpuStep> make_reorder_step(const CpuStepSpec& spec, const CpuStepBuild& b);
 std::unique_ptr<CpuStep> make_eltwise_step(const CpuStepSpec& spec, const CpuStepBuild& b);
+std::unique_ptr<CpuStep> make_matmul_step(const CpuStepSpec& spec, const CpuStepBuild& b);
+std::unique_ptr<CpuStep> make_softmax_step(const CpuStepSpec& spec, const CpuStepBuild& b);
 std::unique_ptr<CpuStep> make_maxpool_blocked_step(const CpuStepSpec& spec, const CpuStepBuild& b);
 std::unique_ptr<CpuStep> make_resize_blocked_step(const CpuStepSpec& spec, const CpuStepBuild& b);
 std::unique_ptr<CpuStep> make_split_blocked_step(const CpuStepSpec& spec, const CpuStepBuild& b);

@@ -22,7 +22,7 @@ namespace {
 
 using Factory = std::unique_ptr<CpuStep> (*)(const CpuStepSpec&, const CpuStepBuild&);
 
-constexpr std::array<std::pair<CpuStepKind, Factory>, 8> kRegistry = {{
+constexpr std::array<std::pair<CpuStepKind, Factory>, 10> kRegistry = {{
     {CpuStepKind::kNode, make_node_step},
     {CpuStepKind::kConv, make_conv_step},
     {CpuStepKind::kReorder, make_reorder_step},
@@ -30,6 +30,8 @@ constexpr std::array<std::pair<CpuStepKind, Factory>, 8> kRegistry = {{
     {CpuStepKind::kResizeBlocked, make_resize_blocked_step},
     {CpuStepKind::kSplitBlocked, make_split_blocked_step},
     {CpuStepKind::kEltwise, make_eltwise_step},
+    {CpuStepKind::kMatMul, make_matmul_step},
+    {CpuStepKind::kSoftmax, make_softmax_step},
     {CpuStepKind::kDetectHead, make_detect_head_step},
 }};
 
