@@ -67,9 +67,9 @@ def judge(got, want):
     return "same" if len(small) == len(large) else "near"
 
 
-def worker(args, proc_index, expected, start_at, stop_at, queue):
+def worker(args, proc_index, names, expected, start_at, stop_at, queue):
     import tritonclient.grpc as grpcclient
-    images = load_images(args.images, image_names(args.images, args.limit))
+    images = load_images(args.images, names)
     # the answers are judged after the load, so that the clients' CPU time under load is the requests'
     lat, errors, kept, lock = [], [], [], threading.Lock()
     interval = args.threads * args.procs / args.rate if args.rate else 0.0
@@ -156,7 +156,8 @@ def main():
     queue = ctx.Queue()
     start_at = time.time() + args.warmup
     stop_at = start_at + args.seconds
-    procs = [ctx.Process(target=worker, args=(args, i, expected, start_at, stop_at, queue)) for i in range(args.procs)]
+    procs = [ctx.Process(target=worker, args=(args, i, names, expected, start_at, stop_at, queue))
+             for i in range(args.procs)]
     for pr in procs:
         pr.start()
     results = [queue.get(timeout=args.warmup + args.seconds + 120) for _ in procs]

@@ -15,10 +15,11 @@ int block_size() {
 }
 
 dnnl::memory::desc act_md(const Shape& s, bool blocked) {
-  const auto tag = !blocked ? dnnl::memory::format_tag::nchw
-                   : block_size() == 16 ? dnnl::memory::format_tag::nChw16c
-                                        : dnnl::memory::format_tag::nChw8c;
-  return dnnl::memory::desc(to_dims(s), dnnl::memory::data_type::f32, tag);
+  using tag = dnnl::memory::format_tag;
+  // plain: row-major by its format tag (abcd = nchw), for which oneDNN picks its JIT kernels
+  static constexpr tag kPlain[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  const tag t = !blocked ? kPlain[s.size() - 1] : block_size() == 16 ? tag::nChw16c : tag::nChw8c;
+  return dnnl::memory::desc(to_dims(s), dnnl::memory::data_type::f32, t);
 }
 
 }  // namespace yolocu::engine::cpu

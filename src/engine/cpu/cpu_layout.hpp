@@ -14,7 +14,7 @@ int block_size();
 
 inline dnnl::memory::dims to_dims(const Shape& s) { return dnnl::memory::dims(s.begin(), s.end()); }
 
-// A float32 activation of shape `s` (rank 4 when blocked): nChw{B}c or plain.
+// A float32 activation of shape `s`: nChw{B}c (rank 4), or plain row-major (rank 1-6).
 dnnl::memory::desc act_md(const Shape& s, bool blocked);
 
 }  // namespace yolocu::engine::cpu

@@ -33,23 +33,10 @@ std::unique_ptr<CpuStep> make_eltwise_step(const CpuStepSpec& spec, const CpuSte
       pn.node.op_type.c_str());
 }
 
-namespace {
-
-// A plain (row-major) float32 tensor of `shape` (rank 1-6), by its format tag: oneDNN picks its JIT
-// kernels for a tagged layout, its reference ones for the same layout given by strides.
-dnnl::memory::desc plain_md(const Shape& shape) {
-  using tag = dnnl::memory::format_tag;
-  static constexpr tag kTags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
-  const dnnl::memory::dims dims(shape.begin(), shape.end());
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, kTags[shape.size() - 1]);
-}
-
-}  // namespace
-
 // MatMul of two plain operands with the same batch axes (cpu_plan.cpp's matmul_on_dnnl).
 std::unique_ptr<CpuStep> make_matmul_step(const CpuStepSpec& spec, const CpuStepBuild& b) {
-  const dnnl::memory::desc a = plain_md(b.value(spec.in[0]).shape), w = plain_md(b.value(spec.in[1]).shape),
-                           y = plain_md(b.value(spec.out[0]).shape);
+  const dnnl::memory::desc a = act_md(b.value(spec.in[0]).shape, false), w = act_md(b.value(spec.in[1]).shape, false),
+                           y = act_md(b.value(spec.out[0]).shape, false);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, w, y), b.eng);
   return std::make_unique<PrimitiveStep>(
       dnnl::matmul(pd),
@@ -59,16 +46,12 @@ std::unique_ptr<CpuStep> make_matmul_step(const CpuStepSpec& spec, const CpuStep
       "MatMul");
 }
 
-// Softmax over the last axis of a plain value (cpu_plan.cpp's softmax_on_dnnl).
+// Softmax over the last axis of a plain value (cpu_plan.cpp's softmax_on_dnnl takes no other).
 std::unique_ptr<CpuStep> make_softmax_step(const CpuStepSpec& spec, const CpuStepBuild& b) {
-  const PlanNode& pn = b.sp.plan.nodes[static_cast<size_t>(spec.node)];
   const Shape& shape = b.value(spec.in[0]).shape;
-  const auto rank = static_cast<int64_t>(shape.size());
-  int64_t axis = pn.node.attr_int("axis", b.sp.plan.opset >= 13 ? -1 : 1);
-  if (axis < 0) axis += rank;
-  const dnnl::memory::desc md = plain_md(shape);
+  const dnnl::memory::desc md = act_md(shape, false);
   const dnnl::softmax_forward::primitive_desc pd(
-      dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, static_cast<int>(axis)), b.eng);
+      dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, static_cast<int>(shape.size()) - 1), b.eng);
   return std::make_unique<PrimitiveStep>(
       dnnl::softmax_forward(pd),
       std::unordered_map<int, dnnl::memory>{{DNNL_ARG_SRC, dnnl::memory(md, b.eng, b.ptr(spec.in[0]))},
