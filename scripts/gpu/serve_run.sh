@@ -13,7 +13,8 @@
 # SERVE_QUEUE_DELAY_US (500: the dynamic batcher's max_queue_delay_microseconds), SERVE_SLOW_MS (0:
 # the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
-# PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
+# PA_PROCS (1): perf_analyzer processes sharing those requests (each its own connection; the rate is
+# their sum); PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
 # SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
@@ -119,20 +120,27 @@ load() {  # load <name> <images per request> [rate]
 pa_json=$g/pa_images.json
 python3 bench/perf_analyzer_input.py --images "$imgs" --out "$pa_json" >/dev/null
 pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
-  local mode=(--concurrency-range "$3")
+  local mode=(--concurrency-range "$3") k=${PA_PROCS:-1} i
   # (rate mode: perf_analyzer's default of 4 sender threads did not keep up with the half-load rate)
   # and the latency tail moves the average that perf_analyzer stabilises on: 50% there)
   local stable=20
-  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16 --request-distribution "${PA_DISTRIBUTION:-constant}") stable=50
-
-  LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
-    --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
-    --stability-percentage "$stable" -f "$out/pa_$1.csv" >"$out/pa_$1.log" 2>&1
-  python3 - "$out/pa_$1.csv" "$1" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1.log"; }
+  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16 --request-distribution "${PA_DISTRIBUTION:-constant}") stable=50 k=1
+  # PA_PROCS=k: k perf_analyzer processes at once, each with its own gRPC connection and 1/k of the
+  # requests in flight; the rate is their sum (one process's connection can be the limit, not the server)
+  [ "$k" -gt 1 ] && mode=(--concurrency-range "$(( ($3 + k - 1) / k ))")
+  for i in $(seq 1 "$k"); do
+    LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
+      --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
+      --stability-percentage "$stable" -f "$out/pa_$1_$i.csv" >"$out/pa_$1_$i.log" 2>&1 &
+  done
+  wait
+  python3 - "$1" "$k" "$out" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1_1.log"; }
 import csv, sys
-row = next(csv.DictReader(open(sys.argv[1])))
-print(f"perf_analyzer {sys.argv[2]}: {float(row['Inferences/Second']):.1f} images/s, p50 {int(row['p50 latency']) / 1000:.2f} ms, "
-      f"p99 {int(row['p99 latency']) / 1000:.2f} ms")
+name, k, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = [next(csv.DictReader(open(f"{out}/pa_{name}_{i}.csv"))) for i in range(1, k + 1)]
+rate = sum(float(r["Inferences/Second"]) for r in rows)
+ms = lambda key: " / ".join(f"{int(r[key]) / 1000:.2f}" for r in rows)
+print(f"perf_analyzer {name}{f' ({k} processes)' if k > 1 else ''}: {rate:.1f} images/s, p50 {ms('p50 latency')} ms, p99 {ms('p99 latency')} ms")
 PY
 }
 
@@ -328,7 +336,7 @@ if serve "0" gpu1; then
   echo "-- perf_analyzer"
   pa_summary gpu1_b8 8 "${PA_INFLIGHT_B8:-32}"
   pa_summary gpu1_b1 1 "${PA_INFLIGHT_B1:-128}"
-  pa_rate=$(python3 -c "import csv; print(round(float(next(csv.DictReader(open('$out/pa_gpu1_b1.csv')))['Inferences/Second']) / 2))" 2>/dev/null)
+  pa_rate=$(python3 -c "import csv, glob; print(round(sum(float(next(csv.DictReader(open(f)))['Inferences/Second']) for f in glob.glob('$out/pa_gpu1_b1_[0-9]*.csv')) / 2))" 2>/dev/null)
   [ -n "$pa_rate" ] && measured "$out/pa_summary.txt" pa_summary gpu1_b1_half 1 - "$pa_rate"
   curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
   unload_cycles
