@@ -7,9 +7,10 @@ holds no trained v8 / 11 weights. This script trains them from ultralytics' own 
 (from scratch, nothing downloaded), with the pinned ultralytics package of make_refs.sh's venv:
 
     python3 scripts/v8/train_coco128.py --ultralytics DIR --data DATA --out OUT \
-        [--models yolov8n,yolo11n] [--epochs 200] [--imgsz 640] [--batch 16] [--device 0]
+        [--models yolov8n,yolo11n] [--epochs 200] [--minutes M] [--imgsz 640] [--batch 16] [--device 0]
 
-DIR: the folder holding the `ultralytics` package (the GPU bundle's copy, or the venv's
+--minutes M trains each model for M minutes instead (ultralytics' `time`: the epochs are re-estimated
+after the first one so that the learning-rate schedule ends on time). DIR: the folder holding the `ultralytics` package (the GPU bundle's copy, or the venv's
 site-packages); DATA: test material with coco128/images/train2017 and coco128/labels/train2017.
 Writes OUT/<model>.pt (the last epoch's weights, as ultralytics saves them, without the optimiser),
 OUT/<model>_train.json (epochs, seconds, ultralytics' own val metrics on coco128 at the end) and the
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="yolov8n,yolo11n")
     ap.add_argument("--epochs", type=int, default=200)
+    ap.add_argument("--minutes", type=float, default=0, help="train each model this long instead of --epochs")
     ap.add_argument("--imgsz", type=int, default=640)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--device", default="0", help="ultralytics' device: 0 (the first GPU) or cpu")
@@ -86,7 +88,8 @@ def main():
                    device=args.device, workers=args.workers, pretrained=False, amp=False, plots=False,
                    val=False, cache="ram",
                    project=str(out / "runs"), name=name, exist_ok=True, seed=0, deterministic=False,
-                   fraction=args.fraction, verbose=False)
+                   fraction=args.fraction, verbose=False, **({"time": args.minutes / 60} if args.minutes else {}))
+        epochs = yolo.trainer.epoch + 1 if args.minutes else args.epochs  # the epochs that ran in time mode
         seconds = time.time() - start
         run = out / "runs" / name / "weights"
         last = run / "last.pt"
@@ -98,12 +101,12 @@ def main():
         metrics = YOLO(out / f"{name}.pt").val(data=str(data_yaml), imgsz=args.imgsz, batch=args.batch,
                                                device=args.device, plots=False, verbose=False,
                                                project=str(out / "runs"), name=f"{name}_val", exist_ok=True)
-        summary = {"model": name, "epochs": args.epochs, "imgsz": args.imgsz, "batch": args.batch,
+        summary = {"model": name, "epochs": epochs, "imgsz": args.imgsz, "batch": args.batch,
                    "fraction": args.fraction, "train_seconds": round(seconds, 1),
                    "ultralytics": ultralytics.__version__, "torch": torch.__version__,
                    "val_map50_95": float(metrics.box.map), "val_map50": float(metrics.box.map50)}
         (out / f"{name}_train.json").write_text(json.dumps(summary, indent=1) + "\n")
-        print(f"[v8 train] {name}: {args.epochs} epochs in {seconds:.0f} s, ultralytics val mAP50-95 "
+        print(f"[v8 train] {name}: {epochs} epochs in {seconds:.0f} s, ultralytics val mAP50-95 "
               f"{summary['val_map50_95']:.4f} (mAP50 {summary['val_map50']:.4f})", flush=True)
     return 0
 
