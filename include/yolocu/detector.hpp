@@ -58,12 +58,13 @@ enum class PostprocessDefaults {
   kPredict,  // YOLOv5: detect.py's (conf 0.25, iou 0.45, max_det 1000); YOLOv8 / YOLO11: the
              // ultralytics package's predict (conf 0.25, iou 0.7, max_det 300)
   kVal,      // YOLOv5: val.py's (conf 0.001, iou 0.6, max_det 300); YOLOv8 / YOLO11: ultralytics'
-             // val (conf 0.001, iou 0.7, max_det 300)
+             // val (conf 0.001, iou 0.7, max_det 300, and its boxes unclipped: clip_boxes false)
 };
 // PostprocessOptions{} with conf_threshold, iou_threshold and max_det left to the family.
 PostprocessOptions family_postprocess_options();
 // `options` with the fields left to the family set from detect_options(layout) (kPredict) or
-// val_options(layout) (kVal); the other fields as given.
+// val_options(layout) (kVal); the other fields as given, but for clip_boxes, false with kVal where
+// the family's val leaves its boxes unclipped.
 PostprocessOptions resolve_family_defaults(const PostprocessOptions& options, OutputLayout layout,
                                            PostprocessDefaults which);
 
@@ -282,6 +283,7 @@ class Detector {
 
   virtual Device device() const = 0;
   virtual const std::vector<std::string>& class_names() const = 0;  // from the model metadata
+  virtual OutputLayout output_layout() const = 0;  // the model's family: YOLOv5's or YOLOv8 / YOLO11's
   virtual int input_width() const = 0;
   virtual int input_height() const = 0;
   virtual const DetectorOptions& options() const = 0;

@@ -1,4 +1,5 @@
-// yolocu/eval.hpp - detection mAP as ultralytics/yolov5 v7.0 val.py reports it.
+// yolocu/eval.hpp - detection mAP as ultralytics/yolov5 v7.0 val.py reports it, or for YOLOv8 /
+// YOLO11 as the ultralytics package's val (ValRules).
 //
 // Matching per image and IoU threshold (0.50:0.05:0.95), 101-point interpolated AP over the
 // precision envelope, P and R at the confidence of maximum smoothed class-mean F1; see
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "yolocu/detection.hpp"
+#include "yolocu/postprocess.hpp"
 
 namespace yolocu {
 
@@ -34,6 +36,22 @@ std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, i
 std::string image_to_label_path(const std::string& image_path);
 
 constexpr int kNumIouThresholds = 10;  // 0.50, 0.55, ..., 0.95
+
+// Whose val the metrics follow. The two differ in how the detections of one image claim its labels
+// at each IoU threshold (a detection and a label of different classes never match; a match needs
+// IoU >= the threshold), and in AP's precision envelope past the last recall.
+enum class ValRules {
+  kYolov5,       // yolov5 v7.0 val.py: every pair over the threshold by descending IoU, the best pair
+                 // of each detection, then of those the first of each label in detection order; the
+                 // envelope falls linearly from the last recall to 0 at recall 1
+  kUltralytics,  // the ultralytics package's val as of 8.4 (YOLOv8, YOLO11): the detections by
+                 // descending confidence, each claiming the unclaimed label with the highest IoU
+                 // (COCO's rule); the envelope is 0 right after the last recall
+};
+// The rules of the val that the model family's own package runs.
+constexpr ValRules val_rules(OutputLayout layout) {
+  return layout == OutputLayout::kYolov8 ? ValRules::kUltralytics : ValRules::kYolov5;
+}
 
 struct ClassAp {
   int class_id = 0;
@@ -80,14 +98,15 @@ class ConfusionMatrix {
 // Accumulates images, then computes the metrics (compute() can be called at any point).
 class MapEvaluator {
  public:
+  explicit MapEvaluator(ValRules rules = ValRules::kYolov5) : rules_(rules) {}
   // Detections of one image (any order) and its labels.
   void add_image(const Detections& detections, const std::vector<GroundTruth>& labels);
   MapResult compute() const;
 
   // True-positive flags of each detection at each threshold for one image (val.py's
-  // process_batch), exposed for tests: result[d][t].
-  static std::vector<std::vector<bool>> match(const Detections& detections,
-                                              const std::vector<GroundTruth>& labels);
+  // process_batch, or ultralytics' match_predictions), exposed for tests: result[d][t].
+  static std::vector<std::vector<bool>> match(const Detections& detections, const std::vector<GroundTruth>& labels,
+                                              ValRules rules = ValRules::kYolov5);
 
  private:
   struct Record {
@@ -96,6 +115,7 @@ class MapEvaluator {
     int64_t order;  // arrival order: ties in confidence keep it
     bool tp[kNumIouThresholds];
   };
+  ValRules rules_;
   std::vector<Record> records_;
   std::vector<int> label_classes_;
   int num_images_ = 0;

@@ -112,7 +112,7 @@ std::vector<ImageResult> run_pipeline(Detector& detector, const std::vector<Sour
 // many sources runs every call slot, execution context and nvJPEG decoder the timed run will use.
 size_t pipeline_images_in_flight(const Detector& detector, const PipelineOptions& options);
 
-// The detections scored against YOLO labels as ultralytics' val.py scores them.
+// The detections scored against YOLO labels as the model family's val scores them (val_rules).
 struct EvalRun {
   MapResult metrics;
   std::vector<ImageResult> images;        // one per source, in input order

@@ -39,6 +39,8 @@ struct PostprocessOptions {
   bool multi_label = false;      // one candidate per (box, class) with score > conf
   std::vector<int> classes;      // keep only these classes; empty = all
   NmsMode nms = NmsMode::kGreedy;
+  bool clip_boxes = true;        // boxes clipped to the image (scale_boxes' clip_boxes); false keeps
+                                 // them whole, as ultralytics 8.4's val matches them (val_options)
 };
 
 // Throws kInvalidArgument naming the offending field.
@@ -141,10 +143,10 @@ Candidates decode_raw_heads_cpu(const RawHeadsView& heads, int64_t image,
 // agnostic, max_det and nms.
 std::vector<int> nms_cpu(const Candidates& candidates, const PostprocessOptions& options);
 
-// Letterbox pixels -> original pixels (see BoxScaling), clipped to [0, W] x [0, H].
+// Letterbox pixels -> original pixels (see BoxScaling), clipped to [0, W] x [0, H] unless `clip` is false.
 Detections project_cpu(const Candidates& candidates, const std::vector<int>& keep,
                        const LetterboxGeometry& geometry,
-                       BoxScaling scaling = BoxScaling::kContinuousPad);
+                       BoxScaling scaling = BoxScaling::kContinuousPad, bool clip = true);
 
 // decode + nms + project for one image / for every image of the batch (one geometry each); the
 // projection is box_scaling(output.layout). The Tensor form reads a YOLOv5 layout.

@@ -1,5 +1,5 @@
 // mAP as ultralytics/yolov5 v7.0 val.py computes it (process_batch + ap_per_class + compute_ap),
-// as docs/postprocess.md ("mAP") states it.
+// or as the ultralytics package's val as of 8.4 (ValRules), as docs/postprocess.md ("mAP") states it.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -51,11 +51,16 @@ std::vector<double> linspace01(int n) {
 
 // compute_ap: sentinels, precision envelope, 101-point interpolation, trapezoidal integral.
 // With `pr_x`, also the envelope at those recalls (np.interp(x, mrec, mpre): the PR curve's points).
-double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision,
+// ValRules::kUltralytics adds the sentinel (last recall, 0) before (1, 0).
+double compute_ap(ValRules rules, const std::vector<double>& recall, const std::vector<double>& precision,
                   const std::vector<double>* pr_x = nullptr, std::vector<double>* pr = nullptr) {
   std::vector<double> mrec{0.0}, mpre{1.0};
   mrec.insert(mrec.end(), recall.begin(), recall.end());
   mpre.insert(mpre.end(), precision.begin(), precision.end());
+  if (rules == ValRules::kUltralytics) {
+    mrec.push_back(recall.empty() ? 1.0 : recall.back());
+    mpre.push_back(0.0);
+  }
   mrec.push_back(1.0);
   mpre.push_back(0.0);
   for (size_t i = mpre.size() - 1; i-- > 0;) mpre[i] = std::max(mpre[i], mpre[i + 1]);
@@ -178,8 +183,9 @@ std::vector<GroundTruth> parse_yolo_labels(const std::string& text, int width, i
   return out;
 }
 
-std::vector<std::vector<bool>> MapEvaluator::match(const Detections& det,
-                                                   const std::vector<GroundTruth>& labels) {
+namespace {
+
+std::vector<std::vector<bool>> match_by_iou(const Detections& det, const std::vector<GroundTruth>& labels) {
   std::vector<std::vector<bool>> correct(det.size(), std::vector<bool>(kNumIouThresholds, false));
   struct Pair {
     int l, d;
@@ -213,13 +219,56 @@ std::vector<std::vector<bool>> MapEvaluator::match(const Detections& det,
   return correct;
 }
 
+// ultralytics 8.4's match_predictions (without scipy): the detections in descending confidence
+// (equal ones in their order), each one, at each threshold, taking the label that np.argmax picks
+// among the IoUs with the labels still unclaimed there (0 for claimed ones and other classes: the
+// first of equal maxima), when that IoU reaches the threshold.
+std::vector<std::vector<bool>> match_by_confidence(const Detections& det, const std::vector<GroundTruth>& labels) {
+  std::vector<std::vector<bool>> correct(det.size(), std::vector<bool>(kNumIouThresholds, false));
+  std::vector<size_t> order(det.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return det[a].confidence > det[b].confidence; });
+  std::vector<std::vector<bool>> claimed(labels.size(), std::vector<bool>(kNumIouThresholds, false));
+  std::vector<float> iou(labels.size());
+  for (size_t d : order) {
+    bool any = false;
+    for (size_t l = 0; l < labels.size(); ++l) {
+      iou[l] = labels[l].class_id == det[d].class_id ? eval_iou(labels[l], det[d]) : 0.f;
+      any = any || iou[l] >= iou_threshold(0);
+    }
+    if (!any) continue;
+    for (int t = 0; t < kNumIouThresholds; ++t) {
+      const size_t ti = static_cast<size_t>(t);
+      size_t best = 0;
+      float best_iou = -1.f;
+      for (size_t l = 0; l < labels.size(); ++l) {
+        const float v = claimed[l][ti] ? 0.f : iou[l];
+        if (v > best_iou) best = l, best_iou = v;
+      }
+      if (best_iou >= iou_threshold(t)) {
+        correct[d][ti] = true;
+        claimed[best][ti] = true;
+      }
+    }
+  }
+  return correct;
+}
+
+}  // namespace
+
+std::vector<std::vector<bool>> MapEvaluator::match(const Detections& det, const std::vector<GroundTruth>& labels,
+                                                   ValRules rules) {
+  return rules == ValRules::kUltralytics ? match_by_confidence(det, labels) : match_by_iou(det, labels);
+}
+
 void MapEvaluator::add_image(const Detections& det, const std::vector<GroundTruth>& labels) {
   for (const Detection& d : det)
     YOLOCU_CHECK(std::isfinite(d.confidence) && d.class_id >= 0, kInvalidArgument,
                  "MapEvaluator: detection with bad confidence or class");
   for (const GroundTruth& g : labels)
     YOLOCU_CHECK(g.class_id >= 0, kInvalidArgument, "MapEvaluator: negative label class");
-  const auto correct = match(det, labels);
+  const auto correct = match(det, labels, rules_);
   for (size_t i = 0; i < det.size(); ++i) {
     Record r;
     r.confidence = det[i].confidence;
@@ -284,7 +333,7 @@ MapResult MapEvaluator::compute() const {
       }
       double sum = 0;
       for (int t = 0; t < kNumIouThresholds; ++t) {
-        const double ap = compute_ap(recall[static_cast<size_t>(t)], precision[static_cast<size_t>(t)],
+        const double ap = compute_ap(rules_, recall[static_cast<size_t>(t)], precision[static_cast<size_t>(t)],
                                      t == 0 ? &px : nullptr, &cv.pr[ci]);
         if (t == 0) ca.ap50 = ap;
         sum += ap;

@@ -33,6 +33,7 @@ class CpuDetector final : public Detector {
 
   Device device() const override { return Device::kCpu; }
   const std::vector<std::string>& class_names() const override { return names_; }
+  OutputLayout output_layout() const override { return layout_; }
   int input_width() const override { return width_; }
   int input_height() const override { return height_; }
   const DetectorOptions& options() const override { return options_; }
@@ -262,7 +263,7 @@ std::vector<Detections> CpuDetector::run_detect(const std::vector<ImageView>& im
       for (size_t i = 0; i < count; ++i) {
         const Candidates c = decode(static_cast<int64_t>(i));
         if (trace) trace->candidates.push_back(candidates_tensor(c));
-        results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i], box_scaling(layout_));
+        results[first + i] = project_cpu(c, nms_cpu(c, po), geoms[i], box_scaling(layout_), po.clip_boxes);
       }
     };
     if (kind_ == OutputKind::kMerged) {

@@ -170,6 +170,7 @@ class CudaDetector final : public Detector {
 
   Device device() const override { return Device::kCuda; }
   const std::vector<std::string>& class_names() const override { return names_; }
+  OutputLayout output_layout() const override { return layout_; }
   int input_width() const override { return input_w_; }
   int input_height() const override { return input_h_; }
   const DetectorOptions& options() const override { return options_; }

@@ -13,7 +13,7 @@ EvalRun evaluate_sources(Detector& detector, const std::vector<Source>& sources,
                          const PipelineOptions& options, const EvalCallback& callback) {
   EvalRun run;
   run.label_errors.resize(sources.size());
-  MapEvaluator evaluator;
+  MapEvaluator evaluator(val_rules(detector.output_layout()));
   const int num_classes = static_cast<int>(detector.class_names().size());
   std::unique_ptr<ConfusionMatrix> confusion;
   if (num_classes > 0) confusion = std::make_unique<ConfusionMatrix>(num_classes);

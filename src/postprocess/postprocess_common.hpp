@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "yolocu/geometry.hpp"
 #include "yolocu/postprocess.hpp"
@@ -108,39 +109,48 @@ YOLOCU_HD uint64_t resolve_bitmask_block(uint64_t alive, uint64_t suppressors, D
   return kept;
 }
 
-// scale_boxes + clip_boxes in float32 (the reference subtracts float(pad), divides by float(gain)).
+// scale_boxes + clip_boxes in float32 (the reference subtracts float(pad), divides by float(gain)):
+// coordinates clamped to [lo, width] and [lo, height], lo 0 (or -inf, width and height +inf: not
+// clipped).
 struct ProjectParams {
-  float pad_x, pad_y, gain_x, gain_y, width, height;
+  float pad_x, pad_y, gain_x, gain_y, width, height, lo;
 };
 
 // kContinuousPad (yolov5): pad = (dst - src * gain) / 2, one gain for both axes.
 // kIntegerPad (ultralytics 8.x): pad = the integer left / top padding, gain per axis =
 // new / src with new = max(round(src * gain), 1), as LetterBox rounds each side.
-inline ProjectParams project_params(const LetterboxGeometry& g,
-                                    BoxScaling scaling = BoxScaling::kContinuousPad) {
+inline ProjectParams project_params(const LetterboxGeometry& g, BoxScaling scaling = BoxScaling::kContinuousPad,
+                                    bool clip = true) {
+  ProjectParams p{};
   if (scaling == BoxScaling::kIntegerPad) {
     const int new_w = g.new_w > 1 ? g.new_w : 1, new_h = g.new_h > 1 ? g.new_h : 1;
-    return ProjectParams{static_cast<float>(g.left), static_cast<float>(g.top),
-                         static_cast<float>(static_cast<double>(new_w) / g.src_w),
-                         static_cast<float>(static_cast<double>(new_h) / g.src_h),
-                         static_cast<float>(g.src_w), static_cast<float>(g.src_h)};
+    p = ProjectParams{static_cast<float>(g.left), static_cast<float>(g.top),
+                      static_cast<float>(static_cast<double>(new_w) / g.src_w),
+                      static_cast<float>(static_cast<double>(new_h) / g.src_h),
+                      static_cast<float>(g.src_w), static_cast<float>(g.src_h), 0.f};
+  } else {
+    const float gain = static_cast<float>(g.gain);
+    p = ProjectParams{static_cast<float>(g.pad_x), static_cast<float>(g.pad_y), gain, gain,
+                      static_cast<float>(g.src_w), static_cast<float>(g.src_h), 0.f};
   }
-  const float gain = static_cast<float>(g.gain);
-  return ProjectParams{static_cast<float>(g.pad_x), static_cast<float>(g.pad_y), gain, gain,
-                       static_cast<float>(g.src_w), static_cast<float>(g.src_h)};
+  if (!clip) {
+    p.lo = -std::numeric_limits<float>::infinity();
+    p.width = p.height = std::numeric_limits<float>::infinity();
+  }
+  return p;
 }
 
-YOLOCU_HD float clamp_coord(float v, float hi) {
-  // torch.clamp_(0, hi): NaN stays NaN
-  const float lo_v = v < 0.f ? 0.f : v;
+YOLOCU_HD float clamp_coord(float v, float lo, float hi) {
+  // torch.clamp_(lo, hi): NaN stays NaN
+  const float lo_v = v < lo ? lo : v;
   return lo_v > hi ? hi : lo_v;
 }
 
 YOLOCU_HD Box project_box(const Box& b, const ProjectParams& p) {
-  return Box{clamp_coord((b.x1 - p.pad_x) / p.gain_x, p.width),
-             clamp_coord((b.y1 - p.pad_y) / p.gain_y, p.height),
-             clamp_coord((b.x2 - p.pad_x) / p.gain_x, p.width),
-             clamp_coord((b.y2 - p.pad_y) / p.gain_y, p.height)};
+  return Box{clamp_coord((b.x1 - p.pad_x) / p.gain_x, p.lo, p.width),
+             clamp_coord((b.y1 - p.pad_y) / p.gain_y, p.lo, p.height),
+             clamp_coord((b.x2 - p.pad_x) / p.gain_x, p.lo, p.width),
+             clamp_coord((b.y2 - p.pad_y) / p.gain_y, p.lo, p.height)};
 }
 
 }  // namespace yolocu

@@ -153,6 +153,7 @@ PostprocessOptions val_options(OutputLayout layout) {
   o.iou_threshold = 0.7f;
   o.multi_label = true;
   o.max_det = 300;
+  o.clip_boxes = false;  // 8.4's val matches the boxes in the letterboxed image, unclipped
   return o;
 }
 
@@ -384,11 +385,11 @@ std::vector<int> nms_cpu(const Candidates& c, const PostprocessOptions& o) {
 }
 
 Detections project_cpu(const Candidates& c, const std::vector<int>& keep,
-                       const LetterboxGeometry& g, BoxScaling scaling) {
+                       const LetterboxGeometry& g, BoxScaling scaling, bool clip) {
   check_geometry(g);
   YOLOCU_CHECK(scaling == BoxScaling::kContinuousPad || scaling == BoxScaling::kIntegerPad, kInvalidArgument,
                "project: unknown box scaling ", static_cast<int>(scaling));
-  const ProjectParams p = project_params(g, scaling);
+  const ProjectParams p = project_params(g, scaling, clip);
   Detections d;
   d.reserve(keep.size());
   for (int k : keep) {
@@ -405,7 +406,7 @@ Detections postprocess_cpu(const OutputView& output, int64_t image, const Letter
                            const PostprocessOptions& o) {
   check_geometry(g);
   const Candidates c = decode_cpu(output, image, o);
-  return project_cpu(c, nms_cpu(c, o), g, box_scaling(output.layout));
+  return project_cpu(c, nms_cpu(c, o), g, box_scaling(output.layout), o.clip_boxes);
 }
 
 Detections postprocess_cpu(const Tensor& output, const LetterboxGeometry& g,
@@ -432,7 +433,7 @@ Detections postprocess_raw_heads_cpu(const RawHeadsView& heads, int64_t image,
                                      const LetterboxGeometry& g, const PostprocessOptions& o) {
   check_geometry(g);
   const Candidates c = decode_raw_heads_cpu(heads, image, o);
-  return project_cpu(c, nms_cpu(c, o), g);
+  return project_cpu(c, nms_cpu(c, o), g, BoxScaling::kContinuousPad, o.clip_boxes);
 }
 
 }  // namespace yolocu

@@ -284,17 +284,18 @@ namespace {
 bool same_options(const PostprocessOptions& a, const PostprocessOptions& b) {
   return a.conf_threshold == b.conf_threshold && a.iou_threshold == b.iou_threshold &&
          a.max_det == b.max_det && a.max_nms == b.max_nms && a.agnostic == b.agnostic &&
-         a.multi_label == b.multi_label && a.classes == b.classes && a.nms == b.nms;
+         a.multi_label == b.multi_label && a.classes == b.classes && a.nms == b.nms &&
+         a.clip_boxes == b.clip_boxes;
 }
 
-ProjectBatch project_batch(const std::vector<LetterboxGeometry>& geometries, BoxScaling scaling) {
+ProjectBatch project_batch(const std::vector<LetterboxGeometry>& geometries, BoxScaling scaling, bool clip) {
   ProjectBatch geo{};
   for (size_t i = 0; i < geometries.size(); ++i) {
     const LetterboxGeometry& g = geometries[i];
     YOLOCU_CHECK(g.src_w > 0 && g.src_h > 0 && g.gain > 0 && std::isfinite(g.gain),
                  kInvalidArgument, "postprocess_cuda: invalid geometry for image ", i, " (source ",
                  g.src_w, "x", g.src_h, ", gain ", g.gain, ")");
-    geo.p[i] = project_params(g, scaling);
+    geo.p[i] = project_params(g, scaling, clip);
   }
   return geo;
 }
@@ -302,8 +303,8 @@ ProjectBatch project_batch(const std::vector<LetterboxGeometry>& geometries, Box
 template <class Src>
 void enqueue(const Src& src, int batch, DType dtype, const std::vector<LetterboxGeometry>& geometries,
              PostprocessWorkspace::Impl& w, cudaStream_t stream, BoxScaling scaling = BoxScaling::kContinuousPad) {
-  const ProjectBatch geo = project_batch(geometries, scaling);
   const PostprocessOptions& o = w.options;
+  const ProjectBatch geo = project_batch(geometries, scaling, o.clip_boxes);
   const PostprocessCudaPlan& plan = w.plan;
   DecodeParams dp{};
   dp.conf = dtype == DType::kFloat16 ? half_to_float(float_to_half(o.conf_threshold))

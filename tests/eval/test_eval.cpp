@@ -119,6 +119,39 @@ TEST(Eval, MatchingRuleOrdering) {
   EXPECT_FALSE(f[0][1]);
 }
 
+TEST(Eval, UltralyticsMatchingGoesByConfidence) {
+  // The case above under ultralytics 8.4's rule: D0 (conf .9) first claims its best label, L1
+  // (IoU .9); D1 then takes the label left, L0, at IoU .53: a TP at 0.50, an FP from 0.55 on.
+  const std::vector<GroundTruth> l = {gt(0, 10, 0, 160, 10), gt(0, 0, 0, 100, 10)};
+  const Detections d = {det(0, 0.9f, 10, 0, 100, 10), det(0, 0.8f, 0, 0, 95, 10)};
+  const auto m = MapEvaluator::match(d, l, ValRules::kUltralytics);
+  EXPECT_TRUE(m[0][0]);
+  EXPECT_TRUE(m[1][0]);
+  EXPECT_FALSE(m[1][1]);
+  // Given in the other order, the detections are still taken by confidence.
+  const auto r = MapEvaluator::match({d[1], d[0]}, l, ValRules::kUltralytics);
+  EXPECT_TRUE(r[1][0]);
+  EXPECT_TRUE(r[0][0]);
+  EXPECT_FALSE(r[0][1]);
+  // D1 alone (conf .8) is matched to L1 at IoU .95: a TP at every threshold.
+  const auto one = MapEvaluator::match({d[1]}, l, ValRules::kUltralytics);
+  for (int t = 0; t < kNumIouThresholds; ++t) EXPECT_TRUE(one[0][static_cast<size_t>(t)]);
+  // another class never matches
+  EXPECT_FALSE(MapEvaluator::match({det(1, 0.9f, 0, 0, 100, 10)}, {gt(0, 0, 0, 100, 10)}, ValRules::kUltralytics)[0][0]);
+}
+
+TEST(Eval, UltralyticsEnvelopeEndsAtTheLastRecall) {
+  // One TP out of two labels: recall .5, precision 1. val.py's sentinels (mrec [0, .5, 1], mpre
+  // [1, 1, 0]) let the envelope fall linearly from .5 to 1: AP .5 + .25 = .75. ultralytics 8.4
+  // (compute_ap: mrec [0, .5, .5, 1], mpre [1, 1, 0, 0]) drops it to 0 at recall .5 (np.interp
+  // takes the last of equal xp): AP .49 + .01 / 2 = .495, as its compute_ap([.5], [1.]) returns.
+  for (ValRules rules : {ValRules::kYolov5, ValRules::kUltralytics}) {
+    MapEvaluator ev(rules);
+    ev.add_image({det(0, 0.9f, 0, 0, 10, 10)}, {gt(0, 0, 0, 10, 10), gt(0, 50, 50, 60, 60)});
+    EXPECT_NEAR(ev.compute().map50, rules == ValRules::kUltralytics ? 0.495 : 0.75, 1e-12);
+  }
+}
+
 TEST(Eval, LoadYoloLabels) {
   const std::string dir = test::scratch_dir("eval");
   {

@@ -27,6 +27,14 @@
 namespace yolocu {
 namespace {
 
+// The references' "val" detections are ultralytics' predict at its val's settings (conf 0.001,
+// iou 0.7, multi-label, max_det 300): clipped to the image, as predict clips, where its val does not.
+PostprocessOptions predict_at_val_settings() {
+  PostprocessOptions o = val_options(OutputLayout::kYolov8);
+  o.clip_boxes = true;
+  return o;
+}
+
 // The bounds: boxes within 0.5 px, scores within 1e-3.
 constexpr double kBoxTol = 0.5, kScoreTol = 1e-3;
 
@@ -180,7 +188,7 @@ TEST_P(V8Detector, SampleImagesMatchUltralytics) {
   YOLOCU_REQUIRE_DATA(bus_jpg, "images/bus.jpg");
   auto det = Detector::create(model, options(detect_options(OutputLayout::kYolov8)));
   auto det_low = Detector::create(model, options(low_conf()));
-  auto det_val = Detector::create(model, options(val_options(OutputLayout::kYolov8)));
+  auto det_val = Detector::create(model, options(predict_at_val_settings()));
   ASSERT_EQ(det->class_names().size(), 80u);
   EXPECT_EQ(det->class_names()[5], "bus");
   EXPECT_EQ(det->input_width(), 640);
@@ -210,7 +218,7 @@ TEST_P(V8Detector, SampleImagesMatchUltralytics) {
     expect_same_or_knife_edge(low, ref.at("detect_low"), trace_candidates(t_low, low_conf()), low_conf(),
                               name + " " + image + " conf 0.001", &w001, &knife_edges);
     const Detections val = det_val->detect({im.view()}, &t_val).at(0);
-    expect_same_or_knife_edge(val, ref.at("val"), trace_candidates(t_val, val_options(OutputLayout::kYolov8)), val_options(OutputLayout::kYolov8),
+    expect_same_or_knife_edge(val, ref.at("val"), trace_candidates(t_val, predict_at_val_settings()), predict_at_val_settings(),
                               name + " " + image + " val", &wval, &knife_edges);
   }
   report(w25, name + " bus+zidane conf 0.25");
@@ -254,7 +262,7 @@ TEST_P(V8Detector, Coco128MatchesUltralytics) {
   YOLOCU_REQUIRE_V8(npz, name + "_coco128.npz");
   YOLOCU_REQUIRE_DATA(dir, "coco128/images/train2017");
   const auto ref = load_npz(npz);
-  const PostprocessOptions p25 = detect_options(OutputLayout::kYolov8), pval = val_options(OutputLayout::kYolov8);
+  const PostprocessOptions p25 = detect_options(OutputLayout::kYolov8), pval = predict_at_val_settings();
   auto det_val = Detector::create(model, options(pval));
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
@@ -307,12 +315,12 @@ TEST(V8TrainedMap, CudaFp32MatchesUltralyticsAndFp16StaysWithinFp32) {
     const std::string model = trained + "/" + name + ".onnx", ref = trained + "/" + name + "_val.json";
     if (!std::filesystem::exists(model) || !std::filesystem::exists(ref)) continue;
     SCOPED_TRACE(name);
-    MapEvaluator e32, e16;
+    MapEvaluator e32(ValRules::kUltralytics), e16(ValRules::kUltralytics);  // as ultralytics' val
     for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
       DetectorOptions o;
       o.device = Device::kCuda;
       o.precision = p;
-      o.postprocess = val_options(OutputLayout::kYolov8);
+      o.postprocess = val_options(OutputLayout::kYolov8);  // the val's settings, boxes unclipped
       o.max_batch = 16;
       const auto dets = Detector::create(model, o)->detect(views);
       for (size_t i = 0; i < files.size(); ++i)

@@ -278,8 +278,11 @@ TEST(FamilyDefaults, ResolvedPerLayout) {
   const PostprocessOptions v8val = resolve_family_defaults(unset, OutputLayout::kYolov8, PostprocessDefaults::kVal);
   EXPECT_FLOAT_EQ(v8val.iou_threshold, 0.7f);
   EXPECT_FLOAT_EQ(v8val.conf_threshold, 0.001f);
+  EXPECT_FALSE(v8val.clip_boxes);  // ultralytics 8.4's val matches unclipped boxes
+  EXPECT_TRUE(v8.clip_boxes);
   const PostprocessOptions v5val = resolve_family_defaults(unset, OutputLayout::kYolov5, PostprocessDefaults::kVal);
   EXPECT_FLOAT_EQ(v5val.iou_threshold, 0.6f);
+  EXPECT_TRUE(v5val.clip_boxes);
   PostprocessOptions explicit_iou = unset;
   explicit_iou.iou_threshold = 0.5f;
   EXPECT_FLOAT_EQ(resolve_family_defaults(explicit_iou, OutputLayout::kYolov8, PostprocessDefaults::kPredict).iou_threshold,

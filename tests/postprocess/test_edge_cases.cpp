@@ -269,6 +269,27 @@ TEST(EdgeV8, IntegerPadProjection) {
                   (200.f - 121.f) / static_cast<float>(397.0 / 500.0));
 }
 
+TEST(EdgeV8, ValLeavesBoxesUnclipped) {
+  // ultralytics 8.4's val matches the boxes in the letterboxed image, unclipped: val_options(kYolov8)
+  // maps them back whole; the other option sets clip.
+  EXPECT_FALSE(val_options(OutputLayout::kYolov8).clip_boxes);
+  EXPECT_TRUE(val_options().clip_boxes);
+  EXPECT_TRUE(detect_options(OutputLayout::kYolov8).clip_boxes);
+  const LetterboxGeometry g = letterbox_geometry(810, 1080, 640, 640);  // gain 640/1080, left pad 80
+  const Candidates c = {{Box{60.f, -10.f, 600.f, 650.f}, 0.9f, 0, 0}};
+  const Detections d = project_cpu(c, {0}, g, BoxScaling::kIntegerPad, /*clip=*/false);
+  ASSERT_EQ(d.size(), 1u);
+  const float gx = static_cast<float>(480.0 / 810.0), gy = static_cast<float>(640.0 / 1080.0);
+  EXPECT_FLOAT_EQ(d[0].x1, (60.f - 80.f) / gx);
+  EXPECT_FLOAT_EQ(d[0].y1, -10.f / gy);
+  EXPECT_FLOAT_EQ(d[0].x2, (600.f - 80.f) / gx);
+  EXPECT_FLOAT_EQ(d[0].y2, 650.f / gy);
+  EXPECT_LT(d[0].x1, 0.f);
+  EXPECT_GT(d[0].x2, 810.f);
+  // and through postprocess_cpu with the val options: the same box, unclipped
+  EXPECT_EQ(project_cpu(c, {0}, g, BoxScaling::kIntegerPad)[0].x1, 0.f);
+}
+
 TEST(EdgeV8, LayoutChecks) {
   EXPECT_THROW(output_view(Tensor(DType::kFloat32, {1, 4, 10}), OutputLayout::kYolov8), Error);  // no class
   EXPECT_THROW(output_view(Tensor(DType::kFloat32, {1, 2, 84, 10}), OutputLayout::kYolov8), Error);
