@@ -3,9 +3,13 @@
 // every forward algorithm cuDNN accepts for the shape timed; the fastest is reported. Channels must
 // be multiples of 4 (cuDNN's rule for these configurations). The output is scaled by `alpha` (the
 // product of the input and weight scales over the output's, for int8 out); no bias, no activation:
-// the convolution's own cost, to set against the FP16 tactics and yolocu's INT8 kernel.
+// the convolution's own cost, to set against the FP16 tactics and yolocu's INT8 kernel. An algorithm
+// whose launch fails (at once, at the synchronisation after it, or in the timed launches) or whose
+// time is under that of reading its tensors once at 5 TB/s (more than the GPU's memory gives: it
+// ran nothing) is left out, with the reason in `why` when none remains.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <functional>
@@ -51,6 +55,9 @@ inline CudnnInt8Result cudnn_int8_conv(cudnnHandle_t h, int n, int c, int hh, in
           CUDNN_STATUS_SUCCESS)
     return done("descriptors refused");
   const float alpha = 1e-3f, beta = 0;
+  const double bytes = static_cast<double>(n) * hh * ww * c + static_cast<double>(k) * r * s * c +
+                       static_cast<double>(n) * p * q * k * (float_out ? 4 : 1);
+  const double floor_ms = bytes / 5e12 * 1e3;
   std::string refusals;
   for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
     const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(a);
@@ -58,11 +65,29 @@ inline CudnnInt8Result cudnn_int8_conv(cudnnHandle_t h, int n, int c, int hh, in
     cudnnStatus_t st = cudnnGetConvolutionForwardWorkspaceSize(h, xd, wd, cd, yd, algo, &need);
     if (st == CUDNN_STATUS_SUCCESS && need > ws_bytes) st = CUDNN_STATUS_NOT_SUPPORTED;
     if (st == CUDNN_STATUS_SUCCESS) st = cudnnConvolutionForward(h, &alpha, xd, x, wd, w, cd, algo, ws, need, &beta, yd, y);
+    const auto refuse = [&](const std::string& why) { refusals += (refusals.empty() ? "" : ", ") + std::to_string(a) + ": " + why; };
     if (st != CUDNN_STATUS_SUCCESS) {
-      refusals += (refusals.empty() ? "" : ", ") + std::to_string(a) + ": " + cudnnGetErrorString(st);
+      refuse(cudnnGetErrorString(st));
       continue;
     }
-    const EventTiming t = time([&] { cudnnConvolutionForward(h, &alpha, xd, x, wd, w, cd, algo, ws, need, &beta, yd, y); });
+    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+      refuse(std::string("launch failed: ") + cudaGetErrorString(e));
+      cudaGetLastError();
+      continue;
+    }
+    bool failed = false;
+    const EventTiming t = time([&] {
+      failed = failed || cudnnConvolutionForward(h, &alpha, xd, x, wd, w, cd, algo, ws, need, &beta, yd, y) != CUDNN_STATUS_SUCCESS;
+    });
+    if (failed) {
+      refuse("a timed launch failed");
+      continue;
+    }
+    if (t.median_ms < floor_ms) {
+      refuse("implausible " + std::to_string(t.median_ms * 1e3) + " us, under reading its tensors at 5 TB/s (" +
+             std::to_string(floor_ms * 1e3) + " us): it ran nothing");
+      continue;
+    }
     if (res.algo.empty() || t.median_ms < res.t.median_ms) res.algo = "algo " + std::to_string(a), res.t = t;
   }
   return done("no algorithm: " + refusals);
