@@ -48,7 +48,7 @@ targets_of() {
     engine) echo "test_cuda_engine bench_cuda_engine bench_warm_up" ;;
     v8) case "${V8_SET:-static}" in  # what a call of 64 MiB can hold (see the v8 data below)
           dynamic) echo "test_cuda_engine" ;;
-          detector) echo "test_detector_v8" ;;
+          detector | trained) echo "test_detector_v8" ;;
           bench) echo "bench_cuda_engine" ;;
           e2e) ;;  # the CLI alone
           *) echo "test_cuda_engine test_detector_v8 test_postprocess_cuda bench_cuda_engine" ;;
@@ -120,6 +120,9 @@ case "$part" in
             #   static (default): static exports, bus / zidane references, the benchmark's peer (~52 MiB)
             #   dynamic: dynamic exports and the batch-4 references (engine raw outputs, b1 and b4)
             #   detector: static + dynamic exports, coco128 and its references (the detector tests)
+            #   trained: with YOLOCU_V8_DIR=.data/v8/trained (trained weights compress less), the static
+            #            exports, coco128's references and ultralytics' val mAP of both models:
+            #            TEST_FILTER='V8Trained*:Exports/V8Detector.Coco128*' run_all.sh v8
             #   bench: the exports of V8_MODELS and the peer, bench_cuda_engine alone (no CLI, no
             #          references): an s model's call (V8_MODELS=yolov8s; run_all.sh v8 with SKIP_TESTS=1)
             #   e2e: the exports, the CLI, bus.jpg and coco128's images: run_all.sh v8 with V8_E2E=1
@@ -145,6 +148,9 @@ case "$part" in
           if [ -f "$v8/${n}_val.json" ]; then cp "$v8/${n}_val.json" $g/data/v8/; fi
           for f in "$n.onnx" "${n}_dyn.onnx"; do xz -T2 -6 -c "$v8/$f" >"$g/data/v8/$f.xz"; done
           for im in bus zidane; do slim_v8 "${n}_$im.npz" letterboxed_bgr input output detect detect_low val; done ;;
+        trained)
+          cp "$v8/${n}_coco128.npz" "$v8/${n}_val.json" $g/data/v8/
+          xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz" ;;
         bench | e2e)  # the benchmark alone (no references): room for an s model (V8_MODELS=yolov8s)
           xz -T2 -6 -c "$v8/$n.onnx" >"$g/data/v8/$n.onnx.xz" ;;
         *)  # (xz as above: with the references and the peer the static set is near a call's 64 MiB)
@@ -164,7 +170,7 @@ case "$part" in
         slim_v8 "${n}_bus.npz" input output detect detect_low val
       done
     fi
-    [ "$set_" = detector ] && copy coco128
+    { [ "$set_" = detector ] || [ "$set_" = trained ]; } && copy coco128
     [ "$set_" = e2e ] && copy images && copy coco128/images
     [ "$set_" = dynamic ] || [ "$set_" = bench ] || [ "$set_" = e2e ] || { mkdir -p $g/data/images && cp "$data/images/bus.jpg" "$data/images/zidane.jpg" $g/data/images/; }
     # the peer (bench/peer_torch_forward_v8.py): the pinned ultralytics package of make_refs.sh's venv
