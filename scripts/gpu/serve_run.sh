@@ -20,7 +20,8 @@
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
 # SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs (SERVE_REPEAT: its half load that many times), for each server setting, the 1-image
 # closed loop and both clients at half its rate (the latency at 50% load), and nothing else;
-# SERVE_FAST_START=1 (see below) the model's load with fast_start on a cold tactic cache, then a load.
+# SERVE_FAST_START=1 (see below) the model's load with fast_start on a cold tactic cache, then a load;
+# SERVE_GPU2_ONLY=1 only the two-GPU server's loads, each with the server's cores and busiest threads.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -86,7 +87,8 @@ echo "GPU 0's NUMA-local cores: ${gpu0_cpus:-unknown}"
 if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi
-if [ -z "$asan_env" ] && [ "${SERVE_FAST_START:-0}" != 1 ]; then
+gpu2_only=${SERVE_GPU2_ONLY:-0}  # SERVE_GPU2_ONLY=1: the two-GPU loads alone, each measured (threads, cores)
+if [ -z "$asan_env" ] && [ "${SERVE_FAST_START:-0}" != 1 ] && [ "$gpu2_only" != 1 ]; then
   echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
   timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
     --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
@@ -163,6 +165,7 @@ unload_cycles() {  # the model unloaded and loaded twice through the repository 
 stats() {  # Triton's statistics, and the CPU time so far: the machine's (/proc/stat) and the server's
   curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"
   { head -1 /proc/stat; cat "/proc/$server_pid/stat" 2>/dev/null || echo; } >"$out/cpu_$1.txt"
+  cat /proc/"$server_pid"/task/*/stat >"$out/threads_$1.txt" 2>/dev/null  # each thread's CPU time
 }
 measured() {  # measured <log> <command...>: the command, then Triton's times, the cores and GPU 0's clocks over it, appended to <log>
   local log=$1 smi
@@ -229,6 +232,30 @@ n = b.get("success", (0, 0))[0] - a.get("success", (0, 0))[0]
 if n:
     ms = {k: (b[k][1] - a.get(k, (0, 0))[1]) / n / 1e6 for k in ("success", "queue", "compute_input", "compute_infer", "compute_output") if k in b}
     print("  server side, mean per request (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in ms.items()))
+PY
+  thread_times "$1" "$2"
+}
+thread_times() {  # thread_times <before> <after>: the server's busiest threads over the load, in cores
+  python3 - "$out/threads_$1.txt" "$out/threads_$2.txt" "$out/cpu_$1.txt" "$out/cpu_$2.txt" <<'PY'
+import collections, os, sys
+def threads(f):
+    out = {}
+    for line in open(f) if os.path.exists(f) else []:
+        head, _, rest = line.rpartition(")")
+        tid, _, name = head.partition(" (")
+        fields = rest.split()
+        if len(fields) > 12: out[tid] = (name, int(fields[11]) + int(fields[12]))
+    return out
+a, b = threads(sys.argv[1]), threads(sys.argv[2])
+jiffies = lambda f: sum(int(x) for x in open(f).readline().split()[1:9])
+span = (jiffies(sys.argv[4]) - jiffies(sys.argv[3])) / os.cpu_count()  # the load's seconds, in ticks
+if span > 0 and b:
+    busy = sorted(((t1 - a.get(tid, (n, 0))[1]) / span, n, tid) for tid, (n, t1) in b.items())[::-1]
+    by_name = collections.Counter()
+    for c, n, _ in busy: by_name[n] += c
+    print("  server threads over the load, cores: " + ", ".join(f"{n}[{tid}] {c:.2f}" for c, n, tid in busy[:10]))
+    print("  by thread name, cores (threads): " + ", ".join(f"{n} {c:.2f} ({sum(1 for _, m, _ in busy if m == n)})"
+                                                           for n, c in by_name.most_common(8)))
 PY
 }
 
@@ -326,7 +353,7 @@ if [ -n "${SERVE_SWEEP:-}" ]; then
   exit 0
 fi
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
-if serve "0" gpu1; then
+if [ "$gpu2_only" != 1 ] && serve "0" gpu1; then
   loaded_mib=$(gpu0_mib)
   load gpu1_b8 8
   load gpu1_b1 1
@@ -345,16 +372,22 @@ fi
 if [ "$ngpu" -ge 2 ]; then
   echo "== two GPUs: one instance group on GPUs 0 and 1"
   if serve "0, 1" gpu2; then
-    load gpu2_b8 8
-    load gpu2_b1 1
-    pa_summary gpu2_b8 8 "$((2 * ${PA_INFLIGHT_B8:-32}))"
-    pa_summary gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))"
+    if [ "$gpu2_only" = 1 ]; then
+      measured "$out/gpu2_measured.txt" load gpu2_b8 8
+      measured "$out/gpu2_measured.txt" load gpu2_b1 1
+      measured "$out/gpu2_measured.txt" pa_summary gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))"
+    else
+      load gpu2_b8 8
+      load gpu2_b1 1
+      pa_summary gpu2_b8 8 "$((2 * ${PA_INFLIGHT_B8:-32}))"
+      pa_summary gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))"
+    fi
     stop
   fi
 fi
 keep_cache
 tar -C "$out" -czf "$out/logs.tar.gz" --exclude logs.tar.gz --exclude 'tactics.json*' . 2>/dev/null
 echo "== summary"
-grep -hE "^cuda |images/s" "$out/bench_from_jpeg.log" | tail -3
+grep -hE "^cuda |images/s" "$out/bench_from_jpeg.log" 2>/dev/null | tail -3
 for f in "$out"/load_*.log; do echo "$(basename "$f" .log): $(tail -1 "$f")"; done
 cat "$out/pa_summary.txt" 2>/dev/null
