@@ -21,7 +21,8 @@
 # SERVE_SWEEP ("500 100p 100x3pa", see sweep()) instead runs (SERVE_REPEAT: its half load that many times), for each server setting, the 1-image
 # closed loop and both clients at half its rate (the latency at 50% load), and nothing else;
 # SERVE_FAST_START=1 (see below) the model's load with fast_start on a cold tactic cache, then a load;
-# SERVE_GPU2_ONLY=1 only the two-GPU server's loads, each with the server's cores and busiest threads.
+# SERVE_THREADS_ONLY=1 only the 8- and 1-image loads on each server (one GPU, then two), each with
+# Triton's times, the server's cores and its busiest threads.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -87,8 +88,8 @@ echo "GPU 0's NUMA-local cores: ${gpu0_cpus:-unknown}"
 if [ "${SERVE_PIN:-0}" = 1 ] && pin_halves; then
   echo "== the server (and the library's bench) on cores 0-$((half_cores - 1)), the load generators on cores $half_cores-$(($(nproc) - 1))"
 fi
-gpu2_only=${SERVE_GPU2_ONLY:-0}  # SERVE_GPU2_ONLY=1: the two-GPU loads alone, each measured (threads, cores)
-if [ -z "$asan_env" ] && [ "${SERVE_FAST_START:-0}" != 1 ] && [ "$gpu2_only" != 1 ]; then
+threads_only=${SERVE_THREADS_ONLY:-0}  # SERVE_THREADS_ONLY=1: measured_loads() alone on each server
+if [ -z "$asan_env" ] && [ "${SERVE_FAST_START:-0}" != 1 ] && [ "$threads_only" != 1 ]; then
   echo "== the library beside it: yolocu bench --from-jpeg (batch $batch, nvJPEG, 2 contexts)"
   timeout 300 ${server_pin:-} "$g/bin/yolocu" bench --model "$m" --device cuda --from-jpeg "$imgs" --images 4096 --batches "$batch" \
     --contexts 2 --decode gpu --decode-threads "$( [ -n "${server_pin:-}" ] && echo "$half_cores" || nproc)" --tactic-cache "$cache" 2>&1 | tee "$out/bench_from_jpeg.log" | tail -6
@@ -352,8 +353,17 @@ if [ -n "${SERVE_SWEEP:-}" ]; then
   keep_cache
   exit 0
 fi
+measured_loads() {  # measured_loads <name> <GPUs>: 8- and 1-image Python loads and perf_analyzer's 1-image load,
+  # each with Triton's times, the server's cores and its busiest threads
+  measured "$out/$1_measured.txt" load "$1_b8" 8
+  measured "$out/$1_measured.txt" load "$1_b1" 1
+  measured "$out/$1_measured.txt" pa_summary "$1_b1" 1 "$(($2 * ${PA_INFLIGHT_B1:-128}))"
+}
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
-if [ "$gpu2_only" != 1 ] && serve "0" gpu1; then
+if [ "$threads_only" = 1 ] && serve "0" gpu1; then
+  measured_loads gpu1 1
+  stop
+elif serve "0" gpu1; then
   loaded_mib=$(gpu0_mib)
   load gpu1_b8 8
   load gpu1_b1 1
@@ -372,10 +382,8 @@ fi
 if [ "$ngpu" -ge 2 ]; then
   echo "== two GPUs: one instance group on GPUs 0 and 1"
   if serve "0, 1" gpu2; then
-    if [ "$gpu2_only" = 1 ]; then
-      measured "$out/gpu2_measured.txt" load gpu2_b8 8
-      measured "$out/gpu2_measured.txt" load gpu2_b1 1
-      measured "$out/gpu2_measured.txt" pa_summary gpu2_b1 1 "$((2 * ${PA_INFLIGHT_B1:-128}))"
+    if [ "$threads_only" = 1 ]; then
+      measured_loads gpu2 2
     else
       load gpu2_b8 8
       load gpu2_b1 1
