@@ -360,23 +360,24 @@ measured_loads() {  # measured_loads <name> <GPUs>: 8- and 1-image Python loads 
   measured "$out/$1_measured.txt" pa_summary "$1_b1" 1 "$(($2 * ${PA_INFLIGHT_B1:-128}))"
 }
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
-if [ "$threads_only" = 1 ] && serve "0" gpu1; then
-  measured_loads gpu1 1
-  stop
-elif serve "0" gpu1; then
-  loaded_mib=$(gpu0_mib)
-  load gpu1_b8 8
-  load gpu1_b1 1
-  rate=$(python3 -c "import json; print(round(json.load(open('$out/load_gpu1_b1.json'))['requests_per_s'] / 2))")
-  echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
-  measured "$out/load_gpu1_b1_half.log" load gpu1_b1_half 1 "$rate"
-  echo "-- perf_analyzer"
-  pa_summary gpu1_b8 8 "${PA_INFLIGHT_B8:-32}"
-  pa_summary gpu1_b1 1 "${PA_INFLIGHT_B1:-128}"
-  pa_rate=$(python3 -c "import csv, glob; print(round(sum(float(next(csv.DictReader(open(f)))['Inferences/Second']) for f in glob.glob('$out/pa_gpu1_b1_[0-9]*.csv')) / 2))" 2>/dev/null)
-  [ -n "$pa_rate" ] && measured "$out/pa_summary.txt" pa_summary gpu1_b1_half 1 - "$pa_rate"
-  curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
-  unload_cycles
+if serve "0" gpu1; then
+  if [ "$threads_only" = 1 ]; then
+    measured_loads gpu1 1
+  else
+    loaded_mib=$(gpu0_mib)
+    load gpu1_b8 8
+    load gpu1_b1 1
+    rate=$(python3 -c "import json; print(round(json.load(open('$out/load_gpu1_b1.json'))['requests_per_s'] / 2))")
+    echo "-- 1-image requests at half that rate ($rate requests/s, open loop)"
+    measured "$out/load_gpu1_b1_half.log" load gpu1_b1_half 1 "$rate"
+    echo "-- perf_analyzer"
+    pa_summary gpu1_b8 8 "${PA_INFLIGHT_B8:-32}"
+    pa_summary gpu1_b1 1 "${PA_INFLIGHT_B1:-128}"
+    pa_rate=$(python3 -c "import csv, glob; print(round(sum(float(next(csv.DictReader(open(f)))['Inferences/Second']) for f in glob.glob('$out/pa_gpu1_b1_[0-9]*.csv')) / 2))" 2>/dev/null)
+    [ -n "$pa_rate" ] && measured "$out/pa_summary.txt" pa_summary gpu1_b1_half 1 - "$pa_rate"
+    curl -s localhost:8002/metrics | grep -E '^(yolocu_|nv_inference_exec_count|nv_inference_count)' | tee "$out/metrics_gpu1.txt"
+    unload_cycles
+  fi
   stop
 fi
 if [ "$ngpu" -ge 2 ]; then
