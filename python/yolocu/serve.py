@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fast-start", action="store_true",
                    help="GPU instances ready soonest on a cold tactic cache: only --max-batch tuned, padded batch "
                         "sizes, the smaller ones on tactics that compile nothing (parameter fast_start)")
+    p.add_argument("--sync-responses", action="store_true",
+                   help="each instance answers its requests itself before its next execution, instead of on a "
+                        "thread of its own (parameter response_thread false)")
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP, gRPC and metrics endpoints bind to")
     p.add_argument("--expose", action="store_true", help="bind to all interfaces (0.0.0.0) instead of --host")
     p.add_argument("--http-port", type=int, default=8000)
@@ -188,6 +191,8 @@ def parameters(args: argparse.Namespace) -> Dict[str, str]:
         p["blocking_sync"] = "true"
     if args.fast_start:
         p["fast_start"] = "true"
+    if args.sync_responses:
+        p["response_thread"] = "false"
     if args.engine_graph_segments != 1:
         p["engine_graph_segments"] = str(args.engine_graph_segments)
     return p

@@ -162,6 +162,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     state->detector = yolocu::Detector::create(state->model->model, opt);
     state->detector->warm_up();
     state->slow_pinned = yt::pinned_allocation_counts();
+    if (state->model->config.response_thread) state->responses = std::make_unique<yt::ResponseQueue>();
     yt::log_info("instance " + state->name + ": " + (gpu ? "GPU " + std::to_string(device_id) : std::string("CPU")) +
                  ", decode " + yolocu::decode_device_name(opt.decode) + ", built in " +
                  std::to_string(static_cast<int>(state->detector->build_info().build_ms)) + " ms");

@@ -128,6 +128,9 @@ const std::map<std::string, Setter>& setters() {
       {"blocking_sync", [](BackendConfig& c, const std::string& n, const std::string& v) {
          c.blocking_sync = one_of(n, v, {"true", "false"}) == "true";
        }},
+      {"response_thread", [](BackendConfig& c, const std::string& n, const std::string& v) {
+         c.response_thread = one_of(n, v, {"true", "false"}) == "true";
+       }},
   };
   return table;
 }

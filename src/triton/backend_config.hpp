@@ -28,6 +28,7 @@ struct BackendConfig {
   int slow_execution_ms = 0;       // an execution at least this long is logged with its phases (0: off)
   bool blocking_sync = false;      // DetectorOptions::blocking_sync (GPU instances)
   bool fast_start = false;         // DetectorOptions::fast_start (GPU instances)
+  bool response_thread = true;     // answers sent by a thread of the instance's own (ResponseQueue)
 };
 
 // Parses Triton's model configuration JSON. Throws yolocu::Error(kInvalidArgument) naming the

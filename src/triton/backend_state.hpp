@@ -6,6 +6,7 @@
 #include <string>
 
 #include "triton/backend_config.hpp"
+#include "triton/response_queue.hpp"
 #include "triton/triton_api.hpp"
 #include "yolocu/detector.hpp"
 #if defined(YOLOCU_WITH_CUDA)
@@ -44,6 +45,9 @@ struct InstanceState {
   uint64_t slow_logged_ns = 0;
   int slow_unlogged = 0;
   PinnedAllocationCounts slow_pinned;
+  // response_thread: the thread that answers the executions (declared last: destroyed first, after
+  // answering what it holds, while the rest of the state is still there)
+  std::unique_ptr<ResponseQueue> responses;
 };
 
 // nvjpeg_pinned_allocation_counts(), zeros in a build without CUDA.
@@ -57,7 +61,8 @@ inline PinnedAllocationCounts pinned_allocation_counts() {
 
 // Runs one execution: the requests' inputs checked one request at a time, the images of every good
 // request detected in one call, each request answered (its outputs, or an error for it alone) and
-// released.
+// released, by state.responses' thread when there is one (execute then returns once the detector
+// is done with the execution).
 void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t count);
 
 }  // namespace yolocu::triton

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "triton/backend_state.hpp"
@@ -233,8 +235,8 @@ void respond(Pending& r) {
 // others of that second counted in the next line), so that the tail of the latency has a cause.
 constexpr uint64_t kSlowLogGapNs = 1000000000ull;
 
-void report_slow(InstanceState& state, uint32_t requests, uint64_t images, uint64_t start, uint64_t compute_start,
-                 uint64_t compute_end, uint64_t end) {
+void report_slow(InstanceState& state, const StageTimes& t, uint32_t requests, uint64_t images, uint64_t start,
+                 uint64_t compute_start, uint64_t compute_end, uint64_t end) {
   const int limit_ms = state.model->config.slow_execution_ms;
   if (limit_ms <= 0 || end - start < static_cast<uint64_t>(limit_ms) * 1000000ull) return;
   metrics_add(Counter::kSlowExecutions, 1);
@@ -242,7 +244,6 @@ void report_slow(InstanceState& state, uint32_t requests, uint64_t images, uint6
     ++state.slow_unlogged;
     return;
   }
-  const StageTimes t = state.detector->last_times();
   const PinnedAllocationCounts pinned = pinned_allocation_counts();
   auto ms = [](uint64_t a, uint64_t b) { return static_cast<double>(b - a) / 1e6; };
   char line[640];
@@ -279,6 +280,7 @@ void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t co
   detect_all(*state.detector, pending, /*pixels=*/false);
   detect_all(*state.detector, pending, /*pixels=*/true);
   const uint64_t compute_end = now_ns();
+  const StageTimes times = state.detector->last_times();  // (this thread's call: read here)
   uint64_t images = 0;
   for (Pending& r : pending) {
     if (r.error.empty()) {
@@ -287,19 +289,27 @@ void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t co
     } else if (r.refused_by_limit) {
       metrics_add(Counter::kImagesRefused, 1);
     }
-    respond(r);
   }
-  const uint64_t exec_end = now_ns();
-  for (Pending& r : pending) {
-    check(TRITONBACKEND_ModelInstanceReportStatistics(state.instance, r.request, r.error.empty(), exec_start, compute_start,
-                                                      compute_end, exec_end),
-          "reporting statistics");
-    check(TRITONBACKEND_RequestRelease(r.request, TRITONSERVER_REQUEST_RELEASE_ALL), "releasing a request");
-  }
-  if (images > 0)
-    check(TRITONBACKEND_ModelInstanceReportBatchStatistics(state.instance, images, exec_start, compute_start, compute_end, exec_end),
-          "reporting batch statistics");
-  report_slow(state, count, images, exec_start, compute_start, compute_end, exec_end);
+  auto answer = [&state, times, count, images, exec_start, compute_start, compute_end,
+                 batch = std::make_shared<std::vector<Pending>>(std::move(pending))] {
+    for (Pending& r : *batch) respond(r);
+    const uint64_t exec_end = now_ns();
+    for (Pending& r : *batch) {
+      check(TRITONBACKEND_ModelInstanceReportStatistics(state.instance, r.request, r.error.empty(), exec_start, compute_start,
+                                                        compute_end, exec_end),
+            "reporting statistics");
+      check(TRITONBACKEND_RequestRelease(r.request, TRITONSERVER_REQUEST_RELEASE_ALL), "releasing a request");
+    }
+    if (images > 0)
+      check(TRITONBACKEND_ModelInstanceReportBatchStatistics(state.instance, images, exec_start, compute_start, compute_end,
+                                                             exec_end),
+            "reporting batch statistics");
+    report_slow(state, times, count, images, exec_start, compute_start, compute_end, exec_end);
+  };
+  if (state.responses)
+    state.responses->post(std::move(answer));
+  else
+    answer();
 }
 
 }  // namespace yolocu::triton

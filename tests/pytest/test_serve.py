@@ -507,7 +507,9 @@ def test_zz_shutdown_is_clean(server):
 
 def test_int8_server_matches_python_api(cli, images, tmp_path):
     """--precision int8 --calibration FILE: CPU instances run simulated INT8 with the calibration the
-    repository holds; the answers equal the Python API's with the same file, and differ from FP32."""
+    repository holds; the answers equal the Python API's with the same file, and differ from FP32.
+    This server also answers on the instance's own thread (--sync-responses), the others on the
+    instance's response thread."""
     cal = str(tmp_path / "cal.json")
     proc = subprocess.run([cli, "calibrate", "--model", data_path("models", MODEL), "--imgsz", str(IMGSZ), "--images",
                            data_path("images", "bus.jpg"), data_path("images", "zidane.jpg"), "--keep-float-worst", "0",
@@ -518,7 +520,7 @@ def test_int8_server_matches_python_api(cli, images, tmp_path):
     expected = [det(b) for b in images]
     fp32 = yolocu.Detector(data_path("models", MODEL), device="cpu", precision="fp32", imgsz=IMGSZ, max_det=300)
     assert any(not np.array_equal(e.boxes.xyxy, fp32(b).boxes.xyxy) for e, b in zip(expected, images))
-    s = Server(str(tmp_path), precision=("--precision", "int8", "--calibration", cal))
+    s = Server(str(tmp_path), precision=("--precision", "int8", "--calibration", cal, "--sync-responses"))
     try:
         s.wait_ready()
         c = httpclient.InferenceServerClient(f"127.0.0.1:{s.http}")
@@ -543,7 +545,7 @@ def test_write_repo_only(tmp_path):
     repo = tmp_path / "repo"
     out = subprocess.run([sys.executable, "-m", "yolocu.serve", "--model", data_path("models", MODEL), "--name", "m1",
                           "--device", "cpu", "--iou", "0.5", "--classes", "0", "2", "--blocking-sync",
-                          "--fast-start", "--write-repo", str(repo)],
+                          "--fast-start", "--sync-responses", "--write-repo", str(repo)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     cfg = (repo / "m1" / "config.pbtxt").read_text()
@@ -551,6 +553,7 @@ def test_write_repo_only(tmp_path):
     assert 'key: "iou" value: { string_value: "0.5" }' in cfg and 'string_value: "0,2"' in cfg
     assert 'key: "blocking_sync" value: { string_value: "true" }' in cfg
     assert 'key: "fast_start" value: { string_value: "true" }' in cfg
+    assert 'key: "response_thread" value: { string_value: "false" }' in cfg
     assert (repo / "m1" / "1" / "model.onnx").read_bytes() == open(data_path("models", MODEL), "rb").read()
     assert not [p for p in (repo / "m1").rglob("*.tmp-*")]
 

@@ -48,7 +48,8 @@ TEST(TritonConfig, ReadsEveryParameter) {
       param("decode", "cpu") + "," + param("engine_graphs", "off") + "," + param("max_pixels", "1000000") + "," +
       param("max_image_side", "4096") + "," + param("max_request_bytes", "1048576") + "," + param("contexts", "2") + "," +
       param("model_file", "yolov8n.onnx") + "," + param("imgsz", "384,640") + "," + param("cpu_threads", "3") + "," +
-      param("slow_execution_ms", "25") + "," + param("blocking_sync", "true") + "," + param("fast_start", "true")));
+      param("slow_execution_ms", "25") + "," + param("blocking_sync", "true") + "," + param("fast_start", "true") + "," +
+      param("response_thread", "false")));
   const yt::BackendConfig segmented =
       yt::parse_backend_config(with_params(param("engine_graphs", "on") + "," + param("engine_graph_segments", "8")));
   EXPECT_EQ(segmented.engine_graph_segments, 8);
@@ -78,6 +79,10 @@ TEST(TritonConfig, ReadsEveryParameter) {
   EXPECT_TRUE(c.fast_start);
   EXPECT_TRUE(o.fast_start);
   EXPECT_FALSE(yt::detector_options(yt::parse_backend_config(with_params("")), true, 0, true).fast_start) << "off by default";
+  EXPECT_FALSE(c.response_thread);
+  EXPECT_TRUE(yt::parse_backend_config(with_params("")).response_thread) << "on by default";
+  EXPECT_NE(error_of(with_params(param("response_thread", "1"))).find("response_thread = '1' must be one of true, false"),
+            std::string::npos);
   EXPECT_EQ(o.input_height, 384);
   EXPECT_EQ(o.input_width, 640);
   EXPECT_EQ(o.cpu_threads, 3);
