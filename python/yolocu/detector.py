@@ -426,7 +426,7 @@ def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequenc
          imgsz: Union[None, int, Sequence[int]] = None, classes: Optional[Iterable[int]] = None,
          agnostic: bool = False,
          calibration: Union[None, str, os.PathLike] = None) -> Dict[str, Any]:  # noqa: A001 (the name the issue asks for)
-    """mAP of a model over labelled images, as `yolocu eval` (val.py's metrics) computes it.
+    """mAP of a model over labelled images, as `yolocu eval` computes it (the model family's val).
 
     images: a folder, a glob pattern, a file, or a list of those; labels: folder of YOLO label
     files (LABELS/<image stem>.txt; a missing one is a background image). iou None: the model
