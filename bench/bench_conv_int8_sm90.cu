@@ -1,0 +1,268 @@
+// CUTLASS 3.x's Hopper INT8 implicit-GEMM convolution (wgmma + TMA im2col, warp-specialised: the
+// sm90 conv collective) on YOLOv5s's convolution shapes at a 640x640 input, batch 1 and 32: whether
+// Hopper's INT8 tensor cores beat the FP16 tactics on these layers, before the engine plans INT8
+// layers on them (docs/int8.md). Run it beside bench_conv_int8 (its FP16 column is the engine's
+// own choice for the same layers): scripts/gpu/parts/int8.sh does.
+//   bench_conv_int8_sm90 [--batches 1,32] [--samples N] [--reps R]
+// NHWC int8 activations, KRSC int8 weights, int32 accumulation, int8 out scaled by alpha (no bias,
+// no activation, no residual: the convolution's own cost); two tiles (M = N*P*Q, N = output
+// channels, K = C*R*S), the faster reported. At batch 1 every layer's output is checked against
+// exact int32 sums on the host at 4,096 sampled outputs (alpha 1/256: D = sat(rint(acc / 256))).
+// Timing as bench_conv_int8: R launches in one CUDA graph, 3 warm-up replays, N timed replays;
+// time per launch = median (p10-p90) / R. The stem runs with its 3 channels padded to 16.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cute/tensor.hpp"
+#include "cutlass/kernel_hardware_info.h"  // (before the conv collectives, which use it undeclared)
+#include "cutlass/conv/collective/collective_builder.hpp"
+#include "cutlass/conv/convolution.h"
+#include "cutlass/conv/device/conv_universal_adapter.hpp"
+#include "cutlass/conv/kernel/conv_universal.hpp"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+
+using namespace cute;
+
+#define SM90_CUDA(x)                                                                             \
+  do {                                                                                           \
+    const cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+namespace {
+
+struct Layer {
+  const char* name;
+  int c, hw, k, r, stride;
+};
+// yolov5s at 640x640 (bench_conv_int8's layers; padding r / 2, the stem 2)
+const Layer kLayers[] = {
+    {"0 stem 6x6 s2 3(16)->32 @640", 16, 640, 32, 6, 2},  {"1 3x3 s2 32->64 @320", 32, 320, 64, 3, 2},
+    {"2.cv1 1x1 64->32 @160", 64, 160, 32, 1, 1},         {"2.m 3x3 32->32 @160", 32, 160, 32, 3, 1},
+    {"2.cv3 1x1 64->64 @160", 64, 160, 64, 1, 1},         {"3 3x3 s2 64->128 @160", 64, 160, 128, 3, 2},
+    {"4.cv1 1x1 128->64 @80", 128, 80, 64, 1, 1},         {"4.m 3x3 64->64 @80", 64, 80, 64, 3, 1},
+    {"5 3x3 s2 128->256 @80", 128, 80, 256, 3, 2},        {"6.m 3x3 128->128 @40", 128, 40, 128, 3, 1},
+    {"6.cv3 1x1 256->256 @40", 256, 40, 256, 1, 1},       {"7 3x3 s2 256->512 @40", 256, 40, 512, 3, 2},
+    {"8.m 3x3 256->256 @20", 256, 20, 256, 3, 1},         {"8.cv3 1x1 512->512 @20", 512, 20, 512, 1, 1},
+};
+
+template <class TileShape>
+struct Sm90Int8Conv {
+  using Layout = cutlass::layout::TensorNHWC;
+  static constexpr int kAlign = 16;  // 16 int8 elements: channels multiples of 16
+  using ClusterShape = Shape<_1, _1, _1>;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, void, Layout, kAlign, int8_t, Layout, kAlign,
+      cutlass::epilogue::collective::EpilogueScheduleAuto>::CollectiveOp;
+  using Mainloop = typename cutlass::conv::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kFprop, int8_t, Layout, kAlign,
+      int8_t, Layout, kAlign, int32_t, TileShape, ClusterShape,
+      cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::conv::collective::KernelScheduleAuto>::CollectiveOp;
+  using Problem =
+      cutlass::conv::ConvProblemShape<cutlass::conv::Operator::kFprop, Mainloop::DispatchPolicy::NumSpatialDimensions>;
+  using Kernel = cutlass::conv::kernel::ConvUniversal<Problem, Mainloop, Epilogue>;
+  using Conv = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
+};
+
+struct Tensors {
+  int n, c, h, w, k, r, pad, stride, p, q;
+  int8_t *x = nullptr, *wt = nullptr, *y = nullptr;
+};
+
+struct Timing {
+  float median_ms = 0, p10_ms = 0, p90_ms = 0;
+};
+
+// `reps` launches in one graph, 3 warm-up replays, `samples` timed ones: per launch.
+template <class Launch>
+Timing time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  SM90_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < reps; ++i) launch();
+  SM90_CUDA(cudaStreamEndCapture(s, &graph));
+  SM90_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) SM90_CUDA(cudaGraphLaunch(exec, s));
+  cudaEvent_t a, b;
+  SM90_CUDA(cudaEventCreate(&a));
+  SM90_CUDA(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < samples; ++i) {
+    SM90_CUDA(cudaEventRecord(a, s));
+    SM90_CUDA(cudaGraphLaunch(exec, s));
+    SM90_CUDA(cudaEventRecord(b, s));
+    SM90_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    SM90_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms / static_cast<float>(reps));
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[t.size() / 10], t[t.size() * 9 / 10]};
+}
+
+// Runs one tile's kernel on `t`: an empty string and the timing, or why it could not run.
+template <class Cfg>
+std::string run_config(const Tensors& t, float alpha, bool timed, int samples, int reps, cudaStream_t s, Timing* out) {
+  using Conv = typename Cfg::Conv;
+  using Problem = typename Cfg::Problem;
+  Problem problem(cutlass::conv::Mode::kCrossCorrelation, {t.n, t.h, t.w, t.c}, {t.k, t.r, t.r, t.c}, {t.pad, t.pad},
+                  {t.pad, t.pad}, {t.stride, t.stride}, {1, 1}, 1);
+  typename Conv::ConvKernel::StrideC stride_c;
+  typename Conv::ConvKernel::StrideD stride_d;
+  cute::for_each(cute::make_seq<cute::rank<0>(typename Conv::ConvKernel::StrideC{})>{},
+                 [&](auto i) { cute::get<0, i>(stride_c) = problem.stride_C[Problem::RankT - 2 - i]; });
+  cute::for_each(cute::make_seq<cute::rank<0>(typename Conv::ConvKernel::StrideD{})>{},
+                 [&](auto i) { cute::get<0, i>(stride_d) = problem.stride_C[Problem::RankT - 2 - i]; });
+  typename Conv::Arguments args{problem, {t.x, t.wt}, {{alpha, 0.f}, nullptr, stride_c, t.y, stride_d}};
+  Conv conv;
+  if (conv.can_implement(args) != cutlass::Status::kSuccess) return "cannot implement";
+  const size_t ws_bytes = Conv::get_workspace_size(args);
+  void* ws = nullptr;
+  if (ws_bytes) SM90_CUDA(cudaMalloc(&ws, ws_bytes));
+  std::string why;
+  if (conv.initialize(args, ws, s) != cutlass::Status::kSuccess) why = "initialize failed";
+  if (why.empty() && conv.run(s) != cutlass::Status::kSuccess) why = "run failed";
+  if (why.empty()) {
+    const cudaError_t e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) why = std::string("launch failed: ") + cudaGetErrorString(e);
+  }
+  if (why.empty() && timed) *out = time_graph(samples, reps, s, [&] { conv.run(s); });
+  if (ws) cudaFree(ws);
+  return why;
+}
+
+// Exact int32 sums at `samples` random outputs against y = sat(rint(acc * alpha)): mismatches.
+int check(const Tensors& t, const std::vector<int8_t>& x, const std::vector<int8_t>& w, float alpha) {
+  std::vector<int8_t> y(static_cast<size_t>(t.n) * t.p * t.q * t.k);
+  SM90_CUDA(cudaMemcpy(y.data(), t.y, y.size(), cudaMemcpyDeviceToHost));
+  std::mt19937 rng(7);
+  int bad = 0;
+  for (int i = 0; i < 4096; ++i) {
+    const int n = static_cast<int>(rng() % t.n), p = static_cast<int>(rng() % t.p), q = static_cast<int>(rng() % t.q),
+              k = static_cast<int>(rng() % t.k);
+    int32_t acc = 0;
+    for (int r = 0; r < t.r; ++r)
+      for (int s = 0; s < t.r; ++s) {
+        const int h = p * t.stride - t.pad + r, wx = q * t.stride - t.pad + s;
+        if (h < 0 || h >= t.h || wx < 0 || wx >= t.w) continue;
+        for (int c = 0; c < t.c; ++c)
+          acc += int32_t{x[((static_cast<size_t>(n) * t.h + h) * t.w + wx) * t.c + c]} *
+                 int32_t{w[((static_cast<size_t>(k) * t.r + r) * t.r + s) * t.c + c]};
+      }
+    const float want = std::min(127.f, std::max(-128.f, std::nearbyint(static_cast<float>(acc) * alpha)));
+    const int8_t got = y[((static_cast<size_t>(n) * t.p + p) * t.q + q) * t.k + k];
+    if (static_cast<float>(got) != want) ++bad;
+  }
+  return bad;
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p) ++p;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> batches = {1, 32};
+  int samples = 30, reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--batches" && i + 1 < argc) batches = parse_list(argv[++i]);
+    else if (a == "--samples" && i + 1 < argc) samples = std::max(3, std::atoi(argv[++i]));
+    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else {
+      std::fprintf(stderr, "usage: bench_conv_int8_sm90 [--batches 1,32] [--samples N] [--reps R]\n");
+      return 2;
+    }
+  }
+  cudaDeviceProp prop{};
+  SM90_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major != 9) {
+    std::printf("bench_conv_int8_sm90: %s is sm_%d%d; these kernels need sm_90 (Hopper)\n", prop.name, prop.major, prop.minor);
+    return 0;
+  }
+  cudaStream_t s;
+  SM90_CUDA(cudaStreamCreate(&s));
+  std::printf("device %s; CUTLASS sm90 INT8 fprop (int8 out, no bias / activation); %d samples x %d launches per graph; us per launch\n",
+              prop.name, samples, reps);
+  std::printf("| layer | n | best tile | int8 us (p10-p90) | TOP/s | per tile: 128x128x128 128x64x128 | batch-1 check |\n");
+  int failures = 0;
+  for (int n : batches) {
+    double total = 0;
+    for (const Layer& l : kLayers) {
+      Tensors t{};
+      t.n = n, t.c = l.c, t.h = t.w = l.hw, t.k = l.k, t.r = l.r, t.pad = l.r == 6 ? 2 : l.r / 2, t.stride = l.stride;
+      t.p = (t.h + 2 * t.pad - t.r) / t.stride + 1, t.q = (t.w + 2 * t.pad - t.r) / t.stride + 1;
+      std::vector<int8_t> x(static_cast<size_t>(n) * t.h * t.w * t.c), w(static_cast<size_t>(t.k) * t.r * t.r * t.c);
+      std::mt19937 rng(1234);
+      for (int8_t& v : x) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+      for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+      SM90_CUDA(cudaMalloc(&t.x, x.size()));
+      SM90_CUDA(cudaMalloc(&t.wt, w.size()));
+      SM90_CUDA(cudaMalloc(&t.y, static_cast<size_t>(n) * t.p * t.q * t.k));
+      SM90_CUDA(cudaMemcpy(t.x, x.data(), x.size(), cudaMemcpyHostToDevice));
+      SM90_CUDA(cudaMemcpy(t.wt, w.data(), w.size(), cudaMemcpyHostToDevice));
+      const float alpha = 1.f / 256.f;
+      Timing tm[2];
+      const std::string why[2] = {
+          run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, true, samples, reps, s, &tm[0]),
+          run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, true, samples, reps, s, &tm[1])};
+      int best = -1;
+      for (int i = 0; i < 2; ++i)
+        if (why[i].empty() && (best < 0 || tm[i].median_ms < tm[best].median_ms)) best = i;
+      std::string checked = "-";
+      if (n == 1 && best >= 0) {  // the best tile's output, run again, against exact sums
+        Timing unused;
+        const std::string again =
+            best == 0 ? run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, false, 0, 0, s, &unused)
+                      : run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, false, 0, 0, s, &unused);
+        const int bad = again.empty() ? check(t, x, w, alpha) : -1;
+        checked = bad == 0 ? "exact (4096 outputs)" : (bad < 0 ? again : std::to_string(bad) + " of 4096 WRONG");
+        if (bad != 0) ++failures;
+      }
+      const double macs = static_cast<double>(n) * t.p * t.q * t.k * t.r * t.r * t.c;
+      char cells[2][64];
+      for (int i = 0; i < 2; ++i)
+        std::snprintf(cells[i], sizeof(cells[i]), "%s", why[i].empty() ? std::to_string(tm[i].median_ms * 1e3).substr(0, 8).c_str() : why[i].c_str());
+      if (best < 0) {
+        std::printf("| %-28s | %2d | none | - | - | %s %s | - |\n", l.name, n, cells[0], cells[1]);
+        ++failures;
+      } else {
+        total += tm[best].median_ms;
+        std::printf("| %-28s | %2d | %s | %8.2f (%.2f-%.2f) | %7.1f | %s %s | %s |\n", l.name, n,
+                    best == 0 ? "128x128x128" : "128x64x128", tm[best].median_ms * 1e3, tm[best].p10_ms * 1e3,
+                    tm[best].p90_ms * 1e3, 2 * macs / (tm[best].median_ms * 1e-3) / 1e12, cells[0], cells[1],
+                    checked.c_str());
+      }
+      cudaFree(t.x);
+      cudaFree(t.wt);
+      cudaFree(t.y);
+    }
+    std::printf("total batch %d (14 layers): sm90 int8 %.1f us\n", n, total * 1e3);
+  }
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
