@@ -221,7 +221,11 @@ void respond(Pending& r) {
   if (!check(TRITONBACKEND_ResponseNew(&response, r.request), "creating a response")) return;
   TRITONSERVER_Error* err = nullptr;
   if (r.error.empty()) {
-    err = fill_outputs(response, r.request, pack_outputs(r.detections));
+    try {  // (on the response thread an exception would end the server: it becomes this request's error)
+      err = fill_outputs(response, r.request, pack_outputs(r.detections));
+    } catch (const std::exception& e) {
+      err = make_error(TRITONSERVER_ERROR_INTERNAL, std::string("packing the outputs: ") + e.what());
+    }
     if (err) r.error = TRITONSERVER_ErrorMessage(err);
   } else {
     err = make_error(TRITONSERVER_ERROR_INVALID_ARG, r.error);
