@@ -1,7 +1,7 @@
 // A thread of a model instance's own that answers its executions' requests (responses,
-// statistics, release) while the instance runs the next execution: with requests of one image,
-// answering 30 of them took about a fifth of an execution (Triton's compute_output, 1.1 of 4.9 ms),
-// time in which the instance's detector stood idle. Parameter response_thread (docs/serving.md).
+// statistics, release) while the instance runs the next execution: with requests of one image the
+// answers are a large share of an execution (docs/performance.md section 8), time in which the
+// instance's detector would stand idle. Parameter response_thread (docs/serving.md).
 #pragma once
 
 #include <condition_variable>
