@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cute/tensor.hpp"
 #include "cutlass/kernel_hardware_info.h"  // (before the conv collectives, which use it undeclared)
 #include "cutlass/conv/collective/collective_builder.hpp"
@@ -30,15 +31,6 @@
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 
 using namespace cute;
-
-#define SM90_CUDA(x)                                                                             \
-  do {                                                                                           \
-    const cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
 
 namespace {
 
@@ -82,31 +74,29 @@ struct Tensors {
   int8_t *x = nullptr, *wt = nullptr, *y = nullptr;
 };
 
-struct Timing {
-  float median_ms = 0, p10_ms = 0, p90_ms = 0;
-};
+using Timing = yolocu::bench::EventTiming;
 
 // `reps` launches in one graph, 3 warm-up replays, `samples` timed ones: per launch.
 template <class Launch>
 Timing time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  SM90_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < reps; ++i) launch();
-  SM90_CUDA(cudaStreamEndCapture(s, &graph));
-  SM90_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) SM90_CUDA(cudaGraphLaunch(exec, s));
+  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, s));
   cudaEvent_t a, b;
-  SM90_CUDA(cudaEventCreate(&a));
-  SM90_CUDA(cudaEventCreate(&b));
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
   std::vector<float> t;
   for (int i = 0; i < samples; ++i) {
-    SM90_CUDA(cudaEventRecord(a, s));
-    SM90_CUDA(cudaGraphLaunch(exec, s));
-    SM90_CUDA(cudaEventRecord(b, s));
-    SM90_CUDA(cudaEventSynchronize(b));
+    BENCH_CUDA(cudaEventRecord(a, s));
+    BENCH_CUDA(cudaGraphLaunch(exec, s));
+    BENCH_CUDA(cudaEventRecord(b, s));
+    BENCH_CUDA(cudaEventSynchronize(b));
     float ms = 0;
-    SM90_CUDA(cudaEventElapsedTime(&ms, a, b));
+    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
     t.push_back(ms / static_cast<float>(reps));
   }
   cudaEventDestroy(a);
@@ -135,7 +125,7 @@ std::string run_config(const Tensors& t, float alpha, bool timed, int samples, i
   if (conv.can_implement(args) != cutlass::Status::kSuccess) return "cannot implement";
   const size_t ws_bytes = Conv::get_workspace_size(args);
   void* ws = nullptr;
-  if (ws_bytes) SM90_CUDA(cudaMalloc(&ws, ws_bytes));
+  if (ws_bytes) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
   std::string why;
   if (conv.initialize(args, ws, s) != cutlass::Status::kSuccess) why = "initialize failed";
   if (why.empty() && conv.run(s) != cutlass::Status::kSuccess) why = "run failed";
@@ -151,7 +141,7 @@ std::string run_config(const Tensors& t, float alpha, bool timed, int samples, i
 // Exact int32 sums at `samples` random outputs against y = sat(rint(acc * alpha)): mismatches.
 int check(const Tensors& t, const std::vector<int8_t>& x, const std::vector<int8_t>& w, float alpha) {
   std::vector<int8_t> y(static_cast<size_t>(t.n) * t.p * t.q * t.k);
-  SM90_CUDA(cudaMemcpy(y.data(), t.y, y.size(), cudaMemcpyDeviceToHost));
+  BENCH_CUDA(cudaMemcpy(y.data(), t.y, y.size(), cudaMemcpyDeviceToHost));
   std::mt19937 rng(7);
   int bad = 0;
   for (int i = 0; i < 4096; ++i) {
@@ -199,13 +189,13 @@ int main(int argc, char** argv) {
     }
   }
   cudaDeviceProp prop{};
-  SM90_CUDA(cudaGetDeviceProperties(&prop, 0));
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   if (prop.major != 9) {
     std::printf("bench_conv_int8_sm90: %s is sm_%d%d; these kernels need sm_90 (Hopper)\n", prop.name, prop.major, prop.minor);
     return 0;
   }
   cudaStream_t s;
-  SM90_CUDA(cudaStreamCreate(&s));
+  BENCH_CUDA(cudaStreamCreate(&s));
   std::printf("device %s; CUTLASS sm90 INT8 fprop (int8 out, no bias / activation); %d samples x %d launches per graph; us per launch\n",
               prop.name, samples, reps);
   std::printf("| layer | n | best tile | int8 us (p10-p90) | TOP/s | per tile: 128x128x128 128x64x128 | batch-1 check |\n");
@@ -220,13 +210,13 @@ int main(int argc, char** argv) {
       std::mt19937 rng(1234);
       for (int8_t& v : x) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
       for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-      SM90_CUDA(cudaMalloc(&t.x, x.size()));
-      SM90_CUDA(cudaMalloc(&t.wt, w.size()));
-      SM90_CUDA(cudaMalloc(&t.y, static_cast<size_t>(n) * t.p * t.q * t.k));
-      SM90_CUDA(cudaMemcpy(t.x, x.data(), x.size(), cudaMemcpyHostToDevice));
-      SM90_CUDA(cudaMemcpy(t.wt, w.data(), w.size(), cudaMemcpyHostToDevice));
+      BENCH_CUDA(cudaMalloc(&t.x, x.size()));
+      BENCH_CUDA(cudaMalloc(&t.wt, w.size()));
+      BENCH_CUDA(cudaMalloc(&t.y, static_cast<size_t>(n) * t.p * t.q * t.k));
+      BENCH_CUDA(cudaMemcpy(t.x, x.data(), x.size(), cudaMemcpyHostToDevice));
+      BENCH_CUDA(cudaMemcpy(t.wt, w.data(), w.size(), cudaMemcpyHostToDevice));
       const float alpha = 1.f / 256.f;
-      Timing tm[2];
+      Timing tm[2]{};
       const std::string why[2] = {
           run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, true, samples, reps, s, &tm[0]),
           run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, true, samples, reps, s, &tm[1])};
@@ -235,7 +225,7 @@ int main(int argc, char** argv) {
         if (why[i].empty() && (best < 0 || tm[i].median_ms < tm[best].median_ms)) best = i;
       std::string checked = "-";
       if (n == 1 && best >= 0) {  // the best tile's output, run again, against exact sums
-        Timing unused;
+        Timing unused{};
         const std::string again =
             best == 0 ? run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, false, 0, 0, s, &unused)
                       : run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, false, 0, 0, s, &unused);

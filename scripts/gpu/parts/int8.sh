@@ -6,7 +6,7 @@
 # Hopper INT8 convolution on the same layers (its batch-1 outputs checked against exact sums).
 #   scripts/gpu/bundle.sh int8   here;   bash scripts/gpu/run_all.sh int8   there (carry .gpu)
 # Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_BENCH_ARGS (extra
-# bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), OUT, YOLOCU_GPU_DIR
+# bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), INT8_SM90_ARGS (bench_conv_int8_sm90's), OUT, YOLOCU_GPU_DIR
 # (the table: docs/gpu-runs.md).
 set -uo pipefail
 # shellcheck source=scripts/gpu/lib.sh
@@ -19,25 +19,22 @@ if run_tests test_conv_int8 && want_sanitizers; then
 test_conv_int8 * ConvInt8.SmallEveryFeature:Int8Convert.*
 LIST
 fi
-if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  step "bench_conv_int8"
-  # shellcheck disable=SC2086  # INT8_BENCH_ARGS: several flags
-  if timeout 400 "$bin/bench_conv_int8" ${INT8_BENCH_ARGS:-} >"$out/bench_conv_int8.log" 2>&1; then
-    row "ok    bench_conv_int8"
+bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
+  local b=$1 limit=$2
+  shift 2
+  step "$b"
+  if timeout "$limit" "$bin/$b" "$@" >"$out/$b.log" 2>&1; then
+    row "ok    $b"
   else
-    row "FAIL  bench_conv_int8 (log bench_conv_int8.log)"; tail -5 "$out/bench_conv_int8.log"
+    row "FAIL  $b (log $b.log)"; tail -5 "$out/$b.log"
   fi
-  summarize '^\||^device|^total' "$out/bench_conv_int8.log"
-  # CUTLASS 3.x's Hopper INT8 convolution on the same layers, the same call (INT8_SM90_ARGS: its flags)
-  if [ -x "$bin/bench_conv_int8_sm90" ]; then
-    step "bench_conv_int8_sm90"
-    # shellcheck disable=SC2086
-    if timeout 300 "$bin/bench_conv_int8_sm90" ${INT8_SM90_ARGS:-} >"$out/bench_conv_int8_sm90.log" 2>&1; then
-      row "ok    bench_conv_int8_sm90"
-    else
-      row "FAIL  bench_conv_int8_sm90 (log bench_conv_int8_sm90.log)"; tail -5 "$out/bench_conv_int8_sm90.log"
-    fi
-    summarize '^\||^device|^total' "$out/bench_conv_int8_sm90.log"
-  fi
+  summarize '^\||^device|^total' "$out/$b.log"
+}
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  # shellcheck disable=SC2086  # INT8_BENCH_ARGS, INT8_SM90_ARGS: several flags
+  bench bench_conv_int8 400 ${INT8_BENCH_ARGS:-}
+  # CUTLASS 3.x's Hopper INT8 convolution on the same layers, the same call
+  # shellcheck disable=SC2086
+  if [ -x "$bin/bench_conv_int8_sm90" ]; then bench bench_conv_int8_sm90 300 ${INT8_SM90_ARGS:-}; fi
 fi
 gpu_end
