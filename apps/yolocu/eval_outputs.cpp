@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -47,11 +48,15 @@ std::string coco_predictions_json(const EvalRun& run, const std::vector<std::str
     const ImageResult& r = run.images[i];
     if (!r.error.empty() || !run.label_errors[i].empty()) continue;
     const nlohmann::json id = image_id(r.path);
+    // clipped to the image, as val's scale_boxes clips them for its JSON (YOLOv8 / YOLO11 detections
+    // reach here unclipped: their val matches them so)
+    const auto clip = [](float v, int hi) { return std::min(std::max(v, 0.f), static_cast<float>(hi)); };
     for (const Detection& d : r.detections) {
       const size_t c = static_cast<size_t>(d.class_id);
+      const float x1 = clip(d.x1, r.width), y1 = clip(d.y1, r.height), x2 = clip(d.x2, r.width), y2 = clip(d.y2, r.height);
       out.push_back({{"image_id", id},
                      {"category_id", c < cat.size() ? cat[c] : d.class_id + 1},
-                     {"bbox", {round_to(d.x1, 1e3), round_to(d.y1, 1e3), round_to(d.x2 - d.x1, 1e3), round_to(d.y2 - d.y1, 1e3)}},
+                     {"bbox", {round_to(x1, 1e3), round_to(y1, 1e3), round_to(x2 - x1, 1e3), round_to(y2 - y1, 1e3)}},
                      {"score", round_to(d.confidence, 1e5)}});
     }
   }

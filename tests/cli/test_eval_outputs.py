@@ -206,3 +206,31 @@ def test_data_yaml_errors(tmp_path):
     p = eval_cmd("--data", tmp_path / "c.yaml")
     assert p.returncode == 2 and "names 2 classes, the model has 80" in p.stderr, p.stderr
 
+
+
+def test_v8_save_json_clips_the_boxes_its_matching_leaves_whole(tmp_path):
+    """YOLOv8: the matching uses the boxes unclipped (ultralytics 8.4's val), --json keeps them so,
+    and --save-json clips them to the image as val's scale_boxes does for its JSON."""
+    v8 = os.environ.get("YOLOCU_V8_DIR", os.path.join(ROOT, ".data", "v8", "refs"))
+    model = os.path.join(v8, "yolov8n.onnx")
+    if not os.path.isfile(model):
+        if os.environ.get("YOLOCU_REQUIRE_V8"):
+            pytest.fail(f"no {model} (scripts/v8/make_refs.sh)")
+        pytest.skip(f"no YOLOv8 test model {model} (scripts/v8/make_refs.sh)")
+    img_dir = os.path.join(COCO128, "images", "train2017")
+    images = [os.path.join(img_dir, f) for f in sorted(os.listdir(img_dir))[:8]]
+    jpath, cpath = tmp_path / "eval.json", tmp_path / "coco.json"
+    p = subprocess.run([BIN, "eval", "--model", model, "--images", *images, "--labels",
+                        os.path.join(COCO128, "labels", "train2017"), "--device", "cpu", "--quiet", "--json", str(jpath),
+                        "--save-json", str(cpath)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    result, coco = json.loads(jpath.read_text()), json.loads(cpath.read_text())
+    sizes = {int(os.path.splitext(os.path.basename(im["path"]))[0]): (im["width"], im["height"]) for im in result["images"]}
+    outside = sum(1 for im in result["images"] for d in im["detections"]
+                  if min(d["box"][:2]) < 0 or d["box"][2] > im["width"] or d["box"][3] > im["height"])
+    assert outside > 0, "no detection reaches past its image: the test shows nothing"
+    assert len(coco) == sum(len(im["detections"]) for im in result["images"])
+    for pred in coco:
+        x, y, w, h = pred["bbox"]
+        width, height = sizes[pred["image_id"]]
+        assert x >= 0 and y >= 0 and x + w <= width + 2e-3 and y + h <= height + 2e-3, pred
