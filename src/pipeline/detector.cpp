@@ -147,7 +147,7 @@ PostprocessOptions resolve_family_defaults(const PostprocessOptions& options, Ou
   if (o.conf_threshold == kFamilyDefault) o.conf_threshold = family.conf_threshold;
   if (o.iou_threshold == kFamilyDefault) o.iou_threshold = family.iou_threshold;
   if (o.max_det == kFamilyDefaultMaxDet) o.max_det = family.max_det;
-  if (which == PostprocessDefaults::kVal && !family.clip_boxes) o.clip_boxes = false;  // the family's val matches them so
+  if (!family.clip_boxes) o.clip_boxes = false;  // (YOLOv8 / YOLO11's val matches its boxes unclipped)
   return o;
 }
 

@@ -284,7 +284,8 @@ void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t co
   detect_all(*state.detector, pending, /*pixels=*/false);
   detect_all(*state.detector, pending, /*pixels=*/true);
   const uint64_t compute_end = now_ns();
-  const StageTimes times = state.detector->last_times();  // (this thread's call: read here)
+  // the stages of this thread's call, for report_slow's line (read here, and only when it may log)
+  const StageTimes times = state.model->config.slow_execution_ms > 0 ? state.detector->last_times() : StageTimes{};
   uint64_t images = 0;
   for (Pending& r : pending) {
     if (r.error.empty()) {
