@@ -33,6 +33,7 @@
 
 #include "bench_util.hpp"
 #include "cudnn_int8_conv.hpp"
+#include "yolov5s_conv_layers.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/int8/conv_int8_kernel.hpp"
 #include "engine/cuda/int8/int8_convert.hpp"
@@ -44,28 +45,8 @@ using namespace yolocu::engine;
 
 namespace {
 
-struct Layer {
-  const char* name;
-  int c, hw, k, r, stride;
-  bool residual;
-};
-// yolov5s at 640x640: model index, shape, input size.
-const Layer kLayers[] = {
-    {"0 stem 6x6 s2 3(16)->32 @640", 16, 640, 32, 6, 2, false},
-    {"1 3x3 s2 32->64 @320", 32, 320, 64, 3, 2, false},
-    {"2.cv1 1x1 64->32 @160", 64, 160, 32, 1, 1, false},
-    {"2.m 3x3 32->32 +res @160", 32, 160, 32, 3, 1, true},
-    {"2.cv3 1x1 64->64 @160", 64, 160, 64, 1, 1, false},
-    {"3 3x3 s2 64->128 @160", 64, 160, 128, 3, 2, false},
-    {"4.cv1 1x1 128->64 @80", 128, 80, 64, 1, 1, false},
-    {"4.m 3x3 64->64 +res @80", 64, 80, 64, 3, 1, true},
-    {"5 3x3 s2 128->256 @80", 128, 80, 256, 3, 2, false},
-    {"6.m 3x3 128->128 +res @40", 128, 40, 128, 3, 1, true},
-    {"6.cv3 1x1 256->256 @40", 256, 40, 256, 1, 1, false},
-    {"7 3x3 s2 256->512 @40", 256, 40, 512, 3, 2, false},
-    {"8.m 3x3 256->256 +res @20", 256, 20, 256, 3, 1, true},
-    {"8.cv3 1x1 512->512 @20", 512, 20, 512, 1, 1, false},
-};
+using Layer = bench::Yolov5sConvLayer;
+constexpr const auto& kLayers = bench::kYolov5sConvLayers;
 
 struct Options {
   std::vector<int> batches = {1, 32};
@@ -124,7 +105,7 @@ Options parse(int argc, char** argv) {
 ConvProblem problem_of(const Layer& l, int batch) {
   ConvProblem pb;
   pb.n = batch, pb.c = l.c, pb.h = pb.w = l.hw, pb.k = l.k, pb.r = pb.s = l.r;
-  pb.pad_h = pb.pad_w = l.r == 6 ? 2 : l.r / 2;
+  pb.pad_h = pb.pad_w = l.pad();
   pb.str_h = pb.str_w = l.stride;
   pb.p = (l.hw + 2 * pb.pad_h - l.r) / l.stride + 1;
   pb.q = pb.p;

@@ -5,9 +5,10 @@
 // own choice for the same layers): scripts/gpu/parts/int8.sh does.
 //   bench_conv_int8_sm90 [--batches 1,32] [--samples N] [--reps R]
 // NHWC int8 activations, KRSC int8 weights, int32 accumulation, int8 out scaled by alpha (no bias,
-// no activation, no residual: the convolution's own cost); two tiles (M = N*P*Q, N = output
-// channels, K = C*R*S), the faster reported. At batch 1 every layer's output is checked against
-// exact int32 sums on the host at 4,096 sampled outputs (alpha 1/256: D = sat(rint(acc / 256))).
+// no activation, no residual, also where the layer's name says +res: the convolution's own cost);
+// two tiles (M = N*P*Q, N = output channels, K = C*R*S), the faster reported. At batch 1 each
+// tile's output is checked against exact int32 sums on the host at 4,096 sampled outputs
+// (alpha 1/256: D = sat(rint(acc / 256))).
 // Timing as bench_conv_int8: R launches in one CUDA graph, 3 warm-up replays, N timed replays;
 // time per launch = median (p10-p90) / R. The stem runs with its 3 channels padded to 16.
 #include <cuda_runtime_api.h>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "yolov5s_conv_layers.hpp"
 #include "cute/tensor.hpp"
 #include "cutlass/kernel_hardware_info.h"  // (before the conv collectives, which use it undeclared)
 #include "cutlass/conv/collective/collective_builder.hpp"
@@ -34,20 +36,8 @@ using namespace cute;
 
 namespace {
 
-struct Layer {
-  const char* name;
-  int c, hw, k, r, stride;
-};
-// yolov5s at 640x640 (bench_conv_int8's layers; padding r / 2, the stem 2)
-const Layer kLayers[] = {
-    {"0 stem 6x6 s2 3(16)->32 @640", 16, 640, 32, 6, 2},  {"1 3x3 s2 32->64 @320", 32, 320, 64, 3, 2},
-    {"2.cv1 1x1 64->32 @160", 64, 160, 32, 1, 1},         {"2.m 3x3 32->32 @160", 32, 160, 32, 3, 1},
-    {"2.cv3 1x1 64->64 @160", 64, 160, 64, 1, 1},         {"3 3x3 s2 64->128 @160", 64, 160, 128, 3, 2},
-    {"4.cv1 1x1 128->64 @80", 128, 80, 64, 1, 1},         {"4.m 3x3 64->64 @80", 64, 80, 64, 3, 1},
-    {"5 3x3 s2 128->256 @80", 128, 80, 256, 3, 2},        {"6.m 3x3 128->128 @40", 128, 40, 128, 3, 1},
-    {"6.cv3 1x1 256->256 @40", 256, 40, 256, 1, 1},       {"7 3x3 s2 256->512 @40", 256, 40, 512, 3, 2},
-    {"8.m 3x3 256->256 @20", 256, 20, 256, 3, 1},         {"8.cv3 1x1 512->512 @20", 512, 20, 512, 1, 1},
-};
+using Layer = yolocu::bench::Yolov5sConvLayer;
+constexpr const auto& kLayers = yolocu::bench::kYolov5sConvLayers;
 
 template <class TileShape>
 struct Sm90Int8Conv {
@@ -76,7 +66,8 @@ struct Tensors {
 
 using Timing = yolocu::bench::EventTiming;
 
-// `reps` launches in one graph, 3 warm-up replays, `samples` timed ones: per launch.
+// `reps` launches in one graph, timed by bench_util's time_events (3 warm-up replays, `samples` timed
+// ones): per launch.
 template <class Launch>
 Timing time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
   cudaGraph_t graph;
@@ -85,31 +76,17 @@ Timing time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
   for (int i = 0; i < reps; ++i) launch();
   BENCH_CUDA(cudaStreamEndCapture(s, &graph));
   BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) BENCH_CUDA(cudaGraphLaunch(exec, s));
-  cudaEvent_t a, b;
-  BENCH_CUDA(cudaEventCreate(&a));
-  BENCH_CUDA(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < samples; ++i) {
-    BENCH_CUDA(cudaEventRecord(a, s));
-    BENCH_CUDA(cudaGraphLaunch(exec, s));
-    BENCH_CUDA(cudaEventRecord(b, s));
-    BENCH_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms / static_cast<float>(reps));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  Timing t = yolocu::bench::time_events(samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t[t.size() / 10], t[t.size() * 9 / 10]};
+  for (float* v : {&t.median_ms, &t.p10_ms, &t.p90_ms}) *v /= static_cast<float>(reps);
+  return t;
 }
 
-// Runs one tile's kernel on `t`: an empty string and the timing, or why it could not run.
+// Runs and times one tile's kernel on `t` (its output left in t.y): an empty string and the timing,
+// or why it could not run.
 template <class Cfg>
-std::string run_config(const Tensors& t, float alpha, bool timed, int samples, int reps, cudaStream_t s, Timing* out) {
+std::string run_config(const Tensors& t, float alpha, int samples, int reps, cudaStream_t s, Timing* out) {
   using Conv = typename Cfg::Conv;
   using Problem = typename Cfg::Problem;
   Problem problem(cutlass::conv::Mode::kCrossCorrelation, {t.n, t.h, t.w, t.c}, {t.k, t.r, t.r, t.c}, {t.pad, t.pad},
@@ -133,7 +110,7 @@ std::string run_config(const Tensors& t, float alpha, bool timed, int samples, i
     const cudaError_t e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) why = std::string("launch failed: ") + cudaGetErrorString(e);
   }
-  if (why.empty() && timed) *out = time_graph(samples, reps, s, [&] { conv.run(s); });
+  if (why.empty()) *out = time_graph(samples, reps, s, [&] { conv.run(s); });
   if (ws) cudaFree(ws);
   return why;
 }
@@ -196,7 +173,7 @@ int main(int argc, char** argv) {
   }
   cudaStream_t s;
   BENCH_CUDA(cudaStreamCreate(&s));
-  std::printf("device %s; CUTLASS sm90 INT8 fprop (int8 out, no bias / activation); %d samples x %d launches per graph; us per launch\n",
+  std::printf("device %s; CUTLASS sm90 INT8 fprop (int8 out, no bias / activation / residual); %d samples x %d launches per graph; us per launch\n",
               prop.name, samples, reps);
   std::printf("| layer | n | best tile | int8 us (p10-p90) | TOP/s | per tile: 128x128x128 128x64x128 | batch-1 check |\n");
   int failures = 0;
@@ -204,7 +181,7 @@ int main(int argc, char** argv) {
     double total = 0;
     for (const Layer& l : kLayers) {
       Tensors t{};
-      t.n = n, t.c = l.c, t.h = t.w = l.hw, t.k = l.k, t.r = l.r, t.pad = l.r == 6 ? 2 : l.r / 2, t.stride = l.stride;
+      t.n = n, t.c = l.c, t.h = t.w = l.hw, t.k = l.k, t.r = l.r, t.pad = l.pad(), t.stride = l.stride;
       t.p = (t.h + 2 * t.pad - t.r) / t.stride + 1, t.q = (t.w + 2 * t.pad - t.r) / t.stride + 1;
       std::vector<int8_t> x(static_cast<size_t>(n) * t.h * t.w * t.c), w(static_cast<size_t>(t.k) * t.r * t.r * t.c);
       std::mt19937 rng(1234);
@@ -217,22 +194,19 @@ int main(int argc, char** argv) {
       BENCH_CUDA(cudaMemcpy(t.wt, w.data(), w.size(), cudaMemcpyHostToDevice));
       const float alpha = 1.f / 256.f;
       Timing tm[2]{};
-      const std::string why[2] = {
-          run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, true, samples, reps, s, &tm[0]),
-          run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, true, samples, reps, s, &tm[1])};
+      std::string why[2];
+      int bad[2] = {0, 0};  // batch 1: each tile's output against exact sums, right after its run
+      why[0] = run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, samples, reps, s, &tm[0]);
+      if (n == 1 && why[0].empty()) bad[0] = check(t, x, w, alpha);
+      why[1] = run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, samples, reps, s, &tm[1]);
+      if (n == 1 && why[1].empty()) bad[1] = check(t, x, w, alpha);
       int best = -1;
       for (int i = 0; i < 2; ++i)
         if (why[i].empty() && (best < 0 || tm[i].median_ms < tm[best].median_ms)) best = i;
+      failures += (bad[0] > 0) + (bad[1] > 0);
       std::string checked = "-";
-      if (n == 1 && best >= 0) {  // the best tile's output, run again, against exact sums
-        Timing unused{};
-        const std::string again =
-            best == 0 ? run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, false, 0, 0, s, &unused)
-                      : run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, false, 0, 0, s, &unused);
-        const int bad = again.empty() ? check(t, x, w, alpha) : -1;
-        checked = bad == 0 ? "exact (4096 outputs)" : (bad < 0 ? again : std::to_string(bad) + " of 4096 WRONG");
-        if (bad != 0) ++failures;
-      }
+      if (n == 1 && best >= 0)
+        checked = bad[best] == 0 ? "exact (4096 outputs)" : std::to_string(bad[best]) + " of 4096 WRONG";
       const double macs = static_cast<double>(n) * t.p * t.q * t.k * t.r * t.r * t.c;
       char cells[2][64];
       for (int i = 0; i < 2; ++i)
