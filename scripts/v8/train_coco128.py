@@ -10,8 +10,8 @@ holds no trained v8 / 11 weights. This script trains them from ultralytics' own 
         [--models yolov8n,yolo11n] [--epochs 200] [--minutes M] [--imgsz 640] [--batch 16] [--device 0]
 
 --minutes M trains each model for M minutes instead (ultralytics' `time`: the epochs are re-estimated
-after the first one so that the learning-rate schedule ends on time). DIR: the folder holding the `ultralytics` package (the GPU bundle's copy, or the venv's
-site-packages); DATA: test material with coco128/images/train2017 and coco128/labels/train2017.
+after the first one so that the learning-rate schedule ends on time). DIR: the folder holding the
+`ultralytics` package (the GPU bundle's copy, or the venv's site-packages); DATA: test material with coco128/images/train2017 and coco128/labels/train2017.
 Writes OUT/<model>.pt (the last epoch's weights, as ultralytics saves them, without the optimiser),
 OUT/<model>_train.json (epochs, seconds, ultralytics' own val metrics on coco128 at the end) and the
 training logs. Training and validating on the same 128 images measures nothing about the model's
