@@ -6,7 +6,7 @@
 //   bench_conv_int8_sm90 [--batches 1,32] [--samples N] [--reps R]
 // NHWC int8 activations, KRSC int8 weights, int32 accumulation, int8 out scaled by alpha (no bias,
 // no activation, no residual, also where the layer's name says +res: the convolution's own cost);
-// two tiles (M = N*P*Q, N = output channels, K = C*R*S), the faster reported. At batch 1 each
+// the tiles of kTiles (M = N*P*Q, N = output channels, K = C*R*S), the fastest reported. At batch 1 each
 // tile's output is checked against exact int32 sums on the host at 4,096 sampled outputs
 // (alpha 1/256: D = sat(rint(acc / 256))).
 // Timing as bench_conv_int8: R launches in one CUDA graph, 3 warm-up replays, N timed replays;
@@ -39,11 +39,10 @@ namespace {
 using Layer = yolocu::bench::Yolov5sConvLayer;
 constexpr const auto& kLayers = yolocu::bench::kYolov5sConvLayers;
 
-template <class TileShape>
+template <class TileShape, class ClusterShape = Shape<_1, _1, _1>>
 struct Sm90Int8Conv {
   using Layout = cutlass::layout::TensorNHWC;
   static constexpr int kAlign = 16;  // 16 int8 elements: channels multiples of 16
-  using ClusterShape = Shape<_1, _1, _1>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, void, Layout, kAlign, int8_t, Layout, kAlign,
@@ -140,6 +139,22 @@ int check(const Tensors& t, const std::vector<int8_t>& x, const std::vector<int8
   return bad;
 }
 
+// The tiles timed on every layer (M x N x K; c2x1: thread-block clusters of two along M).
+using RunFn = std::string (*)(const Tensors&, float, int, int, cudaStream_t, Timing*);
+struct TileRun {
+  const char* name;
+  RunFn run;
+};
+const TileRun kTiles[] = {
+    {"128x128x128", run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>},
+    {"128x64x128", run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>},
+    {"128x128x64", run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_64>>>>},
+    {"128x64x64", run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_64>>>>},
+    {"64x64x64", run_config<Sm90Int8Conv<Shape<_64, _64, Shape<_64>>>>},
+    {"128x128x128c2x1", run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>, Shape<_2, _1, _1>>>},
+};
+constexpr int kTileCount = static_cast<int>(sizeof(kTiles) / sizeof(kTiles[0]));
+
 std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -175,7 +190,9 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaStreamCreate(&s));
   std::printf("device %s; CUTLASS sm90 INT8 fprop (int8 out, no bias / activation / residual); %d samples x %d launches per graph; us per launch\n",
               prop.name, samples, reps);
-  std::printf("| layer | n | best tile | int8 us (p10-p90) | TOP/s | per tile: 128x128x128 128x64x128 | batch-1 check |\n");
+  std::printf("| layer | n | best tile | int8 us (p10-p90) | TOP/s | per tile:");
+  for (const TileRun& tile : kTiles) std::printf(" %s", tile.name);
+  std::printf(" | batch-1 check |\n");
   int failures = 0;
   for (int n : batches) {
     double total = 0;
@@ -193,33 +210,36 @@ int main(int argc, char** argv) {
       BENCH_CUDA(cudaMemcpy(t.x, x.data(), x.size(), cudaMemcpyHostToDevice));
       BENCH_CUDA(cudaMemcpy(t.wt, w.data(), w.size(), cudaMemcpyHostToDevice));
       const float alpha = 1.f / 256.f;
-      Timing tm[2]{};
-      std::string why[2];
-      int bad[2] = {0, 0};  // batch 1: each tile's output against exact sums, right after its run
-      why[0] = run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>>>(t, alpha, samples, reps, s, &tm[0]);
-      if (n == 1 && why[0].empty()) bad[0] = check(t, x, w, alpha);
-      why[1] = run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_128>>>>(t, alpha, samples, reps, s, &tm[1]);
-      if (n == 1 && why[1].empty()) bad[1] = check(t, x, w, alpha);
+      Timing tm[kTileCount]{};
+      std::string why[kTileCount];
+      int bad[kTileCount] = {};  // batch 1: each tile's output against exact sums, right after its run
       int best = -1;
-      for (int i = 0; i < 2; ++i)
-        if (why[i].empty() && (best < 0 || tm[i].median_ms < tm[best].median_ms)) best = i;
-      failures += (bad[0] > 0) + (bad[1] > 0);
+      for (int i = 0; i < kTileCount; ++i) {
+        why[i] = kTiles[i].run(t, alpha, samples, reps, s, &tm[i]);
+        if (!why[i].empty()) continue;
+        if (n == 1) bad[i] = check(t, x, w, alpha);
+        failures += bad[i] > 0;
+        if (best < 0 || tm[i].median_ms < tm[best].median_ms) best = i;
+      }
       std::string checked = "-";
       if (n == 1 && best >= 0)
         checked = bad[best] == 0 ? "exact (4096 outputs)" : std::to_string(bad[best]) + " of 4096 WRONG";
       const double macs = static_cast<double>(n) * t.p * t.q * t.k * t.r * t.r * t.c;
-      char cells[2][64];
-      for (int i = 0; i < 2; ++i)
-        std::snprintf(cells[i], sizeof(cells[i]), "%s", why[i].empty() ? std::to_string(tm[i].median_ms * 1e3).substr(0, 8).c_str() : why[i].c_str());
+      std::string cells;
+      for (int i = 0; i < kTileCount; ++i) {
+        char cell[48];
+        if (why[i].empty()) std::snprintf(cell, sizeof(cell), " %.2f", tm[i].median_ms * 1e3);
+        else std::snprintf(cell, sizeof(cell), " (%s)", why[i].c_str());
+        cells += cell;
+      }
       if (best < 0) {
-        std::printf("| %-28s | %2d | none | - | - | %s %s | - |\n", l.name, n, cells[0], cells[1]);
+        std::printf("| %-28s | %2d | none | - | - |%s | - |\n", l.name, n, cells.c_str());
         ++failures;
       } else {
         total += tm[best].median_ms;
-        std::printf("| %-28s | %2d | %s | %8.2f (%.2f-%.2f) | %7.1f | %s %s | %s |\n", l.name, n,
-                    best == 0 ? "128x128x128" : "128x64x128", tm[best].median_ms * 1e3, tm[best].p10_ms * 1e3,
-                    tm[best].p90_ms * 1e3, 2 * macs / (tm[best].median_ms * 1e-3) / 1e12, cells[0], cells[1],
-                    checked.c_str());
+        std::printf("| %-28s | %2d | %s | %8.2f (%.2f-%.2f) | %7.1f |%s | %s |\n", l.name, n, kTiles[best].name,
+                    tm[best].median_ms * 1e3, tm[best].p10_ms * 1e3, tm[best].p90_ms * 1e3,
+                    2 * macs / (tm[best].median_ms * 1e-3) / 1e12, cells.c_str(), checked.c_str());
       }
       cudaFree(t.x);
       cudaFree(t.wt);
