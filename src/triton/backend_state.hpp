@@ -45,6 +45,8 @@ struct InstanceState {
   uint64_t slow_logged_ns = 0;
   int slow_unlogged = 0;
   PinnedAllocationCounts slow_pinned;
+  // the detector's count of CPU-decoded images at the last execution (for yolocu_images_decoded_cpu_total)
+  int64_t cpu_decoded_seen = 0;
   // response_thread: the thread that answers the executions (declared last: destroyed first, after
   // answering what it holds, while the rest of the state is still there)
   std::unique_ptr<ResponseQueue> responses;

@@ -239,8 +239,8 @@ void respond(Pending& r) {
 // others of that second counted in the next line), so that the tail of the latency has a cause.
 constexpr uint64_t kSlowLogGapNs = 1000000000ull;
 
-void report_slow(InstanceState& state, const StageTimes& t, uint32_t requests, uint64_t images, uint64_t start,
-                 uint64_t compute_start, uint64_t compute_end, uint64_t end) {
+void report_slow(InstanceState& state, const StageTimes& t, uint32_t requests, uint64_t images, int64_t cpu_decoded,
+                 uint64_t start, uint64_t compute_start, uint64_t compute_end, uint64_t end) {
   const int limit_ms = state.model->config.slow_execution_ms;
   if (limit_ms <= 0 || end - start < static_cast<uint64_t>(limit_ms) * 1000000ull) return;
   metrics_add(Counter::kSlowExecutions, 1);
@@ -250,15 +250,16 @@ void report_slow(InstanceState& state, const StageTimes& t, uint32_t requests, u
   }
   const PinnedAllocationCounts pinned = pinned_allocation_counts();
   auto ms = [](uint64_t a, uint64_t b) { return static_cast<double>(b - a) / 1e6; };
-  char line[640];
+  char line[768];
   std::snprintf(line, sizeof(line),
-                "instance %s: slow execution, %.2f ms for %u requests and %llu images: inputs %.2f ms, detection "
-                "%.2f ms (decode and input %.2f, enqueue %.2f, results %.2f; %d batches), responses %.2f ms; "
+                "instance %s: slow execution, %.2f ms for %u requests and %llu images (%lld decoded on the CPU): "
+                "inputs %.2f ms, detection %.2f ms (decode and input %.2f, enqueue %.2f, results %.2f; %d batches), "
+                "responses %.2f ms; "
                 "%d more slow executions since the last line; nvJPEG pinned memory since then: %llu "
                 "allocations, %llu frees",
                 state.name.c_str(), ms(start, end), requests, static_cast<unsigned long long>(images),
-                ms(start, compute_start), ms(compute_start, compute_end), t.preprocess, t.inference, t.postprocess,
-                t.batches, ms(compute_end, end), state.slow_unlogged,
+                static_cast<long long>(cpu_decoded), ms(start, compute_start), ms(compute_start, compute_end),
+                t.preprocess, t.inference, t.postprocess, t.batches, ms(compute_end, end), state.slow_unlogged,
                 static_cast<unsigned long long>(pinned.allocations - state.slow_pinned.allocations),
                 static_cast<unsigned long long>(pinned.frees - state.slow_pinned.frees));
   log_warn(line);
@@ -286,16 +287,24 @@ void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t co
   const uint64_t compute_end = now_ns();
   // the stages of this thread's call, for report_slow's line (read here, and only when it may log)
   const StageTimes times = state.model->config.slow_execution_ms > 0 ? state.detector->last_times() : StageTimes{};
-  uint64_t images = 0;
+  uint64_t images = 0, decoded = 0;
   for (Pending& r : pending) {
     if (r.error.empty()) {
       images += r.detections.size();
-      if (!r.pixels) metrics_add(Counter::kImagesDecoded, static_cast<double>(r.detections.size()));
+      if (!r.pixels) decoded += r.detections.size();
     } else if (r.refused_by_limit) {
       metrics_add(Counter::kImagesRefused, 1);
     }
   }
-  auto answer = [&state, times, count, images, exec_start, compute_start, compute_end,
+  int64_t cpu_decoded = 0;  // of this execution's images (those of failed requests included)
+  if (decoded > 0) {
+    metrics_add(Counter::kImagesDecoded, static_cast<double>(decoded));
+    const int64_t cpu = state.detector->decode_stats().cpu;
+    cpu_decoded = cpu - state.cpu_decoded_seen;
+    state.cpu_decoded_seen = cpu;
+    if (cpu_decoded > 0) metrics_add(Counter::kImagesDecodedCpu, static_cast<double>(cpu_decoded));
+  }
+  auto answer = [&state, times, count, images, cpu_decoded, exec_start, compute_start, compute_end,
                  batch = std::make_shared<std::vector<Pending>>(std::move(pending))] {
     for (Pending& r : *batch) respond(r);
     const uint64_t exec_end = now_ns();
@@ -309,7 +318,7 @@ void execute(InstanceState& state, TRITONBACKEND_Request** requests, uint32_t co
       check(TRITONBACKEND_ModelInstanceReportBatchStatistics(state.instance, images, exec_start, compute_start, compute_end,
                                                              exec_end),
             "reporting batch statistics");
-    report_slow(state, times, count, images, exec_start, compute_start, compute_end, exec_end);
+    report_slow(state, times, count, images, cpu_decoded, exec_start, compute_start, compute_end, exec_end);
   };
   if (state.responses)
     state.responses->post(std::move(answer));

@@ -28,6 +28,8 @@ struct Metric {
 MetricsApi api;
 Metric metrics[] = {
     {"yolocu_images_decoded_total", "Images the yolocu backend decoded and detected"},
+    {"yolocu_images_decoded_cpu_total",
+     "Images the yolocu backend decoded on the CPU: every image of decode cpu, and those nvJPEG does not take"},
     {"yolocu_decode_failures_total", "Requests the yolocu backend refused because an image could not be decoded"},
     {"yolocu_images_refused_total", "Requests the yolocu backend refused by a limit (pixels, image side, request bytes)"},
     {"yolocu_slow_executions_total", "Executions of the yolocu backend that took at least its parameter slow_execution_ms"},

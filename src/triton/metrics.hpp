@@ -1,5 +1,7 @@
 // The backend's own counters on Triton's Prometheus endpoint (Triton's custom-metrics API):
 //   yolocu_images_decoded_total   images decoded and detected
+//   yolocu_images_decoded_cpu_total  ... of which decoded on the CPU (decode cpu, or images nvJPEG
+//                                 does not take: PNG, EXIF-rotated, CMYK, cut short)
 //   yolocu_decode_failures_total  requests refused because an image could not be decoded
 //   yolocu_images_refused_total   requests refused by a limit (pixels, side, request bytes)
 //   yolocu_slow_executions_total  executions that took at least the parameter slow_execution_ms
@@ -11,7 +13,7 @@
 
 namespace yolocu::triton {
 
-enum class Counter { kImagesDecoded, kDecodeFailures, kImagesRefused, kSlowExecutions };
+enum class Counter { kImagesDecoded, kImagesDecodedCpu, kDecodeFailures, kImagesRefused, kSlowExecutions };
 
 // Creates the metric families (once per backend, from TRITONBACKEND_Initialize). Thread-safe after.
 void metrics_init();

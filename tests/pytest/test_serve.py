@@ -420,6 +420,8 @@ def test_custom_metrics_count_images(server):
     decoded = metric(server, "yolocu_images_decoded_total")
     failures = metric(server, "yolocu_decode_failures_total")
     assert decoded is not None and decoded >= 16 * 200, decoded
+    # CPU instances (decode cpu): every image decoded is decoded on the CPU
+    assert metric(server, "yolocu_images_decoded_cpu_total") == decoded
     assert failures is not None and failures >= 1, failures
     assert (metric(server, "nv_inference_request_success") or 0) >= 16 * 200
 
@@ -436,6 +438,12 @@ def test_slow_executions_counted_and_logged(server):
     lines = [l for l in server.log_tail(10**7).splitlines() if "slow execution" in l]
     assert lines, "no slow execution logged"
     assert all("detection" in l and "responses" in l for l in lines), lines[0]
+    # each logged execution says how many of its images were decoded on the CPU: on CPU instances
+    # all of those that came as encoded bytes (PIXELS requests decode nothing)
+    counts = [re.search(r"and (\d+) images \((\d+) decoded on the CPU\)", l) for l in lines]
+    assert all(counts), lines[0]
+    assert all(int(m[2]) <= int(m[1]) for m in counts), lines
+    assert any(int(m[2]) == int(m[1]) > 0 for m in counts), lines
     # the pinned memory nvJPEG took since the last line (none on CPU instances)
     assert all(re.search(r"nvJPEG pinned memory since then: 0 allocations, 0 frees", l) for l in lines), lines[0]
     assert len(lines) < slow, (len(lines), slow)  # rate-limited
