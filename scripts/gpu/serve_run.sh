@@ -266,7 +266,8 @@ PY
 # w: nvJPEG lists in power-of-two parts, each size on a state initialised once (YOLOCU_NVJPEG_POW2_LISTS=1);
 # g: --engine-graphs (the default since the backend's engine_graphs is on; serve.py of this tree decides);
 # n: the server on GPU 0's NUMA-local cores and the clients on the others; s<K>: the forward as K graphs (--engine-graph-segments K); b: the instances wait for the GPU asleep
-# instead of spinning a core (parameter blocking_sync); t: Triton's request trace (every 20th
+# instead of spinning a core (parameter blocking_sync); r: the instances answer their requests
+# themselves instead of on their response thread (--sync-responses); t: Triton's request trace (every 20th
 # request's timestamps: server-side latency, queue and compute percentiles) of the Python clients at
 # SERVE_HALF_RATE requests/s alone (no closed loop, no perf_analyzer). SERVE_HALF_RATE set: every
 # setting's half load at that rate, without the closed loop first.
@@ -277,6 +278,7 @@ sweep() {
     [[ $spec =~ x([0-9]+) ]] && n=${BASH_REMATCH[1]}
     server_pin= client_pin= server_extra= server_env= serve_extra=
     [[ $spec == *b* ]] && serve_extra="--blocking-sync"
+    [[ $spec == *r* ]] && serve_extra="$serve_extra --sync-responses"
     [[ $spec == *g* ]] && serve_extra="$serve_extra --engine-graphs"
     [[ $spec =~ s([0-9]+) ]] && serve_extra="$serve_extra --engine-graph-segments ${BASH_REMATCH[1]}"
     [[ $spec == *h* ]] && server_env="env YOLOCU_NVJPEG_BACKEND=hybrid"
