@@ -21,6 +21,9 @@
 // server's dynamic batches come; --pow2-lists 0,1: each run without and with
 // CudaJpegDecoderOptions::power_of_two_lists (the batched state initialised once per size); the
 // rows then also count nvjpegDecodeBatchedInitialize calls.
+// --copies K,...: each run again with every image repeated K times in a row (a list of 32 holds 32/K
+// different images), as a server's batch does when its clients send the same images in step:
+// whether a list's repeats change what nvJPEG's decode costs.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -129,7 +132,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_jpeg_decode DIR [--images 4096] [--batch 32] [--threads 1,2,3,4] "
                          "[--backends hardware,hybrid] [--busy-ms X] [--busy-model M] [--random-lists SEED] "
-                         "[--pow2-lists 0,1]\n");
+                         "[--pow2-lists 0,1] [--copies 1,4,32]\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
   int green_sms = 0;
   std::vector<int> segment_counts, pow2_modes = {0};
   int random_lists = 0;
+  std::vector<int> copies_modes = {1};
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
@@ -152,6 +156,7 @@ int main(int argc, char** argv) {
     else if (a == "--busy-segments") segment_counts = int_list(v);
     else if (a == "--random-lists") random_lists = std::atoi(v.c_str());
     else if (a == "--pow2-lists") pow2_modes = int_list(v);
+    else if (a == "--copies") copies_modes = int_list(v);
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})
@@ -171,11 +176,17 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   size_t bytes = 0;
   for (const auto& f : files) bytes += f.size();
-  std::vector<EncodedImage> all;
-  for (int i = 0; i < images; ++i) {
-    const std::string& f = files[static_cast<size_t>(i) % files.size()];
-    all.push_back({f.data(), f.size(), "img"});
+  // per --copies mode, the images in order (each repeated K times in a row)
+  std::vector<std::vector<EncodedImage>> orders;
+  for (int& k : copies_modes) {
+    k = std::max(1, k);
+    orders.emplace_back();
+    for (int i = 0; i < images; ++i) {
+      const std::string& f = files[static_cast<size_t>(i / k) % files.size()];
+      orders.back().push_back({f.data(), f.size(), "img"});
+    }
   }
+  const std::vector<EncodedImage>& all = orders[0];
   // The lists (first image, count): --batch each, or random sizes with --random-lists
   std::vector<std::pair<size_t, size_t>> lists;
   std::mt19937 rng(static_cast<unsigned>(random_lists));
@@ -236,7 +247,9 @@ int main(int argc, char** argv) {
   }
   for (const std::string& backend : backends) {
    for (const int pow2 : pow2_modes)
+   for (size_t ci = 0; ci < orders.size(); ++ci)
    for (size_t bi = 0; bi < busy_modes.size(); ++bi) {
+    const std::vector<EncodedImage>& order = orders[ci];
     const Busy busy = busy_modes[bi];
     for (int t : threads) {
       if (t < 1) continue;
@@ -279,8 +292,8 @@ int main(int argc, char** argv) {
             for (int b = next++; b < n_batches; b = next++) {
               const size_t first = lists[static_cast<size_t>(b % batches)].first;
               const size_t last = first + lists[static_cast<size_t>(b % batches)].second;
-              const std::vector<EncodedImage> list(all.begin() + static_cast<std::ptrdiff_t>(first),
-                                                   all.begin() + static_cast<std::ptrdiff_t>(last));
+              const std::vector<EncodedImage> list(order.begin() + static_cast<std::ptrdiff_t>(first),
+                                                   order.begin() + static_cast<std::ptrdiff_t>(last));
               const auto h0 = Clock::now();
               JpegDecodeCounts c;
               px->dec->decode(list, px->stream, &c);
@@ -342,7 +355,9 @@ int main(int argc, char** argv) {
         cudaStreamDestroy(busy_stream);
       }
       const char* suffix[] = {"", "+busy", "+engine", "+green", "+green+engine", "+eager", "+green+eager", ""};
-      const std::string label = backend + (pow2 ? "+pow2" : "") + suffix[static_cast<int>(busy)] + segments_label;
+      const std::string copies_label = copies_modes[ci] > 1 ? "x" + std::to_string(copies_modes[ci]) : "";
+      const std::string label =
+          backend + (pow2 ? "+pow2" : "") + copies_label + suffix[static_cast<int>(busy)] + segments_label;
       std::vector<double> host;
       JpegDecodeCounts sum;
       for (Worker& x : w) {

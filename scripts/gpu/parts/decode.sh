@@ -7,7 +7,7 @@
 # throughput (coco128 cycled to 4,096 images, page-cached) with each decoder.
 #   scripts/gpu/bundle.sh decode   here;   bash scripts/gpu/run_all.sh decode   there (carry .gpu)
 # Reads: TEST_FILTER, TEST_QUICK, TEST_TIMEOUT, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH,
-# FROM_JPEG_ONLY, DECODE_ALONE, DECODE_LISTS, GREEN_SMS, BUSY_SEGMENTS, FROM_JPEG_DECODE, FROM_JPEG_CPU_SHARE,
+# FROM_JPEG_ONLY, DECODE_ALONE, DECODE_LISTS, DECODE_COPIES, GREEN_SMS, BUSY_SEGMENTS, FROM_JPEG_DECODE, FROM_JPEG_CPU_SHARE,
 # FROM_JPEG_CONTEXTS, FROM_JPEG_GRAPHS, FROM_JPEG_BACKEND, NSYS, OUT, YOLOCU_GPU_DIR (docs/gpu-runs.md).
 # shellcheck disable=SC2046  # $([ ... ] && echo --flag): a flag or nothing, split on purpose
 set -uo pipefail
@@ -70,6 +70,15 @@ decode_lists() {
     --backends hardware --random-lists 7 --pow2-lists 0,1 >"$out/bench_jpeg_decode_lists.log" 2>&1 ||
     row "FAIL  bench_jpeg_decode --random-lists (log bench_jpeg_decode_lists.log)"
   sed 's/^/jpeg-decode lists  /' "$out/bench_jpeg_decode_lists.log" | grep -E '\| ' >>"$summary"
+}
+
+# DECODE_COPIES=1: nvJPEG alone on lists of 32 whose images repeat 1, 4 and 32 times in a row (a
+# server's batch when its clients send the same images in step, as perf_analyzer's processes do)
+decode_copies() {
+  timeout 200 "$bin/bench_jpeg_decode" "$d/coco128/images/train2017" --images 4096 --batch 32 --threads 1,2 \
+    --backends hardware,hybrid --copies 1,4,32 >"$out/bench_jpeg_decode_copies.log" 2>&1 ||
+    row "FAIL  bench_jpeg_decode --copies (log bench_jpeg_decode_copies.log)"
+  sed 's/^/jpeg-decode copies  /' "$out/bench_jpeg_decode_copies.log" | grep -E '\| ' >>"$summary"
 }
 
 decode_peer() {  # torchvision's / OpenCV's decode in this run
@@ -139,6 +148,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   [ "${FROM_JPEG_ONLY:-0}" = 1 ] || decode_parity
   if [ "${FROM_JPEG_ONLY:-0}" != 1 ] || [ "${DECODE_ALONE:-0}" = 1 ]; then decode_alone; fi
   [ "${DECODE_LISTS:-0}" = 1 ] && decode_lists
+  [ "${DECODE_COPIES:-0}" = 1 ] && decode_copies
   [ "${FROM_JPEG_ONLY:-0}" = 1 ] || decode_peer
   [ "${FROM_JPEG_DECODE:-}" = none ] || from_jpeg_rows
   [ "${NSYS:-0}" = 1 ] && decode_nsys
