@@ -6,7 +6,8 @@
 //   bench_conv_int8_sm90 [--batches 1,32] [--samples N] [--reps R]
 // NHWC int8 activations, KRSC int8 weights, int32 accumulation, int8 out scaled by alpha (no bias,
 // no activation, no residual, also where the layer's name says +res: the convolution's own cost);
-// the tiles of kTiles (M = N*P*Q, N = output channels, K = C*R*S), the fastest reported. At batch 1 each
+// the tiles of kTiles (M = N*P*Q, N = output channels, K = C*R*S) and, on the 1x1 layers, CUTLASS's
+// persistent GEMM kernels (bench_int8_gemm_sm90.cu), the fastest reported. At batch 1 each
 // tile's output is checked against exact int32 sums on the host at 4,096 sampled outputs
 // (alpha 1/256: D = sat(rint(acc / 256))).
 // Timing as bench_conv_int8: R launches in one CUDA graph, 3 warm-up replays, N timed replays;
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "int8_gemm_sm90.hpp"
 #include "yolov5s_conv_layers.hpp"
 #include "cute/tensor.hpp"
 #include "cutlass/kernel_hardware_info.h"  // (before the conv collectives, which use it undeclared)
@@ -64,23 +66,7 @@ struct Tensors {
 };
 
 using Timing = yolocu::bench::EventTiming;
-
-// `reps` launches in one graph, timed by bench_util's time_events (3 warm-up replays, `samples` timed
-// ones): per launch.
-template <class Launch>
-Timing time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < reps; ++i) launch();
-  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  Timing t = yolocu::bench::time_events(samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  for (float* v : {&t.median_ms, &t.p10_ms, &t.p90_ms}) *v /= static_cast<float>(reps);
-  return t;
-}
+using yolocu::bench::time_graph;
 
 // Runs and times one tile's kernel on `t` (its output left in t.y): an empty string and the timing,
 // or why it could not run.
@@ -114,6 +100,13 @@ std::string run_config(const Tensors& t, float alpha, int samples, int reps, cud
   return why;
 }
 
+// A 1x1 stride-1 layer through the GEMM kernel `I` of bench_int8_gemm_sm90.cu (others: "not 1x1").
+template <int I>
+std::string run_gemm(const Tensors& t, float alpha, int samples, int reps, cudaStream_t s, Timing* out) {
+  if (t.r != 1 || t.stride != 1 || t.pad != 0) return "not 1x1";
+  return yolocu::bench::int8_gemm_sm90_run(I, t.n * t.h * t.w, t.k, t.c, t.x, t.wt, t.y, alpha, samples, reps, s, out);
+}
+
 // Exact int32 sums at `samples` random outputs against y = sat(rint(acc * alpha)): mismatches.
 int check(const Tensors& t, const std::vector<int8_t>& x, const std::vector<int8_t>& w, float alpha) {
   std::vector<int8_t> y(static_cast<size_t>(t.n) * t.p * t.q * t.k);
@@ -139,7 +132,9 @@ int check(const Tensors& t, const std::vector<int8_t>& x, const std::vector<int8
   return bad;
 }
 
-// The tiles timed on every layer (M x N x K; c2x1: thread-block clusters of two along M).
+// The tiles timed on every layer (M x N x K; c2x1: thread-block clusters of two along M); the
+// g- rows: the persistent GEMM kernels (pingpong: two consumer warp groups on alternate tiles;
+// coop: both on one tile), on the 1x1 layers only.
 using RunFn = std::string (*)(const Tensors&, float, int, int, cudaStream_t, Timing*);
 struct TileRun {
   const char* name;
@@ -152,6 +147,10 @@ const TileRun kTiles[] = {
     {"128x64x64", run_config<Sm90Int8Conv<Shape<_128, _64, Shape<_64>>>>},
     {"64x64x64", run_config<Sm90Int8Conv<Shape<_64, _64, Shape<_64>>>>},
     {"128x128x128c2x1", run_config<Sm90Int8Conv<Shape<_128, _128, Shape<_128>>, Shape<_2, _1, _1>>>},
+    {"g-pingpong-64x128x64", run_gemm<0>},
+    {"g-pingpong-64x64x64", run_gemm<1>},
+    {"g-coop-128x128x64", run_gemm<2>},
+    {"g-coop-128x64x64", run_gemm<3>},
 };
 constexpr int kTileCount = static_cast<int>(sizeof(kTiles) / sizeof(kTiles[0]));
 

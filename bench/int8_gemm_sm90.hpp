@@ -1,0 +1,39 @@
+// CUTLASS's persistent Hopper INT8 GEMM kernels (bench_int8_gemm_sm90.cu) for the 1x1 stride-1
+// layers of bench_conv_int8_sm90, and the graph timing both use. A translation unit of their own:
+// CUTLASS's sm90 GEMM and convolution kernels cannot be instantiated in one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bench_util.hpp"
+
+namespace yolocu::bench {
+
+// `reps` launches in one graph, timed by time_events (3 warm-up replays, `samples` timed ones): per
+// launch.
+template <class Launch>
+EventTiming time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < reps; ++i) launch();
+  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  EventTiming t = time_events(samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  for (float* v : {&t.median_ms, &t.p10_ms, &t.p90_ms}) *v /= static_cast<float>(reps);
+  return t;
+}
+
+// Kernel `config` (0: pingpong 64x128x64, 1: pingpong 64x64x64, 2: cooperative 128x128x64,
+// 3: cooperative 128x64x64) on Y[m, n] = sat(rint(alpha * X[m, k] W[n, k]^T)), all row-major int8:
+// an empty string and its timing in *out (Y left written), or why it could not run.
+std::string int8_gemm_sm90_run(int config, int m, int n, int k, const int8_t* x, const int8_t* w,
+                               int8_t* y, float alpha, int samples, int reps, cudaStream_t s,
+                               EventTiming* out);
+
+}  // namespace yolocu::bench
