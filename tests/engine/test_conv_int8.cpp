@@ -11,7 +11,8 @@
 //     .5 boundary) on at most 1% of the outputs, fp16 within 2^-9 relative + 1e-3 absolute; this
 //     is what catches a wrong formula in int8_math.hpp itself.
 // Split-K gives the same results. Output channels between k and the pitch are never written;
-// refused shapes are named.
+// refused shapes are named. The same checks run Hopper's 1x1 path (conv_int8_sm90.hpp: CUTLASS's
+// persistent GEMM with the epilogue fused) on the shapes it takes.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -21,12 +22,14 @@
 #include <limits>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/cuda/int8/conv_int8_kernel.hpp"
+#include "engine/cuda/int8/conv_int8_sm90.hpp"
 #include "engine/cuda/int8/int8_convert.hpp"
 #include "engine/cuda/int8/int8_math.hpp"
 #include "test_util.hpp"
@@ -150,7 +153,26 @@ struct GpuOut {
 
 constexpr uint8_t kFill = 0xA5;  // the output buffer's bytes before the launch
 
-GpuOut run_gpu(const Shape& sh, const Data& d, int tile) {
+// One kernel under test: its name and its launch on the default stream.
+struct Runner {
+  std::string id;
+  std::function<void(const Int8ConvArgs&)> run;
+};
+std::vector<Runner> mma_tiles() {
+  std::vector<Runner> r;
+  for (int t = 0; t < static_cast<int>(int8_conv_tiles().size()); ++t)
+    r.push_back({int8_tile_id(int8_conv_tiles()[static_cast<size_t>(t)]),
+                 [t](const Int8ConvArgs& a) { int8_conv_run(a, t, nullptr); }});
+  return r;
+}
+std::vector<Runner> sm90_kernels() {
+  std::vector<Runner> r;
+  for (int k = 0; k < static_cast<int>(int8_sm90_kernels().size()); ++k)
+    r.push_back({int8_sm90_kernels()[static_cast<size_t>(k)], [k](const Int8ConvArgs& a) { int8_sm90_run(a, k, nullptr); }});
+  return r;
+}
+
+GpuOut run_gpu(const Shape& sh, const Data& d, const Runner& runner) {
   Int8ConvArgs a;
   a.n = sh.n, a.c = sh.c, a.h = sh.h, a.w_ = sh.w, a.k = sh.k, a.r = a.s = sh.r, a.p = sh.p(), a.q = sh.q();
   a.pad_h = a.pad_w = sh.pad, a.str_h = a.str_w = sh.stride, a.silu = sh.silu;
@@ -173,7 +195,7 @@ GpuOut run_gpu(const Shape& sh, const Data& d, int tile) {
   a.x = static_cast<const int8_t*>(x.p), a.w = static_cast<const int8_t*>(w.p);
   a.scale = static_cast<const float*>(scale.p), a.bias = sh.bias ? static_cast<const float*>(bias.p) : nullptr;
   a.residual = sh.res == Int8Residual::kNone ? nullptr : res.p, a.y = y.p;
-  int8_conv_run(a, tile, nullptr);
+  runner.run(a);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(g.bytes.data(), y.p, g.bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   return g;
@@ -187,13 +209,13 @@ float pick_y_scale(const Shape& sh, const Data& d, const std::vector<int32_t>& a
   return std::max(mags[mags.size() * 97 / 100] / 127.f, 1e-3f);
 }
 
-// Runs every tile on `d` and compares with the host's accumulators `acc` of the same problem.
-void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc) {
+// Runs every kernel of `runners` on `d` and compares with the host's accumulators `acc` of the same problem.
+void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc, const std::vector<Runner>& runners) {
   if (sh.out == Int8Out::kInt8) d.y_scale = pick_y_scale(sh, d, acc);
   const size_t pitch = static_cast<size_t>(sh.y_pitch ? sh.y_pitch : sh.k), pixels = acc.size() / sh.k;
-  for (int tile = 0; tile < static_cast<int>(int8_conv_tiles().size()); ++tile) {
-    const std::string what = sh.name() + " on " + int8_tile_id(int8_conv_tiles()[static_cast<size_t>(tile)]);
-    const GpuOut g = run_gpu(sh, d, tile);
+  for (const Runner& runner : runners) {
+    const std::string what = sh.name() + " on " + runner.id;
+    const GpuOut g = run_gpu(sh, d, runner);
     size_t exact_bad = 0, off_by_one = 0, far = 0, touched = 0, saturated = 0;
     for (size_t pix = 0; pix < pixels; ++pix)
       for (size_t ch = 0; ch < pitch; ++ch) {
@@ -238,9 +260,9 @@ void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc) {
   }
 }
 
-void check_shape(const Shape& sh, uint32_t seed) {
+void check_shape(const Shape& sh, uint32_t seed, const std::vector<Runner>& runners = mma_tiles()) {
   Data d = make_data(sh, seed);
-  check_data(sh, d, host_acc(sh, d));
+  check_data(sh, d, host_acc(sh, d), runners);
 }
 
 TEST(ConvInt8, PointwiseLayers) {
@@ -327,6 +349,53 @@ TEST(ConvInt8, PadsWeightChannelsWithZeros) {
   EXPECT_EQ(int8_padded_channels(3), 16);
   EXPECT_EQ(int8_padded_channels(32), 32);
   EXPECT_THROW(int8_pad_krsc(w.data(), 2, 1, 1, 3, 2), Error);
+}
+
+// Hopper's 1x1 path: bias and SiLU on or off, int8 and fp16 outputs, pitched outputs, pixel counts
+// that leave partial tiles (31 x 29), and a yolov5s-sized layer; exactly the host's results.
+TEST(ConvInt8Sm90, PointwiseLayers) {
+  YOLOCU_REQUIRE_GPU();
+  if (int8_sm90_kernels().empty()) GTEST_SKIP() << "this build has no sm90 INT8 kernels (CUTLASS 3.5+ not found)";
+  Int8ConvArgs probe;
+  probe.n = probe.h = probe.w_ = probe.p = probe.q = 1, probe.c = probe.k = 16;
+  alignas(16) static int8_t buf[16];
+  alignas(16) static float scale[16];
+  probe.x = probe.w = buf, probe.y = buf, probe.scale = scale;
+  const std::string why = int8_sm90_unsupported(probe, 0);
+  if (why.find("sm_90") != std::string::npos) GTEST_SKIP() << why;
+  ASSERT_EQ(why, "");
+  const std::vector<Runner> k = sm90_kernels();
+  check_shape({1, 32, 40, 40, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, 21, k);
+  check_shape({2, 48, 31, 29, 32, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8, 48}, 22, k);
+  check_shape({4, 256, 20, 20, 128, 1, 1, 0, false, false, Int8Residual::kNone, Int8Out::kHalf}, 23, k);
+  check_shape({1, 128, 20, 20, 256, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kHalf, 264}, 24, k);
+  check_shape({2, 64, 80, 80, 64, 1, 1, 0, true, false, Int8Residual::kNone, Int8Out::kInt8}, 25, k);
+}
+
+TEST(ConvInt8Sm90, RefusesWhatItCannotRun) {
+  Int8ConvArgs a;
+  alignas(16) static int8_t buf[64];
+  alignas(16) static float scale[64];
+  a.n = 1, a.c = 32, a.h = a.w_ = 8, a.k = 32, a.p = a.q = 8, a.x = a.w = buf, a.y = buf, a.scale = scale;
+  if (int8_sm90_kernels().empty()) {
+    EXPECT_NE(int8_sm90_unsupported(a, 0).find("CUTLASS"), std::string::npos);
+    EXPECT_THROW(int8_sm90_run(a, 0, nullptr), Error);
+    return;
+  }
+  EXPECT_NE(int8_sm90_unsupported(a, 7).find("no kernel"), std::string::npos);
+  a.r = a.s = 3, a.pad_h = a.pad_w = 1;
+  EXPECT_NE(int8_sm90_unsupported(a, 0).find("1x1"), std::string::npos);
+  a.r = a.s = 1, a.pad_h = a.pad_w = 0, a.residual_type = Int8Residual::kInt8, a.residual = buf;
+  EXPECT_NE(int8_sm90_unsupported(a, 0).find("residual"), std::string::npos);
+  a.residual_type = Int8Residual::kNone, a.residual = nullptr, a.out = Int8Out::kInt32;
+  EXPECT_NE(int8_sm90_unsupported(a, 1).find("int8 or fp16"), std::string::npos);
+  a.out = Int8Out::kInt8, a.k = 24;
+  EXPECT_NE(int8_sm90_unsupported(a, 0).find("multiples of 16"), std::string::npos);
+  a.k = 32, a.y_pitch = 40;
+  EXPECT_NE(int8_sm90_unsupported(a, 0).find("multiples of 16"), std::string::npos);
+  a.y_pitch = 0, a.c = 24;  // what the mma.sync kernel refuses, this path refuses too
+  EXPECT_NE(int8_sm90_unsupported(a, 0).find("multiple of 16"), std::string::npos);
+  EXPECT_THROW(int8_sm90_run(a, 0, nullptr), Error);
 }
 
 // fp16 -> int8 from a pitched 20-channel slice into 32 channels (zeros past 20): random values and
@@ -426,9 +495,9 @@ TEST(ConvInt8, PaddedStemFromFp16) {
   ASSERT_EQ(cudaMemcpy(d16.x.data(), dx.p, d16.x.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(d16.x, int8_pad_krsc(d.x.data(), static_cast<int>(pixels), 1, 1, 3, sh16.c));
   d16.w = int8_pad_krsc(d.w.data(), sh3.k, sh3.r, sh3.r, 3, sh16.c);
-  check_data(sh16, d16, acc);
+  check_data(sh16, d16, acc, mma_tiles());
   sh16.out = Int8Out::kInt32;
-  check_data(sh16, d16, acc);
+  check_data(sh16, d16, acc, mma_tiles());
 }
 
 }  // namespace

@@ -1,0 +1,32 @@
+// Hopper's INT8 path for the 1x1 stride-1 convolutions (conv_int8_sm90.cu): the layer as CUTLASS's
+// persistent sm90 GEMM (TMA loads, warp-specialised wgmma, a tile scheduler handing each CTA tile
+// after tile so that one tile's epilogue overlaps the next one's loads), with the epilogue of
+// conv_int8_kernel.hpp fused through CUTLASS's epilogue visitor tree: the same Int8ConvArgs, the
+// same results bit for bit (int8_math.hpp's float math). On an H200 these kernels run yolov5s's
+// 1x1 layers at 1.3-1.65x the FP16 tactics at batch 32, where CUTLASS's sm90 convolution (not
+// persistent) runs them at a third of that (docs/int8.md).
+// What it runs: r = s = 1, stride 1, no padding or dilation; c a multiple of 16; int8 output (k and
+// the pitch multiples of 16) or fp16 (multiples of 8); bias optional, SiLU optional; no residual,
+// no split-K. Built where CUTLASS 3.5+ with its tools/util headers is found (sm_90a code); runs on
+// sm_90 devices.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/cuda/int8/conv_int8_kernel.hpp"
+
+namespace yolocu::engine {
+
+// The kernels, by index: "int8-sm90:pingpong-64x128x64", "int8-sm90:coop-128x64x64" (empty in a
+// build without them).
+const std::vector<std::string>& int8_sm90_kernels();
+// Empty if kernel `kernel` runs this problem on the current device, else what it refuses.
+std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel);
+// Enqueues the GEMM on `stream` (capturable; no synchronisation); throws yolocu::Error
+// (kInvalidArgument) for an unsupported problem, Error(kCuda) when CUTLASS or the launch fails.
+void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream);
+
+}  // namespace yolocu::engine
