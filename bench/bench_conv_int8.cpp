@@ -6,7 +6,9 @@
 // (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
 // --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
 // int8_conv_tiles(), int8 in, int8 out (--fp16-out: fp16, as for a layer feeding float consumers),
-// int8 residual; split-K 2, 4, 8 tried where the grid is small (splits_for); the best is reported.
+// int8 residual; split-K 2, 4, 8 tried where the grid is small (splits_for); then, on the 1x1
+// layers, Hopper's kernels of conv_int8_sm90.hpp (CUTLASS's persistent GEMM, the same epilogue);
+// the best is reported.
 // Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
 // CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
 // counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input,
@@ -36,6 +38,7 @@
 #include "yolov5s_conv_layers.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
 #include "engine/cuda/int8/conv_int8_kernel.hpp"
+#include "engine/cuda/int8/conv_int8_sm90.hpp"
 #include "engine/cuda/int8/int8_convert.hpp"
 #include "engine/cuda/tactics/tuner.hpp"
 #include "yolocu/error.hpp"
@@ -161,8 +164,9 @@ Fp16Result run_fp16(const Options& o, Tuner& tuner, const ConvProblem& pb, cudnn
 }
 
 struct Int8Result {
+  std::vector<std::string> names;         // the mma.sync tiles, then the sm90 kernels (conv_int8_sm90.hpp)
   std::vector<bench::EventTiming> tiles;  // per tile, its best split
-  std::vector<int> splits;                // that split
+  std::vector<int> splits;                // that split (0: the kernel does not run this layer)
   int best = -1;
   bench::EventTiming quantise{}, dequantise{};
   bench::CudnnInt8Result cudnn;  // --cudnn
@@ -223,9 +227,24 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream
       const bench::EventTiming et = time_launch(o, s, [&] { int8_conv_run(a, t, s); });
       if (best_split == 0 || et.median_ms < best.median_ms) best = et, best_split = sk;
     }
+    r.names.push_back(int8_tile_id(int8_conv_tiles()[size_t(t)]));
     r.tiles.push_back(best);
     r.splits.push_back(best_split);
     if (r.best < 0 || best.median_ms < r.tiles[size_t(r.best)].median_ms) r.best = t;
+  }
+  // Hopper's 1x1 path (CUTLASS's persistent GEMM, the same epilogue), where it runs the layer
+  a.split_k = 1, a.workspace = nullptr, a.workspace_bytes = 0;
+  for (int k = 0; k < static_cast<int>(int8_sm90_kernels().size()); ++k) {
+    r.names.push_back(int8_sm90_kernels()[size_t(k)]);
+    if (!int8_sm90_unsupported(a, k).empty()) {
+      r.tiles.push_back({});
+      r.splits.push_back(0);
+      continue;
+    }
+    const bench::EventTiming et = time_launch(o, s, [&] { int8_sm90_run(a, k, s); });
+    r.tiles.push_back(et);
+    r.splits.push_back(1);
+    if (et.median_ms < r.tiles[size_t(r.best)].median_ms) r.best = static_cast<int>(r.tiles.size()) - 1;
   }
   r.dequantise = time_launch(o, s, [&] {
     int8_dequantize_run(static_cast<const int8_t*>(y.p), pb.k, resh.p, pb.k, int64_t(ny / pb.k), q_scale, s);
@@ -247,13 +266,16 @@ void report(const Options& o, const Layer& l, const ConvProblem& pb, const Fp16R
   const double bytes8 = px + wts + py * (pb.residual ? 1 : 0) + py * (o.fp16_out ? 2 : 1);
   const bench::EventTiming& b = q.tiles[size_t(q.best)];
   auto us = [](double ms) { return ms * 1e3; };
-  const std::string tile = int8_tile_id(int8_conv_tiles()[size_t(q.best)]) + " k" + std::to_string(q.splits[size_t(q.best)]);
+  const std::string tile = q.names[size_t(q.best)] + " k" + std::to_string(q.splits[size_t(q.best)]);
   std::printf("| %-28s | %2d | %-34s | %8.2f | %7.1f | %6.0f | %-29s | %8.2f (%6.2f-%6.2f) | %7.1f | %6.0f | %5.2fx | %7.2f | %7.2f |",
               l.name, pb.n, f.tactic.substr(0, 34).c_str(), us(f.t.median_ms), 2 * macs / f.t.median_ms / 1e9,
               bytes16 / f.t.median_ms / 1e6, tile.c_str(), us(b.median_ms),
               us(b.p10_ms), us(b.p90_ms), 2 * macs / b.median_ms / 1e9, bytes8 / b.median_ms / 1e6,
               f.t.median_ms / b.median_ms, us(q.quantise.median_ms), us(q.dequantise.median_ms));
-  for (size_t t = 0; t < q.tiles.size(); ++t) std::printf(" %7.2f/k%d", us(q.tiles[t].median_ms), q.splits[t]);
+  for (size_t t = 0; t < q.tiles.size(); ++t) {
+    if (q.splits[t] == 0) std::printf("       -   ");
+    else std::printf(" %7.2f/k%d", us(q.tiles[t].median_ms), q.splits[t]);
+  }
   if (o.cudnn && q.cudnn.algo.empty()) std::printf(" | cudnn int8: none (%s)", q.cudnn.why.c_str());
   else if (o.cudnn)
     std::printf(" | cudnn int8 %s: %8.2f us, %7.1f TOP/s, %5.2fx fp16", q.cudnn.algo.c_str(), us(q.cudnn.t.median_ms),
@@ -290,6 +312,7 @@ int main(int argc, char** argv) {
                 prop.name, prop.multiProcessorCount, o.samples, o.reps, o.fp16_out ? "fp16" : "int8");
     std::printf("| layer | n | fp16 tactic (tuner's choice) | fp16 us | TOP/s | GB/s | int8 best tile, split-K | int8 us | TOP/s | GB/s | speedup | q us | dq us | per tile:");
     for (const Int8Tile& t : int8_conv_tiles()) std::printf(" %s", int8_tile_id(t).c_str());
+    for (const std::string& k : int8_sm90_kernels()) std::printf(" %s", k.c_str());
     std::printf("\n");
     std::vector<std::string> totals;
     for (int b : o.batches) {
