@@ -2,9 +2,8 @@
 // persistent sm90 GEMM (TMA loads, warp-specialised wgmma, a tile scheduler handing each CTA tile
 // after tile so that one tile's epilogue overlaps the next one's loads), with the epilogue of
 // conv_int8_kernel.hpp fused through CUTLASS's epilogue visitor tree: the same Int8ConvArgs, the
-// same results bit for bit (int8_math.hpp's float math). On an H200 these kernels run yolov5s's
-// 1x1 layers at 1.3-1.65x the FP16 tactics at batch 32, where CUTLASS's sm90 convolution (not
-// persistent) runs them at a third of that (docs/int8.md).
+// same results bit for bit (int8_math.hpp's float math). Not planned by the engine yet: what the
+// GEMM and the fused epilogue cost against the FP16 tactics is in docs/int8.md.
 // What it runs: r = s = 1, stride 1, no padding or dilation; c a multiple of 16; int8 output (k and
 // the pitch multiples of 16) or fp16 (multiples of 8); bias optional, SiLU optional; no residual,
 // no split-K. Built where CUTLASS 3.5+ with its tools/util headers is found (sm_90a code); runs on
