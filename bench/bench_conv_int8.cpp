@@ -2,6 +2,7 @@
 // layers: YOLOv5s's convolution shapes at a 640x640 input (bias + SiLU, the C3 bottlenecks' 3x3
 // with their residual), batch 1 and 32.
 //   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...] [--fp16-out] [--cudnn]
+//                   [--no-silu]
 // FP16: the tuner (engine/cuda/tactics/tuner.hpp) picks the tactic exactly as the engine does
 // (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
 // --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
@@ -18,6 +19,8 @@
 // --cudnn: also cuDNN's own INT8 convolution on the same int8 tensors (bench/cudnn_int8_conv.hpp:
 // every algorithm it accepts, the fastest; int8 out, or float with --fp16-out), without bias or
 // activation: whether cuDNN's INT8 beats the FP16 tactics on this GPU.
+// --no-silu: every layer without its SiLU, FP16 and INT8 alike (with --fp16-out, the INT8 epilogue
+// is then one fma and a conversion: what the epilogue's exp and divisions cost).
 // The stem (3 channels) runs with its channels padded to 16 on both sides.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -58,6 +61,7 @@ struct Options {
   bool cutlass = false;
   bool fp16_out = false;
   bool cudnn = false;
+  bool silu = true;  // --no-silu: every layer without its activation (FP16 and INT8 alike)
 };
 
 std::vector<int> parse_list(const char* s) {
@@ -82,10 +86,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--cutlass") o.cutlass = true;
     else if (a == "--fp16-out") o.fp16_out = true;
     else if (a == "--cudnn") o.cudnn = true;
+    else if (a == "--no-silu") o.silu = false;
     else {
       std::fprintf(stderr,
                    "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j] [--fp16-out] "
-                   "[--cudnn]\n");
+                   "[--cudnn] [--no-silu]\n");
       std::exit(2);
     }
   }
@@ -105,14 +110,14 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-ConvProblem problem_of(const Layer& l, int batch) {
+ConvProblem problem_of(const Layer& l, int batch, bool silu) {
   ConvProblem pb;
   pb.n = batch, pb.c = l.c, pb.h = pb.w = l.hw, pb.k = l.k, pb.r = pb.s = l.r;
   pb.pad_h = pb.pad_w = l.pad();
   pb.str_h = pb.str_w = l.stride;
   pb.p = (l.hw + 2 * pb.pad_h - l.r) / l.stride + 1;
   pb.q = pb.p;
-  pb.half = true, pb.bias = true, pb.silu = true, pb.residual = l.residual;
+  pb.half = true, pb.bias = true, pb.silu = silu, pb.residual = l.residual;
   return pb;
 }
 
@@ -306,7 +311,7 @@ int main(int argc, char** argv) {
     Tuner tuner(cudnn, lim, nullptr, device, s);
     std::vector<ConvProblem> all;
     for (int b : o.batches)
-      for (int i : o.layers) all.push_back(problem_of(kLayers[i], b));
+      for (int i : o.layers) all.push_back(problem_of(kLayers[i], b, o.silu));
     tuner.prebuild(all, device, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     std::printf("device %s (%d SMs); %d samples x %d launches per graph; times in us per launch (median, p10-p90); int8 out %s\n",
                 prop.name, prop.multiProcessorCount, o.samples, o.reps, o.fp16_out ? "fp16" : "int8");
@@ -319,7 +324,7 @@ int main(int argc, char** argv) {
       double fp16_us = 0, int8_us = 0, cudnn_us = 0;
       int cudnn_layers = 0;
       for (int i : o.layers) {
-        const ConvProblem pb = problem_of(kLayers[i], b);
+        const ConvProblem pb = problem_of(kLayers[i], b, o.silu);
         const Fp16Result f = run_fp16(o, tuner, pb, cudnn, s, ws.p, lim.workspace);
         const Int8Result q = run_int8(o, pb, prop.multiProcessorCount, s, cudnn, ws.p, lim.workspace);
         report(o, kLayers[i], pb, f, q);
