@@ -5,55 +5,30 @@
 // int8 wgmma takes them), to tell whether persistence is what those layers' short K loops need.
 #include "int8_gemm_sm90.hpp"
 
-#include "cute/tensor.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/gemm/device/gemm_universal_adapter.h"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
-#include "cutlass/util/packed_stride.hpp"
+#include "engine/cuda/int8/int8_gemm_sm90_types.cuh"
 
 namespace yolocu::bench {
 namespace {
 
 using namespace cute;
+using namespace engine::sm90;
 
+// The GEMM with CUTLASS's plain epilogue: D = saturate(round(alpha * acc)) in int8.
 template <class TileShape, class KernelSchedule, class EpilogueSchedule>
-struct Int8Gemm {
-  static constexpr int kAlign = 16;  // 16 int8 elements
-  using ClusterShape = Shape<_1, _1, _1>;
-  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, void,
-      cutlass::layout::RowMajor, kAlign, int8_t, cutlass::layout::RowMajor, kAlign,
-      EpilogueSchedule>::CollectiveOp;
-  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, cutlass::layout::RowMajor,
-      kAlign, int8_t, cutlass::layout::ColumnMajor, kAlign, int32_t, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-          sizeof(typename Epilogue::SharedStorage))>,
-      KernelSchedule>::CollectiveOp;
-  using Kernel =
-      cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
-  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
-};
+using PlainGemm = engine::sm90::Int8Gemm<
+    TileShape, KernelSchedule, EpilogueSchedule, int8_t,
+    cutlass::epilogue::fusion::LinearCombination<int8_t, float, void, float>>;
 
 template <class Cfg>
 std::string run(int m, int n, int k, const int8_t* x, const int8_t* w, int8_t* y, float alpha,
                 int samples, int reps, cudaStream_t s, EventTiming* out) {
   using Gemm = typename Cfg::Gemm;
   using Kernel = typename Cfg::Kernel;
-  const auto stride_a =
-      cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, make_shape(m, k, 1));
-  const auto stride_b =
-      cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, make_shape(n, k, 1));
-  const auto stride_c =
-      cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, make_shape(m, n, 1));
-  const auto stride_d =
-      cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, make_shape(m, n, 1));
+  const Int8GemmStrides<Kernel> st(m, n, k, n);
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                                 {m, n, k, 1},
-                                {x, stride_a, w, stride_b},
-                                {{alpha, 0.f}, nullptr, stride_c, y, stride_d}};
+                                {x, st.a, w, st.b},
+                                {{alpha, 0.f}, nullptr, st.c, y, st.d}};
   Gemm gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) return "cannot implement";
   const size_t ws_bytes = Gemm::get_workspace_size(args);
@@ -71,11 +46,6 @@ std::string run(int m, int n, int k, const int8_t* x, const int8_t* w, int8_t* y
   return why;
 }
 
-using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
-using Cooperative = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
-using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
-using CooperativeEpilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
-
 }  // namespace
 
 std::string int8_gemm_sm90_run(int config, int m, int n, int k, const int8_t* x, const int8_t* w,
@@ -83,16 +53,16 @@ std::string int8_gemm_sm90_run(int config, int m, int n, int k, const int8_t* x,
                                EventTiming* out) {
   switch (config) {
     case 0:
-      return run<Int8Gemm<Shape<_64, _128, _64>, Pingpong, PingpongEpilogue>>(
+      return run<PlainGemm<Shape<_64, _128, _64>, Pingpong, PingpongEpilogue>>(
           m, n, k, x, w, y, alpha, samples, reps, s, out);
     case 1:
-      return run<Int8Gemm<Shape<_64, _64, _64>, Pingpong, PingpongEpilogue>>(
+      return run<PlainGemm<Shape<_64, _64, _64>, Pingpong, PingpongEpilogue>>(
           m, n, k, x, w, y, alpha, samples, reps, s, out);
     case 2:
-      return run<Int8Gemm<Shape<_128, _128, _64>, Cooperative, CooperativeEpilogue>>(
+      return run<PlainGemm<Shape<_128, _128, _64>, Cooperative, CooperativeEpilogue>>(
           m, n, k, x, w, y, alpha, samples, reps, s, out);
     case 3:
-      return run<Int8Gemm<Shape<_128, _64, _64>, Cooperative, CooperativeEpilogue>>(
+      return run<PlainGemm<Shape<_128, _64, _64>, Cooperative, CooperativeEpilogue>>(
           m, n, k, x, w, y, alpha, samples, reps, s, out);
     default:
       return "no such configuration";

@@ -1,6 +1,7 @@
 // Hopper's INT8 1x1 convolution as CUTLASS's persistent sm90 GEMM with conv_int8_kernel.hpp's
 // epilogue fused (conv_int8_sm90.hpp). In NHWC a 1x1 stride-1 convolution is the GEMM
-//   acc[m, k] = sum_c x[m, c] * w[k, c]     m: the n*h*w pixels, both operands K-major (int8 wgmma's layout)
+//   acc[m, k] = sum_c x[m, c] * w[k, c]     m: the n*h*w pixels, both operands K-major (int8
+//   wgmma's layout)
 // and the epilogue is one node of CUTLASS's epilogue visitor tree over the accumulator and two row
 // broadcasts (scale[k], bias[k]): int8_math.hpp's conv_value, then int8_math.hpp's quantisation
 // (int8 out) or the accumulator's value converted to fp16 by round-to-nearest, as the mma.sync
@@ -15,115 +16,86 @@
 #include <vector>
 
 #include "core/check.hpp"
-#include "cute/tensor.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/gemm/device/gemm_universal_adapter.h"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
-#include "cutlass/util/packed_stride.hpp"
+#include "engine/cuda/int8/int8_gemm_sm90_types.cuh"
 #include "engine/cuda/int8/int8_math.hpp"
 
 namespace yolocu::engine {
 namespace {
 
 using namespace cute;
+using namespace sm90;
 
 struct EpilogueArgs {
   float y_scale = 1.f;  // int8 output: q = saturate(round_half_even(v / y_scale))
   int silu = 0;
 };
 
-// The epilogue node: T is cutlass::Array<float, N> (acc converted by round-to-nearest, exact below
-// 2^24 as int8_math.hpp's i2f), scale[k] and bias[k] (0 without a bias). Int8 outputs leave the node
-// as floats holding the saturated integer, which the node's conversion to int8 keeps exactly.
-template <class T>
-struct ConvToInt8 {
-  using Arguments = EpilogueArgs;
-  template <class A>
-  CUTLASS_DEVICE A operator()(A const& acc, A const& scale, A const& bias, Arguments const& args) const {
-    A out;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < A::kElements; ++i) {
-      float v = int8::fma_rn(acc[i], scale[i], bias[i]);
-      if (args.silu) v = int8::silu_f32(v);
-      out[i] = static_cast<float>(int8::quantize(v, args.y_scale));
+// The epilogue node (Sm90Compute's ComputeFn): A is cutlass::Array<float, N> (acc converted by
+// round-to-nearest, exact below 2^24 as int8_math.hpp's i2f), scale[k] and bias[k] (0 without a
+// bias). Int8 outputs leave the node as floats holding the saturated integer, which the node's
+// conversion to int8 keeps exactly; fp16 outputs as the value, converted by round-to-nearest.
+template <bool kInt8Out>
+struct ConvEpilogue {
+  template <class T>
+  struct Fn {
+    using Arguments = EpilogueArgs;
+    template <class A>
+    CUTLASS_DEVICE A operator()(A const& acc, A const& scale, A const& bias,
+                                Arguments const& args) const {
+      A out;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < A::kElements; ++i) {
+        float v = int8::fma_rn(acc[i], scale[i], bias[i]);
+        if (args.silu) v = int8::silu_f32(v);
+        out[i] = kInt8Out ? static_cast<float>(int8::quantize(v, args.y_scale)) : v;
+      }
+      return out;
     }
-    return out;
-  }
-};
-template <class T>
-struct ConvToHalf {
-  using Arguments = EpilogueArgs;
-  template <class A>
-  CUTLASS_DEVICE A operator()(A const& acc, A const& scale, A const& bias, Arguments const& args) const {
-    A out;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < A::kElements; ++i) {
-      const float v = int8::fma_rn(acc[i], scale[i], bias[i]);
-      out[i] = args.silu ? int8::silu_f32(v) : v;
-    }
-    return out;
-  }
+  };
 };
 
-template <class TileShape, class KernelSchedule, class EpilogueSchedule, class ElementD, template <class> class Fn>
-struct Int8Conv1x1 {
-  static constexpr int kAlignAB = 16;                                        // int8 elements of 16 bytes
-  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 int8, 8 fp16
-  using ClusterShape = Shape<_1, _1, _1>;
-  using RoundStyle = std::integral_constant<cutlass::FloatRoundStyle, cutlass::FloatRoundStyle::round_to_nearest>;
-  using Tree = cutlass::epilogue::fusion::Sm90EVT<
-      cutlass::epilogue::fusion::Sm90Compute<Fn, ElementD, float, RoundStyle::value>,
-      cutlass::epilogue::fusion::Sm90AccFetch, cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>,
-      cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
-  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, void, cutlass::layout::RowMajor, kAlignD,
-      ElementD, cutlass::layout::RowMajor, kAlignD, EpilogueSchedule, Tree>::CollectiveOp;
-  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, cutlass::layout::RowMajor, kAlignAB, int8_t,
-      cutlass::layout::ColumnMajor, kAlignAB, int32_t, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-      KernelSchedule>::CollectiveOp;
-  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
-  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
-};
+// The layer's epilogue as a visitor tree over the accumulator and the scale and bias row
+// broadcasts, its node ConvEpilogue<...>::Fn; the GEMM of int8_gemm_sm90_types.cuh around it.
+template <class TileShape, class ElementD, template <class> class Fn>
+using ConvTree = cutlass::epilogue::fusion::Sm90EVT<
+    cutlass::epilogue::fusion::Sm90Compute<Fn, ElementD, float,
+                                           cutlass::FloatRoundStyle::round_to_nearest>,
+    cutlass::epilogue::fusion::Sm90AccFetch,
+    cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>,
+    cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
+template <class TileShape, class KernelSchedule, class EpilogueSchedule, class ElementD,
+          template <class> class Fn>
+using Int8Conv1x1 = sm90::Int8Gemm<TileShape, KernelSchedule, EpilogueSchedule, ElementD,
+                                   ConvTree<TileShape, ElementD, Fn>>;
 
 template <class Cfg>
 void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   using Gemm = typename Cfg::Gemm;
   using Kernel = typename Cfg::Kernel;
   const int m = a.n * a.h * a.w_, n = a.k, k = a.c;
-  const auto stride_a = cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, make_shape(m, k, 1));
-  const auto stride_b = cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, make_shape(n, k, 1));
-  const auto stride_c = cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, make_shape(m, n, 1));
-  auto stride_d = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, make_shape(m, n, 1));
-  get<0>(stride_d) = a.y_pitch ? a.y_pitch : a.k;  // pixels y_pitch elements apart
+  const Int8GemmStrides<Kernel> st(m, n, k, a.y_pitch ? a.y_pitch : a.k);  // pixels y_pitch apart
   typename Gemm::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   args.problem_shape = {m, n, k, 1};
-  args.mainloop = {a.x, stride_a, a.w, stride_b};
+  args.mainloop = {a.x, st.a, a.w, st.b};
   // the tree's arguments: its children's (accumulator, scale, bias), then the node's
   args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {a.y_scale, a.silu ? 1 : 0}};
   args.epilogue.ptr_C = nullptr;
-  args.epilogue.dC = stride_c;
+  args.epilogue.dC = st.c;
   args.epilogue.ptr_D = static_cast<typename Gemm::ElementD*>(a.y);
-  args.epilogue.dD = stride_d;
+  args.epilogue.dD = st.d;
   Gemm gemm;
   YOLOCU_CHECK(gemm.can_implement(args) == cutlass::Status::kSuccess, kInvalidArgument,
                "int8_sm90_run: CUTLASS cannot run this problem (m ", m, ", n ", n, ", k ", k, ")");
-  YOLOCU_CHECK(Gemm::get_workspace_size(args) == 0, kInternal, "int8_sm90_run: the kernel asks for a workspace");
+  YOLOCU_CHECK(Gemm::get_workspace_size(args) == 0, kInternal,
+               "int8_sm90_run: the kernel asks for a workspace");
   YOLOCU_CHECK(gemm.initialize(args, nullptr, stream) == cutlass::Status::kSuccess, kCuda,
                "int8_sm90_run: CUTLASS initialisation failed");
-  YOLOCU_CHECK(gemm.run(stream) == cutlass::Status::kSuccess, kCuda, "int8_sm90_run: launch failed: ",
-               cudaGetErrorString(cudaGetLastError()));
+  YOLOCU_CHECK(gemm.run(stream) == cutlass::Status::kSuccess, kCuda,
+               "int8_sm90_run: launch failed: ", cudaGetErrorString(cudaGetLastError()));
 }
 
-using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
-using Cooperative = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
-using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
-using CooperativeEpilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
 using TilePingpong = Shape<_64, _128, _64>;
 using TileCoop = Shape<_128, _64, _64>;
 
@@ -139,15 +111,18 @@ bool device_is_sm90() {
 }  // namespace
 
 const std::vector<std::string>& int8_sm90_kernels() {
-  static const std::vector<std::string> ids = {"int8-sm90:pingpong-64x128x64", "int8-sm90:coop-128x64x64"};
+  static const std::vector<std::string> ids = {"int8-sm90:pingpong-64x128x64",
+                                               "int8-sm90:coop-128x64x64"};
   return ids;
 }
 
 std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
-  if (kernel < 0 || kernel >= static_cast<int>(int8_sm90_kernels().size())) return "no kernel " + std::to_string(kernel);
+  if (kernel < 0 || kernel >= static_cast<int>(int8_sm90_kernels().size()))
+    return "no kernel " + std::to_string(kernel);
   std::string why = int8_conv_unsupported(a);
   if (!why.empty()) return why;
-  if (a.r != 1 || a.s != 1 || a.str_h != 1 || a.str_w != 1 || a.pad_h != 0 || a.pad_w != 0 || a.dil_h != 1 || a.dil_w != 1)
+  if (a.r != 1 || a.s != 1 || a.str_h != 1 || a.str_w != 1 || a.pad_h != 0 || a.pad_w != 0 ||
+      a.dil_h != 1 || a.dil_w != 1)
     return "not a 1x1 stride-1 convolution without padding";
   if (a.residual_type != Int8Residual::kNone) return "no residual on this path";
   if (a.split_k != 1) return "no split-K on this path";
@@ -155,10 +130,11 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
   const int align = a.out == Int8Out::kInt8 ? 16 : 8;  // 16 bytes: TMA's unit
   const int pitch = a.y_pitch ? a.y_pitch : a.k;
   if (a.k % align != 0 || pitch % align != 0)
-    return "output channels " + std::to_string(a.k) + " and pitch " + std::to_string(pitch) + " must be multiples of " +
-           std::to_string(align);
+    return "output channels " + std::to_string(a.k) + " and pitch " + std::to_string(pitch) +
+           " must be multiples of " + std::to_string(align);
   if (reinterpret_cast<uintptr_t>(a.y) % 16 != 0) return "y must be 16-byte aligned";
-  if (reinterpret_cast<uintptr_t>(a.scale) % 16 != 0 || (a.bias && reinterpret_cast<uintptr_t>(a.bias) % 16 != 0))
+  if (reinterpret_cast<uintptr_t>(a.scale) % 16 != 0 ||
+      (a.bias && reinterpret_cast<uintptr_t>(a.bias) % 16 != 0))
     return "scale and bias must be 16-byte aligned";
   if (!device_is_sm90()) return "needs an sm_90 GPU (Hopper)";
   return {};
@@ -168,10 +144,19 @@ void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
   const std::string why = int8_sm90_unsupported(a, kernel);
   YOLOCU_CHECK(why.empty(), kInvalidArgument, "int8_sm90_run: ", why);
   const bool i8 = a.out == Int8Out::kInt8;
-  if (kernel == 0 && i8) return run_gemm<Int8Conv1x1<TilePingpong, Pingpong, PingpongEpilogue, int8_t, ConvToInt8>>(a, stream);
-  if (kernel == 0) return run_gemm<Int8Conv1x1<TilePingpong, Pingpong, PingpongEpilogue, cutlass::half_t, ConvToHalf>>(a, stream);
-  if (i8) return run_gemm<Int8Conv1x1<TileCoop, Cooperative, CooperativeEpilogue, int8_t, ConvToInt8>>(a, stream);
-  return run_gemm<Int8Conv1x1<TileCoop, Cooperative, CooperativeEpilogue, cutlass::half_t, ConvToHalf>>(a, stream);
+  if (kernel == 0 && i8)
+    return run_gemm<
+        Int8Conv1x1<TilePingpong, Pingpong, PingpongEpilogue, int8_t, ConvEpilogue<true>::Fn>>(
+        a, stream);
+  if (kernel == 0)
+    return run_gemm<Int8Conv1x1<TilePingpong, Pingpong, PingpongEpilogue, cutlass::half_t,
+                                ConvEpilogue<false>::Fn>>(a, stream);
+  if (i8)
+    return run_gemm<
+        Int8Conv1x1<TileCoop, Cooperative, CooperativeEpilogue, int8_t, ConvEpilogue<true>::Fn>>(
+        a, stream);
+  return run_gemm<Int8Conv1x1<TileCoop, Cooperative, CooperativeEpilogue, cutlass::half_t,
+                              ConvEpilogue<false>::Fn>>(a, stream);
 }
 
 }  // namespace yolocu::engine
