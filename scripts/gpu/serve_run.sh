@@ -356,10 +356,17 @@ if [ -n "${SERVE_SWEEP:-}" ]; then
   exit 0
 fi
 measured_loads() {  # measured_loads <name> <GPUs>: 8- and 1-image Python loads and perf_analyzer's 1-image load,
-  # each with Triton's times, the server's cores and its busiest threads
+  # each with Triton's times, the server's cores and its busiest threads; the backend's counters
+  # after each (images decoded, of them on the CPU: what each client's images cost the decoder)
   measured "$out/$1_measured.txt" load "$1_b8" 8
+  backend_counters "after the 8-image load"
   measured "$out/$1_measured.txt" load "$1_b1" 1
+  backend_counters "after the 1-image load"
   measured "$out/$1_measured.txt" pa_summary "$1_b1" 1 "$(($2 * ${PA_INFLIGHT_B1:-128}))"
+  backend_counters "after perf_analyzer's 1-image load"
+}
+backend_counters() {  # the yolocu_* counters of the server's Prometheus endpoint, on one line
+  echo "  backend counters $1: $(curl -s localhost:8002/metrics | grep -E '^yolocu_' | tr '\n' ' ')"
 }
 echo "== one GPU: instance group on GPU 0 ($inst instances, max_batch_size $batch)"
 if serve "0" gpu1; then
