@@ -14,7 +14,7 @@
 # the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
 # PA_PROCS (1): perf_analyzer processes sharing those requests (each its own connection; the rate is
-# their sum); PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
+# their sum); PA_ROTATE=1: those processes walk the images from different starts; PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
 # SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
@@ -131,9 +131,15 @@ pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
   # PA_PROCS=k: k perf_analyzer processes at once, each with its own gRPC connection and 1/k of the
   # requests in flight; the rate is their sum (one process's connection can be the limit, not the server)
   [ "$k" -gt 1 ] && mode=(--concurrency-range "$(( ($3 + k - 1) / k ))")
+  local input=$pa_json
   for i in $(seq 1 "$k"); do
+    # PA_ROTATE=1: each process's round robin starts 128/k images after the previous one's
+    if [ "${PA_ROTATE:-0}" = 1 ] && [ "$k" -gt 1 ]; then
+      input=$g/pa_images_$i.json
+      [ -f "$input" ] || python3 bench/perf_analyzer_input.py --images "$imgs" --rotate $(( (i - 1) * 128 / k )) --out "$input" >/dev/null
+    fi
     LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
-      --async -b "$2" --input-data "$pa_json" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
+      --async -b "$2" --input-data "$input" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
       --stability-percentage "$stable" -f "$out/pa_$1_$i.csv" >"$out/pa_$1_$i.log" 2>&1 &
   done
   wait
