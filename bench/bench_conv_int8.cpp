@@ -64,23 +64,13 @@ struct Options {
   bool silu = true;  // --no-silu: every layer without its activation (FP16 and INT8 alike)
 };
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p == ',') ++p;
-  }
-  return v;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
-    if (a == "--batches" && has_value) o.batches = parse_list(argv[++i]);
-    else if (a == "--layers" && has_value) o.layers = parse_list(argv[++i]);
+    if (a == "--batches" && has_value) o.batches = bench::parse_int_list(argv[++i]);
+    else if (a == "--layers" && has_value) o.layers = bench::parse_int_list(argv[++i]);
     else if (a == "--samples" && has_value) o.samples = std::max(1, std::atoi(argv[++i]));
     else if (a == "--reps" && has_value) o.reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--cutlass") o.cutlass = true;

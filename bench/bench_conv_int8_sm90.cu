@@ -66,7 +66,6 @@ struct Tensors {
 };
 
 using Timing = yolocu::bench::EventTiming;
-using yolocu::bench::time_graph;
 
 // Runs and times one tile's kernel on `t` (its output left in t.y): an empty string and the timing,
 // or why it could not run.
@@ -83,21 +82,7 @@ std::string run_config(const Tensors& t, float alpha, int samples, int reps, cud
   cute::for_each(cute::make_seq<cute::rank<0>(typename Conv::ConvKernel::StrideD{})>{},
                  [&](auto i) { cute::get<0, i>(stride_d) = problem.stride_C[Problem::RankT - 2 - i]; });
   typename Conv::Arguments args{problem, {t.x, t.wt}, {{alpha, 0.f}, nullptr, stride_c, t.y, stride_d}};
-  Conv conv;
-  if (conv.can_implement(args) != cutlass::Status::kSuccess) return "cannot implement";
-  const size_t ws_bytes = Conv::get_workspace_size(args);
-  void* ws = nullptr;
-  if (ws_bytes) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
-  std::string why;
-  if (conv.initialize(args, ws, s) != cutlass::Status::kSuccess) why = "initialize failed";
-  if (why.empty() && conv.run(s) != cutlass::Status::kSuccess) why = "run failed";
-  if (why.empty()) {
-    const cudaError_t e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) why = std::string("launch failed: ") + cudaGetErrorString(e);
-  }
-  if (why.empty()) *out = time_graph(samples, reps, s, [&] { conv.run(s); });
-  if (ws) cudaFree(ws);
-  return why;
+  return yolocu::bench::run_timed<Conv>(args, samples, reps, s, out);
 }
 
 // A 1x1 stride-1 layer through the GEMM kernel `I` of bench_int8_gemm_sm90.cu (others: "not 1x1").
@@ -154,16 +139,6 @@ const TileRun kTiles[] = {
 };
 constexpr int kTileCount = static_cast<int>(sizeof(kTiles) / sizeof(kTiles[0]));
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p) ++p;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,7 +146,7 @@ int main(int argc, char** argv) {
   int samples = 30, reps = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--batches" && i + 1 < argc) batches = parse_list(argv[++i]);
+    if (a == "--batches" && i + 1 < argc) batches = yolocu::bench::parse_int_list(argv[++i]);
     else if (a == "--samples" && i + 1 < argc) samples = std::max(3, std::atoi(argv[++i]));
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else {

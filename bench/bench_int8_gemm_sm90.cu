@@ -29,21 +29,7 @@ std::string run(int m, int n, int k, const int8_t* x, const int8_t* w, int8_t* y
                                 {m, n, k, 1},
                                 {x, st.a, w, st.b},
                                 {{alpha, 0.f}, nullptr, st.c, y, st.d}};
-  Gemm gemm;
-  if (gemm.can_implement(args) != cutlass::Status::kSuccess) return "cannot implement";
-  const size_t ws_bytes = Gemm::get_workspace_size(args);
-  void* ws = nullptr;
-  if (ws_bytes) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
-  std::string why;
-  if (gemm.initialize(args, ws, s) != cutlass::Status::kSuccess) why = "initialize failed";
-  if (why.empty() && gemm.run(s) != cutlass::Status::kSuccess) why = "run failed";
-  if (why.empty()) {
-    const cudaError_t e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) why = std::string("launch failed: ") + cudaGetErrorString(e);
-  }
-  if (why.empty()) *out = time_graph(samples, reps, s, [&] { gemm.run(s); });
-  if (ws) cudaFree(ws);
-  return why;
+  return run_timed<Gemm>(args, samples, reps, s, out);
 }
 
 }  // namespace
@@ -51,22 +37,17 @@ std::string run(int m, int n, int k, const int8_t* x, const int8_t* w, int8_t* y
 std::string int8_gemm_sm90_run(int config, int m, int n, int k, const int8_t* x, const int8_t* w,
                                int8_t* y, float alpha, int samples, int reps, cudaStream_t s,
                                EventTiming* out) {
-  switch (config) {
-    case 0:
-      return run<PlainGemm<Shape<_64, _128, _64>, Pingpong, PingpongEpilogue>>(
-          m, n, k, x, w, y, alpha, samples, reps, s, out);
-    case 1:
-      return run<PlainGemm<Shape<_64, _64, _64>, Pingpong, PingpongEpilogue>>(
-          m, n, k, x, w, y, alpha, samples, reps, s, out);
-    case 2:
-      return run<PlainGemm<Shape<_128, _128, _64>, Cooperative, CooperativeEpilogue>>(
-          m, n, k, x, w, y, alpha, samples, reps, s, out);
-    case 3:
-      return run<PlainGemm<Shape<_128, _64, _64>, Cooperative, CooperativeEpilogue>>(
-          m, n, k, x, w, y, alpha, samples, reps, s, out);
-    default:
-      return "no such configuration";
-  }
+  using RunFn = std::string (*)(int, int, int, const int8_t*, const int8_t*, int8_t*, float, int,
+                                int, cudaStream_t, EventTiming*);
+  static constexpr RunFn kConfigs[] = {
+      run<PlainGemm<Shape<_64, _128, _64>, Pingpong, PingpongEpilogue>>,
+      run<PlainGemm<Shape<_64, _64, _64>, Pingpong, PingpongEpilogue>>,
+      run<PlainGemm<Shape<_128, _128, _64>, Cooperative, CooperativeEpilogue>>,
+      run<PlainGemm<Shape<_128, _64, _64>, Cooperative, CooperativeEpilogue>>,
+  };
+  if (config < 0 || config >= static_cast<int>(sizeof(kConfigs) / sizeof(kConfigs[0])))
+    return "no such configuration";
+  return kConfigs[config](m, n, k, x, w, y, alpha, samples, reps, s, out);
 }
 
 }  // namespace yolocu::bench

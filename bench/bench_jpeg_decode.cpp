@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/image.hpp"
@@ -49,17 +50,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<int> int_list(const std::string& s) {
-  std::vector<int> out;
-  size_t p = 0;
-  while (p < s.size()) {
-    const size_t q = s.find(',', p);
-    out.push_back(std::atoi(s.substr(p, q == std::string::npos ? std::string::npos : q - p).c_str()));
-    if (q == std::string::npos) break;
-    p = q + 1;
-  }
-  return out;
-}
 
 // A driver API function resolved through the runtime (no link against libcuda: a toolkit installed
 // from PyPI on a machine without a driver has none to link); null when the driver lacks it.
@@ -149,14 +139,14 @@ int main(int argc, char** argv) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--images") images = std::atoi(v.c_str());
     else if (a == "--batch") batch = std::atoi(v.c_str());
-    else if (a == "--threads") threads = int_list(v);
+    else if (a == "--threads") threads = bench::parse_int_list(v.c_str());
     else if (a == "--busy-ms") busy_ms = std::atof(v.c_str());
     else if (a == "--busy-model") busy_model = v;
     else if (a == "--green-sms") green_sms = std::atoi(v.c_str());
-    else if (a == "--busy-segments") segment_counts = int_list(v);
+    else if (a == "--busy-segments") segment_counts = bench::parse_int_list(v.c_str());
     else if (a == "--random-lists") random_lists = std::atoi(v.c_str());
-    else if (a == "--pow2-lists") pow2_modes = int_list(v);
-    else if (a == "--copies") copies_modes = int_list(v);
+    else if (a == "--pow2-lists") pow2_modes = bench::parse_int_list(v.c_str());
+    else if (a == "--copies") copies_modes = bench::parse_int_list(v.c_str());
     else if (a == "--backends") {
       backends.clear();
       for (const std::string& b : {std::string("hardware"), std::string("hybrid")})

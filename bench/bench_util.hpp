@@ -21,6 +21,17 @@
 
 namespace yolocu::bench {
 
+// "1,8,32" -> {1, 8, 32} (each item as atoi reads it; a trailing comma adds nothing).
+inline std::vector<int> parse_int_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p) ++p;
+  }
+  return v;
+}
+
 struct EventTiming {
   float median_ms, p10_ms, p90_ms;
 };
