@@ -50,7 +50,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 // A driver API function resolved through the runtime (no link against libcuda: a toolkit installed
 // from PyPI on a machine without a driver has none to link); null when the driver lacks it.
 template <class F>
@@ -168,6 +167,7 @@ int main(int argc, char** argv) {
   for (const auto& f : files) bytes += f.size();
   // per --copies mode, the images in order (each repeated K times in a row)
   std::vector<std::vector<EncodedImage>> orders;
+  if (copies_modes.empty()) copies_modes = {1};
   for (int& k : copies_modes) {
     k = std::max(1, k);
     orders.emplace_back();

@@ -14,7 +14,8 @@
 # the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
 # PA_PROCS (1): perf_analyzer processes sharing those requests (each its own connection; the rate is
-# their sum); PA_ROTATE=1: those processes walk the images from different starts; PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
+# their sum); PA_ROTATE=1: those processes walk the images from different starts;
+# PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
 # SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
 # (taskset), so that clients that a real deployment runs elsewhere take no core from the server;
@@ -22,7 +23,7 @@
 # closed loop and both clients at half its rate (the latency at 50% load), and nothing else;
 # SERVE_FAST_START=1 (see below) the model's load with fast_start on a cold tactic cache, then a load;
 # SERVE_THREADS_ONLY=1 only the 8- and 1-image loads on each server (one GPU, then two), each with
-# Triton's times, the server's cores and its busiest threads.
+# Triton's times, the server's cores and its busiest threads, and the backend's counters after it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"

@@ -207,7 +207,6 @@ def test_data_yaml_errors(tmp_path):
     assert p.returncode == 2 and "names 2 classes, the model has 80" in p.stderr, p.stderr
 
 
-
 def test_v8_save_json_clips_the_boxes_its_matching_leaves_whole(tmp_path):
     """YOLOv8: the matching uses the boxes unclipped (ultralytics 8.4's val), --json keeps them so,
     and --save-json clips them to the image as val's scale_boxes does for its JSON."""

@@ -2,8 +2,9 @@
 # GPU-machine part `int8`: the INT8 convolution and the fp16 <-> int8 boundary kernels
 # (src/engine/cuda/int8) against their host references (test_conv_int8), compute-sanitizer, then
 # bench_conv_int8: the INT8 kernel's tiles against the FP16 tuner's choice on YOLOv5s's layers at
-# batch 1 and 32 (one table row per layer and batch); then bench_conv_int8_sm90, CUTLASS 3.x's
-# Hopper INT8 convolution on the same layers (its batch-1 outputs checked against exact sums).
+# batch 1 and 32 (one table row per layer and batch; on the 1x1 layers also Hopper's fused kernels of
+# conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
+# 1x1 layers, its persistent GEMM with a plain epilogue (batch-1 outputs checked against exact sums).
 #   scripts/gpu/bundle.sh int8   here;   bash scripts/gpu/run_all.sh int8   there (carry .gpu)
 # Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_BENCH_ARGS (extra
 # bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), INT8_SM90_ARGS (bench_conv_int8_sm90's), OUT, YOLOCU_GPU_DIR
@@ -33,7 +34,7 @@ bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and i
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # shellcheck disable=SC2086  # INT8_BENCH_ARGS, INT8_SM90_ARGS: several flags
   bench bench_conv_int8 400 ${INT8_BENCH_ARGS:-}
-  # CUTLASS 3.x's Hopper INT8 convolution on the same layers, the same call
+  # CUTLASS 3.x's Hopper INT8 convolution and GEMM on the same layers, the same call
   # shellcheck disable=SC2086
   if [ -x "$bin/bench_conv_int8_sm90" ]; then bench bench_conv_int8_sm90 300 ${INT8_SM90_ARGS:-}; fi
 fi
