@@ -1,6 +1,7 @@
 // int8_math.hpp, the float math the INT8 convolution's epilogue and its host references share,
 // against independent double-precision math (std::exp, exact division) and hand-computed cases:
-// exp within 2 ulp over the range it serves, its limits, SiLU, round half to even, saturation, NaN.
+// exp within 2 ulp over the range it serves, its clamp, SiLU, round half to even, saturation, NaN,
+// quantisation by the reciprocal of the scale. (The device side: test_int8_math_cuda.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,24 +14,43 @@ namespace {
 
 TEST(Int8Math, ExpWithinTwoUlp) {
   double worst = 0;
-  for (float x = -87.f; x <= 88.f; x += 0.0137f) {
+  for (float x = -87.f; x <= 87.f; x += 0.0137f) {
     const double want = std::exp(static_cast<double>(x));
     const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
-    worst = std::max(worst, std::fabs(int8::exp_f32(x) - want) / ulp);
+    worst = std::max(worst, std::fabs(int8::exp_clamped(x) - want) / ulp);
   }
   EXPECT_LE(worst, 2.0);
-  EXPECT_EQ(int8::exp_f32(0.f), 1.f);
-  EXPECT_EQ(int8::exp_f32(88.5f), std::numeric_limits<float>::infinity());
-  EXPECT_EQ(int8::exp_f32(-87.5f), 0.f);
-  EXPECT_TRUE(std::isnan(int8::exp_f32(std::nanf(""))));
+  EXPECT_EQ(int8::exp_clamped(0.f), 1.f);
+  EXPECT_EQ(int8::exp_clamped(1.f), 2.71828175f);  // e rounded to float
+  // clamped to [-87, 87]; NaN as -87
+  EXPECT_EQ(int8::exp_clamped(88.5f), int8::exp_clamped(87.f));
+  EXPECT_EQ(int8::exp_clamped(std::numeric_limits<float>::infinity()), int8::exp_clamped(87.f));
+  EXPECT_LT(1.f + int8::exp_clamped(87.f), std::ldexp(1.f, 126));  // rcp_rn's range
+  EXPECT_EQ(int8::exp_clamped(-1000.f), int8::exp_clamped(-87.f));
+  EXPECT_EQ(int8::exp_clamped(std::nanf("")), int8::exp_clamped(-87.f));
+  EXPECT_GT(int8::exp_clamped(-87.f), 0.f);
+  EXPECT_TRUE(std::isnormal(int8::exp_clamped(-87.f)));
 }
 
 TEST(Int8Math, Silu) {
-  for (float v = -100.f; v <= 100.f; v += 0.173f) {
+  double worst = 0;
+  for (float v = -87.f; v <= 100.f; v += 0.173f) {
     const double want = v / (1.0 + std::exp(-static_cast<double>(v)));
-    EXPECT_NEAR(int8::silu_f32(v), want, 4e-7 * std::fabs(want) + 1e-30) << v;
+    if (want == 0) continue;
+    worst = std::max(worst, std::fabs(int8::silu_f32(v) - want) / std::fabs(want));
   }
+  EXPECT_LE(worst, 4.5e-7);  // exp's 2 ulp, the reciprocal's and the product's roundings
   EXPECT_EQ(int8::silu_f32(0.f), 0.f);
+  EXPECT_EQ(int8::silu_f32(20.f), 20.f * (1.f / (1.f + int8::exp_clamped(-20.f))));
+  // below -87: v * e^-87, 0 once quantised with a scale above |v| / 3e37, or converted to fp16
+  EXPECT_LT(std::fabs(int8::silu_f32(-100.f)), 1e-35f);
+  EXPECT_LE(int8::silu_f32(-100.f), 0.f);
+  EXPECT_EQ(int8::quantize(int8::silu_f32(-1e30f), 1e-6f), 0);
+  EXPECT_TRUE(std::isnan(int8::silu_f32(std::nanf(""))));
+}
+
+TEST(Int8Math, ReciprocalOnTheHostIsTheDivision) {
+  for (float d : {1.f, 3.f, 7.f, 1.1f, 123456.7f, 5.5e34f, 6e37f}) EXPECT_EQ(int8::rcp_rn(d), 1.f / d) << d;
 }
 
 TEST(Int8Math, ConvValueIsOneFma) {
@@ -53,6 +73,19 @@ TEST(Int8Math, QuantizeRoundsHalfToEvenAndSaturates) {
   EXPECT_EQ(int8::quantize(-std::numeric_limits<float>::infinity(), 1.f), -128);
   EXPECT_EQ(int8::quantize(std::nanf(""), 1.f), 0);
   EXPECT_EQ(int8::dequantize(-128, 0.25f), -32.f);
+}
+
+TEST(Int8Math, QuantiseMultipliesByTheScalesReciprocal) {
+  // 1 / 0.1f rounds to 10.0f, so -12.15f quantises to rint(-12.15f * 10) = rint(-121.5f) = -122,
+  // where the division ONNX QuantizeLinear specifies gives rint(-12.15f / 0.1f) = rint(-121.49999f)
+  ASSERT_EQ(int8::inv_scale(0.1f), 10.f);
+  ASSERT_GT(-12.15f / 0.1f, -121.5f);
+  EXPECT_EQ(int8::quantize(-12.15f, 0.1f), -122);
+  EXPECT_EQ(int8::quantize_inv(-12.15f, 10.f), -122);
+  EXPECT_EQ(int8::quantize_value(-3.5f, 1.f), -4.f);
+  EXPECT_EQ(int8::quantize_value(std::nanf(""), 1.f), 0.f);
+  EXPECT_EQ(int8::quantize_value(1e38f, 1e10f), 127.f);  // inf after the product: saturated
+  EXPECT_EQ(int8::quantize_value(0.f, std::numeric_limits<float>::infinity()), 0.f);  // NaN product
 }
 
 }  // namespace

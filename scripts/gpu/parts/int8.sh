@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU-machine part `int8`: the INT8 convolution and the fp16 <-> int8 boundary kernels
-# (src/engine/cuda/int8) against their host references (test_conv_int8), compute-sanitizer, then
+# GPU-machine part `int8`: int8_math.hpp's device side against its host side (test_int8_math_cuda),
+# the INT8 convolution and the fp16 <-> int8 boundary kernels (src/engine/cuda/int8) against their
+# host references (test_conv_int8), compute-sanitizer, then
 # bench_conv_int8: the INT8 kernel's tiles against the FP16 tuner's choice on YOLOv5s's layers at
 # batch 1 and 32 (one table row per layer and batch; on the 1x1 layers also Hopper's fused kernels of
 # conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
@@ -14,7 +15,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 gpu_begin
-if run_tests test_conv_int8 && want_sanitizers; then
+if run_tests test_int8_math_cuda test_conv_int8 && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter
   sanitize_each <<'LIST'
 test_conv_int8 * ConvInt8.SmallEveryFeature:Int8Convert.*

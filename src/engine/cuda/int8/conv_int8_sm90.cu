@@ -27,7 +27,7 @@ using namespace cute;
 using namespace sm90;
 
 struct EpilogueArgs {
-  float y_scale = 1.f;  // int8 output: q = saturate(round_half_even(v / y_scale))
+  float y_inv_scale = 1.f;  // int8 output: int8_math.hpp's quantize_value(v, y_inv_scale)
   int silu = 0;
 };
 
@@ -48,7 +48,7 @@ struct ConvEpilogue {
       for (int i = 0; i < A::kElements; ++i) {
         float v = int8::fma_rn(acc[i], scale[i], bias[i]);
         if (args.silu) v = int8::silu_f32(v);
-        out[i] = kInt8Out ? static_cast<float>(int8::quantize(v, args.y_scale)) : v;
+        out[i] = kInt8Out ? int8::quantize_value(v, args.y_inv_scale) : v;
       }
       return out;
     }
@@ -80,7 +80,7 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   args.problem_shape = {m, n, k, 1};
   args.mainloop = {a.x, st.a, a.w, st.b};
   // the tree's arguments: its children's (accumulator, scale, bias), then the node's
-  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {a.y_scale, a.silu ? 1 : 0}};
+  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::inv_scale(a.y_scale), a.silu ? 1 : 0}};
   args.epilogue.ptr_C = nullptr;
   args.epilogue.dC = st.c;
   args.epilogue.ptr_D = static_cast<typename Gemm::ElementD*>(a.y);

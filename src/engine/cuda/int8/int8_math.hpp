@@ -1,19 +1,24 @@
 // The float math of the INT8 convolution's epilogue and of the fp16 <-> int8 boundary kernels, one
-// __host__ __device__ definition shared by the kernels (conv_int8_kernel.cu, int8_convert.cu) and by
-// host references, so that both compute bit-identical floats:
+// __host__ __device__ definition shared by the kernels (conv_int8_kernel.cu, conv_int8_sm90.cu,
+// int8_convert.cu) and by host references, so that both compute bit-identical floats:
 //   v = fmaf(float(acc), scale[k], bias[k])           scale[k] = x_scale * w_scale[k] (the caller's)
-//   v = v / (1 + exp(-v))                             SiLU (optional), exp below, IEEE division
+//   v = v * rcp(1 + exp(-v))                          SiLU (optional), exp and rcp below
 //   v = fmaf(float(r), r_scale, v)  or  v = v + r     residual (optional): int8 with its scale, or fp16
-//   int8 out:  q = saturate(round_half_even(v / y_scale)) to [-128, 127]; NaN -> 0
+//   int8 out:  q = saturate(round_half_even(v * inv_scale)) to [-128, 127]; NaN -> 0
 //   fp16 out:  __float2half_rn(v)
-// Quantisation is symmetric (zero point 0), as ONNX QuantizeLinear with an int8 zero point of 0
-// (which divides by the scale; so do we).
+// Quantisation is symmetric (zero point 0). It multiplies by inv_scale = 1 / scale (rounded once, on
+// the host): ONNX QuantizeLinear divides, which differs only where v / scale falls within a float
+// rounding of a half-integer (then by one step).
 // Why it is bit-identical on both sides: every step is either one correctly rounded IEEE operation
-// (add, multiply, divide, fmaf, rint) or an integer / exponent-bit operation. nvcc fuses a multiply
-// followed by an add into an fma by default (--fmad=true), also across inlined functions, so the
-// device side spells add / multiply / divide with the __f*_rn intrinsics, which are never fused.
-// The host side relies on the compiler not fusing either: true for x86-64 builds without -mfma /
+// (add, multiply, fmaf, the reciprocal) or an integer / exponent-bit / min / max operation. nvcc fuses
+// a multiply followed by an add into an fma by default (--fmad=true), also across inlined functions,
+// so the device side spells add / multiply with the __f*_rn intrinsics, which are never fused. The
+// host side relies on the compiler not fusing either: true for x86-64 builds without -mfma /
 // -march=native (the project's flags); a host build with FMA contraction must use -ffp-contract=off.
+// Why it is cheap on the device: no IEEE division (whose range check and slow path cost the fused
+// epilogue more than its GEMM) and no branch (so the compiler interleaves a thread's elements): the
+// reciprocal is the hardware's approximation refined by one Newton step, which rounds correctly on
+// the range it serves (d in [1, 2^126); test_int8_math_cuda checks every float there).
 #pragma once
 
 #include <cstdint>
@@ -34,16 +39,28 @@
 namespace yolocu::engine::int8 {
 
 YOLOCU_I8_HD float add_rn(float a, float b) { return hd::add(a, b); }
+YOLOCU_I8_HD float sub_rn(float a, float b) { return hd::sub(a, b); }
 YOLOCU_I8_HD float mul_rn(float a, float b) { return hd::mul(a, b); }
 YOLOCU_I8_HD float div_rn(float a, float b) { return hd::div(a, b); }
 YOLOCU_I8_HD float fma_rn(float a, float b, float c) { return hd::fma(a, b, c); }
-YOLOCU_I8_HD float rint_even(float v) {  // round half to even (the default rounding mode on the host)
+YOLOCU_I8_HD float min_f(float a, float b) {  // the number if one operand is NaN, on both sides
 #if defined(__CUDA_ARCH__)
-  return rintf(v);
+  return fminf(a, b);
 #else
-  return std::nearbyintf(v);
+  return std::fmin(a, b);
 #endif
 }
+YOLOCU_I8_HD float max_f(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return std::fmax(a, b);
+#endif
+}
+// Round half to even for |v| <= 2^22: adding 1.5 * 2^23 leaves no fraction bits (two additions, no
+// rounding-mode state and no conversion instruction).
+constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23, bits 0x4b400000
+YOLOCU_I8_HD float round_small(float v) { return sub_rn(add_rn(v, kRoundMagic), kRoundMagic); }
 YOLOCU_I8_HD float bits_to_float(uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
@@ -51,6 +68,15 @@ YOLOCU_I8_HD float bits_to_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+#endif
+}
+YOLOCU_I8_HD uint32_t float_to_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
 #endif
 }
 YOLOCU_I8_HD float i2f(int32_t v) {  // round to nearest even (exact below 2^24)
@@ -61,14 +87,26 @@ YOLOCU_I8_HD float i2f(int32_t v) {  // round to nearest even (exact below 2^24)
 #endif
 }
 
-// e^x within 2 ulp of the exact value for x in [-87, 88] (Cephes' expf: x = n ln2 + r, |r| <= ln2/2,
-// a degree-6 polynomial for e^r, times 2^n built from its exponent bits); 0 below, +inf above
-// (e^-87 is still a normal float). NaN in, NaN out.
-YOLOCU_I8_HD float exp_f32(float x) {
-  if (x > 88.f) return bits_to_float(0x7f800000u);
-  if (x < -87.f) return 0.f;
-  if (!(x == x)) return x;
-  const float n = rint_even(mul_rn(x, 1.44269504088896341f));
+// 1 / d rounded to nearest, for d in [1, 2^126) (where 1 / d is a normal float): on the device the hardware's approximation (within
+// one ulp) and one Newton step, e = fma(-d, y, 1), y + y * e, with fused multiply-adds; on the host
+// the IEEE division.
+YOLOCU_I8_HD float rcp_rn(float d) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(d));
+  return __fmaf_rn(y, __fmaf_rn(-d, y, 1.f), y);
+#else
+  return 1.f / d;
+#endif
+}
+
+// e^x for x clamped to [-87, 87] (NaN becomes -87), within 2 ulp of the exact value there: Cephes'
+// expf, x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, times 2^n built from its
+// exponent bits. The clamp keeps it branch-free, and SiLU's 1 + e^x within rcp_rn's range.
+YOLOCU_I8_HD float exp_clamped(float x) {
+  x = min_f(max_f(x, -87.f), 87.f);
+  const float big = add_rn(mul_rn(x, 1.44269504088896341f), kRoundMagic);  // kRoundMagic + n
+  const float n = sub_rn(big, kRoundMagic);  // n = round_half_even(x / ln2), in [-126, 126]
   float r = fma_rn(n, -0.693359375f, x);  // ln2 in two parts: n * hi is exact
   r = fma_rn(n, 2.12194440e-4f, r);
   const float z = mul_rn(r, r);
@@ -79,11 +117,13 @@ YOLOCU_I8_HD float exp_f32(float x) {
   p = fma_rn(p, r, 1.6666665459e-1f);
   p = fma_rn(p, r, 5.0000001201e-1f);
   const float e_r = add_rn(fma_rn(p, z, r), 1.f);
-  const int ni = static_cast<int>(n);  // in [-126, 127]
-  return mul_rn(e_r, bits_to_float(static_cast<uint32_t>(ni + 127) << 23));
+  const uint32_t two_n = (float_to_bits(big) - 0x4b400000u + 127u) << 23;  // 2^n: n + 127 in the exponent
+  return mul_rn(e_r, bits_to_float(two_n));
 }
 
-YOLOCU_I8_HD float silu_f32(float v) { return div_rn(v, add_rn(1.f, exp_f32(-v))); }
+// SiLU: v * rcp(1 + e^-v). Below v = -87 the clamp leaves v * e^-87 (|v| / 6e37, where the exact
+// value is smaller still): 0 once quantised with a scale above |v| / 3e37, or converted to fp16.
+YOLOCU_I8_HD float silu_f32(float v) { return mul_rn(v, rcp_rn(add_rn(1.f, exp_clamped(sub_rn(0.f, v))))); }
 
 // The convolution's value before the residual: acc * scale + bias, SiLU optional.
 YOLOCU_I8_HD float conv_value(int32_t acc, float scale, float bias, bool silu) {
@@ -93,14 +133,19 @@ YOLOCU_I8_HD float conv_value(int32_t acc, float scale, float bias, bool silu) {
 YOLOCU_I8_HD float add_residual_i8(float v, int8_t r, float r_scale) { return fma_rn(i2f(r), r_scale, v); }
 YOLOCU_I8_HD float add_residual_f32(float v, float r) { return add_rn(v, r); }
 
-// saturate(round_half_even(v / scale)); NaN -> 0.
-YOLOCU_I8_HD int8_t quantize(float v, float scale) {
-  float q = rint_even(div_rn(v, scale));
-  if (!(q == q)) return 0;
-  q = q < -128.f ? -128.f : q;
-  q = q > 127.f ? 127.f : q;
-  return static_cast<int8_t>(q);
+// saturate(round_half_even(v * inv_scale)) as a float holding the integer; NaN -> 0. Branch-free.
+YOLOCU_I8_HD float quantize_value(float v, float inv_scale) {
+  const float x = mul_rn(v, inv_scale);
+  const float q = round_small(min_f(max_f(x, -128.f), 127.f));  // the bounds are integers: clamp first
+  return x == x ? q : 0.f;
 }
+YOLOCU_I8_HD int8_t quantize_inv(float v, float inv_scale) {
+  return static_cast<int8_t>(quantize_value(v, inv_scale));
+}
+// The reciprocal of a tensor's scale as quantize_inv takes it (once per tensor, not per element).
+YOLOCU_I8_HD float inv_scale(float scale) { return div_rn(1.f, scale); }
+// quantize_inv with the scale itself (host code; device code passes inv_scale(scale) computed once).
+YOLOCU_I8_HD int8_t quantize(float v, float scale) { return quantize_inv(v, inv_scale(scale)); }
 // float(q) * scale (exact products of int8 with a float are rounded once).
 YOLOCU_I8_HD float dequantize(int8_t q, float scale) { return mul_rn(i2f(q), scale); }
 

@@ -1,0 +1,128 @@
+// int8_math.hpp on the device against the same functions on the host, bit for bit: the reciprocal
+// (the hardware's approximation and one Newton step) against CUDA's correctly rounded __frcp_rn for
+// every float of the range it serves, [1, 2^126); exp, SiLU, the convolution's value and the
+// quantisation over dense sweeps, random values and the special ones (0, -0, infinities, NaN,
+// values past the clamps). Skips visibly without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/cuda/int8/int8_math.hpp"
+#include "test_util.hpp"
+
+namespace yolocu::engine {
+namespace {
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&p, n > 0 ? n : 1), cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+// Counts the d in [lo, hi) (as float bits) where rcp_rn(d) != __frcp_rn(d); the first in *first.
+__global__ void rcp_mismatches(uint32_t lo, uint32_t hi, unsigned long long* count, uint32_t* first) {
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t u = lo + blockIdx.x * blockDim.x + threadIdx.x; u < hi; u += stride) {
+    const float d = __uint_as_float(u);
+    if (__float_as_uint(int8::rcp_rn(d)) != __float_as_uint(__frcp_rn(d))) {
+      atomicAdd(count, 1ull);
+      atomicMin(first, u);
+    }
+  }
+}
+
+TEST(Int8MathCuda, ReciprocalRoundsCorrectlyOnItsWholeRange) {
+  YOLOCU_REQUIRE_GPU();
+  DeviceBuffer count(sizeof(unsigned long long)), first(sizeof(uint32_t));
+  ASSERT_EQ(cudaMemset(count.p, 0, sizeof(unsigned long long)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(first.p, 0xff, sizeof(uint32_t)), cudaSuccess);
+  const uint32_t lo = 0x3f800000u, hi = 0x7e800000u;  // 1 and 2^126
+  rcp_mismatches<<<1024, 256>>>(lo, hi, static_cast<unsigned long long*>(count.p), static_cast<uint32_t*>(first.p));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  unsigned long long n = 0;
+  uint32_t f = 0;
+  ASSERT_EQ(cudaMemcpy(&n, count.p, sizeof n, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&f, first.p, sizeof f, cudaMemcpyDeviceToHost), cudaSuccess);
+  float ff;
+  std::memcpy(&ff, &f, sizeof ff);
+  EXPECT_EQ(n, 0u) << "first mismatch at d = " << ff << " (" << hi - lo << " floats checked)";
+}
+
+enum Fn { kExp, kSilu, kConv, kConvSilu, kQuantize };
+
+struct Case {
+  float x;         // exp / SiLU / quantisation input; conv: scale
+  float y;         // conv: bias; quantisation: the reciprocal scale
+  int32_t acc;     // conv
+};
+
+__global__ void eval(int fn, const Case* c, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  switch (fn) {
+    case kExp: out[i] = int8::exp_clamped(c[i].x); break;
+    case kSilu: out[i] = int8::silu_f32(c[i].x); break;
+    case kConv: out[i] = int8::conv_value(c[i].acc, c[i].x, c[i].y, false); break;
+    case kConvSilu: out[i] = int8::conv_value(c[i].acc, c[i].x, c[i].y, true); break;
+    default: out[i] = int8::quantize_value(c[i].x, c[i].y); break;
+  }
+}
+
+float host_eval(int fn, const Case& c) {
+  switch (fn) {
+    case kExp: return int8::exp_clamped(c.x);
+    case kSilu: return int8::silu_f32(c.x);
+    case kConv: return int8::conv_value(c.acc, c.x, c.y, false);
+    case kConvSilu: return int8::conv_value(c.acc, c.x, c.y, true);
+    default: return int8::quantize_value(c.x, c.y);
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  for (float v : {0.f, -0.f, inf, -inf, nan, 1e30f, -1e30f, 87.f, -87.f, 87.5f, -87.5f, 127.5f, -128.5f, 0.5f, -0.5f})
+    c.push_back({v, 1.f, 0});
+  for (float v = -200.f; v <= 200.f; v += 0.00731f) c.push_back({v, 0.37f, static_cast<int32_t>(v * 1000)});
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> scale(1e-6f, 1e-2f), bias(-20.f, 20.f), inv(0.5f, 300.f);
+  std::uniform_int_distribution<int32_t> acc(-(1 << 24), 1 << 24);
+  for (int i = 0; i < 200000; ++i) c.push_back({scale(rng), bias(rng), acc(rng)});
+  for (int i = 0; i < 50000; ++i) c.push_back({bias(rng) * 8, inv(rng), 0});
+  return c;
+}
+
+TEST(Int8MathCuda, DeviceEqualsHostBitForBit) {
+  YOLOCU_REQUIRE_GPU();
+  const std::vector<Case> c = cases();
+  const int n = static_cast<int>(c.size());
+  DeviceBuffer dc(c.size() * sizeof(Case)), dout(c.size() * sizeof(float));
+  ASSERT_EQ(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(Case), cudaMemcpyHostToDevice), cudaSuccess);
+  std::vector<float> out(c.size());
+  const char* names[] = {"exp_clamped", "silu_f32", "conv_value", "conv_value+silu", "quantize_value"};
+  for (int fn = kExp; fn <= kQuantize; ++fn) {
+    eval<<<(n + 255) / 256, 256>>>(fn, static_cast<const Case*>(dc.p), static_cast<float*>(dout.p), n);
+    ASSERT_EQ(cudaMemcpy(out.data(), dout.p, out.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    int bad = 0;
+    for (int i = 0; i < n; ++i) {
+      const float want = host_eval(fn, c[size_t(i)]);
+      const bool same = std::memcmp(&want, &out[size_t(i)], sizeof want) == 0 ||
+                        (std::isnan(want) && std::isnan(out[size_t(i)]));
+      if (!same && bad++ < 3)
+        ADD_FAILURE() << names[fn] << "(x " << c[size_t(i)].x << ", y " << c[size_t(i)].y << ", acc "
+                      << c[size_t(i)].acc << "): device " << out[size_t(i)] << ", host " << want;
+    }
+    EXPECT_EQ(bad, 0) << names[fn] << ": " << n << " cases";
+  }
+}
+
+}  // namespace
+}  // namespace yolocu::engine
