@@ -1,6 +1,6 @@
 // int8_math.hpp on the device against the same functions on the host, bit for bit: the reciprocal
 // (the hardware's approximation and one Newton step) against CUDA's correctly rounded __frcp_rn for
-// every float of the range it serves, [1, 2^126); exp, SiLU, the convolution's value and the
+// every float of the range it serves, [1, 2^126); exp2, exp, SiLU, the convolution's value and the
 // quantisation over dense sweeps, random values and the special ones (0, -0, infinities, NaN,
 // values past the clamps). Skips visibly without a CUDA device.
 #include <cuda_runtime.h>
@@ -56,7 +56,7 @@ TEST(Int8MathCuda, ReciprocalRoundsCorrectlyOnItsWholeRange) {
   EXPECT_EQ(n, 0u) << "first mismatch at d = " << ff << " (" << hi - lo << " floats checked)";
 }
 
-enum Fn { kExp, kSilu, kConv, kConvSilu, kQuantize };
+enum Fn { kExp2, kExp, kSilu, kConv, kConvSilu, kQuantize };
 
 struct Case {
   float x;         // exp / SiLU / quantisation input; conv: scale
@@ -68,6 +68,7 @@ __global__ void eval(int fn, const Case* c, float* out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   switch (fn) {
+    case kExp2: out[i] = int8::exp2_clamped(c[i].x); break;
     case kExp: out[i] = int8::exp_clamped(c[i].x); break;
     case kSilu: out[i] = int8::silu_f32(c[i].x); break;
     case kConv: out[i] = int8::conv_value(c[i].acc, c[i].x, c[i].y, false); break;
@@ -78,6 +79,7 @@ __global__ void eval(int fn, const Case* c, float* out, int n) {
 
 float host_eval(int fn, const Case& c) {
   switch (fn) {
+    case kExp2: return int8::exp2_clamped(c.x);
     case kExp: return int8::exp_clamped(c.x);
     case kSilu: return int8::silu_f32(c.x);
     case kConv: return int8::conv_value(c.acc, c.x, c.y, false);
@@ -89,7 +91,7 @@ float host_eval(int fn, const Case& c) {
 std::vector<Case> cases() {
   std::vector<Case> c;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
-  for (float v : {0.f, -0.f, inf, -inf, nan, 1e30f, -1e30f, 87.f, -87.f, 87.5f, -87.5f, 127.5f, -128.5f, 0.5f, -0.5f})
+  for (float v : {0.f, -0.f, inf, -inf, nan, 1e30f, -1e30f, 87.f, -87.f, 125.f, -125.f, 125.5f, -125.5f, 127.5f, -128.5f, 0.5f, -0.5f})
     c.push_back({v, 1.f, 0});
   for (float v = -200.f; v <= 200.f; v += 0.00731f) c.push_back({v, 0.37f, static_cast<int32_t>(v * 1000)});
   std::mt19937 rng(7);
@@ -107,8 +109,8 @@ TEST(Int8MathCuda, DeviceEqualsHostBitForBit) {
   DeviceBuffer dc(c.size() * sizeof(Case)), dout(c.size() * sizeof(float));
   ASSERT_EQ(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(Case), cudaMemcpyHostToDevice), cudaSuccess);
   std::vector<float> out(c.size());
-  const char* names[] = {"exp_clamped", "silu_f32", "conv_value", "conv_value+silu", "quantize_value"};
-  for (int fn = kExp; fn <= kQuantize; ++fn) {
+  const char* names[] = {"exp2_clamped", "exp_clamped", "silu_f32", "conv_value", "conv_value+silu", "quantize_value"};
+  for (int fn = kExp2; fn <= kQuantize; ++fn) {
     eval<<<(n + 255) / 256, 256>>>(fn, static_cast<const Case*>(dc.p), static_cast<float*>(dout.p), n);
     ASSERT_EQ(cudaMemcpy(out.data(), dout.p, out.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
     int bad = 0;

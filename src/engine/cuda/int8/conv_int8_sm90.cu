@@ -27,14 +27,16 @@ using namespace cute;
 using namespace sm90;
 
 struct EpilogueArgs {
-  float y_inv_scale = 1.f;  // int8 output: int8_math.hpp's quantize_value(v, y_inv_scale)
+  float y_inv_scale = 1.f;  // int8 output: int8_math.hpp's quantize_inv(v, y_inv_scale)
   int silu = 0;
 };
 
 // The epilogue node (Sm90Compute's ComputeFn): A is cutlass::Array<float, N> (acc converted by
 // round-to-nearest, exact below 2^24 as int8_math.hpp's i2f), scale[k] and bias[k] (0 without a
-// bias). Int8 outputs leave the node as floats holding the saturated integer, which the node's
-// conversion to int8 keeps exactly; fp16 outputs as the value, converted by round-to-nearest.
+// bias). Int8 outputs leave the node as v * inv_scale, and the node's conversion to int8 (CUTLASS's
+// round-to-nearest: cvt.rni to int32, then a saturating pack) completes int8_math.hpp's
+// quantize_value (round half to even, saturate, NaN -> 0) in its own instructions; fp16 outputs
+// leave as the value, converted by round-to-nearest.
 template <bool kInt8Out>
 struct ConvEpilogue {
   template <class T>
@@ -48,7 +50,7 @@ struct ConvEpilogue {
       for (int i = 0; i < A::kElements; ++i) {
         float v = int8::fma_rn(acc[i], scale[i], bias[i]);
         if (args.silu) v = int8::silu_f32(v);
-        out[i] = kInt8Out ? int8::quantize_value(v, args.y_inv_scale) : v;
+        out[i] = kInt8Out ? int8::mul_rn(v, args.y_inv_scale) : v;
       }
       return out;
     }
