@@ -1,11 +1,13 @@
 // int8_math.hpp, the float math the INT8 convolution's epilogue and its host references share,
 // against independent double-precision math (std::exp, exact division) and hand-computed cases:
 // exp within 2 ulp over the range it serves, its clamp, SiLU, round half to even, saturation, NaN,
-// quantisation by the reciprocal of the scale. (The device side: test_int8_math_cuda.)
+// the quantising division without a division instruction. (The device side: test_int8_math_cuda.)
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 
 #include "engine/cuda/int8/int8_math.hpp"
 
@@ -79,17 +81,38 @@ TEST(Int8Math, QuantizeRoundsHalfToEvenAndSaturates) {
   EXPECT_EQ(int8::dequantize(-128, 0.25f), -32.f);
 }
 
-TEST(Int8Math, QuantiseMultipliesByTheScalesReciprocal) {
-  // 1 / 0.1f rounds to 10.0f, so -12.15f quantises to rint(-12.15f * 10) = rint(-121.5f) = -122,
-  // where the division ONNX QuantizeLinear specifies gives rint(-12.15f / 0.1f) = rint(-121.49999f)
-  ASSERT_EQ(int8::inv_scale(0.1f), 10.f);
-  ASSERT_GT(-12.15f / 0.1f, -121.5f);
-  EXPECT_EQ(int8::quantize(-12.15f, 0.1f), -122);
-  EXPECT_EQ(int8::quantize_inv(-12.15f, 10.f), -122);
-  EXPECT_EQ(int8::quantize_value(-3.5f, 1.f), -4.f);
-  EXPECT_EQ(int8::quantize_value(std::nanf(""), 1.f), 0.f);
-  EXPECT_EQ(int8::quantize_value(1e38f, 1e10f), 127.f);  // inf after the product: saturated
-  EXPECT_EQ(int8::quantize_value(0.f, std::numeric_limits<float>::infinity()), 0.f);  // NaN product
+TEST(Int8Math, DivByIsTheIeeeDivision) {
+  // The rounded product alone would differ: 1 / 0.1f rounds to 10.0f and -12.15f * 10 = -121.5f, where
+  // -12.15f / 0.1f = -121.49999f, so rint gives -122 against the division's -121.
+  ASSERT_EQ(int8::make_scale(0.1f).inv, 10.f);
+  ASSERT_EQ(-12.15f * 10.f, -121.5f);
+  EXPECT_EQ(int8::div_by(-12.15f, int8::make_scale(0.1f)), -12.15f / 0.1f);
+  EXPECT_EQ(int8::quantize(-12.15f, 0.1f), -121);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> exponent(-20.f, 20.f), unit(-1.f, 1.f);
+  int64_t checked = 0, differ = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    const float sc = std::exp2(exponent(rng));
+    const int8::Scale q = int8::make_scale(sc);
+    // random quotients, and values within a few ulps of (k + 1/2) * scale, where rounding decides
+    const float vs[] = {unit(rng) * 300.f * sc, std::nextafter((std::floor(unit(rng) * 130.f) + 0.5f) * sc, 0.f)};
+    for (float v0 : vs)
+      for (float v = v0, k = 0; k < 3; ++k, v = std::nextafter(v, 1e30f)) {
+        const float want = v / sc, got = int8::div_by(v, q);
+        ++checked;
+        if (std::memcmp(&want, &got, sizeof want) != 0 && differ++ < 3) ADD_FAILURE() << v << " / " << sc << ": " << got << ", the division " << want;
+      }
+  }
+  EXPECT_EQ(differ, 0) << checked << " quotients";
+  // overflow, infinities, NaN, zero
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(int8::div_by(3e38f, int8::make_scale(1e-3f)), inf);
+  EXPECT_EQ(int8::div_by(-inf, int8::make_scale(2.f)), -inf);
+  EXPECT_TRUE(std::isnan(int8::div_by(std::nanf(""), int8::make_scale(2.f))));
+  EXPECT_EQ(int8::div_by(0.f, int8::make_scale(0.37f)), 0.f);
+  EXPECT_EQ(int8::quantize_value(-3.5f, int8::make_scale(1.f)), -4.f);
+  EXPECT_EQ(int8::quantize_value(std::nanf(""), int8::make_scale(1.f)), 0.f);
+  EXPECT_EQ(int8::quantize_value(1e38f, int8::make_scale(1e-10f)), 127.f);
 }
 
 }  // namespace

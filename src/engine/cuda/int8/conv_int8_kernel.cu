@@ -46,7 +46,8 @@ struct Params {
   const void* res;
   void* y;
   int res_type, out;
-  float res_scale, y_inv_scale;  // int8 output: int8_math.hpp's quantize_inv
+  float res_scale;
+  int8::Scale y_scale;  // int8 output
   int c, h, w_, k, s, p, q, yp, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
   int kd, m;
   bool silu;
@@ -96,8 +97,8 @@ __device__ __forceinline__ void store_quad(const Params& P, const Dst& d, int m,
   }
   if (d.out == static_cast<int>(Int8Out::kInt8)) {
     *reinterpret_cast<char4*>(static_cast<int8_t*>(d.y) + yo) =
-        make_char4(int8::quantize_inv(v[0], P.y_inv_scale), int8::quantize_inv(v[1], P.y_inv_scale),
-                   int8::quantize_inv(v[2], P.y_inv_scale), int8::quantize_inv(v[3], P.y_inv_scale));
+        make_char4(int8::quantize(v[0], P.y_scale), int8::quantize(v[1], P.y_scale), int8::quantize(v[2], P.y_scale),
+                   int8::quantize(v[3], P.y_scale));
   } else {
     uint2 out;
     *reinterpret_cast<__half2*>(&out.x) = __halves2half2(__float2half_rn(v[0]), __float2half_rn(v[1]));
@@ -314,7 +315,7 @@ void int8_conv_run(const Int8ConvArgs& a, int tile, cudaStream_t stream) {
   Params P;
   P.x = a.x, P.w = a.w, P.scale = a.scale, P.bias = a.bias, P.res = a.residual, P.y = a.y;
   P.res_type = static_cast<int>(a.residual_type), P.out = static_cast<int>(a.out);
-  P.res_scale = a.residual_scale, P.y_inv_scale = int8::inv_scale(a.y_scale);
+  P.res_scale = a.residual_scale, P.y_scale = int8::make_scale(a.y_scale);
   P.c = a.c, P.h = a.h, P.w_ = a.w_, P.k = a.k, P.s = a.s, P.p = a.p, P.q = a.q;
   P.yp = a.y_pitch > 0 ? a.y_pitch : a.k;
   P.pad_h = a.pad_h, P.pad_w = a.pad_w, P.str_h = a.str_h, P.str_w = a.str_w, P.dil_h = a.dil_h, P.dil_w = a.dil_w;

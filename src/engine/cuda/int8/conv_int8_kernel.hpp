@@ -39,7 +39,7 @@ struct Int8ConvArgs {
   Int8Residual residual_type = Int8Residual::kNone;
   Int8Out out = Int8Out::kInt8;
   float residual_scale = 1.f;  // int8 residual: its real value is r * residual_scale
-  float y_scale = 1.f;         // int8 output: q = saturate(round_half_even(v * (1 / y_scale)))
+  float y_scale = 1.f;         // int8 output: q = saturate(round_half_even(v / y_scale))
   int n = 0, c = 0, h = 0, w_ = 0, k = 0, r = 1, s = 1, p = 0, q = 0;
   int y_pitch = 0;
   int pad_h = 0, pad_w = 0, str_h = 1, str_w = 1, dil_h = 1, dil_w = 1;

@@ -27,17 +27,17 @@ using namespace cute;
 using namespace sm90;
 
 struct EpilogueArgs {
-  float y_inv_scale = 1.f;  // int8 output: int8_math.hpp's quantize_inv(v, y_inv_scale)
-  int silu = 0;
+  int8::Scale y_scale;  // int8 output
 };
 
 // The epilogue node (Sm90Compute's ComputeFn): A is cutlass::Array<float, N> (acc converted by
 // round-to-nearest, exact below 2^24 as int8_math.hpp's i2f), scale[k] and bias[k] (0 without a
-// bias). Int8 outputs leave the node as v * inv_scale, and the node's conversion to int8 (CUTLASS's
-// round-to-nearest: cvt.rni to int32, then a saturating pack) completes int8_math.hpp's
+// bias). Int8 outputs leave the node as int8_math.hpp's v / y_scale, and the node's conversion to
+// int8 (CUTLASS's round-to-nearest: cvt.rni to int32, then a saturating pack) completes
 // quantize_value (round half to even, saturate, NaN -> 0) in its own instructions; fp16 outputs
-// leave as the value, converted by round-to-nearest.
-template <bool kInt8Out>
+// leave as the value, converted by round-to-nearest. SiLU is a template argument: a branch per
+// element, and the SiLU code beside the plain one, cost the kernel without it a third of its time.
+template <bool kInt8Out, bool kSilu>
 struct ConvEpilogue {
   template <class T>
   struct Fn {
@@ -49,8 +49,8 @@ struct ConvEpilogue {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < A::kElements; ++i) {
         float v = int8::fma_rn(acc[i], scale[i], bias[i]);
-        if (args.silu) v = int8::silu_f32(v);
-        out[i] = kInt8Out ? int8::mul_rn(v, args.y_inv_scale) : v;
+        if constexpr (kSilu) v = int8::silu_f32(v);
+        out[i] = kInt8Out ? int8::div_by(v, args.y_scale) : v;
       }
       return out;
     }
@@ -82,7 +82,7 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   args.problem_shape = {m, n, k, 1};
   args.mainloop = {a.x, st.a, a.w, st.b};
   // the tree's arguments: its children's (accumulator, scale, bias), then the node's
-  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::inv_scale(a.y_scale), a.silu ? 1 : 0}};
+  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
   args.epilogue.ptr_C = nullptr;
   args.epilogue.dC = st.c;
   args.epilogue.ptr_D = static_cast<typename Gemm::ElementD*>(a.y);
@@ -98,8 +98,10 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
                "int8_sm90_run: launch failed: ", cudaGetErrorString(cudaGetLastError()));
 }
 
-using TilePingpong = Shape<_64, _128, _64>;
-using TileCoop = Shape<_128, _64, _64>;
+// Cooperative kernels only: their two consumer warp groups run the epilogue side by side, where
+// pingpong's take turns, which made pingpong 2-4x slower on these epilogue-bound layers.
+using Tile128x64 = Shape<_128, _64, _64>;
+using Tile128x128 = Shape<_128, _128, _64>;
 
 bool device_is_sm90() {
   int dev = 0, major = 0, minor = 0;
@@ -113,8 +115,8 @@ bool device_is_sm90() {
 }  // namespace
 
 const std::vector<std::string>& int8_sm90_kernels() {
-  static const std::vector<std::string> ids = {"int8-sm90:pingpong-64x128x64",
-                                               "int8-sm90:coop-128x64x64"};
+  static const std::vector<std::string> ids = {"int8-sm90:coop-128x64x64",
+                                               "int8-sm90:coop-128x128x64"};
   return ids;
 }
 
@@ -142,23 +144,23 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
   return {};
 }
 
+template <class Tile>
+void run_tile(const Int8ConvArgs& a, cudaStream_t stream) {
+  using C = Cooperative;
+  using E = CooperativeEpilogue;
+  using H = cutlass::half_t;
+  const bool i8 = a.out == Int8Out::kInt8;
+  if (i8 && a.silu) return run_gemm<Int8Conv1x1<Tile, C, E, int8_t, ConvEpilogue<true, true>::Fn>>(a, stream);
+  if (i8) return run_gemm<Int8Conv1x1<Tile, C, E, int8_t, ConvEpilogue<true, false>::Fn>>(a, stream);
+  if (a.silu) return run_gemm<Int8Conv1x1<Tile, C, E, H, ConvEpilogue<false, true>::Fn>>(a, stream);
+  return run_gemm<Int8Conv1x1<Tile, C, E, H, ConvEpilogue<false, false>::Fn>>(a, stream);
+}
+
 void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
   const std::string why = int8_sm90_unsupported(a, kernel);
   YOLOCU_CHECK(why.empty(), kInvalidArgument, "int8_sm90_run: ", why);
-  const bool i8 = a.out == Int8Out::kInt8;
-  if (kernel == 0 && i8)
-    return run_gemm<
-        Int8Conv1x1<TilePingpong, Pingpong, PingpongEpilogue, int8_t, ConvEpilogue<true>::Fn>>(
-        a, stream);
-  if (kernel == 0)
-    return run_gemm<Int8Conv1x1<TilePingpong, Pingpong, PingpongEpilogue, cutlass::half_t,
-                                ConvEpilogue<false>::Fn>>(a, stream);
-  if (i8)
-    return run_gemm<
-        Int8Conv1x1<TileCoop, Cooperative, CooperativeEpilogue, int8_t, ConvEpilogue<true>::Fn>>(
-        a, stream);
-  return run_gemm<Int8Conv1x1<TileCoop, Cooperative, CooperativeEpilogue, cutlass::half_t,
-                              ConvEpilogue<false>::Fn>>(a, stream);
+  if (kernel == 0) return run_tile<Tile128x64>(a, stream);
+  return run_tile<Tile128x128>(a, stream);
 }
 
 }  // namespace yolocu::engine

@@ -19,7 +19,7 @@
 
 namespace yolocu::engine {
 
-// The kernels, by index: "int8-sm90:pingpong-64x128x64", "int8-sm90:coop-128x64x64" (empty in a
+// The kernels, by index: "int8-sm90:coop-128x64x64", "int8-sm90:coop-128x128x64" (empty in a
 // build without them).
 const std::vector<std::string>& int8_sm90_kernels();
 // Empty if kernel `kernel` runs this problem on the current device, else what it refuses.

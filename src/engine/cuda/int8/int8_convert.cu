@@ -24,7 +24,7 @@ unsigned grid_for(int64_t work) {
 
 // vec: x 8-byte aligned, x_pitch and c_src multiples of 4: 4 source channels in one 8-byte load.
 __global__ void quantize_kernel(const __half* x, int x_pitch, int c_src, char4* y, int c_dst4, int64_t total,
-                                float inv_scale, bool vec) {
+                                int8::Scale scale, bool vec) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t pix = i / c_dst4;
     const int c0 = static_cast<int>(i - pix * c_dst4) * 4;
@@ -40,8 +40,8 @@ __global__ void quantize_kernel(const __half* x, int x_pitch, int c_src, char4* 
         if (c0 + e < c_src) v[e] = __half2float(src[e]);
     }
     // channels past c_src: quantize(0) = 0
-    y[i] = make_char4(int8::quantize_inv(v[0], inv_scale), int8::quantize_inv(v[1], inv_scale),
-                      int8::quantize_inv(v[2], inv_scale), int8::quantize_inv(v[3], inv_scale));
+    y[i] = make_char4(int8::quantize(v[0], scale), int8::quantize(v[1], scale), int8::quantize(v[2], scale),
+                      int8::quantize(v[3], scale));
   }
 }
 
@@ -83,7 +83,7 @@ void int8_quantize_run(const void* x, int x_pitch, int c_src, int8_t* y, int c_d
   const bool vec = reinterpret_cast<uintptr_t>(x) % 8 == 0 && x_pitch % 4 == 0 && c_src % 4 == 0;
   quantize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), x_pitch, c_src,
                                                             reinterpret_cast<char4*>(y), c_dst / 4, total,
-                                                            int8::inv_scale(scale), vec);
+                                                            int8::make_scale(scale), vec);
   YOLOCU_CUDA_CHECK_LAUNCH();
 }
 

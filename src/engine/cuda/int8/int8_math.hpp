@@ -4,21 +4,22 @@
 //   v = fmaf(float(acc), scale[k], bias[k])           scale[k] = x_scale * w_scale[k] (the caller's)
 //   v = v * rcp(1 + exp(-v))                          SiLU (optional), exp and rcp below
 //   v = fmaf(float(r), r_scale, v)  or  v = v + r     residual (optional): int8 with its scale, or fp16
-//   int8 out:  q = saturate(round_half_even(v * inv_scale)) to [-128, 127]; NaN -> 0
+//   int8 out:  q = saturate(round_half_even(v / y_scale)) to [-128, 127]; NaN -> 0
 //   fp16 out:  __float2half_rn(v)
-// Quantisation is symmetric (zero point 0). It multiplies by inv_scale = 1 / scale (rounded once, on
-// the host): ONNX QuantizeLinear divides, which differs only where v / scale falls within a float
-// rounding of a half-integer (then by one step).
+// Quantisation is symmetric (zero point 0) and divides, as ONNX QuantizeLinear: the quotient is the
+// IEEE one, computed from the reciprocal 1 / scale (rounded once, per tensor) and one correction
+// (div_by below).
 // Why it is bit-identical on both sides: every step is either one correctly rounded IEEE operation
-// (add, multiply, fmaf, the reciprocal) or an integer / exponent-bit / min / max operation. nvcc fuses
+// (add, multiply, fmaf, the reciprocal) or an integer / exponent-bit / min / max / select operation. nvcc fuses
 // a multiply followed by an add into an fma by default (--fmad=true), also across inlined functions,
 // so the device side spells add / multiply with the __f*_rn intrinsics, which are never fused. The
 // host side relies on the compiler not fusing either: true for x86-64 builds without -mfma /
 // -march=native (the project's flags); a host build with FMA contraction must use -ffp-contract=off.
-// Why it is cheap on the device: no IEEE division (whose range check and slow path cost the fused
-// epilogue more than its GEMM) and no branch (so the compiler interleaves a thread's elements): the
-// reciprocal is the hardware's approximation refined by one Newton step, which rounds correctly on
-// the range it serves (d in [1, 2^126); test_int8_math_cuda checks every float there).
+// Why it is cheap on the device: no division instruction sequence (whose range check and slow path
+// cost the fused epilogue more than its GEMM) and no branch (so the compiler interleaves a thread's
+// elements): SiLU's reciprocal is the hardware's approximation refined by one Newton step, which
+// rounds correctly on the range it serves (d in [1, 2^126); test_int8_math_cuda checks every float
+// there), and the quantising division is a product and two fused multiply-adds.
 #pragma once
 
 #include <cstdint>
@@ -135,19 +136,33 @@ YOLOCU_I8_HD float conv_value(int32_t acc, float scale, float bias, bool silu) {
 YOLOCU_I8_HD float add_residual_i8(float v, int8_t r, float r_scale) { return fma_rn(i2f(r), r_scale, v); }
 YOLOCU_I8_HD float add_residual_f32(float v, float r) { return add_rn(v, r); }
 
-// saturate(round_half_even(v * inv_scale)) as a float holding the integer; NaN -> 0. Branch-free.
-YOLOCU_I8_HD float quantize_value(float v, float inv_scale) {
-  const float x = mul_rn(v, inv_scale);
+// A tensor's scale with its reciprocal, computed once per tensor (on the host for the kernels).
+struct Scale {
+  float s = 1.f;
+  float inv = 1.f;  // 1 / s, rounded once
+};
+YOLOCU_I8_HD Scale make_scale(float s) { return {s, div_rn(1.f, s)}; }
+
+// v / s rounded as the IEEE division rounds it, without a division: q = v * inv, then one
+// correction with the exact residual, q + fma(-q, s, v) * inv (Markstein's: with inv the rounded
+// reciprocal and q within an ulp, the corrected quotient is the rounded one; Int8Math's tests check
+// it against the division on the host). Where the product overflows (or v is infinite) the residual
+// is NaN and q itself is the quotient's infinity; NaN stays NaN.
+YOLOCU_I8_HD float div_by(float v, Scale sc) {
+  const float q = mul_rn(v, sc.inv);
+  const float c = fma_rn(fma_rn(-q, sc.s, v), sc.inv, q);
+  return c == c ? c : q;
+}
+
+// saturate(round_half_even(v / s)) as a float holding the integer; NaN -> 0. Branch-free.
+YOLOCU_I8_HD float quantize_value(float v, Scale sc) {
+  const float x = div_by(v, sc);
   const float q = round_small(min_f(max_f(x, -128.f), 127.f));  // the bounds are integers: clamp first
   return x == x ? q : 0.f;
 }
-YOLOCU_I8_HD int8_t quantize_inv(float v, float inv_scale) {
-  return static_cast<int8_t>(quantize_value(v, inv_scale));
-}
-// The reciprocal of a tensor's scale as quantize_inv takes it (once per tensor, not per element).
-YOLOCU_I8_HD float inv_scale(float scale) { return div_rn(1.f, scale); }
-// quantize_inv with the scale itself (host code; device code passes inv_scale(scale) computed once).
-YOLOCU_I8_HD int8_t quantize(float v, float scale) { return quantize_inv(v, inv_scale(scale)); }
+YOLOCU_I8_HD int8_t quantize(float v, Scale sc) { return static_cast<int8_t>(quantize_value(v, sc)); }
+// quantize with the scale itself (host code; device code passes make_scale(s) computed once).
+YOLOCU_I8_HD int8_t quantize(float v, float scale) { return quantize(v, make_scale(scale)); }
 // float(q) * scale (exact products of int8 with a float are rounded once).
 YOLOCU_I8_HD float dequantize(int8_t q, float scale) { return mul_rn(i2f(q), scale); }
 
