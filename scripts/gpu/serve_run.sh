@@ -172,6 +172,7 @@ unload_cycles() {  # the model unloaded and loaded twice through the repository 
 
 stats() {  # Triton's statistics, and the CPU time so far: the machine's (/proc/stat) and the server's
   curl -sf localhost:8000/v2/models/yolo/stats >"$out/stats_$1.json" || echo '{}' >"$out/stats_$1.json"
+  date +%s.%N >"$out/time_$1.txt"
   { head -1 /proc/stat; cat "/proc/$server_pid/stat" 2>/dev/null || echo; } >"$out/cpu_$1.txt"
   cat /proc/"$server_pid"/task/*/stat >"$out/threads_$1.txt" 2>/dev/null  # each thread's CPU time
 }
@@ -216,8 +217,9 @@ PY
 }
 pa_summary() { pa "$@" | tee -a "$out/pa_summary.txt"; }  # pa, its line kept in pa_summary.txt
 server_times() {  # server_times <before> <after>: Triton's own mean times per request between two stats
-  # snapshots, and the cores the server, everything else (the clients) and nothing used meanwhile
-  python3 - "$out/stats_$1.json" "$out/stats_$2.json" "$out/cpu_$1.txt" "$out/cpu_$2.txt" <<'PY'
+  # snapshots, the cores the server, everything else (the clients) and nothing used meanwhile, and the
+  # server's own rate between the snapshots
+  python3 - "$out/stats_$1.json" "$out/stats_$2.json" "$out/cpu_$1.txt" "$out/cpu_$2.txt" "$out/time_$1.txt" "$out/time_$2.txt" <<'PY'
 import json, sys
 def cpu(f):
     machine, server = (open(f).read().split("\n") + [""])[:2]
@@ -240,6 +242,13 @@ n = b.get("success", (0, 0))[0] - a.get("success", (0, 0))[0]
 if n:
     ms = {k: (b[k][1] - a.get(k, (0, 0))[1]) / n / 1e6 for k in ("success", "queue", "compute_input", "compute_infer", "compute_output") if k in b}
     print("  server side, mean per request (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in ms.items()))
+# The server's rate from snapshot to snapshot: every client's ramp-up and tail included, so a lower
+# bound on what it sustained, but one window for all clients (perf_analyzer processes each report a
+# rate over windows of their own, which need not overlap)
+dt = float(open(sys.argv[6]).read()) - float(open(sys.argv[5]).read())
+images = lambda f: json.load(open(f)).get("model_stats", [{}])[0].get("inference_count", 0)
+if n and dt > 0:
+    print(f"  server side, from snapshot to snapshot ({dt:.1f} s): {(images(sys.argv[2]) - images(sys.argv[1])) / dt:.1f} images/s, {n / dt:.1f} requests/s")
 PY
   thread_times "$1" "$2"
 }
