@@ -13,19 +13,14 @@
 #include <random>
 #include <vector>
 
+#include "cuda_test_util.hpp"
 #include "engine/cuda/int8/int8_math.hpp"
 #include "test_util.hpp"
 
 namespace yolocu::engine {
 namespace {
 
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&p, n > 0 ? n : 1), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using test::DeviceBuffer;
 
 // Counts the d in [lo, hi) (as float bits) where rcp_rn(d) != __frcp_rn(d); the first in *first.
 __global__ void rcp_mismatches(uint32_t lo, uint32_t hi, unsigned long long* count, uint32_t* first) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.hpp"
 #include "test_util.hpp"
 #include "yolocu/error.hpp"
 #include "yolocu/image.hpp"
@@ -23,15 +24,7 @@
 namespace yolocu {
 namespace {
 
-
-// A device buffer freed on scope exit (test-local RAII).
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&p, n > 0 ? n : 1), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using test::DeviceBuffer;
 
 struct HostImage {
   int w, h;

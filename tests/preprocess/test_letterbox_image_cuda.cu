@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.hpp"
 #include "test_util.hpp"
 #include "yolocu/device_image.hpp"
 #include "yolocu/error.hpp"
@@ -24,13 +25,7 @@
 namespace yolocu {
 namespace {
 
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&p, n > 0 ? n : 1), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using test::DeviceBuffer;
 
 // A host picture in one of the formats: plane0 (+ plane1 for NV12), with row padding.
 struct HostPicture {
