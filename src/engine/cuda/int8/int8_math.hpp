@@ -15,11 +15,11 @@
 // so the device side spells add / multiply with the __f*_rn intrinsics, which are never fused. The
 // host side relies on the compiler not fusing either: true for x86-64 builds without -mfma /
 // -march=native (the project's flags); a host build with FMA contraction must use -ffp-contract=off.
-// Why it is cheap on the device: no division instruction sequence (whose range check and slow path
-// cost the fused epilogue more than its GEMM) and no branch (so the compiler interleaves a thread's
-// elements): SiLU's reciprocal is the hardware's approximation refined by one Newton step, which
-// rounds correctly on the range it serves (d in [1, 2^126); test_int8_math_cuda checks every float
-// there), and the quantising division is a product and two fused multiply-adds.
+// Why it is cheap on the device: no division instruction sequence (a range check and a slow-path
+// branch per output) and no branch (so the compiler interleaves a thread's elements): SiLU's
+// reciprocal is the hardware's approximation refined by one Newton step, which rounds correctly on
+// the range it serves (d in [1, 2^126); test_int8_math_cuda checks every float there), and the
+// quantising division is a product and two fused multiply-adds.
 #pragma once
 
 #include <cstdint>
