@@ -121,17 +121,7 @@ struct DevBuf {
 
 // Time per launch of `fn` (ms): `reps` launches in one graph, replayed.
 bench::EventTiming time_launch(const Options& o, cudaStream_t s, const std::function<void()>& fn) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < o.reps; ++i) fn();
-  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  bench::EventTiming t = bench::time_events(o.samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  t.median_ms /= o.reps, t.p10_ms /= o.reps, t.p90_ms /= o.reps;
-  return t;
+  return bench::time_graph(o.samples, o.reps, s, fn);
 }
 
 struct Fp16Result {

@@ -1,5 +1,6 @@
 // Shared helpers of the CUDA benchmark binaries: a fatal check macro (a benchmark has nothing to
-// recover) and CUDA-event timing of a stream's work (warm-up, then median / p10 / p90).
+// recover), CUDA-event timing of a stream's work (warm-up, then median / p10 / p90), also of
+// launches replayed as one CUDA graph, and a comma-list parser.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -57,6 +58,22 @@ inline EventTiming time_events(int runs, int warmup, cudaStream_t s, const std::
   cudaEventDestroy(b);
   std::sort(t.begin(), t.end());
   return {t[t.size() / 2], t[t.size() / 10], t[t.size() * 9 / 10]};
+}
+
+// `reps` launches of `launch` captured in one CUDA graph, timed by time_events (3 warm-up replays,
+// `samples` timed ones): per launch.
+inline EventTiming time_graph(int samples, int reps, cudaStream_t s, const std::function<void()>& launch) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < reps; ++i) launch();
+  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
+  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  EventTiming t = time_events(samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  for (float* v : {&t.median_ms, &t.p10_ms, &t.p90_ms}) *v /= static_cast<float>(reps);
+  return t;
 }
 
 }  // namespace yolocu::bench

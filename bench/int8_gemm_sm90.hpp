@@ -13,23 +13,6 @@
 
 namespace yolocu::bench {
 
-// `reps` launches in one graph, timed by time_events (3 warm-up replays, `samples` timed ones): per
-// launch.
-template <class Launch>
-EventTiming time_graph(int samples, int reps, cudaStream_t s, Launch launch) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < reps; ++i) launch();
-  BENCH_CUDA(cudaStreamEndCapture(s, &graph));
-  BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  EventTiming t = time_events(samples, 3, s, [&] { BENCH_CUDA(cudaGraphLaunch(exec, s)); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  for (float* v : {&t.median_ms, &t.p10_ms, &t.p90_ms}) *v /= static_cast<float>(reps);
-  return t;
-}
-
 // One CUTLASS device operator (GemmUniversalAdapter, ConvUniversalAdapter) on `args`: checked,
 // initialised, run once and synchronised (a failed launch is named here), then timed by time_graph:
 // an empty string and the timing in *out (the output left written), or why it could not run.

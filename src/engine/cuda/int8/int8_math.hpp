@@ -10,11 +10,12 @@
 // IEEE one, computed from the reciprocal 1 / scale (rounded once, per tensor) and one correction
 // (div_by below).
 // Why it is bit-identical on both sides: every step is either one correctly rounded IEEE operation
-// (add, multiply, fmaf, the reciprocal) or an integer / exponent-bit / min / max / select operation. nvcc fuses
-// a multiply followed by an add into an fma by default (--fmad=true), also across inlined functions,
-// so the device side spells add / multiply with the __f*_rn intrinsics, which are never fused. The
-// host side relies on the compiler not fusing either: true for x86-64 builds without -mfma /
-// -march=native (the project's flags); a host build with FMA contraction must use -ffp-contract=off.
+// (add, multiply, fmaf, the reciprocal) or an integer / exponent-bit / min / max / select
+// operation. nvcc fuses a multiply followed by an add into an fma by default (--fmad=true), also
+// across inlined functions, so the device side spells add / multiply with the __f*_rn intrinsics,
+// which are never fused. The host side relies on the compiler not fusing either: true for x86-64
+// builds without -mfma / -march=native (the project's flags); a host build with FMA contraction
+// must use -ffp-contract=off.
 // Why it is cheap on the device: no division instruction sequence (a range check and a slow-path
 // branch per output) and no branch (so the compiler interleaves a thread's elements): SiLU's
 // reciprocal is the hardware's approximation refined by one Newton step, which rounds correctly on
@@ -88,9 +89,9 @@ YOLOCU_I8_HD float i2f(int32_t v) {  // round to nearest even (exact below 2^24)
 #endif
 }
 
-// 1 / d rounded to nearest, for d in [1, 2^126) (where 1 / d is a normal float): on the device the hardware's approximation (within
-// one ulp) and one Newton step, e = fma(-d, y, 1), y + y * e, with fused multiply-adds; on the host
-// the IEEE division.
+// 1 / d rounded to nearest, for d in [1, 2^126) (where 1 / d is a normal float): on the device the
+// hardware's approximation (within one ulp) and one Newton step, e = fma(-d, y, 1), y + y * e, with
+// fused multiply-adds; on the host the IEEE division.
 YOLOCU_I8_HD float rcp_rn(float d) {
 #if defined(__CUDA_ARCH__)
   float y;
@@ -126,7 +127,9 @@ YOLOCU_I8_HD float exp_clamped(float x) { return exp2_clamped(mul_rn(x, kLog2e))
 // SiLU: v * rcp(1 + e^-v). Below v = -86.6 the clamp leaves v * 2^-125 (|v| / 4e37, where the
 // exact value is smaller still): 0 once quantised with a scale above |v| / 2e37, or converted to
 // fp16.
-YOLOCU_I8_HD float silu_f32(float v) { return mul_rn(v, rcp_rn(add_rn(1.f, exp2_clamped(mul_rn(v, -kLog2e))))); }
+YOLOCU_I8_HD float silu_f32(float v) {
+  return mul_rn(v, rcp_rn(add_rn(1.f, exp2_clamped(mul_rn(v, -kLog2e)))));
+}
 
 // The convolution's value before the residual: acc * scale + bias, SiLU optional.
 YOLOCU_I8_HD float conv_value(int32_t acc, float scale, float bias, bool silu) {
