@@ -14,7 +14,10 @@
 # the backend's slow_execution_ms, whose log lines land in server_<name>.log),
 # PA_INFLIGHT_B8 (32) and PA_INFLIGHT_B1 (128): perf_analyzer's requests in flight per GPU;
 # PA_PROCS (1): perf_analyzer processes sharing those requests (each its own connection; the rate is
-# their sum); PA_ROTATE=1: those processes walk the images from different starts;
+# their sum); PA_DISTINCT (1): one sender thread a process, the processes' walks through the images
+# apart, so that no image is in flight twice (0: perf_analyzer's own threads, which send copies; see
+# pa()); PA_RATE_PROCS (8): the processes that share a fixed request rate when PA_DISTINCT=1;
+# PA_COMPARE=1: perf_analyzer's 1-image loads (SERVE_THREADS_ONLY's, SERVE_SWEEP's) both ways (PA_DISTINCT=0, then 1);
 # PA_DISTRIBUTION (constant): its arrivals at a fixed request rate (constant or poisson);
 # SERVE_EXTRA: more `serve.py` flags for the full run's servers (e.g. --blocking-sync);
 # SERVE_PIN=1: the server on the first half of the cores and the load generators on the other half
@@ -120,37 +123,54 @@ load() {  # load <name> <images per request> [rate]
 
 # Triton's perf_analyzer (carried, with its libraries in perf/lib): async gRPC, real JPEGs round robin
 # (bench/perf_analyzer_input.py), requests of $2 images, $3 requests in flight, or an open-loop
-# request rate $4; its CSV (images/s, latency percentiles in us) in $out/pa_<name>.csv.
+# request rate $4; its CSV (images/s, latency percentiles in us) in $out/pa_<name>_<i>.csv.
+# perf_analyzer 2.41 gives each sender thread one context whose walk through the data starts at the
+# first entry and steps by the number of threads: with T threads, every thread sends the same images
+# at the same time (T copies of each in flight) and only every T-th image is ever sent. So by default
+# (PA_DISTINCT=1) every process runs one sender thread (--max-threads 1), which walks all 128 images,
+# and k processes start their walks 128/k images apart: the requests in flight are different images,
+# as independent clients' are. PA_DISTINCT=0: perf_analyzer's own threads, every process from the
+# first image (the copies).
 pa_json=$g/pa_images.json
 python3 bench/perf_analyzer_input.py --images "$imgs" --out "$pa_json" >/dev/null
 pa() {  # pa <name> <images per request> <requests in flight> [requests/s]
-  local mode=(--concurrency-range "$3") k=${PA_PROCS:-1} i
-  # (rate mode: perf_analyzer's default of 4 sender threads did not keep up with the half-load rate)
-  # and the latency tail moves the average that perf_analyzer stabilises on: 50% there)
-  local stable=20
-  [ -n "${4:-}" ] && mode=(--request-rate-range "$4" --max-threads 16 --request-distribution "${PA_DISTRIBUTION:-constant}") stable=50 k=1
-  # PA_PROCS=k: k perf_analyzer processes at once, each with its own gRPC connection and 1/k of the
-  # requests in flight; the rate is their sum (one process's connection can be the limit, not the server)
-  [ "$k" -gt 1 ] && mode=(--concurrency-range "$(( ($3 + k - 1) / k ))")
-  local input=$pa_json
+  local distinct=${PA_DISTINCT:-1} k=${PA_PROCS:-1} i input threads=()
+  # rate mode: a fixed request rate split over the processes; the latency tail moves the average that
+  # perf_analyzer stabilises on (50% there); with its own threads, 16 (4 did not keep up with the
+  # half-load rate)
+  local stable=20 mode
+  if [ -n "${4:-}" ]; then
+    stable=50
+    if [ "$distinct" = 1 ]; then k=${PA_RATE_PROCS:-8}; else k=1 threads=(--max-threads 16); fi
+    mode=(--request-rate-range "$(python3 -c "print(f'{$4 / $k:.1f}')")" --request-distribution "${PA_DISTRIBUTION:-constant}")
+  else
+    # PA_PROCS=k: k processes at once, each with its own gRPC connection and 1/k of the requests in
+    # flight; the rate is their sum (one process's connection can be the limit, not the server)
+    mode=(--concurrency-range "$(( ($3 + k - 1) / k ))")
+  fi
+  [ "$distinct" = 1 ] && threads=(--max-threads 1)
+  # k processes: each stops after its first three windows (a stability test one passed before the
+  # others let it stop early and the others measure alone), so their windows are the same 12 s
+  [ "$k" -gt 1 ] && stable=100
   for i in $(seq 1 "$k"); do
-    # PA_ROTATE=1: each process's round robin starts 128/k images after the previous one's
-    if [ "${PA_ROTATE:-0}" = 1 ] && [ "$k" -gt 1 ]; then
-      input=$g/pa_images_$i.json
+    input=$pa_json
+    if [ "$distinct" = 1 ] && [ "$k" -gt 1 ]; then
+      input=$g/pa_images_${k}_$i.json
       [ -f "$input" ] || python3 bench/perf_analyzer_input.py --images "$imgs" --rotate $(( (i - 1) * 128 / k )) --out "$input" >/dev/null
     fi
     LD_LIBRARY_PATH=$g/perf/lib:$LD_LIBRARY_PATH timeout 150 ${client_pin:-} "$g/perf/bin/perf_analyzer" -m yolo -u 127.0.0.1:8001 -i grpc \
-      --async -b "$2" --input-data "$input" "${mode[@]}" --measurement-interval 4000 --max-trials 8 \
+      --async -b "$2" --input-data "$input" "${mode[@]}" "${threads[@]}" --measurement-interval 4000 --max-trials 8 \
       --stability-percentage "$stable" -f "$out/pa_$1_$i.csv" >"$out/pa_$1_$i.log" 2>&1 &
   done
   wait
-  python3 - "$1" "$k" "$out" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1_1.log"; }
+  python3 - "$1" "$k" "$out" "$distinct" <<'PY' || { echo "pa_$1: no result:"; tail -5 "$out/pa_$1_1.log"; }
 import csv, sys
-name, k, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+name, k, out, distinct = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
 rows = [next(csv.DictReader(open(f"{out}/pa_{name}_{i}.csv"))) for i in range(1, k + 1)]
 rate = sum(float(r["Inferences/Second"]) for r in rows)
 ms = lambda key: " / ".join(f"{int(r[key]) / 1000:.2f}" for r in rows)
-print(f"perf_analyzer {name}{f' ({k} processes)' if k > 1 else ''}: {rate:.1f} images/s, p50 {ms('p50 latency')} ms, p99 {ms('p99 latency')} ms")
+how = ("distinct images in flight" if distinct else "perf_analyzer's threads: copies in flight") + (f", {k} processes" if k > 1 else "")
+print(f"perf_analyzer {name} ({how}): {rate:.1f} images/s, p50 {ms('p50 latency')} ms, p99 {ms('p99 latency')} ms")
 PY
 }
 
@@ -317,6 +337,7 @@ sweep() {
       load "sweep_${spec}_b1_half_$r" 1 "$rate"
     done
     if [[ $spec != *t* ]]; then
+      [ "${PA_COMPARE:-0}" = 1 ] && PA_DISTINCT=0 measured "$out/pa_summary.txt" pa_summary "sweep_${spec}_b1_half_copies" 1 - "$rate"
       measured "$out/pa_summary.txt" pa_summary "sweep_${spec}_b1_half" 1 - "$rate"
     fi
     stop
@@ -378,6 +399,10 @@ measured_loads() {  # measured_loads <name> <GPUs>: 8- and 1-image Python loads 
   backend_counters "after the 8-image load"
   measured "$out/$1_measured.txt" load "$1_b1" 1
   backend_counters "after the 1-image load"
+  if [ "${PA_COMPARE:-0}" = 1 ]; then
+    PA_DISTINCT=0 measured "$out/$1_measured.txt" pa_summary "$1_b1_copies" 1 "$(($2 * ${PA_INFLIGHT_B1:-128}))"
+    backend_counters "after perf_analyzer's 1-image load with copies"
+  fi
   measured "$out/$1_measured.txt" pa_summary "$1_b1" 1 "$(($2 * ${PA_INFLIGHT_B1:-128}))"
   backend_counters "after perf_analyzer's 1-image load"
 }
