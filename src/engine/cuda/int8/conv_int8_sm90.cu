@@ -67,10 +67,9 @@ using ConvTree = cutlass::epilogue::fusion::Sm90EVT<
     cutlass::epilogue::fusion::Sm90AccFetch,
     cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>,
     cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
-template <class TileShape, class KernelSchedule, class EpilogueSchedule, class ElementD,
-          template <class> class Fn>
-using Int8Conv1x1 = sm90::Int8Gemm<TileShape, KernelSchedule, EpilogueSchedule, ElementD,
-                                   ConvTree<TileShape, ElementD, Fn>>;
+template <class TileShape, class EpilogueTile, class ElementD, template <class> class Fn>
+using Int8Conv1x1 = sm90::Int8Gemm<TileShape, Cooperative, CooperativeEpilogue, ElementD,
+                                   ConvTree<TileShape, ElementD, Fn>, EpilogueTile>;
 
 template <class Cfg>
 void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
@@ -100,9 +99,19 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
 }
 
 // Cooperative kernels only: their two consumer warp groups run the epilogue side by side, where
-// pingpong's take turns, and on these layers the epilogue is most of the time.
-using Tile128x64 = Shape<_128, _64, _64>;
-using Tile128x128 = Shape<_128, _128, _64>;
+// pingpong's take turns, and on these layers the epilogue is most of the time. A kernel: the CTA's
+// tile, and the part of it the epilogue runs at a time (CUTLASS's choice: 128 x 32). Tiles of 256
+// pixels halve the tiles, and with them the per-tile work of the epilogue (the scale and bias
+// rows staged into shared memory, its barriers); the tile's width follows the layer's outputs.
+template <class TileShape, class EpilogueTile>
+struct Kernel {
+  // A TMA box spans at most 256 elements a dimension: with a larger tile CUTLASS prints that the
+  // descriptor failed, reports success, and the kernel waits forever for its loads.
+  static_assert(size<0>(TileShape{}) <= 256 && size<1>(TileShape{}) <= 256, "a TMA box is <= 256 a side");
+  using Tile = TileShape;
+  using Epi = EpilogueTile;
+};
+using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
 
 bool device_is_sm90() {
   int dev = 0, major = 0, minor = 0;
@@ -116,8 +125,9 @@ bool device_is_sm90() {
 }  // namespace
 
 const std::vector<std::string>& int8_sm90_kernels() {
-  static const std::vector<std::string> ids = {"int8-sm90:coop-128x64x64",
-                                               "int8-sm90:coop-128x128x64"};
+  static const std::vector<std::string> ids = {
+      "int8-sm90:coop-128x64x64", "int8-sm90:coop-256x32x64-e128x32",
+      "int8-sm90:coop-256x64x64-e128x64", "int8-sm90:coop-256x128x64-e128x64"};
   return ids;
 }
 
@@ -145,23 +155,27 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
   return {};
 }
 
-template <class Tile>
-void run_tile(const Int8ConvArgs& a, cudaStream_t stream) {
-  using C = Cooperative;
-  using E = CooperativeEpilogue;
+template <class K>
+void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
+  using T = typename K::Tile;
+  using E = typename K::Epi;
   using H = cutlass::half_t;
   const bool i8 = a.out == Int8Out::kInt8;
-  if (i8 && a.silu) return run_gemm<Int8Conv1x1<Tile, C, E, int8_t, ConvEpilogue<true, true>::Fn>>(a, stream);
-  if (i8) return run_gemm<Int8Conv1x1<Tile, C, E, int8_t, ConvEpilogue<true, false>::Fn>>(a, stream);
-  if (a.silu) return run_gemm<Int8Conv1x1<Tile, C, E, H, ConvEpilogue<false, true>::Fn>>(a, stream);
-  return run_gemm<Int8Conv1x1<Tile, C, E, H, ConvEpilogue<false, false>::Fn>>(a, stream);
+  if (i8 && a.silu) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn>>(a, stream);
+  if (i8) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn>>(a, stream);
+  if (a.silu) return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn>>(a, stream);
+  return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn>>(a, stream);
 }
 
 void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
   const std::string why = int8_sm90_unsupported(a, kernel);
   YOLOCU_CHECK(why.empty(), kInvalidArgument, "int8_sm90_run: ", why);
-  if (kernel == 0) return run_tile<Tile128x64>(a, stream);
-  return run_tile<Tile128x128>(a, stream);
+  switch (kernel) {  // in int8_sm90_kernels()'s order
+    case 0: return run_kernel<Kernel<Shape<_128, _64, _64>, EpiAuto>>(a, stream);
+    case 1: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>>>(a, stream);
+    case 2: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>>>(a, stream);
+    default: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>>>(a, stream);
+  }
 }
 
 }  // namespace yolocu::engine

@@ -19,8 +19,8 @@
 
 namespace yolocu::engine {
 
-// The kernels, by index: "int8-sm90:coop-128x64x64", "int8-sm90:coop-128x128x64" (empty in a
-// build without them).
+// The kernels, by index: "int8-sm90:coop-<tile M>x<N>x<K>[-e<M>x<N>]" (the CTA's tile, and the
+// part of it the epilogue runs at a time where not CUTLASS's choice); empty in a build without them.
 const std::vector<std::string>& int8_sm90_kernels();
 // Empty if kernel `kernel` runs this problem on the current device, else what it refuses.
 std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel);

@@ -2,7 +2,8 @@
 // bench_conv_int8_sm90's plain-epilogue comparison (bench/bench_int8_gemm_sm90.cu):
 //   D[M, N] = epilogue(acc),  acc = X[M, K] W[N, K]^T in int32
 // X row-major and W K-major (CUTLASS's column-major B: int8 wgmma takes both operands K-major), D
-// row-major of ElementD; `Fusion` is the epilogue's fusion operation or visitor tree. sm_90a only.
+// row-major of ElementD; `Fusion` is the epilogue's fusion operation or visitor tree, run over
+// EpilogueTile-sized parts of the CTA's tile (CUTLASS's choice by default). sm_90a only.
 #pragma once
 
 #include "cute/tensor.hpp"
@@ -15,14 +16,14 @@
 namespace yolocu::engine::sm90 {
 
 template <class TileShape, class KernelSchedule, class EpilogueSchedule, class ElementD,
-          class Fusion>
+          class Fusion, class EpilogueTile = cutlass::epilogue::collective::EpilogueTileAuto>
 struct Int8Gemm {
   static constexpr int kAlignAB = 16;  // int8 elements of 16 bytes
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 int8, 8 fp16
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, void,
+      EpilogueTile, int32_t, float, void,
       cutlass::layout::RowMajor, kAlignD, ElementD, cutlass::layout::RowMajor, kAlignD,
       EpilogueSchedule, Fusion>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
