@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.hpp"
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "engine/cuda/int8/int8_gemm_sm90_types.cuh"
 #include "engine/cuda/int8/int8_math.hpp"
+#include "engine/cuda/int8/sm90_resident_row.cuh"
 
 namespace yolocu::engine {
 namespace {
@@ -58,20 +60,37 @@ struct ConvEpilogue {
   };
 };
 
-// The layer's epilogue as a visitor tree over the accumulator and the scale and bias row
-// broadcasts, its node ConvEpilogue<...>::Fn; the GEMM of int8_gemm_sm90_types.cuh around it.
-template <class TileShape, class ElementD, template <class> class Fn>
+// The scale and bias rows: CUTLASS's row broadcast (staged in shared memory every tile), or
+// sm90_resident_row.cuh's (staged once per CTA, for rows of up to kResidentMaxN channels).
+constexpr int kResidentMaxN = 1024;
+template <class TileShape, bool kResident>
+using RowLeaf = std::conditional_t<kResident, ResidentRowBroadcast<TileShape, float, kResidentMaxN>,
+                                   cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
+template <class Leaf>
+struct IsResident : std::false_type {};
+template <class TileShape, class Element, int kMaxN>
+struct IsResident<ResidentRowBroadcast<TileShape, Element, kMaxN>> : std::true_type {};
+template <class Leaf>
+typename Leaf::Arguments row_args(const float* row, int n) {
+  if constexpr (IsResident<Leaf>::value) {
+    return {row, 0.f, n};
+  } else {
+    return {row, 0.f};
+  }
+}
+
+// The layer's epilogue as a visitor tree over the accumulator and the scale and bias rows, its node
+// ConvEpilogue<...>::Fn; the GEMM of int8_gemm_sm90_types.cuh around it.
+template <class TileShape, class ElementD, template <class> class Fn, bool kResident>
 using ConvTree = cutlass::epilogue::fusion::Sm90EVT<
     cutlass::epilogue::fusion::Sm90Compute<Fn, ElementD, float,
                                            cutlass::FloatRoundStyle::round_to_nearest>,
-    cutlass::epilogue::fusion::Sm90AccFetch,
-    cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>,
-    cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
-template <class TileShape, class EpilogueTile, class ElementD, template <class> class Fn>
+    cutlass::epilogue::fusion::Sm90AccFetch, RowLeaf<TileShape, kResident>, RowLeaf<TileShape, kResident>>;
+template <class TileShape, class EpilogueTile, class ElementD, template <class> class Fn, bool kResident>
 using Int8Conv1x1 = sm90::Int8Gemm<TileShape, Cooperative, CooperativeEpilogue, ElementD,
-                                   ConvTree<TileShape, ElementD, Fn>, EpilogueTile>;
+                                   ConvTree<TileShape, ElementD, Fn, kResident>, EpilogueTile>;
 
-template <class Cfg>
+template <class Cfg, class Leaf>
 void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   using Gemm = typename Cfg::Gemm;
   using Kernel = typename Cfg::Kernel;
@@ -82,7 +101,7 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   args.problem_shape = {m, n, k, 1};
   args.mainloop = {a.x, st.a, a.w, st.b};
   // the tree's arguments: its children's (accumulator, scale, bias), then the node's
-  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
+  args.epilogue.thread = {{}, row_args<Leaf>(a.scale, n), row_args<Leaf>(a.bias, n), {int8::make_scale(a.y_scale)}};
   args.epilogue.ptr_C = nullptr;
   args.epilogue.dC = st.c;
   args.epilogue.ptr_D = static_cast<typename Gemm::ElementD*>(a.y);
@@ -103,13 +122,14 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
 // tile, and the part of it the epilogue runs at a time (CUTLASS's choice: 128 x 32). Tiles of 256
 // pixels halve the tiles, and with them the per-tile work of the epilogue (the scale and bias
 // rows staged into shared memory, its barriers); the tile's width follows the layer's outputs.
-template <class TileShape, class EpilogueTile>
+template <class TileShape, class EpilogueTile, bool kResidentRows = false>
 struct Kernel {
   // A TMA box spans at most 256 elements a dimension: with a larger tile CUTLASS prints that the
   // descriptor failed, reports success, and the kernel waits forever for its loads.
   static_assert(size<0>(TileShape{}) <= 256 && size<1>(TileShape{}) <= 256, "a TMA box is <= 256 a side");
   using Tile = TileShape;
   using Epi = EpilogueTile;
+  static constexpr bool kResident = kResidentRows;
 };
 using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
 
@@ -126,8 +146,10 @@ bool device_is_sm90() {
 
 const std::vector<std::string>& int8_sm90_kernels() {
   static const std::vector<std::string> ids = {
-      "int8-sm90:coop-128x64x64", "int8-sm90:coop-256x32x64-e128x32",
-      "int8-sm90:coop-256x64x64-e128x64", "int8-sm90:coop-256x128x64-e128x64"};
+      "int8-sm90:coop-128x64x64",           "int8-sm90:coop-256x32x64-e128x32",
+      "int8-sm90:coop-256x64x64-e128x64",   "int8-sm90:coop-256x128x64-e128x64",
+      "int8-sm90:coop-256x32x64-e128x32-r", "int8-sm90:coop-256x64x64-e128x64-r",
+      "int8-sm90:coop-256x128x64-e128x64-r"};
   return ids;
 }
 
@@ -147,6 +169,8 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
   if (a.k % align != 0 || pitch % align != 0)
     return "output channels " + std::to_string(a.k) + " and pitch " + std::to_string(pitch) +
            " must be multiples of " + std::to_string(align);
+  if (int8_sm90_kernels()[static_cast<size_t>(kernel)].back() == 'r' && a.k > kResidentMaxN)
+    return "more than " + std::to_string(kResidentMaxN) + " output channels for the resident rows";
   if (reinterpret_cast<uintptr_t>(a.y) % 16 != 0) return "y must be 16-byte aligned";
   if (reinterpret_cast<uintptr_t>(a.scale) % 16 != 0 ||
       (a.bias && reinterpret_cast<uintptr_t>(a.bias) % 16 != 0))
@@ -160,11 +184,13 @@ void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
   using T = typename K::Tile;
   using E = typename K::Epi;
   using H = cutlass::half_t;
+  using L = RowLeaf<T, K::kResident>;
+  constexpr bool R = K::kResident;
   const bool i8 = a.out == Int8Out::kInt8;
-  if (i8 && a.silu) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn>>(a, stream);
-  if (i8) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn>>(a, stream);
-  if (a.silu) return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn>>(a, stream);
-  return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn>>(a, stream);
+  if (i8 && a.silu) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R>, L>(a, stream);
+  if (i8) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R>, L>(a, stream);
+  if (a.silu) return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R>, L>(a, stream);
+  return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R>, L>(a, stream);
 }
 
 void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
@@ -174,7 +200,10 @@ void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
     case 0: return run_kernel<Kernel<Shape<_128, _64, _64>, EpiAuto>>(a, stream);
     case 1: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>>>(a, stream);
     case 2: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>>>(a, stream);
-    default: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>>>(a, stream);
+    case 3: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>>>(a, stream);
+    case 4: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>, true>>(a, stream);
+    case 5: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>, true>>(a, stream);
+    default: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>, true>>(a, stream);
   }
 }
 

@@ -19,8 +19,10 @@
 
 namespace yolocu::engine {
 
-// The kernels, by index: "int8-sm90:coop-<tile M>x<N>x<K>[-e<M>x<N>]" (the CTA's tile, and the
-// part of it the epilogue runs at a time where not CUTLASS's choice); empty in a build without them.
+// The kernels, by index: "int8-sm90:coop-<tile M>x<N>x<K>[-e<M>x<N>][-r]" (the CTA's tile; the
+// part of it the epilogue runs at a time where not CUTLASS's choice; -r: the scale and bias rows
+// staged once per CTA, sm90_resident_row.cuh, up to 1024 output channels); empty in a build
+// without them.
 const std::vector<std::string>& int8_sm90_kernels();
 // Empty if kernel `kernel` runs this problem on the current device, else what it refuses.
 std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel);
