@@ -29,11 +29,9 @@ struct Fixture {
   Int8Calibration cal;
 };
 
-// yolov5n's plan at 640 and a calibration on one coco128 image (the first convolution and the
-// Detect head in float, no sensitivity pass), made once.
-const Fixture* yolov5n() {
-  static std::unique_ptr<Fixture> f = [] {
-    const std::string model = test::data_file("models/yolov5n.onnx");
+// A model's plan at 640 and a calibration on one coco128 image (the first convolution and the
+// Detect head in float, no sensitivity pass); nullptr without the files.
+std::unique_ptr<Fixture> make_fixture(const std::string& model) {
     const std::string images = test::data_file("coco128/images/train2017");
     if (model.empty() || images.empty()) return std::unique_ptr<Fixture>();
     std::vector<std::string> files;
@@ -47,7 +45,9 @@ const Fixture* yolov5n() {
     o.keep_worst = 0;
     x->cal = calibrate_int8(model, files, o);
     return x;
-  }();
+}
+const Fixture* yolov5n() {
+  static std::unique_ptr<Fixture> f = make_fixture(test::data_file("models/yolov5n.onnx"));
   return f.get();
 }
 #define NEED_YOLOV5N(f)                                                   \
@@ -56,7 +56,8 @@ const Fixture* yolov5n() {
 
 const std::string& name_of(const Plan& p, int v) { return p.values[static_cast<size_t>(v)].name; }
 bool commutes(const PlanNode& n) {
-  return n.node.op_type == "Concat" || n.node.op_type == "MaxPool" || n.node.op_type == "Resize";
+  const std::string& op = n.node.op_type;
+  return op == "Concat" || op == "MaxPool" || op == "Resize" || op == "Split";
 }
 
 // Every rule of int8_regions.hpp, checked from the plan and the calibration directly.
@@ -103,8 +104,11 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
     for (int c : pv.consumers) {
       const PlanNode& n = p.nodes[static_cast<size_t>(c)];
       if (commutes(n)) {
-        EXPECT_TRUE(r.values[static_cast<size_t>(n.out[0])].int8) << pv.name << " -> " << n.node.name;
-        EXPECT_EQ(r.values[static_cast<size_t>(n.out[0])].scale, s) << pv.name << " -> " << n.node.name;
+        for (int w : n.out) {
+          if (w < 0) continue;
+          EXPECT_TRUE(r.values[static_cast<size_t>(w)].int8) << pv.name << " -> " << n.node.name;
+          EXPECT_EQ(r.values[static_cast<size_t>(w)].scale, s) << pv.name << " -> " << n.node.name;
+        }
       } else {
         EXPECT_TRUE(has(step_input, static_cast<int>(v)) || has(step_residual, static_cast<int>(v)))
             << pv.name << " read by " << n.node.op_type << " " << n.node.name;
@@ -186,6 +190,29 @@ TEST(Int8Regions, KernelLimitsAndOtherModelsRefused) {
   other.convs[5].output = other.convs[6].output;
   EXPECT_EQ(test::code_of([&] { engine::plan_int8_regions(f->plan, other); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("in the calibration"), std::string::npos) << msg;
+}
+
+// YOLOv8 and YOLO11 (scripts/v8/make_refs.sh's exports): C2f / C3k2 Splits and YOLO11's
+// attention in the graph; the rules hold, and the attention's inputs stay float.
+TEST(Int8Regions, V8AndV11RulesHold) {
+  int models = 0;
+  for (const char* name : {"yolov8n.onnx", "yolo11n.onnx"}) {
+    const std::unique_ptr<Fixture> f = make_fixture(test::v8_file(name));
+    if (!f) continue;
+    ++models;
+    const Int8Regions r = engine::plan_int8_regions(f->plan, f->cal);
+    expect_rules(f->plan, f->cal, r);
+    EXPECT_GT(r.convs.size(), f->cal.convs.size() / 2) << name;
+    EXPECT_GT(r.int8_values(), 0) << name;
+    for (const PlanNode& n : f->plan.nodes) {
+      if (n.node.op_type != "MatMul" && n.node.op_type != "Softmax") continue;
+      for (int v : n.in) {
+        if (v < 0) continue;
+        EXPECT_FALSE(r.values[static_cast<size_t>(v)].int8) << name << ": " << n.node.name;
+      }
+    }
+  }
+  if (models == 0) GTEST_SKIP() << "needs the YOLOv8 / YOLO11 exports (scripts/v8/make_refs.sh) and coco128";
 }
 
 }  // namespace

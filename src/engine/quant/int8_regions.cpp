@@ -1,5 +1,5 @@
 // plan_int8_regions (int8_regions.hpp): the INT8 convolution steps from the calibration, the scales
-// their inputs need carried back through MaxPool / nearest Resize / Concat, then the values held in
+// their inputs need carried back through MaxPool / nearest Resize / Concat / Split, then the values held in
 // int8 as the largest set whose producers and readers all handle int8 at one scale (a value that
 // breaks a rule leaves the set, which can break its neighbours' rules: repeated until none does).
 #include "engine/quant/int8_regions.hpp"
@@ -14,10 +14,11 @@
 namespace yolocu::engine {
 namespace {
 
-// MaxPool, nearest Resize / Upsample and Concat: int8 in, int8 out with the same scale, exactly.
+// MaxPool, nearest Resize / Upsample, Concat and Split: int8 in, int8 out with the same scale,
+// exactly.
 bool commutes_with_quantisation(const PlanNode& n) {
   const std::string& op = n.node.op_type;
-  if (op == "Concat") return true;
+  if (op == "Concat" || op == "Split") return true;
   if (op == "MaxPool") return n.out.size() < 2 || n.out[1] < 0;  // no Indices output
   if (op == "Resize" || op == "Upsample") return n.node.attr_string("mode", "nearest") == "nearest";
   return false;
@@ -155,7 +156,10 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, cons
     if (auto it = step_of_add.find(c); it != step_of_add.end() && r.convs[static_cast<size_t>(it->second)].residual == v)
       return true;
     const PlanNode& n = plan.nodes[static_cast<size_t>(c)];
-    return commutes_with_quantisation(n) && n.out[0] >= 0 && same(n.out[0], v);
+    if (!commutes_with_quantisation(n)) return false;
+    for (int w : n.out)  // a Split's every part
+      if (w >= 0 && !same(w, v)) return false;
+    return true;
   };
   for (bool changed = true; changed;) {
     changed = false;

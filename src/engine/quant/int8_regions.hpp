@@ -7,10 +7,11 @@
 //
 // A value is held in int8 when
 //   - its producer can write int8: an INT8 convolution's step (Conv, its SiLU and residual Add, as
-//     the calibration's `output`), or a MaxPool, a nearest Resize or a Concat whose inputs are all
-//     held in int8 with that scale (these commute with quantisation: int8 in, int8 out, exact);
+//     the calibration's `output`), or a MaxPool, a nearest Resize, a Concat or a Split whose inputs
+//     are all held in int8 with that scale (these commute with quantisation: int8 in, int8 out,
+//     exact);
 //   - each of its readers reads int8: an INT8 convolution (as its input, quantised with this
-//     scale, or as its fused residual), or such a MaxPool / Resize / Concat held in int8;
+//     scale, or as its fused residual), or such an op held in int8 (a Split: all its parts);
 //   - one scale serves every reader (a value two convolutions read with different scales, or a
 //     model output, stays float).
 // Every other input of an INT8 convolution is quantised once per (value, scale) before it.
