@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,15 +56,24 @@ const Fixture* yolov5n() {
   if (f == nullptr) GTEST_SKIP() << "needs models/yolov5n.onnx and coco128"
 
 const std::string& name_of(const Plan& p, int v) { return p.values[static_cast<size_t>(v)].name; }
+int value_id(const Plan& p, const std::string& name) {
+  for (size_t v = 0; v < p.values.size(); ++v)
+    if (p.values[v].name == name) return static_cast<int>(v);
+  return -1;
+}
 bool commutes(const PlanNode& n) {
   const std::string& op = n.node.op_type;
   return op == "Concat" || op == "MaxPool" || op == "Resize" || op == "Split";
 }
 
+bool has_scale(const engine::Int8Value& v, float s) {
+  return std::find(v.int8_scales.begin(), v.int8_scales.end(), s) != v.int8_scales.end();
+}
+
 // Every rule of int8_regions.hpp, checked from the plan and the calibration directly.
 void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& r) {
   ASSERT_EQ(r.values.size(), p.values.size());
-  std::vector<int> step_input, step_residual, step_output;
+  std::set<int> step_nodes, step_outputs;  // the nodes the steps replace, the values they write
   for (const Int8ConvStep& s : r.convs) {
     const Int8ConvScales* k = cal.conv(p.nodes[static_cast<size_t>(s.node)].node.name);
     ASSERT_NE(k, nullptr);
@@ -71,49 +81,65 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
     EXPECT_EQ(name_of(p, s.input), k->input);
     EXPECT_EQ(name_of(p, s.output), k->output);
     EXPECT_EQ(s.input_scale, cal.tensor(k->input)->scale) << k->node;  // the simulation's scale, bit for bit
-    EXPECT_EQ(s.int8_output, r.values[static_cast<size_t>(s.output)].int8) << k->node;
-    const auto& in = r.values[static_cast<size_t>(s.input)];
-    const bool quantised = std::any_of(r.quantize.begin(), r.quantize.end(), [&](const engine::Int8Quantize& q) {
-      return q.value == s.input && q.scale == s.input_scale;
-    });
-    // an INT8 input: held in int8 with its scale, or quantised for it (not both)
-    EXPECT_NE(in.int8 && in.scale == s.input_scale, quantised) << k->node;
-    step_input.push_back(s.input);
-    if (s.residual >= 0) step_residual.push_back(s.residual);
-    step_output.push_back(s.output);
-  }
-  for (const engine::Int8Quantize& q : r.quantize) EXPECT_FALSE(r.values[static_cast<size_t>(q.value)].int8);
-  auto has = [](const std::vector<int>& a, int v) { return std::find(a.begin(), a.end(), v) != a.end(); };
-  for (size_t v = 0; v < p.values.size(); ++v) {
-    if (!r.values[v].int8) continue;
-    const auto& pv = p.values[v];
-    const float s = r.values[v].scale;
-    EXPECT_FALSE(pv.graph_output) << pv.name;
-    // the producer: an INT8 step, or an op commuting with quantisation over int8 inputs of scale s
-    if (!has(step_output, static_cast<int>(v))) {
-      ASSERT_GE(pv.producer, 0) << pv.name;
-      const PlanNode& n = p.nodes[static_cast<size_t>(pv.producer)];
-      EXPECT_TRUE(commutes(n)) << pv.name << " from " << n.node.op_type;
-      for (int u : n.in)
-        if (u >= 0 && !p.values[static_cast<size_t>(u)].constant) {
-          EXPECT_TRUE(r.values[static_cast<size_t>(u)].int8) << name_of(p, u);
-          EXPECT_EQ(r.values[static_cast<size_t>(u)].scale, s) << name_of(p, u);
-        }
+    EXPECT_TRUE(has_scale(r.values[static_cast<size_t>(s.input)], s.input_scale)) << k->node;
+    if (s.residual >= 0) {
+      const auto& x = r.values[static_cast<size_t>(s.residual)];
+      EXPECT_TRUE(s.residual_int8 ? !x.int8_scales.empty() : x.fp16) << k->node;
     }
-    // each reader: an INT8 step's input or residual, or an int8 op of the same scale
-    for (int c : pv.consumers) {
-      const PlanNode& n = p.nodes[static_cast<size_t>(c)];
-      if (commutes(n)) {
-        for (int w : n.out) {
-          if (w < 0) continue;
-          EXPECT_TRUE(r.values[static_cast<size_t>(w)].int8) << pv.name << " -> " << n.node.name;
-          EXPECT_EQ(r.values[static_cast<size_t>(w)].scale, s) << pv.name << " -> " << n.node.name;
-        }
-      } else {
-        EXPECT_TRUE(has(step_input, static_cast<int>(v)) || has(step_residual, static_cast<int>(v)))
-            << pv.name << " read by " << n.node.op_type << " " << n.node.name;
+    step_outputs.insert(s.output);
+    // the Conv, its SiLU's Sigmoid and Mul (the readers of its output), the residual Add
+    step_nodes.insert(s.node);
+    for (int c : p.values[static_cast<size_t>(p.nodes[static_cast<size_t>(s.node)].out[0])].consumers)
+      step_nodes.insert(c);
+    step_nodes.insert(p.values[static_cast<size_t>(s.output)].producer);
+  }
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const auto& pv = p.values[v];
+    const auto& f = r.values[v];
+    if (pv.constant) continue;
+    const bool from_step = step_outputs.count(static_cast<int>(v)) != 0;
+    const PlanNode* prod = pv.producer >= 0 ? &p.nodes[static_cast<size_t>(pv.producer)] : nullptr;
+    const bool from_commuting = prod != nullptr && !from_step && commutes(*prod);
+    // a float producer writes the float; each of its int8 copies is quantised from it
+    if (!from_step && !from_commuting && (f.fp16 || !f.int8_scales.empty())) {
+      EXPECT_TRUE(f.fp16) << pv.name;
+      for (float s : f.int8_scales) {
+        const bool q = std::any_of(r.quantize.begin(), r.quantize.end(), [&](const engine::Int8Quantize& x) {
+          return x.value == static_cast<int>(v) && x.scale == s;
+        });
+        EXPECT_TRUE(q) << pv.name << " at " << s;
       }
     }
+    // a commuting op's forms are its data inputs' forms
+    if (from_commuting) {
+      std::vector<int> data = {prod->in[0]};
+      if (prod->node.op_type == "Concat") data = prod->in;
+      for (int i : data) {
+        const size_t u = static_cast<size_t>(i);
+        for (float s : f.int8_scales) {
+          EXPECT_TRUE(has_scale(r.values[u], s)) << pv.name << " <- " << p.values[u].name;
+        }
+        if (f.fp16) {
+          EXPECT_TRUE(r.values[u].fp16) << pv.name << " <- " << p.values[u].name;
+        }
+      }
+    }
+    // every reader outside the steps that is not an INT8 input or a commuting op reads the float
+    for (int c : pv.consumers) {
+      const PlanNode& n = p.nodes[static_cast<size_t>(c)];
+      const bool int8_input = std::any_of(r.convs.begin(), r.convs.end(), [&](const Int8ConvStep& s) {
+        return s.node == c || (s.residual == static_cast<int>(v) && step_nodes.count(c));
+      });
+      if (int8_input || commutes(n) || step_nodes.count(c)) continue;
+      EXPECT_TRUE(f.fp16) << pv.name << " read by " << n.node.op_type << " " << n.node.name;
+    }
+    if (pv.graph_output) {
+      EXPECT_TRUE(f.fp16) << pv.name;
+    }
+  }
+  for (const engine::Int8Quantize& q : r.quantize) {
+    EXPECT_TRUE(has_scale(r.values[static_cast<size_t>(q.value)], q.scale));
+    EXPECT_EQ(step_outputs.count(q.value), 0u) << name_of(p, q.value);  // a step writes its copies itself
   }
 }
 
@@ -126,32 +152,38 @@ TEST(Int8Regions, Yolov5nRulesHold) {
   EXPECT_EQ(r.convs.size(), f->cal.convs.size() - 4);
   ASSERT_EQ(r.float_convs.size(), 4u);
   for (const auto& fc : r.float_convs) EXPECT_EQ(fc.why, "kept in float by the calibration");
-  // the float stem's output is quantised once for model.1
-  ASSERT_FALSE(r.quantize.empty());
+  // only the float stem's output is quantised (for model.1); every other int8 copy is written by
+  // a step or made by a commuting op
+  ASSERT_EQ(r.quantize.size(), 1u);
   EXPECT_EQ(name_of(f->plan, r.quantize.front().value), f->cal.conv("/model.0/conv/Conv")->output);
-  // most steps write int8, and SPPF's pooling chain runs in int8 at cv2's input scale
-  const int int8_out = static_cast<int>(
-      std::count_if(r.convs.begin(), r.convs.end(), [](const Int8ConvStep& s) { return s.int8_output; }));
-  EXPECT_GT(int8_out, static_cast<int>(r.convs.size()) / 2);
+  // SPPF's pooling chain runs in int8 at cv2's input scale
   const Int8ConvScales* sppf_cv2 = f->cal.conv("/model.9/cv2/conv/Conv");
   ASSERT_NE(sppf_cv2, nullptr);
   int pools = 0;
-  for (size_t i = 0; i < f->plan.nodes.size(); ++i) {
-    const PlanNode& n = f->plan.nodes[i];
+  for (const PlanNode& n : f->plan.nodes) {
     if (n.node.op_type != "MaxPool") continue;
     ++pools;
-    EXPECT_TRUE(r.values[static_cast<size_t>(n.out[0])].int8) << n.node.name;
-    EXPECT_EQ(r.values[static_cast<size_t>(n.out[0])].scale, f->cal.tensor(sppf_cv2->input)->scale);
+    const auto& v = r.values[static_cast<size_t>(n.out[0])];
+    EXPECT_FALSE(v.fp16) << n.node.name;
+    EXPECT_EQ(v.int8_scales, std::vector<float>{f->cal.tensor(sppf_cv2->input)->scale}) << n.node.name;
   }
   EXPECT_EQ(pools, 3);
-  // the residual Adds of the bottlenecks are fused into their steps
-  EXPECT_TRUE(std::any_of(r.convs.begin(), r.convs.end(), [](const Int8ConvStep& s) { return s.residual >= 0; }));
+  // model.6's output: int8 for model.7 and for the neck's Concat, at their two scales
+  const int v6 = value_id(f->plan, f->cal.conv("/model.6/cv3/conv/Conv")->output);
+  EXPECT_EQ(r.values[static_cast<size_t>(v6)].int8_scales.size(), 2u);
+  EXPECT_FALSE(r.values[static_cast<size_t>(v6)].fp16);
+  // model.17's output: float for the Detect head, int8 for model.18
+  const int v17 = value_id(f->plan, f->cal.conv("/model.17/cv3/conv/Conv")->output);
+  EXPECT_TRUE(r.values[static_cast<size_t>(v17)].fp16);
+  EXPECT_EQ(r.values[static_cast<size_t>(v17)].int8_scales.size(), 1u);
+  // the bottlenecks' residuals read their int8 copies
+  EXPECT_TRUE(std::any_of(r.convs.begin(), r.convs.end(), [](const Int8ConvStep& s) { return s.residual_int8; }));
 }
 
 TEST(Int8Regions, AFloatConvolutionTakesItsInputsOutOfInt8) {
   NEED_YOLOV5N(f);
   Int8Calibration cal = f->cal;
-  // model.2's cv3 reads the C3 block's Concat; in float, that Concat and its inputs stay float
+  // model.2's cv3 reads the C3 block's Concat; in float, that Concat and its inputs are float only
   Int8ConvScales* cv3 = nullptr;
   for (Int8ConvScales& k : cal.convs)
     if (k.node == "/model.2/cv3/conv/Conv") cv3 = &k;
@@ -161,13 +193,15 @@ TEST(Int8Regions, AFloatConvolutionTakesItsInputsOutOfInt8) {
   const Int8Regions r = engine::plan_int8_regions(f->plan, cal);
   expect_rules(f->plan, cal, r);
   EXPECT_EQ(r.convs.size(), before.convs.size() - 1);
-  int concat = -1;
-  for (size_t v = 0; v < f->plan.values.size(); ++v)
-    if (f->plan.values[v].name == cv3->input) concat = static_cast<int>(v);
-  ASSERT_GE(concat, 0);
-  EXPECT_TRUE(before.values[static_cast<size_t>(concat)].int8);
-  EXPECT_FALSE(r.values[static_cast<size_t>(concat)].int8);
-  EXPECT_LT(r.int8_values(), before.int8_values());
+  const size_t concat = static_cast<size_t>(value_id(f->plan, cv3->input));
+  EXPECT_FALSE(before.values[concat].fp16);
+  EXPECT_EQ(before.values[concat].int8_scales.size(), 1u);
+  EXPECT_TRUE(r.values[concat].fp16);
+  EXPECT_TRUE(r.values[concat].int8_scales.empty());
+  for (int u : f->plan.nodes[static_cast<size_t>(f->plan.values[concat].producer)].in) {
+    EXPECT_TRUE(r.values[static_cast<size_t>(u)].fp16) << name_of(f->plan, u);
+  }
+  EXPECT_LT(r.int8_copies(), before.int8_copies());
 }
 
 TEST(Int8Regions, KernelLimitsAndOtherModelsRefused) {
@@ -193,7 +227,7 @@ TEST(Int8Regions, KernelLimitsAndOtherModelsRefused) {
 }
 
 // YOLOv8 and YOLO11 (scripts/v8/make_refs.sh's exports): C2f / C3k2 Splits and YOLO11's
-// attention in the graph; the rules hold, and the attention's inputs stay float.
+// attention in the graph; the rules hold, and the attention reads float.
 TEST(Int8Regions, V8AndV11RulesHold) {
   int models = 0;
   for (const char* name : {"yolov8n.onnx", "yolo11n.onnx"}) {
@@ -208,7 +242,7 @@ TEST(Int8Regions, V8AndV11RulesHold) {
       if (n.node.op_type != "MatMul" && n.node.op_type != "Softmax") continue;
       for (int v : n.in) {
         if (v < 0) continue;
-        EXPECT_FALSE(r.values[static_cast<size_t>(v)].int8) << name << ": " << n.node.name;
+        EXPECT_TRUE(r.values[static_cast<size_t>(v)].fp16) << name << ": " << n.node.name;
       }
     }
   }

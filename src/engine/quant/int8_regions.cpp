@@ -1,10 +1,10 @@
-// plan_int8_regions (int8_regions.hpp): the INT8 convolution steps from the calibration, the scales
-// their inputs need carried back through MaxPool / nearest Resize / Concat / Split, then the values held in
-// int8 as the largest set whose producers and readers all handle int8 at one scale (a value that
-// breaks a rule leaves the set, which can break its neighbours' rules: repeated until none does).
+// plan_int8_regions (int8_regions.hpp): the INT8 convolution steps from the calibration, then the
+// forms (float, int8 at a scale) each value's readers need, carried back through the ops that
+// commute with quantisation, then where each form is made.
 #include "engine/quant/int8_regions.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
@@ -14,21 +14,24 @@
 namespace yolocu::engine {
 namespace {
 
-// MaxPool, nearest Resize / Upsample, Concat and Split: int8 in, int8 out with the same scale,
-// exactly.
-bool commutes_with_quantisation(const PlanNode& n) {
+// The data inputs of a node (Resize's scales and sizes, Split's sizes are parameters).
+std::vector<int> data_inputs(const PlanNode& n) {
   const std::string& op = n.node.op_type;
-  if (op == "Concat" || op == "Split") return true;
-  if (op == "MaxPool") return n.out.size() < 2 || n.out[1] < 0;  // no Indices output
-  if (op == "Resize" || op == "Upsample") return n.node.attr_string("mode", "nearest") == "nearest";
-  return false;
+  if (op == "Concat") return n.in;
+  return {n.in.empty() ? -1 : n.in[0]};
 }
 
-std::vector<int> runtime_inputs(const Plan& plan, const PlanNode& n) {
-  std::vector<int> in;
-  for (int v : n.in)
-    if (v >= 0 && !plan.values[static_cast<size_t>(v)].constant) in.push_back(v);
-  return in;
+// MaxPool, nearest Resize / Upsample, Concat and Split over runtime values: int8 in, int8 out with
+// the same scale, exactly.
+bool commutes_with_quantisation(const Plan& plan, const PlanNode& n) {
+  const std::string& op = n.node.op_type;
+  bool known = op == "Concat" || op == "Split";
+  if (op == "MaxPool") known = n.out.size() < 2 || n.out[1] < 0;  // no Indices output
+  if (op == "Resize" || op == "Upsample") known = n.node.attr_string("mode", "nearest") == "nearest";
+  if (!known) return false;
+  for (int v : data_inputs(n))
+    if (v < 0 || plan.values[static_cast<size_t>(v)].constant) return false;
+  return true;
 }
 
 // Why the kernels cannot run convolution `c` (empty: they can).
@@ -65,7 +68,8 @@ struct Lookup {
 // The INT8 step of convolution `c` as the calibration describes it: its SiLU and residual Add as
 // the plan has them, its output checked against the calibration's.
 Int8ConvStep make_step(const Plan& plan, const Lookup& look, int c, const Int8ConvScales& k,
-                       const Int8Calibration& cal) {
+                       const Int8Calibration& cal, std::vector<int>* nodes) {
+  nodes->assign(1, c);
   Int8ConvStep s;
   s.node = c;
   s.input = plan.nodes[static_cast<size_t>(c)].in[0];
@@ -75,12 +79,16 @@ Int8ConvStep make_step(const Plan& plan, const Lookup& look, int c, const Int8Co
   YOLOCU_CHECK(in != nullptr, kInvalidArgument, "INT8 calibration: no scale for '", k.input, "'");
   s.input_scale = in->scale;
   int y = plan.nodes[static_cast<size_t>(c)].out[0], sig = -1, mul = -1;
-  if (is_silu_pair(plan, c, &sig, &mul)) y = plan.nodes[static_cast<size_t>(mul)].out[0];
+  if (is_silu_pair(plan, c, &sig, &mul)) {
+    y = plan.nodes[static_cast<size_t>(mul)].out[0];
+    nodes->insert(nodes->end(), {sig, mul});
+  }
   s.output = y;
   const int want = look.value_of(k.output, k.node);
   int x = -1;
   const int add = want == y ? -1 : residual_add(plan, c, y, &x, /*ready_before=*/false);
   if (add >= 0) {
+    nodes->push_back(add);
     s.residual = x;
     s.output = plan.nodes[static_cast<size_t>(add)].out[0];
   }
@@ -92,7 +100,13 @@ Int8ConvStep make_step(const Plan& plan, const Lookup& look, int c, const Int8Co
 }  // namespace
 
 int Int8Regions::int8_values() const {
-  return static_cast<int>(std::count_if(values.begin(), values.end(), [](const Int8Value& v) { return v.int8; }));
+  return static_cast<int>(
+      std::count_if(values.begin(), values.end(), [](const Int8Value& v) { return !v.int8_scales.empty(); }));
+}
+int Int8Regions::int8_copies() const {
+  int n = 0;
+  for (const Int8Value& v : values) n += static_cast<int>(v.int8_scales.size());
+  return n;
 }
 
 Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, const Int8KernelLimits& limits) {
@@ -100,7 +114,7 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, cons
   Int8Regions r;
   const size_t nv = plan.values.size();
   r.values.assign(nv, {});
-  // 1. The convolutions: INT8 steps, or float with the reason.
+  // 1. The convolutions: INT8 steps, or float with the reason; the nodes each step replaces.
   std::vector<std::pair<int, const Int8ConvScales*>> convs;
   for (const Int8ConvScales& k : cal.convs) {
     auto it = look.node.find(k.node);
@@ -109,77 +123,60 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, cons
     convs.emplace_back(it->second, &k);
   }
   std::sort(convs.begin(), convs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::map<int, int> step_of_conv, step_of_add, step_of_output;  // node / value -> index into r.convs
+  std::vector<char> in_step(plan.nodes.size(), 0);  // a node an INT8 step replaces
+  std::map<int, int> step_of_output;                // value -> index into r.convs
   for (const auto& [c, k] : convs) {
     std::string why = k->keep_float ? "kept in float by the calibration" : kernel_refusal(plan, c, limits);
     if (!why.empty()) {
       r.float_convs.push_back({c, why});
       continue;
     }
-    const Int8ConvStep s = make_step(plan, look, c, *k, cal);
-    const int i = static_cast<int>(r.convs.size());
-    step_of_conv[c] = i;
-    step_of_output[s.output] = i;
-    if (s.residual >= 0) step_of_add[plan.values[static_cast<size_t>(s.output)].producer] = i;
+    std::vector<int> nodes;
+    const Int8ConvStep s = make_step(plan, look, c, *k, cal, &nodes);
+    step_of_output[s.output] = static_cast<int>(r.convs.size());
     r.convs.push_back(s);
+    for (int n : nodes) in_step[static_cast<size_t>(n)] = 1;
   }
-  // 2. The scales each value is read with: the INT8 inputs', carried back through the ops that
-  // commute with quantisation (a Concat's inputs must hold its scale to be copied as they are).
-  std::vector<std::set<float>> scales(nv);
-  std::vector<std::pair<int, float>> todo;
-  for (const Int8ConvStep& s : r.convs) todo.emplace_back(s.input, s.input_scale);
-  while (!todo.empty()) {
-    const auto [v, scale] = todo.back();
-    todo.pop_back();
-    if (!scales[static_cast<size_t>(v)].insert(scale).second) continue;
-    const int p = plan.values[static_cast<size_t>(v)].producer;
-    if (p >= 0 && commutes_with_quantisation(plan.nodes[static_cast<size_t>(p)]))
-      for (int u : runtime_inputs(plan, plan.nodes[static_cast<size_t>(p)])) todo.emplace_back(u, scale);
-  }
-  std::vector<char> held(nv, 0);
-  std::vector<float> scale_of(nv, 0.f);
-  for (size_t v = 0; v < nv; ++v)
-    if (scales[v].size() == 1) held[v] = 1, scale_of[v] = *scales[v].begin();
-  // 3. The largest set of values whose producer and readers all handle int8 at its scale.
-  auto same = [&](int u, int v) { return held[static_cast<size_t>(u)] && scale_of[static_cast<size_t>(u)] == scale_of[static_cast<size_t>(v)]; };
-  auto producer_ok = [&](int v) {
-    if (step_of_output.count(v)) return true;
-    const int p = plan.values[static_cast<size_t>(v)].producer;
-    if (p < 0 || !commutes_with_quantisation(plan.nodes[static_cast<size_t>(p)])) return false;
-    for (int u : runtime_inputs(plan, plan.nodes[static_cast<size_t>(p)]))
-      if (!same(u, v)) return false;
-    return true;
+  // 2. The forms each value's readers need, carried back through the ops that commute with
+  // quantisation to the values they read.
+  std::vector<std::set<float>> int8(nv);
+  std::vector<char> fp(nv, 0);
+  std::function<void(int, bool, float)> need = [&](int v, bool as_int8, float scale) {
+    const size_t i = static_cast<size_t>(v);
+    if (as_int8 ? !int8[i].insert(scale).second : fp[i] != 0) return;
+    if (!as_int8) fp[i] = 1;
+    const int p = plan.values[i].producer;
+    if (p >= 0 && !in_step[static_cast<size_t>(p)] && commutes_with_quantisation(plan, plan.nodes[static_cast<size_t>(p)]))
+      for (int u : data_inputs(plan.nodes[static_cast<size_t>(p)])) need(u, as_int8, scale);
   };
-  auto reader_ok = [&](int v, int c) {
-    if (auto it = step_of_conv.find(c); it != step_of_conv.end() && r.convs[static_cast<size_t>(it->second)].input == v)
-      return true;
-    if (auto it = step_of_add.find(c); it != step_of_add.end() && r.convs[static_cast<size_t>(it->second)].residual == v)
-      return true;
-    const PlanNode& n = plan.nodes[static_cast<size_t>(c)];
-    if (!commutes_with_quantisation(n)) return false;
-    for (int w : n.out)  // a Split's every part
-      if (w >= 0 && !same(w, v)) return false;
-    return true;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t v = 0; v < nv; ++v) {
-      if (!held[v]) continue;
-      const PlanValue& pv = plan.values[v];
-      bool ok = !pv.graph_output && producer_ok(static_cast<int>(v));
-      for (int c : pv.consumers) ok = ok && reader_ok(static_cast<int>(v), c);
-      if (!ok) held[v] = 0, changed = true;
-    }
+  for (const Int8ConvStep& s : r.convs) need(s.input, true, s.input_scale);
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const PlanNode& node = plan.nodes[n];
+    if (in_step[n] || commutes_with_quantisation(plan, node)) continue;
+    for (int v : node.in)
+      if (v >= 0 && !plan.values[static_cast<size_t>(v)].constant) need(v, false, 0.f);
   }
-  for (size_t v = 0; v < nv; ++v)
-    if (held[v]) r.values[v] = {true, scale_of[v]};
-  // 4. What the steps write, and the float values quantised for them.
-  std::set<std::pair<int, float>> quantize;
-  for (Int8ConvStep& s : r.convs) {
-    s.int8_output = held[static_cast<size_t>(s.output)] != 0;
-    if (!held[static_cast<size_t>(s.input)]) quantize.emplace(s.input, s.input_scale);
+  for (int v : plan.outputs) need(v, false, 0.f);
+  for (Int8ConvStep& s : r.convs) {  // a residual reads a form its value has anyway
+    if (s.residual < 0) continue;
+    s.residual_int8 = !int8[static_cast<size_t>(s.residual)].empty();
+    if (!s.residual_int8) need(s.residual, false, 0.f);
   }
-  for (const auto& [v, scale] : quantize) r.quantize.push_back({v, scale});
+  // 3. Where each form comes from: an INT8 step writes its output's forms, a commuting op runs
+  // per form, any other producer writes the float and its int8 copies are quantised from it.
+  for (size_t v = 0; v < nv; ++v) {
+    const PlanValue& pv = plan.values[v];
+    if (pv.constant) continue;
+    const int p = pv.producer;
+    const bool from_step = step_of_output.count(static_cast<int>(v)) != 0;
+    const bool commuting = p >= 0 && !in_step[static_cast<size_t>(p)] &&
+                           commutes_with_quantisation(plan, plan.nodes[static_cast<size_t>(p)]);
+    if (p >= 0 && in_step[static_cast<size_t>(p)] && !from_step) continue;  // inside a step
+    r.values[v].fp16 = fp[v] != 0 || (!from_step && !commuting);
+    r.values[v].int8_scales.assign(int8[v].begin(), int8[v].end());
+    if (!from_step && !commuting)
+      for (float s : int8[v]) r.quantize.push_back({static_cast<int>(v), s});
+  }
   return r;
 }
 

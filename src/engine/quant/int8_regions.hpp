@@ -1,20 +1,20 @@
-// Where an INT8 GPU engine holds its tensors in int8: from a plan and a calibration, which
-// convolutions run on the INT8 kernels, which values live in int8 (and with which scale), and
-// which float values are quantised for INT8 readers. The choice reproduces what the CPU engine's
-// simulated INT8 computes (docs/int8.md): every INT8 convolution reads its input quantised with
-// the calibration's scale for that input tensor; convolutions the calibration keeps in float (and
-// those the kernels cannot run) read float values.
+// How an INT8 GPU engine holds its tensors: from a plan and a calibration, which convolutions run
+// on the INT8 kernels, and in which forms each value is held: float (fp16 on the GPU) and/or int8
+// copies, one per scale its readers need. The choice reproduces the CPU engine's simulated INT8
+// (docs/int8.md) exactly: every INT8 convolution reads its input quantised with the calibration's
+// scale for that input tensor, and every float reader reads the float value.
 //
-// A value is held in int8 when
-//   - its producer can write int8: an INT8 convolution's step (Conv, its SiLU and residual Add, as
-//     the calibration's `output`), or a MaxPool, a nearest Resize, a Concat or a Split whose inputs
-//     are all held in int8 with that scale (these commute with quantisation: int8 in, int8 out,
-//     exact);
-//   - each of its readers reads int8: an INT8 convolution (as its input, quantised with this
-//     scale, or as its fused residual), or such an op held in int8 (a Split: all its parts);
-//   - one scale serves every reader (a value two convolutions read with different scales, or a
-//     model output, stays float).
-// Every other input of an INT8 convolution is quantised once per (value, scale) before it.
+// The forms come from the readers:
+//   - an INT8 convolution needs an int8 copy of its input at its input scale; its fused residual
+//     reads an int8 copy where the value has one, else the float value;
+//   - every other reader (a float convolution, the Detect head, a model output) needs the float;
+//   - a MaxPool, nearest Resize, Concat or Split needs of its inputs each form its output needs
+//     (these commute with quantisation: int8 in, int8 out with the same scale, exactly), and runs
+//     once per form.
+// Then each form is made where it costs least: an INT8 convolution's step (Conv, its SiLU and
+// residual Add, as the calibration's `output`) writes every form of its output from its
+// accumulators; a float producer writes the float, and each int8 copy it needs is quantised from
+// it.
 #pragma once
 
 #include <string>
@@ -33,21 +33,21 @@ struct Int8KernelLimits {
 
 struct Int8ConvStep {
   int node = -1;            // the Conv's plan node
-  int input = -1;           // its input value
-  float input_scale = 0.f;  // the scale its int8 input holds (the calibration's for `input`)
+  int input = -1;           // its input value (read as the int8 copy at input_scale)
+  float input_scale = 0.f;  // the calibration's scale for `input`
   int residual = -1;        // the fused residual Add's other input (-1: none)
-  int output = -1;          // the step's output value (after the SiLU and the residual Add)
-  bool int8_output = false;  // the step writes int8 (values[output].scale), else fp16
+  bool residual_int8 = false;  // read as the residual value's first int8 copy, else as float
+  int output = -1;             // the step's output value (after the SiLU and the residual Add)
 };
 
 struct Int8Value {
-  bool int8 = false;
-  float scale = 0.f;  // when int8
+  bool fp16 = false;               // held in float
+  std::vector<float> int8_scales;  // int8 copies, one per scale (ascending)
 };
 
 struct Int8Quantize {
-  int value = -1;  // a float value ...
-  float scale = 0.f;  // ... quantised with this scale for the INT8 convolutions that read it
+  int value = -1;     // a value a float producer writes ...
+  float scale = 0.f;  // ... quantised to its int8 copy at this scale
 };
 
 struct Int8FloatConv {
@@ -56,11 +56,12 @@ struct Int8FloatConv {
 };
 
 struct Int8Regions {
-  std::vector<Int8ConvStep> convs;        // the INT8 convolutions, in plan order
+  std::vector<Int8ConvStep> convs;         // the INT8 convolutions, in plan order
   std::vector<Int8FloatConv> float_convs;  // the calibration's other convolutions, in plan order
-  std::vector<Int8Value> values;          // one per plan value
-  std::vector<Int8Quantize> quantize;     // in plan order of the values
-  int int8_values() const;
+  std::vector<Int8Value> values;           // one per plan value (nothing for a step's inner values)
+  std::vector<Int8Quantize> quantize;      // ordered by value, then scale
+  int int8_values() const;  // values with an int8 copy
+  int int8_copies() const;  // int8 copies in all
 };
 
 // kInvalidArgument when a convolution of the calibration is not in the plan, or its tensors are
