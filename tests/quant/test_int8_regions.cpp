@@ -33,26 +33,27 @@ struct Fixture {
 // A model's plan at 640 and a calibration on one coco128 image (the first convolution and the
 // Detect head in float, no sensitivity pass); nullptr without the files.
 std::unique_ptr<Fixture> make_fixture(const std::string& model) {
-    const std::string images = test::data_file("coco128/images/train2017");
-    if (model.empty() || images.empty()) return std::unique_ptr<Fixture>();
-    std::vector<std::string> files;
-    for (const auto& e : std::filesystem::directory_iterator(images)) files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());
-    files.resize(1);
-    auto x = std::make_unique<Fixture>();
-    x->model = load_onnx(model);
-    x->plan = engine::build_plan(x->model, {{1, 3, 640, 640}});
-    Int8CalibrateOptions o;
-    o.keep_worst = 0;
-    x->cal = calibrate_int8(model, files, o);
-    return x;
+  const std::string images = test::data_file("coco128/images/train2017");
+  if (model.empty() || images.empty()) return std::unique_ptr<Fixture>();
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(images))
+    files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  files.resize(1);
+  auto x = std::make_unique<Fixture>();
+  x->model = load_onnx(model);
+  x->plan = engine::build_plan(x->model, {{1, 3, 640, 640}});
+  Int8CalibrateOptions o;
+  o.keep_worst = 0;
+  x->cal = calibrate_int8(model, files, o);
+  return x;
 }
 const Fixture* yolov5n() {
   static std::unique_ptr<Fixture> f = make_fixture(test::data_file("models/yolov5n.onnx"));
   return f.get();
 }
-#define NEED_YOLOV5N(f)                                                   \
-  const Fixture* f = yolov5n();                                           \
+#define NEED_YOLOV5N(f)         \
+  const Fixture* f = yolov5n(); \
   if (f == nullptr) GTEST_SKIP() << "needs models/yolov5n.onnx and coco128"
 
 const std::string& name_of(const Plan& p, int v) { return p.values[static_cast<size_t>(v)].name; }
@@ -80,7 +81,8 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
     EXPECT_FALSE(k->keep_float) << k->node;
     EXPECT_EQ(name_of(p, s.input), k->input);
     EXPECT_EQ(name_of(p, s.output), k->output);
-    EXPECT_EQ(s.input_scale, cal.tensor(k->input)->scale) << k->node;  // the simulation's scale, bit for bit
+    EXPECT_EQ(s.input_scale, cal.tensor(k->input)->scale)
+        << k->node;  // the simulation's scale, bit for bit
     EXPECT_TRUE(has_scale(r.values[static_cast<size_t>(s.input)], s.input_scale)) << k->node;
     if (s.residual >= 0) {
       const auto& x = r.values[static_cast<size_t>(s.residual)];
@@ -89,7 +91,8 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
     step_outputs.insert(s.output);
     // the Conv, its SiLU's Sigmoid and Mul (the readers of its output), the residual Add
     step_nodes.insert(s.node);
-    for (int c : p.values[static_cast<size_t>(p.nodes[static_cast<size_t>(s.node)].out[0])].consumers)
+    for (int c :
+         p.values[static_cast<size_t>(p.nodes[static_cast<size_t>(s.node)].out[0])].consumers)
       step_nodes.insert(c);
     step_nodes.insert(p.values[static_cast<size_t>(s.output)].producer);
   }
@@ -104,9 +107,10 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
     if (!from_step && !from_commuting && (f.fp16 || !f.int8_scales.empty())) {
       EXPECT_TRUE(f.fp16) << pv.name;
       for (float s : f.int8_scales) {
-        const bool q = std::any_of(r.quantize.begin(), r.quantize.end(), [&](const engine::Int8Quantize& x) {
-          return x.value == static_cast<int>(v) && x.scale == s;
-        });
+        const bool q =
+            std::any_of(r.quantize.begin(), r.quantize.end(), [&](const engine::Int8Quantize& x) {
+              return x.value == static_cast<int>(v) && x.scale == s;
+            });
         EXPECT_TRUE(q) << pv.name << " at " << s;
       }
     }
@@ -127,9 +131,10 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
     // every reader outside the steps that is not an INT8 input or a commuting op reads the float
     for (int c : pv.consumers) {
       const PlanNode& n = p.nodes[static_cast<size_t>(c)];
-      const bool int8_input = std::any_of(r.convs.begin(), r.convs.end(), [&](const Int8ConvStep& s) {
-        return s.node == c || (s.residual == static_cast<int>(v) && step_nodes.count(c));
-      });
+      const bool int8_input =
+          std::any_of(r.convs.begin(), r.convs.end(), [&](const Int8ConvStep& s) {
+            return s.node == c || (s.residual == static_cast<int>(v) && step_nodes.count(c));
+          });
       if (int8_input || commutes(n) || step_nodes.count(c)) continue;
       EXPECT_TRUE(f.fp16) << pv.name << " read by " << n.node.op_type << " " << n.node.name;
     }
@@ -139,7 +144,8 @@ void expect_rules(const Plan& p, const Int8Calibration& cal, const Int8Regions& 
   }
   for (const engine::Int8Quantize& q : r.quantize) {
     EXPECT_TRUE(has_scale(r.values[static_cast<size_t>(q.value)], q.scale));
-    EXPECT_EQ(step_outputs.count(q.value), 0u) << name_of(p, q.value);  // a step writes its copies itself
+    EXPECT_EQ(step_outputs.count(q.value), 0u)
+        << name_of(p, q.value);  // a step writes its copies itself
   }
 }
 
@@ -165,7 +171,8 @@ TEST(Int8Regions, Yolov5nRulesHold) {
     ++pools;
     const auto& v = r.values[static_cast<size_t>(n.out[0])];
     EXPECT_FALSE(v.fp16) << n.node.name;
-    EXPECT_EQ(v.int8_scales, std::vector<float>{f->cal.tensor(sppf_cv2->input)->scale}) << n.node.name;
+    EXPECT_EQ(v.int8_scales, std::vector<float>{f->cal.tensor(sppf_cv2->input)->scale})
+        << n.node.name;
   }
   EXPECT_EQ(pools, 3);
   // model.6's output: int8 for model.7 and for the neck's Concat, at their two scales
@@ -177,7 +184,8 @@ TEST(Int8Regions, Yolov5nRulesHold) {
   EXPECT_TRUE(r.values[static_cast<size_t>(v17)].fp16);
   EXPECT_EQ(r.values[static_cast<size_t>(v17)].int8_scales.size(), 1u);
   // the bottlenecks' residuals read their int8 copies
-  EXPECT_TRUE(std::any_of(r.convs.begin(), r.convs.end(), [](const Int8ConvStep& s) { return s.residual_int8; }));
+  EXPECT_TRUE(std::any_of(r.convs.begin(), r.convs.end(),
+                          [](const Int8ConvStep& s) { return s.residual_int8; }));
 }
 
 TEST(Int8Regions, AFloatConvolutionTakesItsInputsOutOfInt8) {
@@ -213,16 +221,19 @@ TEST(Int8Regions, KernelLimitsAndOtherModelsRefused) {
   EXPECT_EQ(none.int8_values(), 0);
   EXPECT_TRUE(none.quantize.empty());
   ASSERT_EQ(none.float_convs.size(), f->cal.convs.size());
-  EXPECT_NE(none.float_convs[1].why.find("input channels (the kernels take multiples of 4096)"), std::string::npos)
+  EXPECT_NE(none.float_convs[1].why.find("input channels (the kernels take multiples of 4096)"),
+            std::string::npos)
       << none.float_convs[1].why;
   Int8Calibration other = f->cal;
   other.convs[5].node = "/model.99/conv/Conv";
   std::string msg;
-  EXPECT_EQ(test::code_of([&] { engine::plan_int8_regions(f->plan, other); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test::code_of([&] { engine::plan_int8_regions(f->plan, other); }, &msg),
+            ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("'/model.99/conv/Conv' is not in the model's plan"), std::string::npos) << msg;
   other = f->cal;
   other.convs[5].output = other.convs[6].output;
-  EXPECT_EQ(test::code_of([&] { engine::plan_int8_regions(f->plan, other); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test::code_of([&] { engine::plan_int8_regions(f->plan, other); }, &msg),
+            ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("in the calibration"), std::string::npos) << msg;
 }
 
@@ -246,7 +257,8 @@ TEST(Int8Regions, V8AndV11RulesHold) {
       }
     }
   }
-  if (models == 0) GTEST_SKIP() << "needs the YOLOv8 / YOLO11 exports (scripts/v8/make_refs.sh) and coco128";
+  if (models == 0)
+    GTEST_SKIP() << "needs the YOLOv8 / YOLO11 exports (scripts/v8/make_refs.sh) and coco128";
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ bool commutes_with_quantisation(const Plan& plan, const PlanNode& n) {
   const std::string& op = n.node.op_type;
   bool known = op == "Concat" || op == "Split";
   if (op == "MaxPool") known = n.out.size() < 2 || n.out[1] < 0;  // no Indices output
-  if (op == "Resize" || op == "Upsample") known = n.node.attr_string("mode", "nearest") == "nearest";
+  if (op == "Resize" || op == "Upsample")
+    known = n.node.attr_string("mode", "nearest") == "nearest";
   if (!known) return false;
   for (int v : data_inputs(n))
     if (v < 0 || plan.values[static_cast<size_t>(v)].constant) return false;
@@ -54,12 +55,15 @@ std::string kernel_refusal(const Plan& plan, int c, const Int8KernelLimits& limi
 struct Lookup {
   std::map<std::string, int> value, node;
   Lookup(const Plan& plan) {
-    for (size_t i = 0; i < plan.values.size(); ++i) value[plan.values[i].name] = static_cast<int>(i);
-    for (size_t i = 0; i < plan.nodes.size(); ++i) node[plan.nodes[i].node.name] = static_cast<int>(i);
+    for (size_t i = 0; i < plan.values.size(); ++i)
+      value[plan.values[i].name] = static_cast<int>(i);
+    for (size_t i = 0; i < plan.nodes.size(); ++i)
+      node[plan.nodes[i].node.name] = static_cast<int>(i);
   }
   int value_of(const std::string& name, const std::string& conv) const {
     auto it = value.find(name);
-    YOLOCU_CHECK(it != value.end(), kInvalidArgument, "INT8 calibration: tensor '", name, "' of convolution '", conv,
+    YOLOCU_CHECK(it != value.end(), kInvalidArgument, "INT8 calibration: tensor '", name,
+                 "' of convolution '", conv,
                  "' is not in the model's plan (a calibration of another model?)");
     return it->second;
   }
@@ -73,8 +77,9 @@ Int8ConvStep make_step(const Plan& plan, const Lookup& look, int c, const Int8Co
   Int8ConvStep s;
   s.node = c;
   s.input = plan.nodes[static_cast<size_t>(c)].in[0];
-  YOLOCU_CHECK(s.input == look.value_of(k.input, k.node), kInvalidArgument, "INT8 calibration: convolution '",
-               k.node, "' reads '", plan.values[static_cast<size_t>(s.input)].name, "', not '", k.input, "'");
+  YOLOCU_CHECK(s.input == look.value_of(k.input, k.node), kInvalidArgument,
+               "INT8 calibration: convolution '", k.node, "' reads '",
+               plan.values[static_cast<size_t>(s.input)].name, "', not '", k.input, "'");
   const Int8TensorScale* in = cal.tensor(k.input);
   YOLOCU_CHECK(in != nullptr, kInvalidArgument, "INT8 calibration: no scale for '", k.input, "'");
   s.input_scale = in->scale;
@@ -92,16 +97,17 @@ Int8ConvStep make_step(const Plan& plan, const Lookup& look, int c, const Int8Co
     s.residual = x;
     s.output = plan.nodes[static_cast<size_t>(add)].out[0];
   }
-  YOLOCU_CHECK(s.output == want, kInvalidArgument, "INT8 calibration: convolution '", k.node, "' writes '",
-               plan.values[static_cast<size_t>(s.output)].name, "' in the plan, '", k.output, "' in the calibration");
+  YOLOCU_CHECK(s.output == want, kInvalidArgument, "INT8 calibration: convolution '", k.node,
+               "' writes '", plan.values[static_cast<size_t>(s.output)].name, "' in the plan, '",
+               k.output, "' in the calibration");
   return s;
 }
 
 }  // namespace
 
 int Int8Regions::int8_values() const {
-  return static_cast<int>(
-      std::count_if(values.begin(), values.end(), [](const Int8Value& v) { return !v.int8_scales.empty(); }));
+  return static_cast<int>(std::count_if(values.begin(), values.end(),
+                                        [](const Int8Value& v) { return !v.int8_scales.empty(); }));
 }
 int Int8Regions::int8_copies() const {
   int n = 0;
@@ -109,7 +115,8 @@ int Int8Regions::int8_copies() const {
   return n;
 }
 
-Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, const Int8KernelLimits& limits) {
+Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
+                              const Int8KernelLimits& limits) {
   const Lookup look(plan);
   Int8Regions r;
   const size_t nv = plan.values.size();
@@ -122,11 +129,13 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, cons
                  "' is not in the model's plan (a calibration of another model?)");
     convs.emplace_back(it->second, &k);
   }
-  std::sort(convs.begin(), convs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(convs.begin(), convs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<char> in_step(plan.nodes.size(), 0);  // a node an INT8 step replaces
   std::map<int, int> step_of_output;                // value -> index into r.convs
   for (const auto& [c, k] : convs) {
-    std::string why = k->keep_float ? "kept in float by the calibration" : kernel_refusal(plan, c, limits);
+    std::string why =
+        k->keep_float ? "kept in float by the calibration" : kernel_refusal(plan, c, limits);
     if (!why.empty()) {
       r.float_convs.push_back({c, why});
       continue;
@@ -146,7 +155,8 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal, cons
     if (as_int8 ? !int8[i].insert(scale).second : fp[i] != 0) return;
     if (!as_int8) fp[i] = 1;
     const int p = plan.values[i].producer;
-    if (p >= 0 && !in_step[static_cast<size_t>(p)] && commutes_with_quantisation(plan, plan.nodes[static_cast<size_t>(p)]))
+    if (p >= 0 && !in_step[static_cast<size_t>(p)] &&
+        commutes_with_quantisation(plan, plan.nodes[static_cast<size_t>(p)]))
       for (int u : data_inputs(plan.nodes[static_cast<size_t>(p)])) need(u, as_int8, scale);
   };
   for (const Int8ConvStep& s : r.convs) need(s.input, true, s.input_scale);

@@ -32,10 +32,10 @@ struct Int8KernelLimits {
 };
 
 struct Int8ConvStep {
-  int node = -1;            // the Conv's plan node
-  int input = -1;           // its input value (read as the int8 copy at input_scale)
-  float input_scale = 0.f;  // the calibration's scale for `input`
-  int residual = -1;        // the fused residual Add's other input (-1: none)
+  int node = -1;               // the Conv's plan node
+  int input = -1;              // its input value (read as the int8 copy at input_scale)
+  float input_scale = 0.f;     // the calibration's scale for `input`
+  int residual = -1;           // the fused residual Add's other input (-1: none)
   bool residual_int8 = false;  // read as the residual value's first int8 copy, else as float
   int output = -1;             // the step's output value (after the SiLU and the residual Add)
 };
@@ -60,8 +60,8 @@ struct Int8Regions {
   std::vector<Int8FloatConv> float_convs;  // the calibration's other convolutions, in plan order
   std::vector<Int8Value> values;           // one per plan value (nothing for a step's inner values)
   std::vector<Int8Quantize> quantize;      // ordered by value, then scale
-  int int8_values() const;  // values with an int8 copy
-  int int8_copies() const;  // int8 copies in all
+  int int8_values() const;                 // values with an int8 copy
+  int int8_copies() const;                 // int8 copies in all
 };
 
 // kInvalidArgument when a convolution of the calibration is not in the plan, or its tensors are

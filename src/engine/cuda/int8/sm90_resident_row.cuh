@@ -2,9 +2,9 @@
 // output channel: the layer's scale or its bias) broadcast over the tile's pixels, staged in shared
 // memory once per CTA for the whole row rather than once per tile. A persistent kernel's CTA runs
 // tile after tile with one epilogue object, so the first tile's epilogue loads the row (all of its
-// kMaxN slots: the values, then the default) and synchronises the epilogue's threads, and every later
-// tile only reads it: no global load to wait for and no barrier per tile. Nothing writes the row
-// after that first barrier, so later tiles read it without one. sm_90a only.
+// kMaxN slots: the values, then the default) and synchronises the epilogue's threads, and every
+// later tile only reads it: no global load to wait for and no barrier per tile. Nothing writes the
+// row after that first barrier, so later tiles read it without one. sm_90a only.
 #pragma once
 
 #include "cute/tensor.hpp"
@@ -29,7 +29,8 @@ struct ResidentRowBroadcast {
   using Params = Arguments;
 
   template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) {
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args,
+                                                  void*) {
     return args;
   }
   template <class ProblemShape>
@@ -41,8 +42,8 @@ struct ResidentRowBroadcast {
     return 0;
   }
   template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
-                                              cutlass::CudaHostAdapter* = nullptr) {
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*,
+                                              cudaStream_t, cutlass::CudaHostAdapter* = nullptr) {
     return cutlass::Status::kSuccess;
   }
 
@@ -59,19 +60,26 @@ struct ResidentRowBroadcast {
   CUTLASS_DEVICE bool is_zero() const { return false; }
 
   template <class... Args>
-  CUTLASS_DEVICE auto get_producer_load_callbacks(cutlass::epilogue::fusion::ProducerLoadArgs<Args...> const&) {
+  CUTLASS_DEVICE auto get_producer_load_callbacks(
+      cutlass::epilogue::fusion::ProducerLoadArgs<Args...> const&) {
     return cutlass::epilogue::fusion::EmptyProducerLoadCallbacks{};
   }
 
   template <class SmemTensor, class RegTensor>
   struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::EmptyConsumerStoreCallbacks {
-    CUTLASS_DEVICE ConsumerStoreCallbacks(SmemTensor s, RegTensor r, Params const& p, Element* row, bool load,
-                                          int thread, int threads)
-        : tSR_sRow(s), tSR_rRow(r), params(p), smem_row(row), load_row(load), thread_idx(thread),
+    CUTLASS_DEVICE ConsumerStoreCallbacks(SmemTensor s, RegTensor r, Params const& p, Element* row,
+                                          bool load, int thread, int threads)
+        : tSR_sRow(s),
+          tSR_rRow(r),
+          params(p),
+          smem_row(row),
+          load_row(load),
+          thread_idx(thread),
           thread_count(threads) {}
 
-    SmemTensor tSR_sRow;  // (CPY, CPY_M, CPY_N, EPI_M, EPI_N): this thread's view of the tile's slots
-    RegTensor tSR_rRow;   // (CPY, CPY_M, CPY_N): the current epilogue part's values
+    SmemTensor
+        tSR_sRow;  // (CPY, CPY_M, CPY_N, EPI_M, EPI_N): this thread's view of the tile's slots
+    RegTensor tSR_rRow;  // (CPY, CPY_M, CPY_N): the current epilogue part's values
     Params const& params;
     Element* smem_row;
     bool load_row;  // this CTA's first tile
@@ -80,7 +88,8 @@ struct ResidentRowBroadcast {
     CUTLASS_DEVICE void begin() {
       if (!load_row) return;
       for (int i = thread_idx; i < kMaxN; i += thread_count)
-        smem_row[i] = params.ptr_row != nullptr && i < params.n ? params.ptr_row[i] : params.null_default;
+        smem_row[i] =
+            params.ptr_row != nullptr && i < params.n ? params.ptr_row[i] : params.null_default;
     }
     CUTLASS_DEVICE bool begin_sync_needed() const { return load_row; }
 
@@ -95,8 +104,8 @@ struct ResidentRowBroadcast {
     }
 
     template <class ElementAccumulator, int FragmentSize>
-    CUTLASS_DEVICE cutlass::Array<Element, FragmentSize> visit(cutlass::Array<ElementAccumulator, FragmentSize> const&,
-                                                               int epi_v, int, int) {
+    CUTLASS_DEVICE cutlass::Array<Element, FragmentSize> visit(
+        cutlass::Array<ElementAccumulator, FragmentSize> const&, int epi_v, int, int) {
       cutlass::Array<Element, FragmentSize> frg;
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < FragmentSize; ++i) frg[i] = tSR_rRow(epi_v * FragmentSize + i);
@@ -105,19 +114,22 @@ struct ResidentRowBroadcast {
   };
 
   template <bool ReferenceSrc, class... Args>
-  CUTLASS_DEVICE auto get_consumer_store_callbacks(cutlass::epilogue::fusion::ConsumerStoreArgs<Args...> const& args) {
+  CUTLASS_DEVICE auto get_consumer_store_callbacks(
+      cutlass::epilogue::fusion::ConsumerStoreArgs<Args...> const& args) {
     using namespace cute;
     const int n = static_cast<int>(get<1>(args.tile_coord_mnkl));
     // the tile's kTileN slots of the row, the same for each of its rows (stride 0 down M)
     Tensor sRow = make_tensor(make_smem_ptr(smem + n * kTileN),
-                              make_layout(make_shape(size<0>(CtaTileShapeMNK{}), Int<kTileN>{}), make_stride(_0{}, _1{})));
+                              make_layout(make_shape(size<0>(CtaTileShapeMNK{}), Int<kTileN>{}),
+                                          make_stride(_0{}, _1{})));
     Tensor tSR_sRow = cutlass::epilogue::fusion::sm90_partition_for_epilogue<ReferenceSrc>(
         sRow, args.epi_tile, args.tiled_copy, args.thread_idx);
     Tensor tSR_rRow = make_tensor_like<Element>(take<0, 3>(tSR_sRow));
     const bool load = !staged;
     staged = true;
     return ConsumerStoreCallbacks<decltype(tSR_sRow), decltype(tSR_rRow)>(
-        tSR_sRow, tSR_rRow, params, smem, load, args.thread_idx, static_cast<int>(size(args.tiled_copy)));
+        tSR_sRow, tSR_rRow, params, smem, load, args.thread_idx,
+        static_cast<int>(size(args.tiled_copy)));
   }
 };
 
