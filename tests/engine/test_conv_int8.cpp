@@ -172,7 +172,15 @@ std::vector<Runner> sm90_kernels() {
   return r;
 }
 
-GpuOut run_gpu(const Shape& sh, const Data& d, const Runner& runner) {
+// A second output for run_gpu (Int8ConvArgs::y2): its form, scale and pitch; what it got.
+struct SecondOut {
+  Int8Out out = Int8Out::kHalf;
+  float scale = 1.f;
+  int pitch = 0;
+  GpuOut got;
+};
+
+GpuOut run_gpu(const Shape& sh, const Data& d, const Runner& runner, SecondOut* second = nullptr) {
   Int8ConvArgs a;
   a.n = sh.n, a.c = sh.c, a.h = sh.h, a.w_ = sh.w, a.k = sh.k, a.r = a.s = sh.r, a.p = sh.p(), a.q = sh.q();
   a.pad_h = a.pad_w = sh.pad, a.str_h = a.str_w = sh.stride, a.silu = sh.silu;
@@ -195,10 +203,47 @@ GpuOut run_gpu(const Shape& sh, const Data& d, const Runner& runner) {
   a.x = static_cast<const int8_t*>(x.p), a.w = static_cast<const int8_t*>(w.p);
   a.scale = static_cast<const float*>(scale.p), a.bias = sh.bias ? static_cast<const float*>(bias.p) : nullptr;
   a.residual = sh.res == Int8Residual::kNone ? nullptr : res.p, a.y = y.p;
+  std::vector<uint8_t> second_bytes;
+  if (second) {
+    second->got.elem = second->out == Int8Out::kHalf ? 2 : 1;
+    const size_t pitch2 = static_cast<size_t>(second->pitch ? second->pitch : sh.k);
+    second_bytes.assign(static_cast<size_t>(sh.n) * a.p * a.q * pitch2 * second->got.elem, kFill);
+  }
+  Dev y2(second_bytes);
+  if (second) a.y2 = y2.p, a.out2 = second->out, a.y2_scale = second->scale, a.y2_pitch = second->pitch;
   runner.run(a);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(g.bytes.data(), y.p, g.bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  if (second) {
+    EXPECT_EQ(cudaMemcpy(second_bytes.data(), y2.p, second_bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    second->got.bytes = std::move(second_bytes);
+  }
   return g;
+}
+
+// Outputs of `g` (form `out`, int8 at `scale`, pixels `pitch` apart) that differ from the host's
+// epilogue, and channels beyond k that were written.
+std::pair<size_t, size_t> count_differences(const Shape& sh, const Data& d, const std::vector<int32_t>& acc,
+                                            const GpuOut& g, Int8Out out, float scale, int pitch) {
+  const size_t pp = static_cast<size_t>(pitch ? pitch : sh.k), pixels = acc.size() / sh.k;
+  size_t bad = 0, touched = 0;
+  for (size_t pix = 0; pix < pixels; ++pix)
+    for (size_t ch = 0; ch < pp; ++ch) {
+      const uint8_t* e = &g.bytes[(pix * pp + ch) * g.elem];
+      if (ch >= static_cast<size_t>(sh.k)) {
+        touched += std::any_of(e, e + g.elem, [](uint8_t b) { return b != kFill; });
+        continue;
+      }
+      const size_t o = pix * sh.k + ch;
+      const float v = epilogue_f32(sh, d, o, acc[o]);
+      if (out == Int8Out::kInt8) {
+        bad += static_cast<int8_t>(e[0]) != int8::quantize(v, scale);
+      } else {
+        const __half want = __float2half_rn(v);
+        bad += std::memcmp(e, &want, 2) != 0;
+      }
+    }
+  return {bad, touched};
 }
 
 // y_scale for int8 outputs: about 3% of the values saturate.
@@ -337,6 +382,63 @@ TEST(ConvInt8, RefusesWhatItCannotRun) {
   a.c = 24;
   EXPECT_THROW(int8_conv_run(a, 0, nullptr), Error);
   EXPECT_THROW(int8_conv_run(a, 99, nullptr), Error);
+}
+
+// A second output of the same values (Int8ConvArgs::y2, for a layer whose readers need two forms):
+// both outputs exactly the host's epilogue in their own forms on every tile, split-K included (int8
+// beside fp16, fp16 beside int8, int8 at two scales, pitched), channels beyond k untouched; refused
+// beside int32 sums, misaligned or with a bad scale, and on the sm90 path.
+TEST(ConvInt8, SecondOutput) {
+  YOLOCU_REQUIRE_GPU();
+  struct Case {
+    Shape sh;
+    Int8Out out2;
+    float scale2;  // times the first output's int8 scale (int8 second outputs)
+    int pitch2;
+  };
+  const Case cases[] = {
+      {{1, 32, 20, 20, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, Int8Out::kHalf, 0, 0},
+      {{2, 64, 13, 17, 40, 3, 1, 1, true, true, Int8Residual::kInt8, Int8Out::kHalf}, Int8Out::kInt8, 1, 48},
+      {{1, 48, 20, 20, 32, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kInt8, 0, 4}, Int8Out::kInt8, 2.5f, 0},
+  };
+  for (const Case& c : cases) {
+    Data d = make_data(c.sh, 11);
+    const std::vector<int32_t> acc = host_acc(c.sh, d);
+    const float s1 = pick_y_scale(c.sh, d, acc);
+    if (c.sh.out == Int8Out::kInt8) d.y_scale = s1;
+    for (const Runner& runner : mma_tiles()) {
+      const std::string what = c.sh.name() + " + second output on " + runner.id;
+      SecondOut second;
+      second.out = c.out2, second.scale = s1 * c.scale2, second.pitch = c.pitch2;
+      const GpuOut g = run_gpu(c.sh, d, runner, &second);
+      const auto first = count_differences(c.sh, d, acc, g, c.sh.out, d.y_scale, c.sh.y_pitch);
+      const auto other = count_differences(c.sh, d, acc, second.got, c.out2, second.scale, c.pitch2);
+      EXPECT_EQ(first.first, 0u) << what << ": first output";
+      EXPECT_EQ(other.first, 0u) << what << ": second output";
+      EXPECT_EQ(first.second + other.second, 0u) << what << ": channels beyond k written";
+    }
+  }
+}
+
+// What a second output is refused for, named (host checks: no GPU needed).
+TEST(ConvInt8, SecondOutputRefusals) {
+  Int8ConvArgs a;
+  a.n = 1, a.c = 16, a.h = a.w_ = 8, a.k = 16, a.p = a.q = 8;
+  alignas(16) static int8_t buf[64], y[4096], y2[4096];
+  alignas(16) static float fbuf[16];
+  a.x = buf, a.w = buf, a.scale = fbuf, a.y = y, a.y2 = y2;
+  a.out = Int8Out::kInt32;
+  EXPECT_NE(int8_conv_unsupported(a).find("int32"), std::string::npos);
+  a.out = Int8Out::kInt8, a.out2 = Int8Out::kInt8, a.y2_scale = 0.f;
+  EXPECT_NE(int8_conv_unsupported(a).find("y2_scale"), std::string::npos);
+  a.y2_scale = 1.f, a.y2 = y2 + 1;
+  EXPECT_NE(int8_conv_unsupported(a).find("y2 misaligned"), std::string::npos);
+  a.y2 = y2, a.y2_pitch = 12;
+  EXPECT_NE(int8_conv_unsupported(a).find("y2_pitch 12"), std::string::npos);
+  a.y2_pitch = 0;
+  EXPECT_EQ(int8_conv_unsupported(a), "");
+  for (int k = 0; k < static_cast<int>(int8_sm90_kernels().size()); ++k)
+    EXPECT_NE(int8_sm90_unsupported(a, k).find("second output"), std::string::npos) << int8_sm90_kernels()[static_cast<size_t>(k)];
 }
 
 TEST(ConvInt8, PadsWeightChannelsWithZeros) {

@@ -50,6 +50,13 @@ std::string int8_conv_unsupported(const Int8ConvArgs& a) {
   if (!aligned(a.y, y_align)) return "y not aligned to " + std::to_string(y_align) + " bytes";
   if (has_res && !aligned(a.residual, a.residual_type == Int8Residual::kHalf ? 8 : 4)) return "residual misaligned";
   if (a.out == Int8Out::kInt8 && !finite_positive(a.y_scale)) return "y_scale must be positive and finite";
+  if (a.y2) {
+    if (a.out == Int8Out::kInt32 || a.out2 == Int8Out::kInt32) return "a second output beside int32 sums, or of them";
+    if (!aligned(a.y2, a.out2 == Int8Out::kHalf ? 8 : 4)) return "y2 misaligned";
+    const int pitch2 = a.y2_pitch ? a.y2_pitch : a.k;
+    if (pitch2 < a.k || pitch2 % 8 != 0) return "y2_pitch " + std::to_string(pitch2) + " (a multiple of 8, >= k)";
+    if (a.out2 == Int8Out::kInt8 && !finite_positive(a.y2_scale)) return "y2_scale must be positive and finite";
+  }
   if (a.residual_type == Int8Residual::kInt8 && !finite_positive(a.residual_scale))
     return "residual_scale must be positive and finite";
   if (a.split_k < 1 || a.split_k > 64) return "split_k " + std::to_string(a.split_k) + " not in 1..64";

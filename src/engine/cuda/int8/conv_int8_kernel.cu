@@ -48,6 +48,9 @@ struct Params {
   int res_type, out;
   float res_scale;
   int8::Scale y_scale;  // int8 output
+  void* y2;             // the second output (null: none): out2, y2_scale, y2p
+  int out2, y2p;
+  int8::Scale y2_scale;
   int c, h, w_, k, s, p, q, yp, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
   int kd, m;
   bool silu;
@@ -67,6 +70,19 @@ struct Dst {
   void* y;
   int yp, out;
 };
+
+// Four values at element offset o of an int8 (quantised with sc) or fp16 output: one store.
+__device__ __forceinline__ void store_values(void* y, int out, const int8::Scale& sc, int64_t o, const float (&v)[4]) {
+  if (out == static_cast<int>(Int8Out::kInt8)) {
+    *reinterpret_cast<char4*>(static_cast<int8_t*>(y) + o) =
+        make_char4(int8::quantize(v[0], sc), int8::quantize(v[1], sc), int8::quantize(v[2], sc), int8::quantize(v[3], sc));
+  } else {
+    uint2 h;
+    *reinterpret_cast<__half2*>(&h.x) = __halves2half2(__float2half_rn(v[0]), __float2half_rn(v[1]));
+    *reinterpret_cast<__half2*>(&h.y) = __halves2half2(__float2half_rn(v[2]), __float2half_rn(v[3]));
+    *reinterpret_cast<uint2*>(static_cast<__half*>(y) + o) = h;
+  }
+}
 
 // Four adjacent output channels (co .. co + 3) of output pixel m: the epilogue and one store
 // (16 bytes of int32, 8 of fp16 or 4 of int8; the residual likewise read in one load).
@@ -95,16 +111,8 @@ __device__ __forceinline__ void store_quad(const Params& P, const Dst& d, int m,
     v[2] = int8::add_residual_f32(v[2], __low2float(r23));
     v[3] = int8::add_residual_f32(v[3], __high2float(r23));
   }
-  if (d.out == static_cast<int>(Int8Out::kInt8)) {
-    *reinterpret_cast<char4*>(static_cast<int8_t*>(d.y) + yo) =
-        make_char4(int8::quantize(v[0], P.y_scale), int8::quantize(v[1], P.y_scale), int8::quantize(v[2], P.y_scale),
-                   int8::quantize(v[3], P.y_scale));
-  } else {
-    uint2 out;
-    *reinterpret_cast<__half2*>(&out.x) = __halves2half2(__float2half_rn(v[0]), __float2half_rn(v[1]));
-    *reinterpret_cast<__half2*>(&out.y) = __halves2half2(__float2half_rn(v[2]), __float2half_rn(v[3]));
-    *reinterpret_cast<uint2*>(static_cast<__half*>(d.y) + yo) = out;
-  }
+  store_values(d.y, d.out, P.y_scale, yo, v);
+  if (P.y2) store_values(P.y2, P.out2, P.y2_scale, static_cast<int64_t>(m) * P.y2p + co, v);
 }
 
 // The block's accumulators leave through shared memory (the pipeline's, free again): in passes of
@@ -318,6 +326,8 @@ void int8_conv_run(const Int8ConvArgs& a, int tile, cudaStream_t stream) {
   P.res_scale = a.residual_scale, P.y_scale = int8::make_scale(a.y_scale);
   P.c = a.c, P.h = a.h, P.w_ = a.w_, P.k = a.k, P.s = a.s, P.p = a.p, P.q = a.q;
   P.yp = a.y_pitch > 0 ? a.y_pitch : a.k;
+  P.y2 = a.y2, P.out2 = static_cast<int>(a.out2), P.y2p = a.y2_pitch > 0 ? a.y2_pitch : a.k;
+  P.y2_scale = int8::make_scale(a.out2 == Int8Out::kInt8 ? a.y2_scale : 1.f);
   P.pad_h = a.pad_h, P.pad_w = a.pad_w, P.str_h = a.str_h, P.str_w = a.str_w, P.dil_h = a.dil_h, P.dil_w = a.dil_w;
   P.kd = a.r * a.s * a.c, P.m = a.n * a.p * a.q, P.silu = a.silu;
   // split-K: slices of kt_per steps (the last ones may be fewer: no empty slice is launched)

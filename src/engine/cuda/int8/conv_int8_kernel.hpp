@@ -11,7 +11,8 @@
 //   bias  float32 [k] or null;
 //   residual NHWC [n, p, q, k] packed, int8 (with residual_scale) or fp16, or null;
 //   y   NHWC [n, p, q], pixels y_pitch elements apart (0: k), int8 (y_scale), fp16 or int32 (the raw
-//       accumulators, for tests); k a multiple of 8, y_pitch a multiple of 8 >= k.
+//       accumulators, for tests); k a multiple of 8, y_pitch a multiple of 8 >= k;
+//   y2  optional: the same values again, int8 (y2_scale) or fp16 (Int8ConvArgs::y2).
 // Alignment (cudaMalloc's is enough): x and w 16 bytes; y 4 (int8), 8 (fp16) or 16 (int32) bytes;
 // residual 4 (int8) or 8 (fp16) bytes.
 // Every launch runs on the caller's stream, never synchronises, and is capturable in a CUDA graph.
@@ -50,6 +51,13 @@ struct Int8ConvArgs {
   int split_k = 1;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // A second output of the same values (null: none), for a layer whose readers need two forms
+  // (engine/quant/int8_regions.hpp): int8 at y2_scale or fp16, NHWC [n, p, q], pixels y2_pitch
+  // elements apart (0: k), aligned like y. Its own format and scale; int32 is not offered.
+  void* y2 = nullptr;
+  Int8Out out2 = Int8Out::kHalf;
+  float y2_scale = 1.f;
+  int y2_pitch = 0;
 };
 
 // One block shape of the GEMM: bm output pixels x bn output channels, warps_m x warps_n warps, a

@@ -163,6 +163,7 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
     return "not a 1x1 stride-1 convolution without padding";
   if (a.residual_type != Int8Residual::kNone) return "no residual on this path";
   if (a.split_k != 1) return "no split-K on this path";
+  if (a.y2) return "no second output on this path";
   if (a.out == Int8Out::kInt32) return "int8 or fp16 outputs only";
   const int align = a.out == Int8Out::kInt8 ? 16 : 8;  // 16 bytes: TMA's unit
   const int pitch = a.y_pitch ? a.y_pitch : a.k;
