@@ -221,12 +221,12 @@ GpuOut run_gpu(const Shape& sh, const Data& d, const Runner& runner, SecondOut* 
   return g;
 }
 
-// Outputs of `g` (form `out`, int8 at `scale`, pixels `pitch` apart) that differ from the host's
-// epilogue, and channels beyond k that were written.
-std::pair<size_t, size_t> count_differences(const Shape& sh, const Data& d, const std::vector<int32_t>& acc,
-                                            const GpuOut& g, Int8Out out, float scale, int pitch) {
-  const size_t pp = static_cast<size_t>(pitch ? pitch : sh.k), pixels = acc.size() / sh.k;
-  size_t bad = 0, touched = 0;
+// Calls f(o, e) for every output o (pixels * k, the host's order) of `g`, pixels `pitch` elements
+// apart (0: k), with its bytes e; returns how many channels beyond k were written (they keep kFill).
+template <class F>
+size_t for_each_output(const Shape& sh, const GpuOut& g, int pitch, size_t pixels, F f) {
+  const size_t pp = static_cast<size_t>(pitch ? pitch : sh.k);
+  size_t touched = 0;
   for (size_t pix = 0; pix < pixels; ++pix)
     for (size_t ch = 0; ch < pp; ++ch) {
       const uint8_t* e = &g.bytes[(pix * pp + ch) * g.elem];
@@ -234,15 +234,25 @@ std::pair<size_t, size_t> count_differences(const Shape& sh, const Data& d, cons
         touched += std::any_of(e, e + g.elem, [](uint8_t b) { return b != kFill; });
         continue;
       }
-      const size_t o = pix * sh.k + ch;
-      const float v = epilogue_f32(sh, d, o, acc[o]);
-      if (out == Int8Out::kInt8) {
-        bad += static_cast<int8_t>(e[0]) != int8::quantize(v, scale);
-      } else {
-        const __half want = __float2half_rn(v);
-        bad += std::memcmp(e, &want, 2) != 0;
-      }
+      f(pix * sh.k + ch, e);
     }
+  return touched;
+}
+
+// Outputs of `g` (form `out`, int8 at `scale`, pixels `pitch` apart) that differ from the host's
+// epilogue, and channels beyond k that were written.
+std::pair<size_t, size_t> count_differences(const Shape& sh, const Data& d, const std::vector<int32_t>& acc,
+                                            const GpuOut& g, Int8Out out, float scale, int pitch) {
+  size_t bad = 0;
+  const size_t touched = for_each_output(sh, g, pitch, acc.size() / sh.k, [&](size_t o, const uint8_t* e) {
+    const float v = epilogue_f32(sh, d, o, acc[o]);
+    if (out == Int8Out::kInt8) {
+      bad += static_cast<int8_t>(e[0]) != int8::quantize(v, scale);
+    } else {
+      const __half want = __float2half_rn(v);
+      bad += std::memcmp(e, &want, 2) != 0;
+    }
+  });
   return {bad, touched};
 }
 
@@ -257,42 +267,34 @@ float pick_y_scale(const Shape& sh, const Data& d, const std::vector<int32_t>& a
 // Runs every kernel of `runners` on `d` and compares with the host's accumulators `acc` of the same problem.
 void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc, const std::vector<Runner>& runners) {
   if (sh.out == Int8Out::kInt8) d.y_scale = pick_y_scale(sh, d, acc);
-  const size_t pitch = static_cast<size_t>(sh.y_pitch ? sh.y_pitch : sh.k), pixels = acc.size() / sh.k;
   for (const Runner& runner : runners) {
     const std::string what = sh.name() + " on " + runner.id;
     const GpuOut g = run_gpu(sh, d, runner);
-    size_t exact_bad = 0, off_by_one = 0, far = 0, touched = 0, saturated = 0;
-    for (size_t pix = 0; pix < pixels; ++pix)
-      for (size_t ch = 0; ch < pitch; ++ch) {
-        const uint8_t* e = &g.bytes[(pix * pitch + ch) * g.elem];
-        if (ch >= static_cast<size_t>(sh.k)) {
-          touched += std::any_of(e, e + g.elem, [](uint8_t b) { return b != kFill; });
-          continue;
-        }
-        const size_t o = pix * sh.k + ch;
-        if (sh.out == Int8Out::kInt32) {
-          int32_t got;
-          std::memcpy(&got, e, 4);
-          exact_bad += got != acc[o];
-          continue;
-        }
-        const float v = epilogue_f32(sh, d, o, acc[o]);
-        const double v64 = epilogue_f64(sh, d, o, acc[o]);
-        if (sh.out == Int8Out::kInt8) {
-          const int got = static_cast<int8_t>(e[0]);
-          exact_bad += got != int8::quantize(v, d.y_scale);
-          const double ideal = std::min(127.0, std::max(-128.0, std::nearbyint(v64 / d.y_scale)));
-          saturated += std::fabs(ideal) >= 127;
-          const double dq = std::fabs(got - ideal);
-          off_by_one += dq == 1, far += dq > 1;
-        } else {
-          __half got;
-          std::memcpy(&got, e, 2);
-          const __half want = __float2half_rn(v);
-          exact_bad += std::memcmp(&got, &want, 2) != 0;
-          far += std::fabs(__half2float(got) - v64) > std::fabs(v64) / 512 + 1e-3;
-        }
+    size_t exact_bad = 0, off_by_one = 0, far = 0, saturated = 0;
+    const size_t touched = for_each_output(sh, g, sh.y_pitch, acc.size() / sh.k, [&](size_t o, const uint8_t* e) {
+      if (sh.out == Int8Out::kInt32) {
+        int32_t got;
+        std::memcpy(&got, e, 4);
+        exact_bad += got != acc[o];
+        return;
       }
+      const float v = epilogue_f32(sh, d, o, acc[o]);
+      const double v64 = epilogue_f64(sh, d, o, acc[o]);
+      if (sh.out == Int8Out::kInt8) {
+        const int got = static_cast<int8_t>(e[0]);
+        exact_bad += got != int8::quantize(v, d.y_scale);
+        const double ideal = std::min(127.0, std::max(-128.0, std::nearbyint(v64 / d.y_scale)));
+        saturated += std::fabs(ideal) >= 127;
+        const double dq = std::fabs(got - ideal);
+        off_by_one += dq == 1, far += dq > 1;
+      } else {
+        __half got;
+        std::memcpy(&got, e, 2);
+        const __half want = __float2half_rn(v);
+        exact_bad += std::memcmp(&got, &want, 2) != 0;
+        far += std::fabs(__half2float(got) - v64) > std::fabs(v64) / 512 + 1e-3;
+      }
+    });
     EXPECT_EQ(exact_bad, 0u) << what << ": outputs differing from the host reference";
     EXPECT_EQ(far, 0u) << what << ": outputs beyond the double-precision epilogue's tolerance";
     EXPECT_LE(off_by_one, acc.size() / 100) << what << ": int8 outputs 1 LSB from the double-precision epilogue";
