@@ -183,6 +183,16 @@ TEST(Int8Regions, Yolov5nRulesHold) {
   const int v17 = value_id(f->plan, f->cal.conv("/model.17/cv3/conv/Conv")->output);
   EXPECT_TRUE(r.values[static_cast<size_t>(v17)].fp16);
   EXPECT_EQ(r.values[static_cast<size_t>(v17)].int8_scales.size(), 1u);
+  // the steps feeding the Detect head write float: model.17, 20 and 23's cv3, the first two an
+  // int8 copy as well for model.18 and model.21
+  int float_steps = 0, both = 0;
+  for (const Int8ConvStep& s : r.convs) {
+    const auto& v = r.values[static_cast<size_t>(s.output)];
+    float_steps += v.fp16;
+    both += v.fp16 && !v.int8_scales.empty();
+  }
+  EXPECT_EQ(float_steps, 3);
+  EXPECT_EQ(both, 2);
   // the bottlenecks' residuals read their int8 copies
   EXPECT_TRUE(std::any_of(r.convs.begin(), r.convs.end(),
                           [](const Int8ConvStep& s) { return s.residual_int8; }));
