@@ -59,20 +59,8 @@ struct Case {
   int32_t acc;     // conv
 };
 
-__global__ void eval(int fn, const Case* c, float* out, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  switch (fn) {
-    case kExp2: out[i] = int8::exp2_clamped(c[i].x); break;
-    case kExp: out[i] = int8::exp_clamped(c[i].x); break;
-    case kSilu: out[i] = int8::silu_f32(c[i].x); break;
-    case kConv: out[i] = int8::conv_value(c[i].acc, c[i].x, c[i].y, false); break;
-    case kConvSilu: out[i] = int8::conv_value(c[i].acc, c[i].x, c[i].y, true); break;
-    default: out[i] = int8::quantize_value(c[i].x, int8::make_scale(c[i].y)); break;
-  }
-}
-
-float host_eval(int fn, const Case& c) {
+// Function fn of int8_math.hpp on case c: the same code on both sides.
+__host__ __device__ float apply(int fn, const Case& c) {
   switch (fn) {
     case kExp2: return int8::exp2_clamped(c.x);
     case kExp: return int8::exp_clamped(c.x);
@@ -81,6 +69,11 @@ float host_eval(int fn, const Case& c) {
     case kConvSilu: return int8::conv_value(c.acc, c.x, c.y, true);
     default: return int8::quantize_value(c.x, int8::make_scale(c.y));
   }
+}
+
+__global__ void eval(int fn, const Case* c, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = apply(fn, c[i]);
 }
 
 std::vector<Case> cases() {
@@ -110,7 +103,7 @@ TEST(Int8MathCuda, DeviceEqualsHostBitForBit) {
     ASSERT_EQ(cudaMemcpy(out.data(), dout.p, out.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
     int bad = 0;
     for (int i = 0; i < n; ++i) {
-      const float want = host_eval(fn, c[size_t(i)]);
+      const float want = apply(fn, c[size_t(i)]);
       const bool same = std::memcmp(&want, &out[size_t(i)], sizeof want) == 0 ||
                         (std::isnan(want) && std::isnan(out[size_t(i)]));
       if (!same && bad++ < 3)

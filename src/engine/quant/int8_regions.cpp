@@ -132,7 +132,7 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
   std::sort(convs.begin(), convs.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<char> in_step(plan.nodes.size(), 0);  // a node an INT8 step replaces
-  std::map<int, int> step_of_output;                // value -> index into r.convs
+  std::vector<char> step_output(nv, 0);             // a value an INT8 step writes
   for (const auto& [c, k] : convs) {
     std::string why =
         k->keep_float ? "kept in float by the calibration" : kernel_refusal(plan, c, limits);
@@ -142,10 +142,14 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
     }
     std::vector<int> nodes;
     const Int8ConvStep s = make_step(plan, look, c, *k, cal, &nodes);
-    step_of_output[s.output] = static_cast<int>(r.convs.size());
+    step_output[static_cast<size_t>(s.output)] = 1;
     r.convs.push_back(s);
     for (int n : nodes) in_step[static_cast<size_t>(n)] = 1;
   }
+  // the nodes that commute with quantisation, outside the steps
+  std::vector<char> commuting(plan.nodes.size(), 0);
+  for (size_t n = 0; n < plan.nodes.size(); ++n)
+    commuting[n] = !in_step[n] && commutes_with_quantisation(plan, plan.nodes[n]);
   // 2. The forms each value's readers need, carried back through the ops that commute with
   // quantisation to the values they read.
   std::vector<std::set<float>> int8(nv);
@@ -155,15 +159,13 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
     if (as_int8 ? !int8[i].insert(scale).second : fp[i] != 0) return;
     if (!as_int8) fp[i] = 1;
     const int p = plan.values[i].producer;
-    if (p >= 0 && !in_step[static_cast<size_t>(p)] &&
-        commutes_with_quantisation(plan, plan.nodes[static_cast<size_t>(p)]))
+    if (p >= 0 && commuting[static_cast<size_t>(p)])
       for (int u : data_inputs(plan.nodes[static_cast<size_t>(p)])) need(u, as_int8, scale);
   };
   for (const Int8ConvStep& s : r.convs) need(s.input, true, s.input_scale);
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
-    const PlanNode& node = plan.nodes[n];
-    if (in_step[n] || commutes_with_quantisation(plan, node)) continue;
-    for (int v : node.in)
+    if (in_step[n] || commuting[n]) continue;
+    for (int v : plan.nodes[n].in)
       if (v >= 0 && !plan.values[static_cast<size_t>(v)].constant) need(v, false, 0.f);
   }
   for (int v : plan.outputs) need(v, false, 0.f);
@@ -178,13 +180,12 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
     const PlanValue& pv = plan.values[v];
     if (pv.constant) continue;
     const int p = pv.producer;
-    const bool from_step = step_of_output.count(static_cast<int>(v)) != 0;
-    const bool commuting = p >= 0 && !in_step[static_cast<size_t>(p)] &&
-                           commutes_with_quantisation(plan, plan.nodes[static_cast<size_t>(p)]);
+    const bool from_step = step_output[v] != 0;
     if (p >= 0 && in_step[static_cast<size_t>(p)] && !from_step) continue;  // inside a step
-    r.values[v].fp16 = fp[v] != 0 || (!from_step && !commuting);
+    const bool from_float = !from_step && !(p >= 0 && commuting[static_cast<size_t>(p)]);
+    r.values[v].fp16 = fp[v] != 0 || from_float;
     r.values[v].int8_scales.assign(int8[v].begin(), int8[v].end());
-    if (!from_step && !commuting)
+    if (from_float)
       for (float s : int8[v]) r.quantize.push_back({static_cast<int>(v), s});
   }
   return r;

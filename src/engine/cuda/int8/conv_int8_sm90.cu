@@ -66,18 +66,6 @@ constexpr int kResidentMaxN = 1024;
 template <class TileShape, bool kResident>
 using RowLeaf = std::conditional_t<kResident, ResidentRowBroadcast<TileShape, float, kResidentMaxN>,
                                    cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
-template <class Leaf>
-struct IsResident : std::false_type {};
-template <class TileShape, class Element, int kMaxN>
-struct IsResident<ResidentRowBroadcast<TileShape, Element, kMaxN>> : std::true_type {};
-template <class Leaf>
-typename Leaf::Arguments row_args(const float* row, int n) {
-  if constexpr (IsResident<Leaf>::value) {
-    return {row, 0.f, n};
-  } else {
-    return {row, 0.f};
-  }
-}
 
 // The layer's epilogue as a visitor tree over the accumulator and the scale and bias rows, its node
 // ConvEpilogue<...>::Fn; the GEMM of int8_gemm_sm90_types.cuh around it.
@@ -90,7 +78,7 @@ template <class TileShape, class EpilogueTile, class ElementD, template <class> 
 using Int8Conv1x1 = sm90::Int8Gemm<TileShape, Cooperative, CooperativeEpilogue, ElementD,
                                    ConvTree<TileShape, ElementD, Fn, kResident>, EpilogueTile>;
 
-template <class Cfg, class Leaf>
+template <class Cfg>
 void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   using Gemm = typename Cfg::Gemm;
   using Kernel = typename Cfg::Kernel;
@@ -101,7 +89,7 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   args.problem_shape = {m, n, k, 1};
   args.mainloop = {a.x, st.a, a.w, st.b};
   // the tree's arguments: its children's (accumulator, scale, bias), then the node's
-  args.epilogue.thread = {{}, row_args<Leaf>(a.scale, n), row_args<Leaf>(a.bias, n), {int8::make_scale(a.y_scale)}};
+  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
   args.epilogue.ptr_C = nullptr;
   args.epilogue.dC = st.c;
   args.epilogue.ptr_D = static_cast<typename Gemm::ElementD*>(a.y);
@@ -185,13 +173,12 @@ void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
   using T = typename K::Tile;
   using E = typename K::Epi;
   using H = cutlass::half_t;
-  using L = RowLeaf<T, K::kResident>;
   constexpr bool R = K::kResident;
   const bool i8 = a.out == Int8Out::kInt8;
-  if (i8 && a.silu) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R>, L>(a, stream);
-  if (i8) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R>, L>(a, stream);
-  if (a.silu) return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R>, L>(a, stream);
-  return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R>, L>(a, stream);
+  if (i8 && a.silu) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R>>(a, stream);
+  if (i8) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R>>(a, stream);
+  if (a.silu) return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R>>(a, stream);
+  return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R>>(a, stream);
 }
 
 void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {

@@ -45,20 +45,9 @@ YOLOCU_I8_HD float sub_rn(float a, float b) { return hd::sub(a, b); }
 YOLOCU_I8_HD float mul_rn(float a, float b) { return hd::mul(a, b); }
 YOLOCU_I8_HD float div_rn(float a, float b) { return hd::div(a, b); }
 YOLOCU_I8_HD float fma_rn(float a, float b, float c) { return hd::fma(a, b, c); }
-YOLOCU_I8_HD float min_f(float a, float b) {  // the number if one operand is NaN, on both sides
-#if defined(__CUDA_ARCH__)
-  return fminf(a, b);
-#else
-  return std::fmin(a, b);
-#endif
-}
-YOLOCU_I8_HD float max_f(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return fmaxf(a, b);
-#else
-  return std::fmax(a, b);
-#endif
-}
+// C's fminf / fmaxf, CUDA's on the device: the number if one operand is NaN, on both sides.
+YOLOCU_I8_HD float min_f(float a, float b) { return fminf(a, b); }
+YOLOCU_I8_HD float max_f(float a, float b) { return fmaxf(a, b); }
 // Round half to even for |v| <= 2^22: adding 1.5 * 2^23 leaves no fraction bits (two additions, no
 // rounding-mode state and no conversion instruction).
 constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23, bits 0x4b400000

@@ -21,21 +21,24 @@ struct ResidentRowBroadcast {
   struct SharedStorage {
     cute::array_aligned<Element, kMaxN> smem;
   };
-  struct Arguments {
-    Element const* ptr_row = nullptr;  // n values; nullptr: every value is null_default
+  struct Arguments {                   // as CUTLASS's row broadcast takes them
+    Element const* ptr_row = nullptr;  // N values; nullptr: every value is null_default
     Element null_default = Element(0);
-    int n = 0;  // the row's length: the problem's N, at most kMaxN (can_implement)
   };
-  using Params = Arguments;
+  struct Params {
+    Element const* ptr_row = nullptr;
+    Element null_default = Element(0);
+    int n = 0;  // the row's length: the problem's N
+  };
 
   template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args,
-                                                  void*) {
-    return args;
+  static constexpr Params to_underlying_arguments(ProblemShape const& problem_shape,
+                                                  Arguments const& args, void*) {
+    return {args.ptr_row, args.null_default, static_cast<int>(cute::get<1>(problem_shape))};
   }
   template <class ProblemShape>
-  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
-    return args.n == static_cast<int>(cute::get<1>(problem_shape)) && args.n <= kMaxN;
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const&) {
+    return static_cast<int>(cute::get<1>(problem_shape)) <= kMaxN;
   }
   template <class ProblemShape>
   static size_t get_workspace_size(ProblemShape const&, Arguments const&) {
