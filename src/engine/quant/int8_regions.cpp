@@ -49,7 +49,7 @@ std::string kernel_refusal(const Plan& plan, int c, const Int8KernelLimits& limi
   if (w[0] % limits.output_channel_multiple != 0)
     return std::to_string(w[0]) + " output channels (the kernels take multiples of " +
            std::to_string(limits.output_channel_multiple) + ")";
-  return {};
+  return limits.refuse ? limits.refuse(c) : std::string();
 }
 
 struct Lookup {
@@ -149,7 +149,7 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
   // the nodes that commute with quantisation, outside the steps
   std::vector<char> commuting(plan.nodes.size(), 0);
   for (size_t n = 0; n < plan.nodes.size(); ++n)
-    commuting[n] = !in_step[n] && commutes_with_quantisation(plan, plan.nodes[n]);
+    commuting[n] = limits.commuting_ops && !in_step[n] && commutes_with_quantisation(plan, plan.nodes[n]);
   // 2. The forms each value's readers need, carried back through the ops that commute with
   // quantisation to the values they read.
   std::vector<std::set<float>> int8(nv);

@@ -17,6 +17,7 @@
 // it.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,17 @@
 
 namespace yolocu::engine {
 
-// What the INT8 convolution kernels take (src/engine/cuda/int8/conv_int8_kernel.hpp's checks).
+// What the INT8 convolution kernels take (src/engine/cuda/int8/conv_int8_kernel.hpp's checks), and
+// what the engine running them can do besides.
 struct Int8KernelLimits {
   int input_channel_multiple = 16;
   int output_channel_multiple = 8;
+  // Whether MaxPool, nearest Resize, Concat and Split run on int8 values (false: they read and
+  // write float only, and an int8 copy of their output is quantised from it).
+  bool commuting_ops = true;
+  // Why the engine cannot run convolution node `node` in INT8 beyond the kernels' limits (empty:
+  // it can); null: no other reason.
+  std::function<std::string(int node)> refuse;
 };
 
 struct Int8ConvStep {
