@@ -12,6 +12,7 @@
 
 #include "engine/plan.hpp"
 #include "engine/quant/int8_regions.hpp"
+#include "int8_fixture.hpp"
 #include "test_util.hpp"
 #include "yolocu/int8.hpp"
 #include "yolocu/model.hpp"
@@ -24,44 +25,11 @@ using engine::Int8Regions;
 using engine::Plan;
 using engine::PlanNode;
 
-struct Fixture {
-  Model model;
-  Plan plan;
-  Int8Calibration cal;
-};
+using int8_test::Fixture;
+using int8_test::make_fixture;
+using int8_test::name_of;
+using int8_test::value_id;
 
-// A model's plan at 640 and a calibration on one coco128 image (the first convolution and the
-// Detect head in float, no sensitivity pass); nullptr without the files.
-std::unique_ptr<Fixture> make_fixture(const std::string& model) {
-  const std::string images = test::data_file("coco128/images/train2017");
-  if (model.empty() || images.empty()) return std::unique_ptr<Fixture>();
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(images))
-    files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  files.resize(1);
-  auto x = std::make_unique<Fixture>();
-  x->model = load_onnx(model);
-  x->plan = engine::build_plan(x->model, {{1, 3, 640, 640}});
-  Int8CalibrateOptions o;
-  o.keep_worst = 0;
-  x->cal = calibrate_int8(model, files, o);
-  return x;
-}
-const Fixture* yolov5n() {
-  static std::unique_ptr<Fixture> f = make_fixture(test::data_file("models/yolov5n.onnx"));
-  return f.get();
-}
-#define NEED_YOLOV5N(f)         \
-  const Fixture* f = yolov5n(); \
-  if (f == nullptr) GTEST_SKIP() << "needs models/yolov5n.onnx and coco128"
-
-const std::string& name_of(const Plan& p, int v) { return p.values[static_cast<size_t>(v)].name; }
-int value_id(const Plan& p, const std::string& name) {
-  for (size_t v = 0; v < p.values.size(); ++v)
-    if (p.values[v].name == name) return static_cast<int>(v);
-  return -1;
-}
 bool commutes(const PlanNode& n) {
   const std::string& op = n.node.op_type;
   return op == "Concat" || op == "MaxPool" || op == "Resize" || op == "Split";

@@ -21,8 +21,9 @@ const char* gpu_step_kind_name(GpuStepKind k) noexcept {
 
 size_t value_bytes(const GpuStepPlan& sp, int value, size_t act_elem_size) {
   const auto& v = sp.plan.values[static_cast<size_t>(value)];
-  const bool nhwc = sp.layout[static_cast<size_t>(value)] == Layout::kNhwc;
-  const size_t es = nhwc ? act_elem_size : sizeof(float);
+  const Layout layout = sp.layout[static_cast<size_t>(value)];
+  const bool nhwc = layout == Layout::kNhwc || layout == Layout::kNhwcInt8;
+  const size_t es = layout == Layout::kNhwcInt8 ? 1 : nhwc ? act_elem_size : sizeof(float);
   size_t n = static_cast<size_t>(shape_numel(v.shape));
   const int64_t pitch = static_cast<size_t>(value) < sp.channel_pitch.size() ? sp.channel_pitch[static_cast<size_t>(value)] : 0;
   if (nhwc && pitch > 0 && v.shape.size() == 4 && v.shape[1] > 0 && pitch != v.shape[1])
@@ -61,6 +62,7 @@ GpuStepPlan plan_gpu_steps(Plan plan_in, const GpuStepOptions& options) {
   planning::lower_nodes(sp, fusions, options);
   planning::plan_channel_pitches(sp, options);
   planning::plan_buffer_roots(sp, options);
+  if (options.int8 != nullptr) planning::plan_int8(sp, options);
   planning::plan_arena(sp, options);
   return sp;
 }

@@ -17,11 +17,14 @@
 
 #include "engine/plan.hpp"
 #include "engine/attention_block.hpp"
+#include "engine/quant/int8_regions.hpp"
 #include "engine/v8_head.hpp"
+#include "yolocu/int8.hpp"
 
 namespace yolocu::engine {
 
-enum class Layout : uint8_t { kNone, kPlain, kNhwc };
+// kNhwcInt8: an int8 copy of an NHWC value (INT8 engines, planning/int8_lowering.cpp), packed.
+enum class Layout : uint8_t { kNone, kPlain, kNhwc, kNhwcInt8 };
 
 // The kinds, with what each does: step_kinds.def.
 enum class GpuStepKind {
@@ -44,7 +47,18 @@ struct GpuStep {
                           // kV8Tail: into GpuStepPlan::v8_heads (in = box, class conv output per level);
                           // kAttention: into GpuStepPlan::attention (in = qkv, out = x [, Reshape(v)])
   int pool = 0;           // kSppf: the max pools' kernel size (odd; padding pool / 2)
+  int int8 = -1;          // kConvInt8: index into GpuStepPlan::int8_convs
+  float scale = 0.f;      // kQuantize: the int8 copy's scale
   std::string label;      // node name (or "reorder") for profiles
+};
+
+// An INT8 convolution step (GpuStepKind::kConvInt8): in = {x's int8 copy, weights, bias, residual},
+// out = the forms of its output it writes (one or two: the kernels' outputs).
+struct GpuInt8Conv {
+  float x_scale = 0.f;            // the scale of the int8 copy it reads
+  float residual_scale = 0.f;     // the residual read as an int8 copy at this scale; 0: as the fp16 value
+  std::vector<float> out_scales;  // per output: the int8 copy's scale; 0: the fp16 value
+  std::vector<float> w_scales;    // per output channel (the calibration's)
 };
 
 struct GpuStepPlan {
@@ -73,6 +87,11 @@ struct GpuStepPlan {
   int concat_inputs_in_place = 0, concat_inputs_copied = 0;
   int channel_views = 0;       // Split outputs made channel views (GpuStepOptions::channel_views)
   int copy_steps_removed = 0;  // Split and Concat steps they made unnecessary (removed from steps)
+  // INT8 (GpuStepOptions::int8): the INT8 convolution steps, the convolutions left in float and why,
+  // the kQuantize steps (an int8 copy of a value made by a float step).
+  std::vector<GpuInt8Conv> int8_convs;
+  std::vector<Int8FloatConv> int8_float_convs;
+  int quantize_steps = 0;
 };
 
 struct GpuStepOptions {
@@ -106,6 +125,10 @@ struct GpuStepOptions {
   // before every step using the later, so that reuse adds no edge to the graph (a larger arena:
   // buffers of branches that may run side by side stay apart).
   bool branch_arena = false;
+  // INT8 (planning/int8_lowering.cpp): the convolutions that the calibration quantises and the
+  // INT8 kernels run become kConvInt8 steps reading int8 copies of their inputs; every other step
+  // runs in the activation dtype (fp16). Null: none.
+  const Int8Calibration* int8 = nullptr;
   size_t alignment = 256;
 };
 

@@ -4,6 +4,7 @@
 //   lowering.cpp  nodes -> steps, each value's layout, reorder steps between layouts
 //   buffers.cpp   channel pitches, buffer roots (views alias), copy-free Concat placement, the arena
 //   channel_views.cpp  C2f / C3k2 without copies: Split outputs as channel views of the Concat's buffer
+//   int8_lowering.cpp  INT8 convolutions and the int8 copies they read
 #pragma once
 
 #include <vector>
@@ -44,6 +45,12 @@ void plan_buffer_roots(GpuStepPlan& sp, const GpuStepOptions& options);
 // of the Concat's buffer; removes the Split and Concat steps that no longer copy anything. Fills
 // sp.channel_views and sp.copy_steps_removed, updates the Concat placement counts.
 void plan_channel_views(GpuStepPlan& sp, const GpuStepOptions& options);
+
+// INT8 (options.int8, int8_lowering.cpp): engine::plan_int8_regions with the GPU plan's limits
+// (no int8 MaxPool / Resize / Concat / Split yet); its convolutions become kConvInt8 steps, each
+// int8 copy a kNhwcInt8 value, written by its INT8 convolution or by a kQuantize step from the fp16
+// value just before its first reader. Fills sp.int8_convs, sp.int8_float_convs, sp.quantize_steps.
+void plan_int8(GpuStepPlan& sp, const GpuStepOptions& options);
 
 // sp.offset, sp.arena_bytes, sp.naive_bytes: the liveness-planned arena of the roots.
 void plan_arena(GpuStepPlan& sp, const GpuStepOptions& options);
