@@ -1,5 +1,6 @@
 // GPU forward benchmark of the yolocu CUDA engine (cuDNN + yolocu kernels, CUDA graph replay).
-//   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32]
+//   bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32|int8]
+//                     [--calibration FILE[,FILE...]] (int8: yolocu calibrate's file per model, in order)
 //                     [--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail]
 //                     [--no-fuse-attention] [--no-s2d] [--no-copy-free-concat] [--no-channel-views] [--no-fuse-sppf] [--cutlass]
 //                     [--own-dwconv] [--tactic-cache FILE|none] [--max-plans N]
@@ -28,6 +29,7 @@
 
 #include "yolocu/cuda_engine.hpp"
 #include "yolocu/error.hpp"
+#include "yolocu/int8.hpp"
 #include "yolocu/model.hpp"
 
 using namespace yolocu;
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
        channel_views = CudaEngineOptions{}.channel_views;
   bool direct_stem = true, own_dw = false, thin = true, branches = true;
   std::string cache = "";
+  std::vector<std::string> calibrations;
   int max_plans = CudaEngineOptions{}.max_graph_plans;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
@@ -88,7 +91,10 @@ int main(int argc, char** argv) {
     else if (k == "--batches") {
       batches.clear();
       for (const auto& b : split(next())) batches.push_back(std::atoi(b.c_str()));
-    } else if (k == "--precision") precision = next() == "fp32" ? Precision::kFloat32 : Precision::kFloat16;
+    } else if (k == "--precision") {
+      const std::string p = next();
+      precision = p == "fp32" ? Precision::kFloat32 : p == "int8" ? Precision::kInt8 : Precision::kFloat16;
+    } else if (k == "--calibration") calibrations = split(next());
     else if (k == "--iters") iters = std::max(1, std::atoi(next().c_str()));
     else if (k == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
     else if (k == "--profile") profile = true;
@@ -110,7 +116,7 @@ int main(int argc, char** argv) {
     else if (k == "--max-plans") max_plans = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr,
-                   "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32] "
+                   "usage: bench_cuda_engine [--models a.onnx,b.onnx] [--batches 1,8,32] [--precision fp16|fp32|int8] [--calibration FILE,...] "
                    "[--iters N] [--warmup W] [--no-graphs] [--profile] [--no-fuse-detect-tail] [--no-fuse-v8-tail] [--no-fuse-attention] [--no-s2d] "
                    "[--no-copy-free-concat] [--no-channel-views] [--no-fuse-sppf] [--no-direct-stem] [--cutlass] [--own-dwconv] [--no-thin-conv] "
                    "[--no-graph-branches] [--tactic-cache FILE|none] [--max-plans N]\n");
@@ -124,7 +130,7 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
   const double dram_gbs = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
   std::printf("device: %s (DRAM %.0f GB/s), precision %s, %s%s%s%s%s%s%s%s%s%s%s%s, %d iterations after %d warm-up, tactic cache %s\n",
-              prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : "fp32",
+              prop.name, dram_gbs, precision == Precision::kFloat16 ? "fp16" : precision == Precision::kInt8 ? "int8" : "fp32",
               graphs ? "CUDA graphs" : "eager", fuse_tail ? ", fused Detect tail" : "", fuse_v8 ? ", fused v8 tail" : "",
               s2d ? ", space-to-depth stem" : "", copy_free ? ", copy-free Concat" : ", Concat copies",
               channel_views && copy_free ? ", channel views" : "",
@@ -133,16 +139,25 @@ int main(int argc, char** argv) {
               graphs && !branches ? ", graphs as one chain" : "", iters, warmup, cache.empty() ? "(default)" : cache.c_str());
   std::printf("%-26s %5s %9s %9s %9s %9s %11s %9s %8s %10s %8s %s\n", "model", "batch", "build_ms", "tune_ms",
               "median_ms", "p90_ms", "images/s", "TFLOP/s", "%peak", "arena_MiB", "kernels", "tactics");
+  if (precision == Precision::kInt8 && calibrations.size() != models.size()) {
+    std::fprintf(stderr, "--precision int8 needs --calibration with one file per model (%zu models)\n", models.size());
+    return 2;
+  }
   try {
-    for (const auto& path : models) {
+    for (size_t mi = 0; mi < models.size(); ++mi) {
+      const std::string& path = models[mi];
       const std::string name = path.substr(path.find_last_of('/') + 1);
       const auto t0 = std::chrono::steady_clock::now();
       Model base = load_onnx(path);
+      std::shared_ptr<const Int8Calibration> cal;
+      if (precision == Precision::kInt8)
+        cal = std::make_shared<const Int8Calibration>(load_int8_calibration(calibrations[mi], file_sha256(path)));
       const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       for (int batch : batches) {
         Model m = base;
         CudaEngineOptions o;
         o.precision = precision;
+        o.int8_calibration = cal;
         o.max_batch = batch;
         o.cuda_graphs = graphs;
         o.fuse_detect_tail = fuse_tail;

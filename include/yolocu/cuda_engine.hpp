@@ -39,7 +39,10 @@ namespace yolocu {
 
 struct CudaEngineOptions {
   int device = 0;
-  Precision precision = Precision::kFloat16;  // kFloat32: no TF32 (bit-comparable to the CPU engine)
+  // kFloat32: no TF32 (bit-comparable to the CPU engine). kInt8: fp16 activations, and the
+  // convolutions int8_calibration quantises (and the INT8 kernels run) in INT8 (docs/int8.md).
+  Precision precision = Precision::kFloat16;
+  std::shared_ptr<const Int8Calibration> int8_calibration;  // kInt8: required (yolocu calibrate makes one)
   int max_batch = 1;
   int height = 0, width = 0;                  // 0 = the model's static size, else 640
   size_t workspace_limit = size_t{256} << 20; // workspace a tactic may use
@@ -165,6 +168,13 @@ struct CudaEngineStats {
   int channel_views = 0;           // Split outputs that are channel views (channel_views: no Split step)
   int copy_steps_removed = 0;      // Split and Concat steps channel_views removed
   int convs = 0;
+  // kInt8: convolutions run on the INT8 kernels, int8 copies quantised from fp16 values, each INT8
+  // layer's kernel at the largest tuned batch ("<layer>: <kernel id>"), the convolutions left in
+  // float ("<node>: <why>").
+  int int8_convs = 0;
+  int int8_quantize_steps = 0;
+  std::vector<std::string> int8_kernels;
+  std::vector<std::string> int8_float_convs;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image
   bool space_to_depth_stem = false; // the stem runs as space-to-depth + 3x3
   std::vector<int> direct_stem_batches;  // tuned batch sizes whose stem runs as the direct kernel

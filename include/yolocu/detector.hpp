@@ -34,8 +34,8 @@
 namespace yolocu {
 
 enum class Device { kAuto, kCpu, kCuda };  // kAuto: the GPU when one is usable, else the CPU
-// kInt8: simulated INT8 (docs/int8.md) on the CPU detector, with DetectorOptions::int8_calibration;
-// the GPU engine has no INT8 kernels yet and refuses it.
+// kInt8, with DetectorOptions::int8_calibration (docs/int8.md): on the GPU the calibration's
+// convolutions run on INT8 kernels, the rest in FP16; on the CPU, simulated INT8.
 enum class Precision { kFloat32, kFloat16, kInt8 };
 // Where detect_encoded() decodes JPEGs: kCpu (libjpeg-turbo, pixel-identical to OpenCV's imread,
 // so detections identical to ultralytics') or kGpu (nvJPEG on the CUDA detector's GPU, straight
@@ -72,7 +72,7 @@ struct DetectorOptions {
   Device device = Device::kAuto;
   int cuda_device = 0;
   Precision precision = Precision::kFloat16;  // GPU engine precision; the CPU runs FP32, or
-                                              // simulated INT8 with kInt8 (then the CPU detector)
+                                              // simulated INT8 with kInt8
   // kInt8: the calibration (load_int8_calibration, checked against the model's hash there; create()
   // checks that it names every convolution of the model).
   std::shared_ptr<const Int8Calibration> int8_calibration;

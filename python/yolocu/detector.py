@@ -102,7 +102,8 @@ class Detector:
         device: "auto" (the GPU when this build has CUDA and one is usable, else the CPU), "cpu",
             "cuda" or "cuda:N".
         precision: GPU engine precision, "fp16" or "fp32" (the CPU always runs fp32); or "int8" with
-            `calibration`: simulated INT8 on the CPU (docs/int8.md; the GPU engine has no INT8 yet).
+            `calibration`: the calibration's convolutions on INT8 kernels on the GPU, simulated INT8
+            on the CPU (docs/int8.md).
         calibration: the INT8 calibration file of this model (`yolocu calibrate`), with
             precision="int8" only; a calibration of another model raises ValueError naming both hashes.
         conf: confidence threshold (obj > conf and obj * cls > conf).
@@ -435,8 +436,8 @@ def eval(model: Union[str, os.PathLike], images: Union[str, os.PathLike, Sequenc
     batches). Returns the CLI's "metrics" dict: map50, map50_95, precision, recall, num_images,
     num_labels, per_class (class_id, labels, predictions, ap50, ap50_95, precision, recall), plus
     errors (images or label files that failed, "<path>: <message>" / "<path>: labels: <message>";
-    the metrics cover the others). precision="int8" with `calibration`: simulated INT8 on the CPU, as
-    `yolocu eval --precision int8 --calibration FILE`."""
+    the metrics cover the others). precision="int8" with `calibration`: INT8 (on the GPU, or simulated
+    on the CPU), as `yolocu eval --precision int8 --calibration FILE`."""
     labels = os.fspath(labels)
     if not os.path.isdir(labels):
         raise FileNotFoundError(2, "labels: no such folder", labels)

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=int, nargs="+", default=None, help="GPUs of the instance group (default: --device's)")
     p.add_argument("--instances", type=int, default=1, help="model instances per GPU (or on the CPU)")
     p.add_argument("--precision", default="fp16", choices=["fp16", "fp32", "int8"],
-                   help="GPU engine precision; int8: simulated INT8 on CPU instances, with --calibration")
+                   help="GPU engine precision; int8 with --calibration (INT8 kernels on GPU instances, simulated INT8 on CPU ones)")
     p.add_argument("--calibration", default=None, metavar="FILE",
                    help="INT8 calibration of --model (yolocu calibrate), with --precision int8: copied into the repository")
     p.add_argument("--max-batch", type=int, default=8, help="Triton max_batch_size: the most images of one execution")

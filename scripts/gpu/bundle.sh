@@ -13,7 +13,8 @@
 #   scripts/gpu/bundle.sh decode    nvJPEG: test_decode_cuda, test_detect_encoded_cuda, decode gpu vs cpu
 #   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
-#   scripts/gpu/bundle.sh int8      the INT8 convolution's tests and its benchmark against the FP16 tactics
+#   scripts/gpu/bundle.sh int8      the INT8 convolution's tests and its benchmark against the FP16 tactics;
+#                                   the INT8 engine against simulated INT8
 #   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
 #                                   (fuzz/corpus, fuzz/regressions and the corpus scripts/fuzz.sh grew in
 #                                   build-fuzz/corpus/onnx, up to 48 MiB)
@@ -57,7 +58,7 @@ targets_of() {
     detector) echo "test_detector_cuda test_device_image_cuda test_host_staging" ;;
     decode) echo "test_decode_cuda test_nvjpeg_allocators_cuda test_detect_encoded_cuda bench_jpeg_decode test_host_staging" ;;  # nvJPEG (JPEG / PNG test inputs from libjpeg / libpng, no OpenCV)
     tests) echo "test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
-    int8) echo "test_conv_int8 test_int8_math_cuda bench_conv_int8 bench_conv_int8_sm90" ;;
+    int8) echo "test_conv_int8 test_int8_math_cuda test_cuda_engine_int8 bench_conv_int8 bench_conv_int8_sm90 bench_cuda_engine" ;;
     bench) echo "bench_letterbox bench_postprocess bench_nms bench_cuda_engine" ;;
     train) ;;
     *) echo "unknown part $1" >&2; return 2 ;;
@@ -194,7 +195,10 @@ case "$part" in
     copy reference/bus.npz; slim_npz zidane output; copy images; copy coco.names
     if [ -d .data/yolov5 ]; then cp -r .data/yolov5 $g/yolov5; else echo "[bundle] WARNING: no .data/yolov5 (ultralytics v7.0 copy): the peers will not run"; fi
     ;;
-  int8)     # the INT8 convolution: random data only
+  int8)     # the INT8 convolution (random data); the INT8 engine against simulated INT8 (yolov5n,
+            # calibrated on coco128's first image), coco128 for `yolocu eval --precision int8`
+    copy models/yolov5n.onnx; slim_npz bus input; slim_npz zidane input; copy coco128; copy coco.names
+    mkdir -p $g/data/images && cp "$data/images/bus.jpg" $g/data/images/
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
     mkdir -p $g/fuzz-onnx

@@ -10,6 +10,7 @@ CudaEngineOptions cuda_engine_options(const DetectorOptions& options) {
   CudaEngineOptions eo;
   eo.device = options.cuda_device;
   eo.precision = options.precision;
+  if (options.precision == Precision::kInt8) eo.int8_calibration = options.int8_calibration;
   eo.max_batch = options.max_batch;
   eo.width = options.input_width;
   eo.height = options.input_height;

@@ -119,9 +119,6 @@ void validate_detector_options(const DetectorOptions& o) {
                o.decode_limits.max_pixels);
   YOLOCU_CHECK(o.precision != Precision::kInt8 || o.int8_calibration, kInvalidArgument,
                "DetectorOptions: precision kInt8 needs int8_calibration (yolocu calibrate makes one)");
-  YOLOCU_CHECK(o.precision != Precision::kInt8 || o.device != Device::kCuda, kUnsupported,
-               "DetectorOptions: precision kInt8 runs on the CPU detector only (simulated INT8): the GPU engine has no "
-               "INT8 kernels yet; use Device::kCpu");
 #ifndef YOLOCU_WITH_NVJPEG
   YOLOCU_CHECK(o.decode != DecodeDevice::kGpu, kUnsupported,
                "DetectorOptions: decode kGpu (nvJPEG): this build of yolocu has no nvJPEG (a CUDA build finds it in the "
@@ -178,14 +175,11 @@ std::unique_ptr<Detector> create_detector(const ModelLoader& load, const Detecto
   }
   const std::shared_ptr<const Model> model = load();
   const DetectorOptions options = with_family_defaults(*model, requested);
+  if (options.precision == Precision::kInt8) check_int8_calibration(*options.int8_calibration, *model);
   if (options.device == Device::kCuda) {
     auto det = detail::create_cuda_detector(model, options);
     YOLOCU_CHECK(det != nullptr, kInternal, "CUDA detector factory returned nothing");
     return det;
-  }
-  if (options.precision == Precision::kInt8) {
-    check_int8_calibration(*options.int8_calibration, *model);
-    return detail::create_cpu_detector(model, options);
   }
   if (options.device == Device::kAuto && detail::cuda_detector_available() &&
       detail::cuda_device_usable(options.cuda_device)) {

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # GPU-machine part `int8`: int8_math.hpp's device side against its host side (test_int8_math_cuda),
 # the INT8 convolution and the fp16 <-> int8 boundary kernels (src/engine/cuda/int8) against their
-# host references (test_conv_int8), compute-sanitizer, then
+# host references (test_conv_int8), the INT8 engine against the CPU's simulated INT8
+# (test_cuda_engine_int8), compute-sanitizer; with INT8_CAL (a calibration of models/yolov5n.onnx,
+# yolocu calibrate), coco128's mAP of FP16, INT8 on the GPU and simulated INT8 on the CPU, and
+# `yolocu bench` in FP16 and INT8; then
 # bench_conv_int8: the INT8 kernel's tiles against the FP16 tuner's choice on YOLOv5s's layers at
 # batch 1 and 32 (one table row per layer and batch; on the 1x1 layers also Hopper's fused kernels of
 # conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
 # 1x1 layers, its persistent GEMM with a plain epilogue (batch-1 outputs checked against exact sums).
 #   scripts/gpu/bundle.sh int8   here;   bash scripts/gpu/run_all.sh int8   there (carry .gpu)
-# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_BENCH_ARGS (extra
+# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_CAL, INT8_BENCH_ARGS (extra
 # bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), INT8_SM90_ARGS (bench_conv_int8_sm90's), OUT, YOLOCU_GPU_DIR
 # (the table: docs/gpu-runs.md).
 set -uo pipefail
@@ -15,11 +18,40 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 gpu_begin
-if run_tests test_int8_math_cuda test_conv_int8 && want_sanitizers; then
+if run_tests test_int8_math_cuda test_conv_int8 test_cuda_engine_int8 && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter
   sanitize_each <<'LIST'
 test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:Int8Convert.*
 LIST
+fi
+if [ -n "${INT8_CAL:-}" ]; then
+  d=$YOLOCU_DATA_DIR
+  m=$d/models/yolov5n.onnx
+  for run in "cuda fp16" "cuda int8" "cpu int8"; do
+    set -- $run
+    tag=eval_$1_$2
+    step "yolocu eval --device $1 --precision $2"
+    cal=()
+    [ "$2" = int8 ] && cal=(--calibration "$INT8_CAL")
+    if timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
+        --device "$1" --precision "$2" "${cal[@]}" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
+      row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
+    else
+      row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
+    fi
+  done
+  for prec in fp16 int8; do
+    step "yolocu bench --precision $prec"
+    cal=()
+    [ "$prec" = int8 ] && cal=(--calibration "$INT8_CAL")
+    if timeout 300 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda --precision "$prec" "${cal[@]}" \
+        --batches 1 32 --tactic-cache none >"$out/bench_$prec.log" 2>&1; then
+      row "ok    yolocu bench --precision $prec"
+    else
+      row "FAIL  yolocu bench --precision $prec (log bench_$prec.log)"
+    fi
+    summarize 'batch|images/s|ms' "$out/bench_$prec.log"
+  done
 fi
 bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
   local b=$1 limit=$2

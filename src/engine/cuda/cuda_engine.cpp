@@ -21,8 +21,11 @@ CudaEngine::CudaEngine(std::shared_ptr<const Model> model, const CudaEngineOptio
   YOLOCU_CHECK(options.height >= 0 && options.width >= 0 && options.height <= 16384 && options.width <= 16384,
                kInvalidArgument, "CudaEngine: height/width must be in [0, 16384], got ", options.height, "x",
                options.width);
-  YOLOCU_CHECK(options.precision == Precision::kFloat32 || options.precision == Precision::kFloat16,
+  YOLOCU_CHECK(options.precision == Precision::kFloat32 || options.precision == Precision::kFloat16 ||
+                   options.precision == Precision::kInt8,
                kInvalidArgument, "CudaEngine: invalid precision");
+  YOLOCU_CHECK(options.precision != Precision::kInt8 || options.int8_calibration, kInvalidArgument,
+               "CudaEngine: precision kInt8 needs int8_calibration (yolocu calibrate makes one)");
   YOLOCU_CHECK(options.graph_segments >= 1 && options.graph_segments <= 64, kInvalidArgument,
                "CudaEngine: graph_segments must be in [1, 64], got ", options.graph_segments);
   int count = 0;
@@ -35,7 +38,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const Model> model, const CudaEngineOptio
   impl_->model = std::move(model);
   impl_->options = options;
   impl_->budget.set_limit(options.max_device_memory);
-  impl_->half = options.precision == Precision::kFloat16;
+  impl_->half = options.precision != Precision::kFloat32;
   impl_->es = impl_->half ? 2 : 4;
   DeviceGuard guard(options.device);
   impl_->build();
@@ -271,6 +274,7 @@ std::vector<LayerTime> CudaEngine::profile(int batch, int iters) {
       describe_conv(im, be, step, batch, ms[0], l);
     else
       l.bytes = moved_bytes(im, step, batch);
+    if (l.tactic.empty()) l.tactic = step.kernel_at(batch);
     out.push_back(l);
   }
   return out;

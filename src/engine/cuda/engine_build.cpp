@@ -7,6 +7,7 @@
 
 #include "engine/cuda/engine_impl.hpp"
 #include "engine/cuda/tactics/batch_sizes.hpp"
+#include "yolocu/int8.hpp"
 
 namespace yolocu::cuda_engine_internal {
 
@@ -120,6 +121,7 @@ void Engine::choose_tactics() {
     if (batches[static_cast<size_t>(b)]->direct_stem) stats.direct_stem_batches.push_back(b);
   }
   y_ref.reset();
+  tune_steps();
   // The tuning wrote random data into the arena: start every run from zeros as before.
   YOLOCU_CUDA_CHECK(cudaMemset(arena.get(), 0, std::max<size_t>(sp.arena_bytes, 256)));
 
@@ -253,6 +255,10 @@ void Engine::build() {
   so.copy_free_concat = options.copy_free_concat && options.workspace_limit > 0;
   so.channel_views = options.channel_views && so.copy_free_concat;
   so.branch_arena = options.cuda_graphs && options.graph_branches;
+  if (options.precision == Precision::kInt8) {
+    check_int8_calibration(*options.int8_calibration, m);
+    so.int8 = options.int8_calibration.get();
+  }
   sp = engine::plan_gpu_steps(std::move(plan), so);
   values.init(&sp, options.max_batch);
   allocate();
@@ -318,6 +324,13 @@ void Engine::allocate() {
   YOLOCU_CUDA_CHECK(cudaMemset(staging.get(), 0, staging_bytes));
 }
 
+// The steps' own timed choices (Step::tune: the INT8 convolutions' kernels) at the tuned sizes.
+void Engine::tune_steps() {
+  const TuneContext ctx{sp, values, tuned, options.max_batch, stream.get(), &budget, stats};
+  for (const auto& step : steps) step->tune(ctx);
+  YOLOCU_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+}
+
 void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.anchors = anchors;
   stats.activation_bytes = sp.arena_bytes;
@@ -337,6 +350,9 @@ void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.channel_views = sp.channel_views;
   stats.copy_steps_removed = sp.copy_steps_removed;
   stats.convs = sp.convs;
+  stats.int8_quantize_steps = sp.quantize_steps;
+  for (const auto& f : sp.int8_float_convs)
+    stats.int8_float_convs.push_back(sp.plan.nodes[static_cast<size_t>(f.node)].node.name + ": " + f.why);
   count_kernels();
   stats.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -96,6 +96,7 @@ struct Engine {
   void check_batch_scaling(const engine::Plan& big);
   void setup_steps();  // the step objects of sp.steps, set up in order
   void choose_tactics();
+  void tune_steps();
   size_t tune_layers(void* ws, size_t ws_bytes, void* y_ref);
   void record_tuning_stats(std::chrono::steady_clock::time_point t0, double cache_io_ms);
   void count_kernels();  // stats.kernels_per_run

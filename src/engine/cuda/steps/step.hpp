@@ -80,6 +80,19 @@ struct LaunchContext {
   const engine::PlanNode& node(const engine::GpuStep& st) const { return sp.plan.nodes[static_cast<size_t>(st.node)]; }
 };
 
+// The engine as a step sees it when the tuned batch sizes are known (Step::tune): the arena's
+// buffers (their contents are scratch here), the batch sizes, the engine's stream.
+struct TuneContext {
+  const engine::GpuStepPlan& sp;
+  const ValueBuffers& values;
+  const std::vector<int>& tuned;  // ascending
+  int max_batch = 1;
+  cudaStream_t stream = nullptr;
+  detail::DeviceBudget* budget = nullptr;
+  CudaEngineStats& stats;
+  DeviceMem alloc(size_t bytes, const char* what) const { return device_alloc(bytes, what, budget); }
+};
+
 class Step {
  public:
   explicit Step(const engine::GpuStep& st) : st_(st) {}
@@ -89,6 +102,9 @@ class Step {
 
   // Build time, once per engine, in step order: uploads, tables, checks (errors name the node).
   virtual void setup(SetupContext& ctx) { (void)ctx; }
+  // Build time, after every step's setup: choices made by timing at the tuned batch sizes, for
+  // every batch size up to max_batch (kConvInt8: its kernel). Synchronises; never captured.
+  virtual void tune(const TuneContext& ctx) { (void)ctx; }
   // Enqueues the step's kernels on s (capturable in a CUDA graph; no synchronisation).
   virtual void launch(const LaunchContext& ctx, cudaStream_t s) const = 0;
   // Kernel launches per run at ctx's batch size (CudaEngineStats::kernels_per_run).
@@ -98,6 +114,11 @@ class Step {
   }
   // The convolution layer a Conv step launches (index into the engine's layers), else -1.
   virtual int conv_layer() const { return -1; }
+  // What a step without a layer runs at this batch size where it chose it (profiles); else empty.
+  virtual std::string kernel_at(int batch) const {
+    (void)batch;
+    return {};
+  }
 
   const std::vector<int>& reads() const { return st_.in; }   // value ids (-1: none)
   const std::vector<int>& writes() const { return st_.out; }

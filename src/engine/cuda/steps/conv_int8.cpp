@@ -1,0 +1,247 @@
+// Step kConvInt8: an INT8 convolution (planning/int8_lowering.cpp) with its bias, SiLU and residual
+// fused, reading the int8 copy of its input and writing one or two forms of its output (fp16, int8
+// copies). Setup quantises the weights per output channel with the calibration's scales (KRSC
+// int8) and makes the epilogue's multipliers x_scale * w_scale[k], as the host reference does
+// (engine/quant/int8_conv_ref.hpp). Tune times every kernel that runs the layer (the mma.sync
+// tiles with split-K, Hopper's persistent 1x1 kernels) at each tuned batch size and keeps the
+// fastest; a batch size in between takes its nearest tuned size's kernel.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "engine/cuda/int8/conv_int8_kernel.hpp"
+#include "engine/cuda/int8/conv_int8_sm90.hpp"
+#include "engine/cuda/steps/step.hpp"
+#include "engine/cuda/tactics/batch_sizes.hpp"
+#include "engine/quant/int8_conv_ref.hpp"
+
+namespace yolocu::cuda_engine_internal {
+namespace {
+
+// One way to run the layer: a mma.sync tile (split-K slices) or a Hopper kernel.
+struct Int8Kernel {
+  bool sm90 = false;
+  int index = 0;
+  int split_k = 1;
+};
+
+// Split-K keeps its int32 partial sums in a workspace of the step's own; at most this much.
+constexpr size_t kMaxSplitWorkspace = size_t{8} << 20;
+
+class ConvInt8Step final : public Step {
+ public:
+  using Step::Step;
+
+  void setup(SetupContext& ctx) override {
+    const Node& n = ctx.node(st_).node;
+    const engine::GpuInt8Conv& g = ctx.sp.int8_convs[static_cast<size_t>(st_.int8)];
+    const Tensor& w = ctx.val(st_.in[1]).value;
+    YOLOCU_CHECK(ctx.half && w.rank() == 4 && w.dtype() == DType::kFloat32 && n.attr_int("group", 1) == 1, kUnsupported,
+                 n.describe(), ": INT8 runs ungrouped 2-D convolutions with float weights on an fp16 engine");
+    const int k = static_cast<int>(w.dim(0)), c = static_cast<int>(w.dim(1));
+    const int r = static_cast<int>(w.dim(2)), s = static_cast<int>(w.dim(3));
+    YOLOCU_CHECK(static_cast<int>(g.w_scales.size()) == k, kInvalidArgument, n.describe(), ": the calibration has ",
+                 g.w_scales.size(), " weight scales for ", k, " output channels");
+    const Shape& xs = ctx.val(st_.in[0]).shape;
+    const Shape& ys = ctx.val(st_.out[0]).shape;
+    const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+    const auto str = n.attr_ints("strides", {1, 1});
+    const auto dil = n.attr_ints("dilations", {1, 1});
+    a_.c = c;
+    a_.h = static_cast<int>(xs[2]);
+    a_.w_ = static_cast<int>(xs[3]);
+    a_.k = k;
+    a_.r = r;
+    a_.s = s;
+    a_.p = static_cast<int>(ys[2]);
+    a_.q = static_cast<int>(ys[3]);
+    a_.pad_h = static_cast<int>(pads[0]);
+    a_.pad_w = static_cast<int>(pads[1]);
+    a_.str_h = static_cast<int>(str[0]);
+    a_.str_w = static_cast<int>(str[1]);
+    a_.dil_h = static_cast<int>(dil[0]);
+    a_.dil_w = static_cast<int>(dil[1]);
+    a_.silu = st_.silu;
+    YOLOCU_CHECK(xs[1] == c, kInternal, n.describe(), ": its int8 input has ", xs[1], " channels, weights ", c);
+    // weights: per output channel [C, R, S] quantised, then KRSC
+    const std::vector<int8_t> q = engine::quant::quantize_weights(w.data_as<float>(), k, int64_t{c} * r * s, g.w_scales);
+    std::vector<int8_t> krsc(q.size());
+    for (int o = 0; o < k; ++o)
+      for (int ci = 0; ci < c; ++ci)
+        for (int y = 0; y < r; ++y)
+          for (int x = 0; x < s; ++x)
+            krsc[((static_cast<size_t>(o) * r + y) * s + x) * c + ci] = q[((static_cast<size_t>(o) * c + ci) * r + y) * s + x];
+    d_w_ = upload(ctx, krsc.data(), krsc.size(), "INT8 weights");
+    const std::vector<float> mult = engine::quant::int8_multipliers(g.x_scale, g.w_scales);
+    d_scale_ = upload(ctx, mult.data(), mult.size() * sizeof(float), "INT8 multipliers");
+    if (st_.in[2] >= 0) {
+      const Tensor& b = ctx.val(st_.in[2]).value;
+      YOLOCU_CHECK(b.dtype() == DType::kFloat32 && b.numel() == k, kInvalidArgument, n.describe(), ": bias has ",
+                   b.numel(), " elements, expected ", k);
+      d_bias_ = upload(ctx, b.data_as<float>(), static_cast<size_t>(k) * sizeof(float), "bias");
+    }
+    if (st_.residual >= 0) {
+      a_.residual_type = g.residual_scale > 0.f ? engine::Int8Residual::kInt8 : engine::Int8Residual::kHalf;
+      a_.residual_scale = g.residual_scale > 0.f ? g.residual_scale : 1.f;
+      YOLOCU_CHECK(ctx.sp.channel_pitch[static_cast<size_t>(st_.residual)] == k &&
+                       ctx.sp.channel_offset[static_cast<size_t>(st_.residual)] < 0,
+                   kInternal, n.describe(), ": its residual is not a packed tensor of its output's channels");
+    }
+    set_output(ctx, 0, a_.out, a_.y_scale, a_.y_pitch);
+    if (st_.out.size() > 1) set_output(ctx, 1, a_.out2, a_.y2_scale, a_.y2_pitch);
+    ctx.stats.conv_flops_per_image += 2.0 * k * c * r * s * static_cast<double>(ys[2] * ys[3]);
+    ++ctx.stats.int8_convs;
+  }
+
+  void tune(const TuneContext& ctx) override {
+    std::vector<Int8Kernel> chosen(static_cast<size_t>(ctx.max_batch) + 1);
+    for (int b : ctx.tuned) chosen[static_cast<size_t>(b)] = fastest(ctx, b);
+    size_t ws = 0;
+    for (int b = 1; b <= ctx.max_batch; ++b) {
+      Int8Kernel& kb = chosen[static_cast<size_t>(b)];
+      if (std::find(ctx.tuned.begin(), ctx.tuned.end(), b) == ctx.tuned.end())
+        kb = chosen[static_cast<size_t>(engine::nearest_tuned(b, ctx.tuned))];
+      engine::Int8ConvArgs a = args(ctx.values, b, kb);
+      if (int8_conv_workspace_of(a, kb) > kMaxSplitWorkspace) kb.split_k = 1;  // a larger batch than its tuned size
+      ws = std::max(ws, int8_conv_workspace_of(args(ctx.values, b, kb), kb));
+    }
+    kernels_ = std::move(chosen);
+    if (ws > 0) workspace_ = ctx.alloc(ws, "INT8 split-K workspace");
+    workspace_bytes_ = ws;
+    ctx.stats.int8_kernels.push_back(st_.label + ": " + describe(kernels_[static_cast<size_t>(ctx.tuned.back())]));
+  }
+
+  void launch(const LaunchContext& ctx, cudaStream_t s) const override {
+    const Int8Kernel& kn = kernels_.at(static_cast<size_t>(ctx.batch));
+    engine::Int8ConvArgs a = args(ctx.values, ctx.batch, kn);
+    a.workspace = workspace_.get();
+    a.workspace_bytes = workspace_bytes_;
+    run(a, kn, s);
+  }
+
+  std::string kernel_at(int batch) const override { return describe(kernels_.at(static_cast<size_t>(batch))); }
+
+  int kernels(const LaunchContext& ctx) const override {
+    const Int8Kernel& kn = kernels_.at(static_cast<size_t>(ctx.batch));
+    return !kn.sm90 && kn.split_k > 1 ? 2 : 1;
+  }
+
+ private:
+  static DeviceMem upload(const SetupContext& ctx, const void* data, size_t bytes, const char* what) {
+    DeviceMem m = ctx.alloc(bytes, what);
+    YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), data, bytes, cudaMemcpyHostToDevice));
+    ctx.stats.weight_bytes += bytes;
+    return m;
+  }
+
+  // Output `i` of the step: fp16 (written with its buffer's pixel pitch: a Concat's slice) or an
+  // int8 copy at its scale (packed).
+  void set_output(const SetupContext& ctx, size_t i, engine::Int8Out& out, float& scale, int& pitch) const {
+    const float sc = ctx.sp.int8_convs[static_cast<size_t>(st_.int8)].out_scales[i];
+    const int id = st_.out[i];
+    out = sc > 0.f ? engine::Int8Out::kInt8 : engine::Int8Out::kHalf;
+    scale = sc > 0.f ? sc : 1.f;
+    const int64_t p = ctx.sp.channel_pitch[static_cast<size_t>(id)];
+    pitch = p == a_.k ? 0 : static_cast<int>(p);
+  }
+
+  engine::Int8ConvArgs args(const ValueBuffers& v, int batch, const Int8Kernel& kn) const {
+    engine::Int8ConvArgs a = a_;
+    a.n = batch;
+    a.x = static_cast<const int8_t*>(v.ptr(st_.in[0]));
+    a.w = static_cast<const int8_t*>(d_w_.get());
+    a.scale = static_cast<const float*>(d_scale_.get());
+    a.bias = static_cast<const float*>(d_bias_.get());
+    a.residual = st_.residual >= 0 ? v.ptr(st_.residual) : nullptr;
+    a.y = v.ptr(st_.out[0]);
+    a.y2 = st_.out.size() > 1 ? v.ptr(st_.out[1]) : nullptr;
+    a.split_k = kn.sm90 ? 1 : kn.split_k;
+    return a;
+  }
+
+  static size_t int8_conv_workspace_of(const engine::Int8ConvArgs& a, const Int8Kernel& kn) {
+    return kn.sm90 ? 0 : engine::int8_conv_workspace(a);
+  }
+
+  static void run(const engine::Int8ConvArgs& a, const Int8Kernel& kn, cudaStream_t s) {
+    if (kn.sm90)
+      engine::int8_sm90_run(a, kn.index, s);
+    else
+      engine::int8_conv_run(a, kn.index, s);
+  }
+
+  static std::string describe(const Int8Kernel& kn) {
+    if (kn.sm90) return engine::int8_sm90_kernels()[static_cast<size_t>(kn.index)];
+    return engine::int8_tile_id(engine::int8_conv_tiles()[static_cast<size_t>(kn.index)]) + " k" + std::to_string(kn.split_k);
+  }
+
+  // Every kernel that runs the layer at `batch`, timed on the arena's buffers; the fastest.
+  Int8Kernel fastest(const TuneContext& ctx, int batch) const {
+    std::vector<Int8Kernel> cand;
+    for (size_t i = 0; i < engine::int8_sm90_kernels().size(); ++i) cand.push_back({true, static_cast<int>(i), 1});
+    for (size_t t = 0; t < engine::int8_conv_tiles().size(); ++t)
+      for (int split : {1, 2, 4, 8}) cand.push_back({false, static_cast<int>(t), split});
+    DeviceMem ws;
+    size_t ws_bytes = 0;
+    for (const Int8Kernel& kn : cand) ws_bytes = std::max(ws_bytes, capped_workspace(ctx, batch, kn));
+    if (ws_bytes > 0) ws = ctx.alloc(ws_bytes, "INT8 tuning workspace");
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    YOLOCU_CUDA_CHECK(cudaEventCreate(&e0));
+    YOLOCU_CUDA_CHECK(cudaEventCreate(&e1));
+    Int8Kernel best;
+    float best_ms = -1.f;
+    for (const Int8Kernel& kn : cand) {
+      engine::Int8ConvArgs a = args(ctx.values, batch, kn);
+      a.workspace = ws.get();
+      a.workspace_bytes = ws_bytes;
+      const size_t need = int8_conv_workspace_of(a, kn);
+      if (need > kMaxSplitWorkspace || (kn.split_k > 1 && need == 0)) continue;
+      const std::string why = kn.sm90 ? engine::int8_sm90_unsupported(a, kn.index) : engine::int8_conv_unsupported(a);
+      if (!why.empty()) continue;
+      const float ms = time_ms(a, kn, ctx.stream, e0, e1);
+      if (best_ms < 0.f || ms < best_ms) {
+        best_ms = ms;
+        best = kn;
+      }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    YOLOCU_CHECK(best_ms >= 0.f, kUnsupported, st_.label, ": no INT8 kernel runs this layer at batch ", batch);
+    return best;
+  }
+
+  size_t capped_workspace(const TuneContext& ctx, int batch, const Int8Kernel& kn) const {
+    const size_t need = int8_conv_workspace_of(args(ctx.values, batch, kn), kn);
+    return need > kMaxSplitWorkspace ? 0 : need;
+  }
+
+  // The median of three timings of five launches (after one untimed launch), in ms per launch.
+  static float time_ms(const engine::Int8ConvArgs& a, const Int8Kernel& kn, cudaStream_t s, cudaEvent_t e0,
+                       cudaEvent_t e1) {
+    run(a, kn, s);
+    float t[3];
+    for (float& ti : t) {
+      YOLOCU_CUDA_CHECK(cudaEventRecord(e0, s));
+      for (int i = 0; i < 5; ++i) run(a, kn, s);
+      YOLOCU_CUDA_CHECK(cudaEventRecord(e1, s));
+      YOLOCU_CUDA_CHECK(cudaEventSynchronize(e1));
+      YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ti, e0, e1));
+      ti /= 5.f;
+    }
+    std::sort(t, t + 3);
+    return t[1];
+  }
+
+  engine::Int8ConvArgs a_;  // the layer at max_batch, pointers and n set per launch
+  DeviceMem d_w_, d_scale_, d_bias_, workspace_;
+  size_t workspace_bytes_ = 0;
+  std::vector<Int8Kernel> kernels_;  // per batch size (index), chosen by tune
+};
+
+}  // namespace
+
+std::unique_ptr<Step> make_conv_int8_step(const engine::GpuStep& st) { return std::make_unique<ConvInt8Step>(st); }
+
+}  // namespace yolocu::cuda_engine_internal
