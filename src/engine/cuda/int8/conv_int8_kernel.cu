@@ -289,6 +289,9 @@ const Instance kInstances[] = {
     {{64, 64, 2, 2, 4}, conv_int8_kernel<64, 64, 2, 2, 4>},
     {{64, 32, 2, 2, 4}, conv_int8_kernel<64, 32, 2, 2, 4>},
     {{256, 128, 4, 2, 3}, conv_int8_kernel<256, 128, 4, 2, 3>},
+    // few output channels, many pixels (the bottlenecks of the n models at high resolution)
+    {{128, 32, 2, 2, 3}, conv_int8_kernel<128, 32, 2, 2, 3>},
+    {{256, 32, 4, 1, 3}, conv_int8_kernel<256, 32, 4, 1, 3>},
 };
 constexpr int kInstanceCount = static_cast<int>(sizeof(kInstances) / sizeof(kInstances[0]));
 
