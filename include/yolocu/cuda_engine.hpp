@@ -43,6 +43,11 @@ struct CudaEngineOptions {
   // convolutions int8_calibration quantises (and the INT8 kernels run) in INT8 (docs/int8.md).
   Precision precision = Precision::kFloat16;
   std::shared_ptr<const Int8Calibration> int8_calibration;  // kInt8: required (yolocu calibrate makes one)
+  // kInt8: an INT8 convolution adds its residual from its fp16 value (its producer writes that form
+  // beside the int8 copy the bottleneck reads), as simulated INT8 adds it in float; true: from the
+  // value's int8 copy, one output fewer for the producer but a quantisation more (on yolov5n,
+  // coco128 mAP50-95 0.0045 lower: docs/int8.md).
+  bool int8_residuals = false;
   int max_batch = 1;
   int height = 0, width = 0;                  // 0 = the model's static size, else 640
   size_t workspace_limit = size_t{256} << 20; // workspace a tactic may use
@@ -173,6 +178,7 @@ struct CudaEngineStats {
   // float ("<node>: <why>").
   int int8_convs = 0;
   int int8_quantize_steps = 0;
+  int int8_concats = 0;  // Concats on int8 values (their inputs' INT8 steps write the int8 copy in place)
   std::vector<std::string> int8_kernels;
   std::vector<std::string> int8_float_convs;
   double conv_flops_per_image = 0;  // 2 * MACs of all convolutions for one image

@@ -29,6 +29,9 @@ CudaEngineOptions cuda_engine_options(const DetectorOptions& options) {
   // YOLOCU_GRAPH_BRANCHES=0 (a measurement switch, as YOLOCU_UPLOAD_CHUNKS): the engine's graphs
   // as one chain of steps (CudaEngineOptions::graph_branches).
   if (const char* v = std::getenv("YOLOCU_GRAPH_BRANCHES"); v && std::string(v) == "0") eo.graph_branches = false;
+  // YOLOCU_INT8_RESIDUALS=int8 (a measurement switch too): INT8 residuals added from the value's int8
+  // copy (CudaEngineOptions::int8_residuals).
+  if (const char* v = std::getenv("YOLOCU_INT8_RESIDUALS"); v && std::string(v) == "int8") eo.int8_residuals = true;
   return eo;
 }
 

@@ -258,6 +258,7 @@ void Engine::build() {
   if (options.precision == Precision::kInt8) {
     check_int8_calibration(*options.int8_calibration, m);
     so.int8 = options.int8_calibration.get();
+    so.int8_residuals = options.int8_residuals;
   }
   sp = engine::plan_gpu_steps(std::move(plan), so);
   values.init(&sp, options.max_batch);
@@ -351,6 +352,7 @@ void Engine::record_build_stats(std::chrono::steady_clock::time_point t0) {
   stats.copy_steps_removed = sp.copy_steps_removed;
   stats.convs = sp.convs;
   stats.int8_quantize_steps = sp.quantize_steps;
+  stats.int8_concats = sp.int8_concats;
   for (const auto& f : sp.int8_float_convs)
     stats.int8_float_convs.push_back(sp.plan.nodes[static_cast<size_t>(f.node)].node.name + ": " + f.why);
   count_kernels();

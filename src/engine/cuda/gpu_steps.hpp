@@ -92,6 +92,7 @@ struct GpuStepPlan {
   std::vector<GpuInt8Conv> int8_convs;
   std::vector<Int8FloatConv> int8_float_convs;
   int quantize_steps = 0;
+  int int8_concats = 0;  // Concats whose int8 copies their inputs' INT8 steps write in place
 };
 
 struct GpuStepOptions {
@@ -129,6 +130,9 @@ struct GpuStepOptions {
   // INT8 kernels run become kConvInt8 steps reading int8 copies of their inputs; every other step
   // runs in the activation dtype (fp16). Null: none.
   const Int8Calibration* int8 = nullptr;
+  // INT8: a residual is added from the value's int8 copy where it has one (engine::Int8KernelLimits);
+  // false: from its fp16 value (CudaEngineOptions::int8_residuals).
+  bool int8_residuals = false;
   size_t alignment = 256;
 };
 

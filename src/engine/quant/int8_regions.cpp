@@ -149,7 +149,8 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
   // the nodes that commute with quantisation, outside the steps
   std::vector<char> commuting(plan.nodes.size(), 0);
   for (size_t n = 0; n < plan.nodes.size(); ++n)
-    commuting[n] = limits.commuting_ops && !in_step[n] && commutes_with_quantisation(plan, plan.nodes[n]);
+    commuting[n] = limits.commuting_ops && !in_step[n] && commutes_with_quantisation(plan, plan.nodes[n]) &&
+                   (!limits.commutes || limits.commutes(static_cast<int>(n), step_output));
   // 2. The forms each value's readers need, carried back through the ops that commute with
   // quantisation to the values they read.
   std::vector<std::set<float>> int8(nv);
@@ -171,7 +172,7 @@ Int8Regions plan_int8_regions(const Plan& plan, const Int8Calibration& cal,
   for (int v : plan.outputs) need(v, false, 0.f);
   for (Int8ConvStep& s : r.convs) {  // a residual reads a form its value has anyway
     if (s.residual < 0) continue;
-    s.residual_int8 = !int8[static_cast<size_t>(s.residual)].empty();
+    s.residual_int8 = limits.int8_residuals && !int8[static_cast<size_t>(s.residual)].empty();
     if (!s.residual_int8) need(s.residual, false, 0.f);
   }
   // 3. Where each form comes from: an INT8 step writes its output's forms, a commuting op runs

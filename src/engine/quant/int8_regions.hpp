@@ -34,6 +34,12 @@ struct Int8KernelLimits {
   // Whether MaxPool, nearest Resize, Concat and Split run on int8 values (false: they read and
   // write float only, and an int8 copy of their output is quantised from it).
   bool commuting_ops = true;
+  // With commuting_ops: whether node `node` (a MaxPool, nearest Resize, Concat or Split) runs on
+  // int8 values, given the values the INT8 steps write (step_output[v] != 0); null: every one does.
+  std::function<bool(int node, const std::vector<char>& step_output)> commutes;
+  // An INT8 convolution's fused residual reads the value's int8 copy where it has one; false: always
+  // the float value.
+  bool int8_residuals = true;
   // Why the engine cannot run convolution node `node` in INT8 beyond the kernels' limits (empty:
   // it can); null: no other reason.
   std::function<std::string(int node)> refuse;

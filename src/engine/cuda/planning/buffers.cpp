@@ -123,7 +123,8 @@ void plan_arena(GpuStepPlan& sp, const GpuStepOptions& options) {
   const size_t nv = plan.values.size();
   std::vector<int64_t> root_off(nv, 0);
   for (size_t v = 0; v < nv; ++v)
-    if (sp.channel_offset[v] > 0) root_off[v] = sp.channel_offset[v] * static_cast<int64_t>(options.act_elem_size);
+    if (sp.channel_offset[v] > 0)
+      root_off[v] = sp.channel_offset[v] * (sp.layout[v] == Layout::kNhwcInt8 ? 1 : static_cast<int64_t>(options.act_elem_size));
   std::vector<bool> is_const(nv);
   for (size_t v = 0; v < nv; ++v) is_const[v] = plan.values[v].constant;
   std::vector<std::vector<int>> step_values;

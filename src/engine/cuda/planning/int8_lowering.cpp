@@ -1,7 +1,9 @@
 // INT8 lowering of a GPU step plan (planning/passes.hpp, plan_int8): engine::plan_int8_regions
 // chooses the INT8 convolutions and the forms each value is held in, with what the GPU plan can do
-// today (no int8 MaxPool / Resize / Concat / Split: those read and write fp16); then
-//   - each int8 copy becomes a value of its own (Layout::kNhwcInt8, packed, its own buffer);
+// today (a Concat runs on int8 values where INT8 steps write every input in place; MaxPool, Resize,
+// Split and other Concats read and write fp16); then
+//   - each int8 copy becomes a value of its own (Layout::kNhwcInt8, packed, its own buffer, or its
+//     slice of an int8 Concat's copy);
 //   - each INT8 convolution's kConv step becomes a kConvInt8 step reading the int8 copy of its
 //     input (and of its residual where there is one) and writing its output's forms, at most two
 //     (the kernels' outputs); a third form is quantised from the fp16 value;
@@ -38,15 +40,44 @@ std::string gpu_refusal(const GpuStepPlan& sp, const Int8Calibration& cal, int n
   return {};
 }
 
+// Whether the GPU plan can run Concat node `node` on int8 values: a channel Concat whose every input
+// an INT8 step writes (step_output), is read by the Concat alone and lies in its slice of the
+// Concat's buffer already (copy-free Concat, 16 channels aligned): each int8 copy of the output is
+// then made by those steps writing their int8 copies into its slices, with no step of its own.
+bool concat_runs_on_int8(const GpuStepPlan& sp, int node, const std::vector<char>& step_output) {
+  const Plan& plan = sp.plan;
+  const PlanNode& pn = plan.nodes[static_cast<size_t>(node)];
+  if (pn.node.op_type != "Concat" || pn.out.empty() || pn.out[0] < 0) return false;
+  const bool has_step = std::any_of(sp.steps.begin(), sp.steps.end(), [&](const GpuStep& st) {
+    return st.kind == GpuStepKind::kConcatNhwc && st.node == node;
+  });
+  const size_t y = static_cast<size_t>(pn.out[0]);
+  if (!has_step || sp.root[y] != static_cast<int>(y) || sp.channel_offset[y] >= 0 ||
+      sp.channel_pitch[y] != plan.values[y].shape[1])
+    return false;
+  for (int id : pn.in) {
+    const size_t v = static_cast<size_t>(id);
+    if (id < 0 || !written_in_place(sp, id, static_cast<int>(y)) || step_output[v] == 0 ||
+        plan.values[v].consumers.size() != 1 || sp.channel_offset[v] % 16 != 0)
+      return false;
+  }
+  return true;
+}
+
 class Int8Lowering {
  public:
-  Int8Lowering(GpuStepPlan& sp, const Int8Calibration& cal) : sp_(sp), cal_(cal) {}
+  Int8Lowering(GpuStepPlan& sp, const Int8Calibration& cal, bool int8_residuals)
+      : sp_(sp), cal_(cal), int8_residuals_(int8_residuals) {}
 
   void run() {
-    for (size_t i = 0; i < sp_.steps.size(); ++i)
-      if (sp_.steps[i].kind == GpuStepKind::kConv) conv_step_[sp_.steps[i].node] = static_cast<int>(i);
+    index_conv_steps();
     Int8KernelLimits limits;
-    limits.commuting_ops = false;
+    limits.commutes = [this](int node, const std::vector<char>& step_output) {
+      const bool yes = concat_runs_on_int8(sp_, node, step_output);
+      if (yes) int8_concats_.push_back(node);
+      return yes;
+    };
+    limits.int8_residuals = int8_residuals_;
     limits.refuse = [this](int node) {
       auto it = conv_step_.find(node);
       return gpu_refusal(sp_, cal_, node, it == conv_step_.end() ? nullptr : &sp_.steps[static_cast<size_t>(it->second)]);
@@ -56,12 +87,20 @@ class Int8Lowering {
     const size_t nv = regions_.values.size();  // the values before the copies are added
     for (size_t v = 0; v < nv; ++v)
       for (float s : regions_.values[v].int8_scales) add_copy(static_cast<int>(v), s);
+    for (int node : int8_concats_) place_concat_copies(node);
+    index_conv_steps();  // (steps may have gone)
     for (const Int8ConvStep& c : regions_.convs) lower_conv(c);
     for (const Int8Quantize& q : regions_.quantize) quantize_.push_back({q.value, q.scale});
     place_quantize_steps();
   }
 
  private:
+  void index_conv_steps() {
+    conv_step_.clear();
+    for (size_t i = 0; i < sp_.steps.size(); ++i)
+      if (sp_.steps[i].kind == GpuStepKind::kConv) conv_step_[sp_.steps[i].node] = static_cast<int>(i);
+  }
+
   // The int8 copy of `value` at `scale`: a value of its own (packed NHWC int8).
   void add_copy(int value, float scale) {
     Plan& plan = sp_.plan;
@@ -81,6 +120,28 @@ class Int8Lowering {
     sp_.channel_offset.push_back(-1);
     sp_.channel_pitch.push_back(channels);
     copies_[{value, scale}] = id;
+  }
+
+  // A Concat running on int8 values: each int8 copy of an input lies in its slice of the output's
+  // copy at the same scale; without an fp16 form of the output, its fp16 Concat step goes.
+  void place_concat_copies(int node) {
+    const PlanNode& pn = sp_.plan.nodes[static_cast<size_t>(node)];
+    const int y = pn.out[0];
+    for (float s : regions_.values[static_cast<size_t>(y)].int8_scales) {
+      const size_t cy = static_cast<size_t>(copy_of(y, s));
+      for (int id : pn.in) {
+        const size_t ci = static_cast<size_t>(copy_of(id, s));
+        sp_.root[ci] = static_cast<int>(cy);
+        sp_.channel_offset[ci] = sp_.channel_offset[static_cast<size_t>(id)];
+        sp_.channel_pitch[ci] = sp_.channel_pitch[cy];
+      }
+    }
+    if (regions_.values[static_cast<size_t>(y)].int8_scales.empty()) return;
+    ++sp_.int8_concats;
+    if (!regions_.values[static_cast<size_t>(y)].fp16)
+      sp_.steps.erase(std::remove_if(sp_.steps.begin(), sp_.steps.end(),
+                                     [&](const GpuStep& st) { return st.kind == GpuStepKind::kConcatNhwc && st.node == node; }),
+                      sp_.steps.end());
   }
 
   int copy_of(int value, float scale) const {
@@ -116,6 +177,8 @@ class Int8Lowering {
         s.out.push_back(copy_of(c.output, sc));
         g.out_scales.push_back(sc);
       } else {
+        YOLOCU_CHECK(sp_.root[static_cast<size_t>(copy_of(c.output, sc))] == copy_of(c.output, sc), kInternal,
+                     "INT8 lowering: ", s.label, " has a third form that lies in a Concat's int8 copy");
         quantize_.push_back({c.output, sc});
       }
     }
@@ -161,6 +224,8 @@ class Int8Lowering {
 
   GpuStepPlan& sp_;
   const Int8Calibration& cal_;
+  bool int8_residuals_;
+  std::vector<int> int8_concats_;                 // Concat nodes running on int8 values
   Int8Regions regions_;
   std::map<int, int> conv_step_;                  // Conv node -> its kConv step
   std::map<std::pair<int, float>, int> copies_;   // (value, scale) -> its int8 copy
@@ -172,7 +237,7 @@ class Int8Lowering {
 void plan_int8(GpuStepPlan& sp, const GpuStepOptions& options) {
   YOLOCU_CHECK(options.act_elem_size == 2, kInvalidArgument,
                "GPU engine: INT8 runs with fp16 activations around the INT8 convolutions (precision fp16)");
-  Int8Lowering(sp, *options.int8).run();
+  Int8Lowering(sp, *options.int8, options.int8_residuals).run();
 }
 
 }  // namespace yolocu::engine::planning
