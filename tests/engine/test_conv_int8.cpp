@@ -502,6 +502,25 @@ TEST(ConvInt8Sm90, RefusesWhatItCannotRun) {
   EXPECT_THROW(int8_sm90_run(a, 0, nullptr), Error);
 }
 
+// fp16 -> int8 of a packed tensor (the engine's Quantize steps): 16 values a thread, and a tail of
+// values one by one (pixels * channels not a multiple of 16), each equal to the host's quantisation.
+TEST(Int8Convert, QuantisePacked) {
+  YOLOCU_REQUIRE_GPU();
+  const int pixels = 1001, c = 12;  // 12012 values: 750 groups of 16 and 12 more
+  const float scale = 0.37f;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-60.f, 60.f);
+  std::vector<__half> x(static_cast<size_t>(pixels) * c);
+  for (auto& v : x) v = __float2half_rn(u(rng));
+  Dev dx(x), dq(x.size());
+  int8_quantize_run(dx.p, c, c, static_cast<int8_t*>(dq.p), c, pixels, scale, nullptr);
+  std::vector<int8_t> q(x.size());
+  ASSERT_EQ(cudaMemcpy(q.data(), dq.p, q.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) bad += q[i] != int8::quantize(__half2float(x[i]), scale);
+  EXPECT_EQ(bad, 0u);
+}
+
 // fp16 -> int8 from a pitched 20-channel slice into 32 channels (zeros past 20): random values and
 // hand-computed edge cases (ties to even, saturation, infinities, NaN); int8 -> fp16 of every int8
 // value into a pitched buffer (channels past c untouched), 4 channels per thread and 1.

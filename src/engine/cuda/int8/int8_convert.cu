@@ -1,5 +1,5 @@
 // fp16 <-> int8 activation conversion (int8_convert.hpp). Grid-stride loops over the output:
-// quantise: one thread = 4 int8 channels of one pixel (one 4-byte store; the fp16 source, maybe a
+// quantise: a packed tensor 16 values a thread; otherwise one thread = 4 int8 channels of one pixel (one 4-byte store; the fp16 source, maybe a
 // pitched channel slice, in one 8-byte load where aligned, else 2 bytes at a time); dequantise: one
 // thread = 4 channels (4-byte load, 8-byte store) where aligned, else one channel.
 #include <cuda_fp16.h>
@@ -45,6 +45,30 @@ __global__ void quantize_kernel(const __half* x, int x_pitch, int c_src, char4* 
   }
 }
 
+// Packed (x_pitch == c_src == c_dst, both 16-byte aligned): the tensor as one array, 16 values a
+// thread (two 16-byte loads, one 16-byte store); the last n % 16 values one by one.
+__global__ void quantize_flat_kernel(const __half* x, int8_t* y, int64_t n16, int64_t n, int8::Scale scale) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n16; i += stride) {
+    const uint4 a = __ldcs(reinterpret_cast<const uint4*>(x) + 2 * i);
+    const uint4 b = __ldcs(reinterpret_cast<const uint4*>(x) + 2 * i + 1);
+    const __half* h0 = reinterpret_cast<const __half*>(&a);
+    const __half* h1 = reinterpret_cast<const __half*>(&b);
+    union {
+      uint4 v;
+      int8_t q[16];
+    } out;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      out.q[e] = int8::quantize(__half2float(h0[e]), scale);
+      out.q[e + 8] = int8::quantize(__half2float(h1[e]), scale);
+    }
+    reinterpret_cast<uint4*>(y)[i] = out.v;
+  }
+  for (int64_t e = n16 * 16 + blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n; e += stride)
+    y[e] = int8::quantize(__half2float(x[e]), scale);
+}
+
 // vec: c and y_pitch multiples of 4, y 8-byte aligned: one thread = 4 channels (4-byte load, 8-byte
 // store); else one thread = one channel.
 __global__ void dequantize_kernel(const int8_t* x, int c, __half* y, int y_pitch, int64_t total, float scale,
@@ -80,6 +104,14 @@ void int8_quantize_run(const void* x, int x_pitch, int c_src, int8_t* y, int c_d
                ", pixels ", pixels, ", scale ", scale, ")");
   const int64_t total = pixels * (c_dst / 4);
   if (total == 0) return;
+  if (x_pitch == c_src && c_src == c_dst && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(y) % 16 == 0) {
+    const int64_t n = pixels * c_dst;
+    quantize_flat_kernel<<<grid_for(std::max<int64_t>(n / 16, 1)), kThreads, 0, stream>>>(
+        static_cast<const __half*>(x), y, n / 16, n, int8::make_scale(scale));
+    YOLOCU_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const bool vec = reinterpret_cast<uintptr_t>(x) % 8 == 0 && x_pitch % 4 == 0 && c_src % 4 == 0;
   quantize_kernel<<<grid_for(total), kThreads, 0, stream>>>(static_cast<const __half*>(x), x_pitch, c_src,
                                                             reinterpret_cast<char4*>(y), c_dst / 4, total,
