@@ -3,14 +3,15 @@
 # the INT8 convolution and the fp16 <-> int8 boundary kernels (src/engine/cuda/int8) against their
 # host references (test_conv_int8), the INT8 engine against the CPU's simulated INT8
 # (test_cuda_engine_int8), compute-sanitizer; with INT8_CAL (a calibration of models/yolov5n.onnx,
-# yolocu calibrate), coco128's mAP of FP16, INT8 on the GPU and simulated INT8 on the CPU, and
-# `yolocu bench` in FP16 and INT8; then
+# yolocu calibrate) or INT8_EVAL ("model.onnx=calibration.json ..."), each model's coco128 mAP in
+# FP16, INT8 on the GPU and simulated INT8 on the CPU, its engine forward in FP16 and INT8
+# (bench_cuda_engine, batch 1 and 32) and end to end (yolocu bench, batch 32); then
 # bench_conv_int8: the INT8 kernel's tiles against the FP16 tuner's choice on YOLOv5s's layers at
 # batch 1 and 32 (one table row per layer and batch; on the 1x1 layers also Hopper's fused kernels of
 # conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
 # 1x1 layers, its persistent GEMM with a plain epilogue (batch-1 outputs checked against exact sums).
 #   scripts/gpu/bundle.sh int8   here;   bash scripts/gpu/run_all.sh int8   there (carry .gpu)
-# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_CAL, INT8_BENCH_ARGS (extra
+# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_CAL, INT8_EVAL, INT8_BENCH_ARGS (extra
 # bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), INT8_SM90_ARGS (bench_conv_int8_sm90's), OUT, YOLOCU_GPU_DIR
 # (the table: docs/gpu-runs.md).
 set -uo pipefail
@@ -24,35 +25,40 @@ if run_tests test_int8_math_cuda test_conv_int8 test_cuda_engine_int8 && want_sa
 test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:Int8Convert.*
 LIST
 fi
-if [ -n "${INT8_CAL:-}" ]; then
-  d=$YOLOCU_DATA_DIR
-  m=$d/models/yolov5n.onnx
+# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration)
+evals=${INT8_EVAL:-}
+[ -n "${INT8_CAL:-}" ] && evals="$YOLOCU_DATA_DIR/models/yolov5n.onnx=$INT8_CAL $evals"
+d=$YOLOCU_DATA_DIR
+for pair in $evals; do
+  m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
   for run in "cuda fp16" "cuda int8" "cpu int8"; do
     set -- $run
-    tag=eval_$1_$2
-    step "yolocu eval --device $1 --precision $2"
-    cal=()
-    [ "$2" = int8 ] && cal=(--calibration "$INT8_CAL")
+    tag=eval_${name}_$1_$2
+    step "yolocu eval $name --device $1 --precision $2"
+    calopt=()
+    [ "$2" = int8 ] && calopt=(--calibration "$cal")
     if timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
-        --device "$1" --precision "$2" "${cal[@]}" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
+        --device "$1" --precision "$2" "${calopt[@]}" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
       row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
     else
       row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
     fi
   done
+  # the engine forward, FP16 and INT8, the same call
   for prec in fp16 int8; do
-    step "yolocu bench --precision $prec"
-    cal=()
-    [ "$prec" = int8 ] && cal=(--calibration "$INT8_CAL")
-    if timeout 300 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda --precision "$prec" "${cal[@]}" \
-        --batches 1 32 --tactic-cache none >"$out/bench_$prec.log" 2>&1; then
-      row "ok    yolocu bench --precision $prec"
-    else
-      row "FAIL  yolocu bench --precision $prec (log bench_$prec.log)"
-    fi
-    summarize 'batch|images/s|ms' "$out/bench_$prec.log"
+    calopt=()
+    [ "$prec" = int8 ] && calopt=(--calibration "$cal")
+    step "bench_cuda_engine $name --precision $prec"
+    timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 1,32 --precision "$prec" "${calopt[@]}" \
+      --tactic-cache none >"$out/engine_${name}_$prec.log" 2>&1 || row "FAIL  bench_cuda_engine $name $prec (log engine_${name}_$prec.log)"
+    summarize "^$name" "$out/engine_${name}_$prec.log"
+    # end to end: bus.jpg in host memory to boxes, batch 32
+    step "yolocu bench $name --precision $prec"
+    timeout 200 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda --precision "$prec" "${calopt[@]}" \
+      --batches 32 --tactic-cache none >"$out/bench_${name}_$prec.log" 2>&1 || row "FAIL  yolocu bench $name $prec (log bench_${name}_$prec.log)"
+    summarize '^cuda ' "$out/bench_${name}_$prec.log"
   done
-fi
+done
 bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
   local b=$1 limit=$2
   shift 2
