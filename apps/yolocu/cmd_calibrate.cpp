@@ -90,6 +90,13 @@ void print_calibration_summary(FILE* f, const Int8Calibration& c) {
     }
 }
 
+void print_int8_engine_plan(FILE* f, const Int8EnginePlan& p) {
+  std::fprintf(f, "GPU engine with --precision int8: %zu convolution(s) on INT8 kernels, %zu in float, %d int8 "
+               "copies quantised from fp16 values, %d Concat(s) on int8 values%s\n",
+               p.int8_convs.size(), p.float_convs.size(), p.quantize_steps, p.int8_concats, p.float_convs.empty() ? "" : ":");
+  for (const auto& [node, why] : p.float_convs) std::fprintf(f, "  %s: %s\n", node.c_str(), why.c_str());
+}
+
 int cmd_calibrate(int argc, char** argv) {
   // -o FILE is --output FILE (the Args parser reads --options only)
   std::vector<std::string> words(argv, argv + argc);

@@ -108,7 +108,9 @@ int cmd_inspect(int argc, char** argv) {
         "then builds the detector there and says how long that took; on the GPU also where the tactics came\n"
         "from: tuned now (a cold build) or from the tactic cache file (a warm build). The detector options of\n"
         "yolocu detect (--imgsz, --max-memory, --contexts, ...) apply to that build. --calibration FILE: what\n"
-        "an INT8 calibration of this model holds (yolocu calibrate): method, images, layers kept in float.\n");
+        "an INT8 calibration of this model holds (yolocu calibrate): method, images, layers kept in float;\n"
+        "and what the GPU engine runs with it (--precision int8): the convolutions on INT8 kernels, those\n"
+        "left in float and why, the int8 copies quantised from fp16 values.\n");
     return 0;
   }
   const std::string path = args.has("model") ? args.get("model") : (args.positional().empty() ? "" : args.positional()[0]);
@@ -168,7 +170,11 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("status:   runnable\n");
   if (args.has("calibration")) {
     std::printf("int8:     %s: ", args.get("calibration").c_str());
-    print_calibration_summary(stdout, load_int8_calibration(args.get("calibration"), file_sha256(path)));
+    const Int8Calibration cal = load_int8_calibration(args.get("calibration"), file_sha256(path));
+    print_calibration_summary(stdout, cal);
+    DetectorOptions sized;
+    read_input_size(args, sized);
+    print_int8_engine_plan(stdout, plan_int8_engine(m, cal, sized.input_height, sized.input_width));
   }
   if (args.has("device")) {
     DetectorOptions o = detector_options(args, PostprocessOptions{});

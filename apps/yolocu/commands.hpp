@@ -20,6 +20,8 @@ int cmd_track(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
 // What a calibration file holds (yolocu calibrate's summary, yolocu inspect --calibration).
 void print_calibration_summary(FILE* f, const Int8Calibration& c);
+// What the GPU engine runs in INT8 (plan_int8_engine): counts, the layers left in float and why.
+void print_int8_engine_plan(FILE* f, const Int8EnginePlan& p);
 
 class FrameStage;
 struct RunDir;

@@ -34,18 +34,6 @@ void read_postprocess(const Args& args, PostprocessOptions& p) {
   if (args.flag("multi-label")) p.multi_label = true;
 }
 
-void read_input_size(const Args& args, DetectorOptions& o) {
-  const std::vector<int> sz = args.get_int_list("imgsz");
-  if (sz.size() == 1) {
-    o.input_width = o.input_height = sz[0];
-  } else if (sz.size() == 2) {
-    o.input_height = sz[0], o.input_width = sz[1];  // detect.py: --imgsz h w
-  } else if (!sz.empty()) {
-    throw UsageError("--imgsz takes one or two values (size, or height width)");
-  }
-  if (!sz.empty() && (sz[0] <= 0 || sz.back() <= 0)) throw UsageError("--imgsz must be > 0");
-}
-
 // Whether --device names GPUs by number: "cuda:N", "cuda:N,M,..." or a bare "N".
 bool names_gpus(const std::string& dev) {
   return dev.rfind("cuda:", 0) == 0 || (!dev.empty() && std::isdigit(static_cast<unsigned char>(dev[0])));
@@ -184,6 +172,18 @@ void read_decode_limits(const Args& args, DetectorOptions& o) {
 }
 
 }  // namespace
+
+void read_input_size(const Args& args, DetectorOptions& o) {
+  const std::vector<int> sz = args.get_int_list("imgsz");
+  if (sz.size() == 1) {
+    o.input_width = o.input_height = sz[0];
+  } else if (sz.size() == 2) {
+    o.input_height = sz[0], o.input_width = sz[1];  // detect.py: --imgsz h w
+  } else if (!sz.empty()) {
+    throw UsageError("--imgsz takes one or two values (size, or height width)");
+  }
+  if (!sz.empty() && (sz[0] <= 0 || sz.back() <= 0)) throw UsageError("--imgsz must be > 0");
+}
 
 std::vector<std::string> detector_valued_options() {
   return {"model", "conf", "iou", "max-det", "classes", "imgsz", "device", "batch", "threads", "workers",

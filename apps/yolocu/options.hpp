@@ -16,6 +16,8 @@ namespace yolocu::cli {
 // `several_gpus`: --device cuda:N,M,... is accepted (video runs: one detector per GPU; the options
 // name the first), else refused.
 DetectorOptions detector_options(const Args& args, const PostprocessOptions& defaults, bool several_gpus = false);
+// --imgsz S | H W into o.input_height / o.input_width (UsageError for a bad size).
+void read_input_size(const Args& args, DetectorOptions& o);
 
 // The GPUs --device names ("cuda:0,1" -> {0, 1}, "cuda:2" -> {2}); {} for auto, cpu and cuda.
 std::vector<int> cuda_device_list(const Args& args);

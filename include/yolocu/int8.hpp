@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace yolocu {
@@ -125,5 +126,19 @@ Int8Calibration load_int8_calibration(const std::string& path, const std::string
 // its tensors in `c`, and each weight-scale count matches its output channels (names the first
 // missing one).
 void check_int8_calibration(const Int8Calibration& c, const Model& model);
+
+// What the GPU engine runs in INT8 with this calibration (its step planning alone: no GPU needed;
+// `yolocu inspect --calibration` prints it): the convolutions on the INT8 kernels, the others with
+// the reason they stay in float (the calibration's choice, the kernels' limits, the GPU plan), the
+// int8 copies quantised from fp16 values and the Concats that run on int8 values. The network input
+// at height x width (0: the model's static size, else 640). Throws what check_int8_calibration and
+// the GPU planning throw (kUnsupported for a model the GPU engine does not run).
+struct Int8EnginePlan {
+  std::vector<std::string> int8_convs;                           // node names, in order
+  std::vector<std::pair<std::string, std::string>> float_convs;  // (node, why), in order
+  int quantize_steps = 0;
+  int int8_concats = 0;
+};
+Int8EnginePlan plan_int8_engine(const Model& model, const Int8Calibration& c, int height = 0, int width = 0);
 
 }  // namespace yolocu

@@ -283,6 +283,14 @@ TEST(CalibrateCli, WritesAFileEvalAcceptsAndRefusesAnotherModel) {
             0)
       << err;
   EXPECT_NE(out.find("\"class_id\""), std::string::npos) << out;  // it detects (the image has a bowl and broccoli)
+  // inspect shows the choice: the calibration's float layers, and what the GPU engine runs in INT8
+  ASSERT_EQ(test::run_yolocu("inspect --model " + model + " --calibration " + cal, &out, &err), 0) << err;
+  EXPECT_NE(out.find("kept in float: 4 convolution(s):"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU engine with --precision int8: " + std::to_string(c.convs.size() - 4) +
+                     " convolution(s) on INT8 kernels, 4 in float"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  /model.0/conv/Conv: kept in float by the calibration"), std::string::npos) << out;
   // made for yolov5n: refused for yolov5n_dyn, naming both hashes
   EXPECT_EQ(test::run_yolocu("detect --model " + dyn + " --device cpu --precision int8 --calibration " + cal + " " + one,
                              &out, &err),

@@ -242,6 +242,25 @@ TEST(Int8Lowering, Int8Residuals) {
   EXPECT_EQ(m_cv2->residual, cv1->out[0]);
 }
 
+// The public summary (yolocu/int8.hpp, what `yolocu inspect --calibration` prints) says what the
+// engine's plan holds.
+TEST(Int8Lowering, PublicSummary) {
+  NEED_YOLOV5N(f);
+  const Int8EnginePlan p = plan_int8_engine(f->model, f->cal);
+  const GpuStepPlan sp = lower(*f, f->cal);
+  EXPECT_EQ(p.int8_convs.size(), sp.int8_convs.size());
+  EXPECT_EQ(p.int8_convs.size(), f->cal.convs.size() - 4);
+  ASSERT_EQ(p.float_convs.size(), 4u);
+  EXPECT_EQ(p.float_convs[0].first, "/model.0/conv/Conv");
+  EXPECT_EQ(p.float_convs[0].second, "kept in float by the calibration");
+  EXPECT_EQ(p.quantize_steps, 6);
+  EXPECT_EQ(p.int8_concats, 8);
+  EXPECT_EQ(std::count(p.int8_convs.begin(), p.int8_convs.end(), "/model.2/cv3/conv/Conv"), 1);
+  Int8Calibration other = f->cal;
+  other.convs.pop_back();
+  EXPECT_EQ(test::code_of([&] { plan_int8_engine(f->model, other); }), ErrorCode::kInvalidArgument);
+}
+
 TEST(Int8Lowering, FloatActivationsRefused) {
   NEED_YOLOV5N(f);
   std::string msg;
