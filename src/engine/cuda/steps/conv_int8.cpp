@@ -1,10 +1,11 @@
 // Step kConvInt8: an INT8 convolution (planning/int8_lowering.cpp) with its bias, SiLU and residual
 // fused, reading the int8 copy of its input and writing one or two forms of its output (fp16, int8
-// copies). Setup quantises the weights per output channel with the calibration's scales (KRSC
-// int8) and makes the epilogue's multipliers x_scale * w_scale[k], as the host reference does
-// (engine/quant/int8_conv_ref.hpp). Tune times every kernel that runs the layer (the mma.sync
-// tiles with split-K, Hopper's persistent 1x1 kernels) at each tuned batch size and keeps the
-// fastest; a batch size in between takes its nearest tuned size's kernel.
+// copies). Setup quantises the weights per output channel with the calibration's scales (KRSC int8)
+// and makes the epilogue's multipliers x_scale * w_scale[k], as the host reference does
+// (engine/quant/int8_conv_ref.hpp). Tune times every kernel that runs the layer (the mma.sync tiles
+// with split-K; Hopper's persistent 1x1 kernels, which write one output, so once per output) at
+// each tuned batch size and keeps the fastest; a batch size in between takes its nearest tuned
+// size's kernel.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -20,12 +21,26 @@
 namespace yolocu::cuda_engine_internal {
 namespace {
 
-// One way to run the layer: a mma.sync tile (split-K slices) or a Hopper kernel.
+// One way to run the layer: a mma.sync tile (split-K slices) or a Hopper kernel; a step with two
+// outputs runs a Hopper kernel once per output (they take one).
 struct Int8Kernel {
   bool sm90 = false;
   int index = 0;
   int split_k = 1;
 };
+
+// The same layer writing only its second output (y2 as y), for a Hopper kernel's second run.
+engine::Int8ConvArgs second_output(const engine::Int8ConvArgs& a) {
+  engine::Int8ConvArgs b = a;
+  b.y = a.y2, b.out = a.out2, b.y_scale = a.y2_scale, b.y_pitch = a.y2_pitch;
+  b.y2 = nullptr;
+  return b;
+}
+engine::Int8ConvArgs first_output(const engine::Int8ConvArgs& a) {
+  engine::Int8ConvArgs b = a;
+  b.y2 = nullptr;
+  return b;
+}
 
 // Split-K keeps its int32 partial sums in a workspace of the step's own; at most this much.
 constexpr size_t kMaxSplitWorkspace = size_t{8} << 20;
@@ -125,7 +140,7 @@ class ConvInt8Step final : public Step {
 
   int kernels(const LaunchContext& ctx) const override {
     const Int8Kernel& kn = kernels_.at(static_cast<size_t>(ctx.batch));
-    return !kn.sm90 && kn.split_k > 1 ? 2 : 1;
+    return kn.sm90 ? static_cast<int>(st_.out.size()) : kn.split_k > 1 ? 2 : 1;
   }
 
  private:
@@ -166,10 +181,19 @@ class ConvInt8Step final : public Step {
   }
 
   static void run(const engine::Int8ConvArgs& a, const Int8Kernel& kn, cudaStream_t s) {
-    if (kn.sm90)
-      engine::int8_sm90_run(a, kn.index, s);
-    else
+    if (!kn.sm90) {
       engine::int8_conv_run(a, kn.index, s);
+      return;
+    }
+    engine::int8_sm90_run(first_output(a), kn.index, s);
+    if (a.y2 != nullptr) engine::int8_sm90_run(second_output(a), kn.index, s);
+  }
+
+  static std::string unsupported(const engine::Int8ConvArgs& a, const Int8Kernel& kn) {
+    if (!kn.sm90) return engine::int8_conv_unsupported(a);
+    std::string why = engine::int8_sm90_unsupported(first_output(a), kn.index);
+    if (why.empty() && a.y2 != nullptr) why = engine::int8_sm90_unsupported(second_output(a), kn.index);
+    return why;
   }
 
   static std::string describe(const Int8Kernel& kn) {
@@ -198,8 +222,7 @@ class ConvInt8Step final : public Step {
       a.workspace_bytes = ws_bytes;
       const size_t need = int8_conv_workspace_of(a, kn);
       if (need > kMaxSplitWorkspace || (kn.split_k > 1 && need == 0)) continue;
-      const std::string why = kn.sm90 ? engine::int8_sm90_unsupported(a, kn.index) : engine::int8_conv_unsupported(a);
-      if (!why.empty()) continue;
+      if (!unsupported(a, kn).empty()) continue;
       const float ms = time_ms(a, kn, ctx.stream, e0, e1);
       if (best_ms < 0.f || ms < best_ms) {
         best_ms = ms;
