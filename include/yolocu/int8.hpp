@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,9 @@ struct Int8Calibration {
   std::vector<Int8ConvScales> convs;
   // The sensitivity pass: how many of the worst layers it kept in float (0 when it did not run).
   int sensitivity_keep = 0;
+  // Made by import_qdq_int8 from an already quantised export's Q / DQ nodes (no images; method,
+  // percentile and bins unused); not a format field (such a calibration lives with its model).
+  bool from_qdq = false;
 
   const Int8TensorScale* tensor(const std::string& name) const;
   const Int8ConvScales* conv(const std::string& node) const;
@@ -123,8 +127,8 @@ Int8Calibration parse_int8_calibration(const std::string& json_text, const std::
                                        const std::string& model_sha256 = "");
 Int8Calibration load_int8_calibration(const std::string& path, const std::string& model_sha256 = "");
 // kInvalidArgument unless every convolution of `model` with constant weights has its scales and
-// its tensors in `c`, and each weight-scale count matches its output channels (names the first
-// missing one).
+// its input tensor's scale in `c` (one kept in float needs no input scale), and each weight-scale
+// count matches its output channels (names the first missing one).
 void check_int8_calibration(const Int8Calibration& c, const Model& model);
 
 // What the GPU engine runs in INT8 with this calibration (its step planning alone: no GPU needed;
@@ -140,5 +144,23 @@ struct Int8EnginePlan {
   int int8_concats = 0;
 };
 Int8EnginePlan plan_int8_engine(const Model& model, const Int8Calibration& c, int height = 0, int width = 0);
+
+// An already quantised export (QDQ: a QAT flow's, or ONNX Runtime's quantize_static with symmetric
+// int8 activations) as the float model the GPU engine runs and the calibration its Q / DQ nodes
+// carry: their scales win (docs/int8.md). The weights' and biases' DequantizeLinear fold into float
+// initializers (the weights' scales kept per output channel); each activation's QuantizeLinear ->
+// DequantizeLinear pair goes (its scale kept). A convolution whose input had such a pair and whose
+// weights had scales is INT8 at those scales; every other convolution stays in float. Pairs in front
+// of anything but a convolution are dropped (those tensors stay float; `dropped_pairs` counts them).
+// kUnsupported naming the node for what yolocu's INT8 does not take: a zero point other than 0,
+// uint8 activations, per-channel activation scales, a Q / DQ node of another shape of graph.
+struct QdqImport {
+  std::shared_ptr<const Model> model;
+  Int8Calibration calibration;
+  int dropped_pairs = 0;
+};
+bool has_qdq_nodes(const Model& model);
+// The network input at width x height (0: the model's static size, else 640), as the engine plans it.
+QdqImport import_qdq_int8(const Model& model, int width = 0, int height = 0);
 
 }  // namespace yolocu

@@ -176,17 +176,28 @@ std::unique_ptr<Detector> create_detector(const ModelLoader& load, const Detecto
   const std::shared_ptr<const Model> model = load();
   const DetectorOptions options = with_family_defaults(*model, requested);
   if (options.precision == Precision::kInt8) check_int8_calibration(*options.int8_calibration, *model);
+  // An already quantised (QDQ) export runs on the GPU in INT8 with its own scales (import_qdq_int8);
+  // on the CPU, its graph runs as written.
+  const auto cuda_detector = [&]() {
+    if (options.int8_calibration || !has_qdq_nodes(*model)) return detail::create_cuda_detector(model, options);
+    QdqImport imported = import_qdq_int8(*model, options.input_width, options.input_height);
+    DetectorOptions o = options;
+    o.precision = Precision::kInt8;
+    o.int8_calibration = std::make_shared<const Int8Calibration>(std::move(imported.calibration));
+    return detail::create_cuda_detector(imported.model, o);
+  };
   if (options.device == Device::kCuda) {
-    auto det = detail::create_cuda_detector(model, options);
+    auto det = cuda_detector();
     YOLOCU_CHECK(det != nullptr, kInternal, "CUDA detector factory returned nothing");
     return det;
   }
   if (options.device == Device::kAuto && detail::cuda_detector_available() &&
       detail::cuda_device_usable(options.cuda_device)) {
     // Auto: the GPU when it runs this model; a model the GPU detector does not support (another
-    // task, an unsupported op) runs on the CPU instead.
+    // task, an unsupported op, a QDQ export in a scheme yolocu's INT8 does not take) runs on the
+    // CPU instead.
     try {
-      auto det = detail::create_cuda_detector(model, options);
+      auto det = cuda_detector();
       if (det) return det;
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kUnsupported) throw;

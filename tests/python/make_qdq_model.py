@@ -3,8 +3,11 @@ and per-channel int8 weights, MinMax calibration on a few images), then runs the
 Runtime (graph optimisations off: every Q / DQ node as written) on one more image: yolocu's CPU
 engine must give the same outputs (tests/engine/test_qdq_model.cpp).
 
-usage: make_qdq_model.py MODEL.onnx IMAGES_DIR OUT_DIR [N_CALIBRATION]
+usage: make_qdq_model.py MODEL.onnx IMAGES_DIR OUT_DIR [N_CALIBRATION [symmetric|symmetric-conv]]
 Writes OUT_DIR/{model_qdq.onnx, input.npy, output.npy, output_float.npy (the float model's)}.
+`symmetric`: activations quantised symmetrically too (zero points 0, as QAT flows export them;
+ONNX Runtime's default gives them zero points); `symmetric-conv`: the same, and only the
+convolutions quantised (their inputs and weights: yolocu's own INT8 scheme).
 """
 import os
 import sys
@@ -35,6 +38,11 @@ class Reader(CalibrationDataReader):
 def main() -> int:
     model, images, out = sys.argv[1], sys.argv[2], sys.argv[3]
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    mode = sys.argv[5] if len(sys.argv) > 5 else ""
+    extra = {"ActivationSymmetric": True, "WeightSymmetric": True} if mode.startswith("symmetric") else {}
+    ops = ["Conv"] if mode == "symmetric-conv" else None
+    if ops:  # the convolutions' inputs alone, not their outputs
+        extra["OpTypesToExcludeOutputQuantization"] = ops
     os.makedirs(out, exist_ok=True)
     m = onnx.load(model)
     opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
@@ -48,7 +56,8 @@ def main() -> int:
     arrays = [load(os.path.join(images, f), size) for f in files]
     qdq = os.path.join(out, "model_qdq.onnx")
     quantize_static(model, qdq, Reader(inp.name, arrays[:n]), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True)
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
+                    op_types_to_quantize=ops, extra_options=extra)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])

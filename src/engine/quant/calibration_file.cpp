@@ -179,8 +179,8 @@ void check_int8_calibration(const Int8Calibration& c, const Model& model) {
     YOLOCU_CHECK(!w.shape().empty() && static_cast<int64_t>(k->weight_scales.size()) == w.shape()[0], kInvalidArgument,
                  "the INT8 calibration has ", k->weight_scales.size(), " weight scales for ", n.describe(), ", which has ",
                  w.shape().empty() ? 0 : w.shape()[0], " output channels");
-    YOLOCU_CHECK(c.tensor(k->input), kInvalidArgument, "the INT8 calibration has no scale for '", k->input, "', the input of ",
-                 n.describe());
+    YOLOCU_CHECK(k->keep_float || c.tensor(k->input), kInvalidArgument, "the INT8 calibration has no scale for '",
+                 k->input, "', the input of ", n.describe());
   }
 }
 
