@@ -45,8 +45,8 @@ struct CudaEngineOptions {
   std::shared_ptr<const Int8Calibration> int8_calibration;  // kInt8: required (yolocu calibrate makes one)
   // kInt8: an INT8 convolution adds its residual from its fp16 value (its producer writes that form
   // beside the int8 copy the bottleneck reads), as simulated INT8 adds it in float; true: from the
-  // value's int8 copy, one output fewer for the producer but a quantisation more (on yolov5n,
-  // coco128 mAP50-95 0.0045 lower: docs/int8.md).
+  // value's int8 copy, one output fewer for the producer but one quantisation more (what that costs
+  // in mAP: docs/int8.md).
   bool int8_residuals = false;
   int max_batch = 1;
   int height = 0, width = 0;                  // 0 = the model's static size, else 640
