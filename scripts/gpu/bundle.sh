@@ -199,6 +199,15 @@ case "$part" in
             # calibrated on coco128's first image), coco128 for `yolocu eval --precision int8`
     copy models/yolov5n.onnx; slim_npz bus input; slim_npz zidane input; copy coco128; copy coco.names
     mkdir -p $g/data/images && cp "$data/images/bus.jpg" $g/data/images/
+    # an already quantised export in yolocu's scheme (ONNX Runtime's quantize_static, symmetric, the
+    # convolutions alone): the GPU imports its scales (docs/int8.md)
+    if "$root/.venv/bin/python" tests/python/make_qdq_model.py "$data/models/yolov5n.onnx" "$data/coco128/images/train2017" \
+        "$g/qdq" 8 symmetric-conv >/dev/null 2>&1; then
+      mkdir -p $g/data/qdq && mv "$g/qdq/model_qdq.onnx" $g/data/qdq/yolov5n_qdq.onnx
+    else
+      echo "[bundle] WARNING: no QDQ export (tests/python/make_qdq_model.py failed): the QDQ eval will not run"
+    fi
+    rm -rf "$g/qdq"
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
     mkdir -p $g/fuzz-onnx

@@ -5,7 +5,8 @@
 # (test_cuda_engine_int8), compute-sanitizer; with INT8_CAL (a calibration of models/yolov5n.onnx,
 # yolocu calibrate) or INT8_EVAL ("model.onnx=calibration.json ..."), each model's coco128 mAP in
 # FP16, INT8 on the GPU and simulated INT8 on the CPU, its engine forward in FP16 and INT8
-# (bench_cuda_engine, batch 1 and 32) and end to end (yolocu bench, batch 32); then
+# (bench_cuda_engine, batch 1 and 32) and end to end (yolocu bench, batch 32); a QDQ export's mAP on
+# the GPU (its scales imported) and on the CPU (its graph as written); then
 # bench_conv_int8: the INT8 kernel's tiles against the FP16 tuner's choice on YOLOv5s's layers at
 # batch 1 and 32 (one table row per layer and batch; on the 1x1 layers also Hopper's fused kernels of
 # conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
@@ -59,6 +60,20 @@ for pair in $evals; do
     summarize '^cuda ' "$out/bench_${name}_$prec.log"
   done
 done
+# an already quantised export (bundle.sh's yolov5n_qdq.onnx): on the GPU with its own scales, and
+# on the CPU as its graph says
+if [ -f "$d/qdq/yolov5n_qdq.onnx" ]; then
+  for dev in cuda cpu; do
+    tag=eval_yolov5n_qdq_$dev
+    step "yolocu eval yolov5n_qdq --device $dev"
+    if timeout 300 "$bin/yolocu" eval --model "$d/qdq/yolov5n_qdq.onnx" --images "$d/coco128/images/train2017" \
+        --labels "$d/coco128/labels/train2017" --device "$dev" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
+      row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
+    else
+      row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
+    fi
+  done
+fi
 bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
   local b=$1 limit=$2
   shift 2
