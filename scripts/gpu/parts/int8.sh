@@ -33,13 +33,13 @@ d=$YOLOCU_DATA_DIR
 for pair in $evals; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
   for run in "cuda fp16" "cuda int8" "cpu int8"; do
-    set -- $run
-    tag=eval_${name}_$1_$2
-    step "yolocu eval $name --device $1 --precision $2"
+    read -r dev prec <<<"$run"
+    tag=eval_${name}_${dev}_$prec
+    step "yolocu eval $name --device $dev --precision $prec"
     calopt=()
-    [ "$2" = int8 ] && calopt=(--calibration "$cal")
+    [ "$prec" = int8 ] && calopt=(--calibration "$cal")
     if timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
-        --device "$1" --precision "$2" "${calopt[@]}" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
+        --device "$dev" --precision "$prec" "${calopt[@]}" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
       row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
     else
       row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
