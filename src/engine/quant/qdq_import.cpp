@@ -117,10 +117,11 @@ class QdqImporter {
     for (size_t i = 0; i < m_.graph.nodes.size(); ++i) {
       const Node& q = m_.graph.nodes[i];
       if (!is_q(q)) continue;
-      const Tensor& zt = q.inputs.size() > 2 && !q.inputs[2].empty() ? initializer(q, 2, "zero point") : Tensor();
-      YOLOCU_CHECK(q.inputs.size() < 3 || q.inputs[2].empty() || zt.dtype() == DType::kInt8, kUnsupported,
-                   "QDQ import: ", q.describe(), " quantises to ", dtype_name(zt.dtype()),
-                   " (yolocu's INT8 activations are int8)");
+      if (q.inputs.size() > 2 && !q.inputs[2].empty()) {
+        const DType zt = initializer(q, 2, "zero point").dtype();
+        YOLOCU_CHECK(zt == DType::kInt8, kUnsupported, "QDQ import: ", q.describe(), " quantises to ", dtype_name(zt),
+                     " (yolocu's INT8 activations are int8)");
+      }
       const std::vector<float> s = scales(q);
       YOLOCU_CHECK(s.size() == 1, kUnsupported, "QDQ import: ", q.describe(),
                    ": per-channel activation scales (yolocu's are per tensor)");

@@ -85,8 +85,10 @@ class Int8Lowering {
     regions_ = plan_int8_regions(sp_.plan, cal_, limits);
     sp_.int8_float_convs = regions_.float_convs;
     const size_t nv = regions_.values.size();  // the values before the copies are added
-    for (size_t v = 0; v < nv; ++v)
-      for (float s : regions_.values[v].int8_scales) add_copy(static_cast<int>(v), s);
+    for (size_t v = 0; v < nv; ++v) {
+      const std::vector<float>& scales = regions_.values[v].int8_scales;
+      for (size_t i = 0; i < scales.size(); ++i) add_copy(static_cast<int>(v), scales[i], i);
+    }
     for (int node : int8_concats_) place_concat_copies(node);
     index_conv_steps();  // (steps may have gone)
     for (const Int8ConvStep& c : regions_.convs) lower_conv(c);
@@ -101,12 +103,10 @@ class Int8Lowering {
       if (sp_.steps[i].kind == GpuStepKind::kConv) conv_step_[sp_.steps[i].node] = static_cast<int>(i);
   }
 
-  // The int8 copy of `value` at `scale`: a value of its own (packed NHWC int8).
-  void add_copy(int value, float scale) {
+  // The int8 copy of `value` at `scale`, its n-th: a value of its own (packed NHWC int8).
+  void add_copy(int value, float scale, size_t n) {
     Plan& plan = sp_.plan;
     PlanValue pv = plan.values[static_cast<size_t>(value)];
-    const int n = static_cast<int>(std::count_if(copies_.begin(), copies_.end(),
-                                                 [&](const auto& c) { return c.first.first == value; }));
     pv.name += ":int8" + (n > 0 ? ":" + std::to_string(n) : std::string());
     pv.dtype = DType::kInt8;
     pv.graph_output = pv.graph_input = false;

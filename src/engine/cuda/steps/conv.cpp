@@ -1,6 +1,6 @@
 // Step kConv: a convolution with its fused bias, SiLU and residual, NHWC -> NHWC, through the
 // tactic the tuner chose for its layer and the batch size (tactics/). Setup makes the layer
-// (engine::ConvProblem at max_batch) and its device weights: OIHW -> KRSC in the activation dtype,
+// (engine::ConvProblem at max_batch; conv_layer.hpp, which the INT8 step shares) and its device weights: OIHW -> KRSC in the activation dtype,
 // output channels padded with zeros to the value's pitch; the space-to-depth stem's weights
 // regrouped as a 3x3 filter; float32 biases (and fp16 copies for the cutlass family).
 #include <algorithm>
@@ -8,13 +8,11 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
-#include "engine/cuda/steps/step.hpp"
+#include "engine/cuda/steps/conv_layer.hpp"
 
 namespace yolocu::cuda_engine_internal {
-namespace {
 
-// The layer's problem at max_batch from its node and weights (`w` OIHW float32).
-ConvInfo make_layer(const SetupContext& ctx, const engine::GpuStep& st, const Tensor& w) {
+ConvInfo make_conv_layer(const SetupContext& ctx, const engine::GpuStep& st, const Tensor& w) {
   const Node& n = ctx.node(st).node;
   ConvInfo ci;
   ci.name = n.name;
@@ -78,9 +76,6 @@ ConvInfo make_layer(const SetupContext& ctx, const engine::GpuStep& st, const Te
   return ci;
 }
 
-// Weights OIHW -> KRSC, output channels padded to p.k with zeros. The space-to-depth stem (p
-// becomes its 3x3 stride-1 problem on kStemChannels channels): W'[o, a, b, ch * 4 + dy * 2 + dx] =
-// W[o, ch, 2a + dy, 2b + dx] (the sums of the 6x6 stride-2 convolution, regrouped).
 std::vector<float> krsc_weights(const Tensor& w, bool s2d, int in_h, int in_w, engine::ConvProblem& p) {
   const float* src = w.data_as<float>();
   const int k = static_cast<int>(w.dim(0)), cg = static_cast<int>(w.dim(1));
@@ -113,19 +108,14 @@ std::vector<float> krsc_weights(const Tensor& w, bool s2d, int in_h, int in_w, e
   return krsc;
 }
 
+namespace {
+
 // Host floats -> a device buffer in fp16 (half) or float32.
 DeviceMem upload(const SetupContext& ctx, const std::vector<float>& v, bool half, const char* what) {
-  const size_t cnt = v.size(), es = half ? 2 : 4;
-  DeviceMem m = ctx.alloc(cnt * es, what);
-  if (half) {
-    std::vector<uint16_t> h(cnt);
-    for (size_t j = 0; j < cnt; ++j) h[j] = float_to_half(v[j]);
-    YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), h.data(), cnt * 2, cudaMemcpyHostToDevice));
-  } else {
-    YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), v.data(), cnt * 4, cudaMemcpyHostToDevice));
-  }
-  ctx.stats.weight_bytes += cnt * es;
-  return m;
+  if (!half) return ctx.upload(v.data(), v.size() * sizeof(float), what);
+  std::vector<uint16_t> h(v.size());
+  for (size_t j = 0; j < v.size(); ++j) h[j] = float_to_half(v[j]);
+  return ctx.upload(h.data(), h.size() * sizeof(uint16_t), what);
 }
 
 class ConvStep final : public Step {
@@ -135,7 +125,7 @@ class ConvStep final : public Step {
   void setup(SetupContext& ctx) override {
     const Node& n = ctx.node(st_).node;
     const Tensor& w = ctx.val(st_.in[1]).value;
-    ConvInfo ci = make_layer(ctx, st_, w);
+    ConvInfo ci = make_conv_layer(ctx, st_, w);
     ci.step = ctx.step;
     engine::ConvProblem& p = ci.pb;
     const int k = static_cast<int>(w.dim(0)), cg = static_cast<int>(w.dim(1));

@@ -1,7 +1,8 @@
 // Step kConvInt8: an INT8 convolution (planning/int8_lowering.cpp) with its bias, SiLU and residual
 // fused, reading the int8 copy of its input and writing one or two forms of its output (fp16, int8
-// copies). Setup quantises the weights per output channel with the calibration's scales (KRSC int8)
-// and makes the epilogue's multipliers x_scale * w_scale[k], as the host reference does
+// copies). Setup makes the layer as the Conv step does (conv_layer.hpp), quantises the weights per
+// output channel with the calibration's scales (KRSC int8) and makes the epilogue's multipliers
+// x_scale * w_scale[k], as the host reference does
 // (engine/quant/int8_conv_ref.hpp). Tune times every kernel that runs the layer (the mma.sync tiles
 // with split-K; Hopper's persistent 1x1 kernels, which write one output, so once per output) at
 // each tuned batch size and keeps the fastest; a batch size in between takes its nearest tuned
@@ -14,7 +15,7 @@
 #include "core/cuda_check.hpp"
 #include "engine/cuda/int8/conv_int8_kernel.hpp"
 #include "engine/cuda/int8/conv_int8_sm90.hpp"
-#include "engine/cuda/steps/step.hpp"
+#include "engine/cuda/steps/conv_layer.hpp"
 #include "engine/cuda/tactics/batch_sizes.hpp"
 #include "engine/quant/int8_conv_ref.hpp"
 
@@ -53,60 +54,35 @@ class ConvInt8Step final : public Step {
     const Node& n = ctx.node(st_).node;
     const engine::GpuInt8Conv& g = ctx.sp.int8_convs[static_cast<size_t>(st_.int8)];
     const Tensor& w = ctx.val(st_.in[1]).value;
-    YOLOCU_CHECK(ctx.half && w.rank() == 4 && w.dtype() == DType::kFloat32 && n.attr_int("group", 1) == 1, kUnsupported,
-                 n.describe(), ": INT8 runs ungrouped 2-D convolutions with float weights on an fp16 engine");
-    const int k = static_cast<int>(w.dim(0)), c = static_cast<int>(w.dim(1));
-    const int r = static_cast<int>(w.dim(2)), s = static_cast<int>(w.dim(3));
+    ConvInfo ci = make_conv_layer(ctx, st_, w);
+    engine::ConvProblem& p = ci.pb;
+    const int k = static_cast<int>(w.dim(0));
+    YOLOCU_CHECK(ctx.half && p.group == 1 && p.k == k && p.xp == 0 && p.rp == 0, kUnsupported, n.describe(),
+                 ": INT8 runs ungrouped convolutions on an fp16 engine, with packed inputs and residuals");
     YOLOCU_CHECK(static_cast<int>(g.w_scales.size()) == k, kInvalidArgument, n.describe(), ": the calibration has ",
                  g.w_scales.size(), " weight scales for ", k, " output channels");
-    const Shape& xs = ctx.val(st_.in[0]).shape;
-    const Shape& ys = ctx.val(st_.out[0]).shape;
-    const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
-    const auto str = n.attr_ints("strides", {1, 1});
-    const auto dil = n.attr_ints("dilations", {1, 1});
-    a_.c = c;
-    a_.h = static_cast<int>(xs[2]);
-    a_.w_ = static_cast<int>(xs[3]);
-    a_.k = k;
-    a_.r = r;
-    a_.s = s;
-    a_.p = static_cast<int>(ys[2]);
-    a_.q = static_cast<int>(ys[3]);
-    a_.pad_h = static_cast<int>(pads[0]);
-    a_.pad_w = static_cast<int>(pads[1]);
-    a_.str_h = static_cast<int>(str[0]);
-    a_.str_w = static_cast<int>(str[1]);
-    a_.dil_h = static_cast<int>(dil[0]);
-    a_.dil_w = static_cast<int>(dil[1]);
+    a_.c = p.c, a_.h = p.h, a_.w_ = p.w, a_.k = p.k, a_.r = p.r, a_.s = p.s, a_.p = p.p, a_.q = p.q;
+    a_.pad_h = p.pad_h, a_.pad_w = p.pad_w, a_.str_h = p.str_h, a_.str_w = p.str_w, a_.dil_h = p.dil_h, a_.dil_w = p.dil_w;
     a_.silu = st_.silu;
-    YOLOCU_CHECK(xs[1] == c, kInternal, n.describe(), ": its int8 input has ", xs[1], " channels, weights ", c);
-    // weights: per output channel [C, R, S] quantised, then KRSC
-    const std::vector<int8_t> q = engine::quant::quantize_weights(w.data_as<float>(), k, int64_t{c} * r * s, g.w_scales);
-    std::vector<int8_t> krsc(q.size());
-    for (int o = 0; o < k; ++o)
-      for (int ci = 0; ci < c; ++ci)
-        for (int y = 0; y < r; ++y)
-          for (int x = 0; x < s; ++x)
-            krsc[((static_cast<size_t>(o) * r + y) * s + x) * c + ci] = q[((static_cast<size_t>(o) * c + ci) * r + y) * s + x];
-    d_w_ = upload(ctx, krsc.data(), krsc.size(), "INT8 weights");
+    // weights: KRSC, then quantised per output channel (each channel's R x S x C values contiguous)
+    const std::vector<float> krsc = krsc_weights(w, false, 0, 0, p);
+    const std::vector<int8_t> q = engine::quant::quantize_weights(krsc.data(), k, int64_t{p.r} * p.s * p.c, g.w_scales);
+    d_w_ = ctx.upload(q.data(), q.size(), "INT8 weights");
     const std::vector<float> mult = engine::quant::int8_multipliers(g.x_scale, g.w_scales);
-    d_scale_ = upload(ctx, mult.data(), mult.size() * sizeof(float), "INT8 multipliers");
-    if (st_.in[2] >= 0) {
+    d_scale_ = ctx.upload(mult.data(), mult.size() * sizeof(float), "INT8 multipliers");
+    if (p.bias) {
       const Tensor& b = ctx.val(st_.in[2]).value;
       YOLOCU_CHECK(b.dtype() == DType::kFloat32 && b.numel() == k, kInvalidArgument, n.describe(), ": bias has ",
                    b.numel(), " elements, expected ", k);
-      d_bias_ = upload(ctx, b.data_as<float>(), static_cast<size_t>(k) * sizeof(float), "bias");
+      d_bias_ = ctx.upload(b.data_as<float>(), static_cast<size_t>(k) * sizeof(float), "bias");
     }
-    if (st_.residual >= 0) {
+    if (p.residual) {
       a_.residual_type = g.residual_scale > 0.f ? engine::Int8Residual::kInt8 : engine::Int8Residual::kHalf;
       a_.residual_scale = g.residual_scale > 0.f ? g.residual_scale : 1.f;
-      YOLOCU_CHECK(ctx.sp.channel_pitch[static_cast<size_t>(st_.residual)] == k &&
-                       ctx.sp.channel_offset[static_cast<size_t>(st_.residual)] < 0,
-                   kInternal, n.describe(), ": its residual is not a packed tensor of its output's channels");
     }
     set_output(ctx, 0, a_.out, a_.y_scale, a_.y_pitch);
     if (st_.out.size() > 1) set_output(ctx, 1, a_.out2, a_.y2_scale, a_.y2_pitch);
-    ctx.stats.conv_flops_per_image += 2.0 * k * c * r * s * static_cast<double>(ys[2] * ys[3]);
+    ctx.stats.conv_flops_per_image += 2.0 * k * p.c * p.r * p.s * static_cast<double>(p.p * p.q);
     ++ctx.stats.int8_convs;
   }
 
@@ -118,9 +94,12 @@ class ConvInt8Step final : public Step {
       Int8Kernel& kb = chosen[static_cast<size_t>(b)];
       if (std::find(ctx.tuned.begin(), ctx.tuned.end(), b) == ctx.tuned.end())
         kb = chosen[static_cast<size_t>(engine::nearest_tuned(b, ctx.tuned))];
-      engine::Int8ConvArgs a = args(ctx.values, b, kb);
-      if (int8_conv_workspace_of(a, kb) > kMaxSplitWorkspace) kb.split_k = 1;  // a larger batch than its tuned size
-      ws = std::max(ws, int8_conv_workspace_of(args(ctx.values, b, kb), kb));
+      size_t need = int8_conv_workspace_of(args(ctx.values, b, kb), kb);
+      if (need > kMaxSplitWorkspace) {  // a larger batch than its tuned size
+        kb.split_k = 1;
+        need = 0;
+      }
+      ws = std::max(ws, need);
     }
     kernels_ = std::move(chosen);
     if (ws > 0) workspace_ = ctx.alloc(ws, "INT8 split-K workspace");
@@ -144,13 +123,6 @@ class ConvInt8Step final : public Step {
   }
 
  private:
-  static DeviceMem upload(const SetupContext& ctx, const void* data, size_t bytes, const char* what) {
-    DeviceMem m = ctx.alloc(bytes, what);
-    YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), data, bytes, cudaMemcpyHostToDevice));
-    ctx.stats.weight_bytes += bytes;
-    return m;
-  }
-
   // Output `i` of the step: fp16 (written with its buffer's pixel pitch: a Concat's slice) or an
   // int8 copy at its scale (packed).
   void set_output(const SetupContext& ctx, size_t i, engine::Int8Out& out, float& scale, int& pitch) const {

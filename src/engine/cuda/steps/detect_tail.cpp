@@ -24,9 +24,7 @@ class DetectTailStep final : public Step {
     for (const engine::DetectLevel& L : ctx.sp.heads[static_cast<size_t>(st_.head)].levels) {
       std::vector<float> t;
       engine::tail::tables_of(L, &t);
-      DeviceMem m = ctx.alloc(t.size() * sizeof(float), "Detect tail tables");
-      YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
-      ctx.stats.weight_bytes += t.size() * sizeof(float);
+      DeviceMem m = ctx.upload(t.data(), t.size() * sizeof(float), "Detect tail tables");
       levels_.push_back(engine::tail::level_from(L, static_cast<const float*>(m.get())));
       levels_.back().pitch = ctx.sp.channel_pitch[static_cast<size_t>(st_.in[levels_.size() - 1])];
       tables_.push_back(std::move(m));

@@ -1,9 +1,10 @@
 // The step registry: the factory of every engine::GpuStepKind (step_kinds.def), each defined in its
-// own file here.
+// own file here; and SetupContext's upload, which the steps share.
 #include <iterator>
 #include <memory>
 
 #include "core/check.hpp"
+#include "core/cuda_check.hpp"
 #include "engine/cuda/steps/step.hpp"
 
 namespace yolocu::cuda_engine_internal {
@@ -31,6 +32,13 @@ constexpr Entry kRegistry[] = {
 };
 
 }  // namespace
+
+DeviceMem SetupContext::upload(const void* data, size_t bytes, const char* what) const {
+  DeviceMem m = alloc(bytes, what);
+  YOLOCU_CUDA_CHECK(cudaMemcpy(m.get(), data, bytes, cudaMemcpyHostToDevice));
+  stats.weight_bytes += bytes;
+  return m;
+}
 
 std::unique_ptr<Step> make_step(const GpuStep& st) {
   for (const Entry& e : kRegistry)

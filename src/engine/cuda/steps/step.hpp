@@ -49,6 +49,8 @@ struct SetupContext {
   bool multi_batch() const { return options.max_batch > 1; }
   DeviceMem alloc(size_t bytes, const char* what) const { return device_alloc(bytes, what, budget); }
   void upload_const(int id) const { values.upload_const(id, budget, stats); }
+  // A device copy of `bytes` host bytes (weights, tables), counted in stats.weight_bytes.
+  DeviceMem upload(const void* data, size_t bytes, const char* what) const;
 };
 
 // The engine as a step sees it when it launches: the buffers, the batch size, the convolutions'
