@@ -11,8 +11,9 @@
 //     .5 boundary) on at most 1% of the outputs, fp16 within 2^-9 relative + 1e-3 absolute; this
 //     is what catches a wrong formula in int8_math.hpp itself.
 // Split-K gives the same results. Output channels between k and the pitch are never written;
-// refused shapes are named. The same checks run Hopper's 1x1 path (conv_int8_sm90.hpp: CUTLASS's
-// persistent GEMM with the epilogue fused) on the shapes it takes.
+// refused shapes are named. The same checks run Hopper's kernels (conv_int8_sm90.hpp: 1x1 layers on
+// CUTLASS's persistent GEMM, any filter on its im2col mainloop in yolocu's persistent kernel, the
+// epilogue fused) on the shapes they take.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -169,6 +170,13 @@ std::vector<Runner> sm90_kernels() {
   std::vector<Runner> r;
   for (int k = 0; k < static_cast<int>(int8_sm90_kernels().size()); ++k)
     r.push_back({int8_sm90_kernels()[static_cast<size_t>(k)], [k](const Int8ConvArgs& a) { int8_sm90_run(a, k, nullptr); }});
+  return r;
+}
+// Hopper's im2col kernels alone (the sm90 kernels whose id says so).
+std::vector<Runner> im2col_kernels() {
+  std::vector<Runner> r;
+  for (Runner& k : sm90_kernels())
+    if (k.id.find("im2col") != std::string::npos) r.push_back(std::move(k));
   return r;
 }
 
@@ -455,25 +463,49 @@ TEST(ConvInt8, PadsWeightChannelsWithZeros) {
   EXPECT_THROW(int8_pad_krsc(w.data(), 2, 1, 1, 3, 2), Error);
 }
 
-// Hopper's 1x1 path: bias and SiLU on or off, int8 and fp16 outputs, pitched outputs, pixel counts
-// that leave partial tiles (31 x 29), and a yolov5s-sized layer; exactly the host's results.
-TEST(ConvInt8Sm90, PointwiseLayers) {
-  YOLOCU_REQUIRE_GPU();
-  if (int8_sm90_kernels().empty()) GTEST_SKIP() << "this build has no sm90 INT8 kernels (CUTLASS 3.5+ not found)";
+// Why the sm90 tests cannot run here (no kernels in this build, not a Hopper GPU), or "".
+std::string sm90_skip_reason() {
+  if (int8_sm90_kernels().empty()) return "this build has no sm90 INT8 kernels (CUTLASS 3.5+ not found)";
   Int8ConvArgs probe;
   probe.n = probe.h = probe.w_ = probe.p = probe.q = 1, probe.c = probe.k = 16;
   alignas(16) static int8_t buf[16];
   alignas(16) static float scale[16];
   probe.x = probe.w = buf, probe.y = buf, probe.scale = scale;
   const std::string why = int8_sm90_unsupported(probe, 0);
-  if (why.find("sm_90") != std::string::npos) GTEST_SKIP() << why;
-  ASSERT_EQ(why, "");
+  if (why.find("sm_90") != std::string::npos) return why;
+  EXPECT_EQ(why, "") << "a 1x1 probe the sm90 kernels should take";
+  return {};
+}
+
+// Hopper's 1x1 path: bias and SiLU on or off, int8 and fp16 outputs, pitched outputs, pixel counts
+// that leave partial tiles (31 x 29), and a yolov5s-sized layer; exactly the host's results.
+TEST(ConvInt8Sm90, PointwiseLayers) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string why = sm90_skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
   const std::vector<Runner> k = sm90_kernels();
   check_shape({1, 32, 40, 40, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, 21, k);
   check_shape({2, 48, 31, 29, 32, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8, 48}, 22, k);
   check_shape({4, 256, 20, 20, 128, 1, 1, 0, false, false, Int8Residual::kNone, Int8Out::kHalf}, 23, k);
   check_shape({1, 128, 20, 20, 256, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kHalf, 264}, 24, k);
   check_shape({2, 64, 80, 80, 64, 1, 1, 0, true, false, Int8Residual::kNone, Int8Out::kInt8}, 25, k);
+}
+
+// Hopper's im2col path: 3x3 stride 1 and 2 with padding, partial tiles, an fp16 residual, pitched
+// outputs, the 6x6 stride-2 stem; exactly the host's results. (PointwiseLayers runs it on 1x1.)
+TEST(ConvInt8Sm90, Im2colLayers) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string why = sm90_skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::vector<Runner> k = im2col_kernels();
+  ASSERT_FALSE(k.empty());
+  check_shape({4, 64, 20, 20, 64, 3, 1, 1, true, true, Int8Residual::kHalf, Int8Out::kInt8}, 31, k);
+  check_shape({1, 16, 23, 27, 32, 3, 1, 1, true, true, Int8Residual::kHalf, Int8Out::kHalf}, 32, k);
+  check_shape({1, 32, 80, 80, 64, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kHalf}, 33, k);
+  check_shape({4, 64, 41, 39, 128, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kInt8}, 34, k);
+  check_shape({2, 128, 20, 20, 128, 3, 1, 1, true, true, Int8Residual::kNone, Int8Out::kInt8, 256}, 35, k);
+  check_shape({1, 256, 20, 20, 256, 3, 1, 1, false, false, Int8Residual::kNone, Int8Out::kHalf}, 36, k);
+  check_shape({1, 16, 64, 64, 32, 6, 2, 2, true, true, Int8Residual::kNone, Int8Out::kInt8}, 37, k);
 }
 
 TEST(ConvInt8Sm90, RefusesWhatItCannotRun) {
@@ -486,7 +518,19 @@ TEST(ConvInt8Sm90, RefusesWhatItCannotRun) {
     EXPECT_THROW(int8_sm90_run(a, 0, nullptr), Error);
     return;
   }
-  EXPECT_NE(int8_sm90_unsupported(a, 7).find("no kernel"), std::string::npos);
+  const int kernels = static_cast<int>(int8_sm90_kernels().size());
+  EXPECT_NE(int8_sm90_unsupported(a, kernels).find("no kernel"), std::string::npos);
+  int im2col = 0;  // the first im2col kernel
+  while (im2col < kernels && int8_sm90_kernels()[static_cast<size_t>(im2col)].find("im2col") == std::string::npos) ++im2col;
+  ASSERT_LT(im2col, kernels) << "no im2col kernel listed";
+  a.r = a.s = 3, a.pad_h = a.pad_w = 1, a.residual = buf, a.residual_type = Int8Residual::kInt8, a.silu = true;
+  EXPECT_NE(int8_sm90_unsupported(a, im2col).find("int8 residual"), std::string::npos);
+  a.residual_type = Int8Residual::kHalf, a.silu = false;
+  EXPECT_NE(int8_sm90_unsupported(a, im2col).find("after SiLU"), std::string::npos);
+  a.residual_type = Int8Residual::kNone, a.residual = nullptr;
+  a.pad_h = a.pad_w = 300, a.p = a.q = 606;  // beyond TMA im2col's padding
+  EXPECT_NE(int8_sm90_unsupported(a, im2col).find("cannot run this problem"), std::string::npos);
+  a.p = a.q = 8, a.r = a.s = 1, a.pad_h = a.pad_w = 0;
   a.r = a.s = 3, a.pad_h = a.pad_w = 1;
   EXPECT_NE(int8_sm90_unsupported(a, 0).find("1x1"), std::string::npos);
   a.r = a.s = 1, a.pad_h = a.pad_w = 0, a.residual_type = Int8Residual::kInt8, a.residual = buf;

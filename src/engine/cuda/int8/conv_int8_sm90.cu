@@ -18,8 +18,10 @@
 
 #include "core/check.hpp"
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "engine/cuda/int8/conv_int8_sm90_im2col.hpp"
 #include "engine/cuda/int8/int8_gemm_sm90_types.cuh"
 #include "engine/cuda/int8/int8_math.hpp"
+#include "engine/cuda/int8/sm90_conv_epilogue.cuh"
 #include "engine/cuda/int8/sm90_resident_row.cuh"
 
 namespace yolocu::engine {
@@ -28,52 +30,6 @@ namespace {
 using namespace cute;
 using namespace sm90;
 
-struct EpilogueArgs {
-  int8::Scale y_scale;  // int8 output
-};
-
-// The epilogue node (Sm90Compute's ComputeFn): A is cutlass::Array<float, N> (acc converted by
-// round-to-nearest, exact below 2^24 as int8_math.hpp's i2f), scale[k] and bias[k] (0 without a
-// bias). Int8 outputs leave the node as int8_math.hpp's v / y_scale, and the node's conversion to
-// int8 (CUTLASS's round-to-nearest: cvt.rni to int32, then a saturating pack) completes
-// quantize_value (round half to even, saturate, NaN -> 0) in its own instructions; fp16 outputs
-// leave as the value, converted by round-to-nearest. SiLU is a template argument: as a run-time
-// switch it was a branch per element, with the SiLU code inline beside the plain one, on which the
-// kernel without SiLU stalled (branches, instruction fetch).
-template <bool kInt8Out, bool kSilu>
-struct ConvEpilogue {
-  template <class T>
-  struct Fn {
-    using Arguments = EpilogueArgs;
-    template <class A>
-    CUTLASS_DEVICE A operator()(A const& acc, A const& scale, A const& bias,
-                                Arguments const& args) const {
-      A out;
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < A::kElements; ++i) {
-        float v = int8::fma_rn(acc[i], scale[i], bias[i]);
-        if constexpr (kSilu) v = int8::silu_f32(v);
-        out[i] = kInt8Out ? int8::div_by(v, args.y_scale) : v;
-      }
-      return out;
-    }
-  };
-};
-
-// The scale and bias rows: CUTLASS's row broadcast (staged in shared memory every tile), or
-// sm90_resident_row.cuh's (staged once per CTA, for rows of up to kResidentMaxN channels).
-constexpr int kResidentMaxN = 1024;
-template <class TileShape, bool kResident>
-using RowLeaf = std::conditional_t<kResident, ResidentRowBroadcast<TileShape, float, kResidentMaxN>,
-                                   cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float>>;
-
-// The layer's epilogue as a visitor tree over the accumulator and the scale and bias rows, its node
-// ConvEpilogue<...>::Fn; the GEMM of int8_gemm_sm90_types.cuh around it.
-template <class TileShape, class ElementD, template <class> class Fn, bool kResident>
-using ConvTree = cutlass::epilogue::fusion::Sm90EVT<
-    cutlass::epilogue::fusion::Sm90Compute<Fn, ElementD, float,
-                                           cutlass::FloatRoundStyle::round_to_nearest>,
-    cutlass::epilogue::fusion::Sm90AccFetch, RowLeaf<TileShape, kResident>, RowLeaf<TileShape, kResident>>;
 template <class TileShape, class EpilogueTile, class ElementD, template <class> class Fn, bool kResident>
 using Int8Conv1x1 = sm90::Int8Gemm<TileShape, Cooperative, CooperativeEpilogue, ElementD,
                                    ConvTree<TileShape, ElementD, Fn, kResident>, EpilogueTile>;
@@ -121,23 +77,22 @@ struct Kernel {
 };
 using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
 
-bool device_is_sm90() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
-    return false;
-  return major == 9 && minor == 0;
-}
+}  // namespace
 
+namespace {
+constexpr int kGemmKernels = 7;  // the 1x1 kernels, then the im2col ones
 }  // namespace
 
 const std::vector<std::string>& int8_sm90_kernels() {
-  static const std::vector<std::string> ids = {
-      "int8-sm90:coop-128x64x64",           "int8-sm90:coop-256x32x64-e128x32",
-      "int8-sm90:coop-256x64x64-e128x64",   "int8-sm90:coop-256x128x64-e128x64",
-      "int8-sm90:coop-256x32x64-e128x32-r", "int8-sm90:coop-256x64x64-e128x64-r",
-      "int8-sm90:coop-256x128x64-e128x64-r"};
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> v = {
+        "int8-sm90:coop-128x64x64",           "int8-sm90:coop-256x32x64-e128x32",
+        "int8-sm90:coop-256x64x64-e128x64",   "int8-sm90:coop-256x128x64-e128x64",
+        "int8-sm90:coop-256x32x64-e128x32-r", "int8-sm90:coop-256x64x64-e128x64-r",
+        "int8-sm90:coop-256x128x64-e128x64-r"};
+    for (const std::string& k : im2col_kernels()) v.push_back(k);
+    return v;
+  }();
   return ids;
 }
 
@@ -146,10 +101,12 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
     return "no kernel " + std::to_string(kernel);
   std::string why = int8_conv_unsupported(a);
   if (!why.empty()) return why;
-  if (a.r != 1 || a.s != 1 || a.str_h != 1 || a.str_w != 1 || a.pad_h != 0 || a.pad_w != 0 ||
-      a.dil_h != 1 || a.dil_w != 1)
-    return "not a 1x1 stride-1 convolution without padding";
-  if (a.residual_type != Int8Residual::kNone) return "no residual on this path";
+  if (kernel < kGemmKernels) {
+    if (a.r != 1 || a.s != 1 || a.str_h != 1 || a.str_w != 1 || a.pad_h != 0 || a.pad_w != 0 ||
+        a.dil_h != 1 || a.dil_w != 1)
+      return "not a 1x1 stride-1 convolution without padding";
+    if (a.residual_type != Int8Residual::kNone) return "no residual on this path";
+  }
   if (a.split_k != 1) return "no split-K on this path";
   if (a.y2) return "no second output on this path";
   if (a.out == Int8Out::kInt32) return "int8 or fp16 outputs only";
@@ -164,6 +121,10 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
   if (reinterpret_cast<uintptr_t>(a.scale) % 16 != 0 ||
       (a.bias && reinterpret_cast<uintptr_t>(a.bias) % 16 != 0))
     return "scale and bias must be 16-byte aligned";
+  if (kernel >= kGemmKernels) {
+    why = im2col_unsupported(a, kernel - kGemmKernels);
+    if (!why.empty()) return why;
+  }
   if (!device_is_sm90()) return "needs an sm_90 GPU (Hopper)";
   return {};
 }
@@ -184,6 +145,7 @@ void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
 void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
   const std::string why = int8_sm90_unsupported(a, kernel);
   YOLOCU_CHECK(why.empty(), kInvalidArgument, "int8_sm90_run: ", why);
+  if (kernel >= kGemmKernels) return im2col_run(a, kernel - kGemmKernels, stream);
   switch (kernel) {  // in int8_sm90_kernels()'s order
     case 0: return run_kernel<Kernel<Shape<_128, _64, _64>, EpiAuto>>(a, stream);
     case 1: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>>>(a, stream);

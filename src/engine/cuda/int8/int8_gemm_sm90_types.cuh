@@ -6,6 +6,8 @@
 // EpilogueTile-sized parts of the CTA's tile (CUTLASS's choice by default). sm_90a only.
 #pragma once
 
+#include <type_traits>
+
 #include "cute/tensor.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/gemm/collective/collective_builder.hpp"
@@ -15,17 +17,29 @@
 
 namespace yolocu::engine::sm90 {
 
+// The epilogue alone: D[M, N] row-major of ElementD (rows may be pitched), from int32
+// accumulators through `Fusion`; ElementC the type of a source tensor C[M, N] the fusion reads
+// (void: none). Also the im2col convolution's epilogue (conv_int8_sm90_im2col.cu).
+template <class TileShape, class EpilogueSchedule, class ElementD, class Fusion,
+          class EpilogueTile = cutlass::epilogue::collective::EpilogueTileAuto, class ElementC = void>
+struct Int8Epilogue {
+  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 int8, 8 fp16
+  static constexpr int kAlignC =
+      std::is_void_v<ElementC> ? kAlignD : 128 / cutlass::sizeof_bits<std::conditional_t<std::is_void_v<ElementC>, int8_t, ElementC>>::value;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  using Op = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      EpilogueTile, int32_t, float, ElementC,
+      cutlass::layout::RowMajor, kAlignC, ElementD, cutlass::layout::RowMajor, kAlignD,
+      EpilogueSchedule, Fusion>::CollectiveOp;
+};
+
 template <class TileShape, class KernelSchedule, class EpilogueSchedule, class ElementD,
           class Fusion, class EpilogueTile = cutlass::epilogue::collective::EpilogueTileAuto>
 struct Int8Gemm {
   static constexpr int kAlignAB = 16;  // int8 elements of 16 bytes
-  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 int8, 8 fp16
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
-  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      EpilogueTile, int32_t, float, void,
-      cutlass::layout::RowMajor, kAlignD, ElementD, cutlass::layout::RowMajor, kAlignD,
-      EpilogueSchedule, Fusion>::CollectiveOp;
+  using Epilogue = typename Int8Epilogue<TileShape, EpilogueSchedule, ElementD, Fusion, EpilogueTile>::Op;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, cutlass::layout::RowMajor,
       kAlignAB, int8_t, cutlass::layout::ColumnMajor, kAlignAB, int32_t, TileShape, ClusterShape,
