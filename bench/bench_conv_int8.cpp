@@ -2,14 +2,15 @@
 // layers: YOLOv5s's convolution shapes at a 640x640 input (bias + SiLU, the C3 bottlenecks' 3x3
 // with their residual), batch 1 and 32.
 //   bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j,...] [--fp16-out] [--cudnn]
-//                   [--no-silu]
+//                   [--no-silu] [--int8-residual]
 // FP16: the tuner (engine/cuda/tactics/tuner.hpp) picks the tactic exactly as the engine does
 // (every family's candidates checked and timed, TacticLimits as CudaEngineOptions' defaults;
 // --cutlass adds that family), then it is timed here like the INT8 kernel. INT8: every tile of
 // int8_conv_tiles(), int8 in, int8 out (--fp16-out: fp16, as for a layer feeding float consumers),
-// int8 residual; split-K 2, 4, 8 tried where the grid is small (splits_for); then, on the 1x1
-// layers, Hopper's kernels of conv_int8_sm90.hpp (CUTLASS's persistent GEMM, the same epilogue);
-// the best is reported.
+// an fp16 residual, as the engine adds it by default (--int8-residual: its int8 copy, as with
+// CudaEngineOptions::int8_residuals); split-K 2, 4, 8 tried where the grid is small (splits_for);
+// then Hopper's kernels of conv_int8_sm90.hpp (1x1 layers: CUTLASS's persistent GEMM; any layer:
+// its im2col mainloop in yolocu's persistent kernel; the same epilogue); the best is reported.
 // Timing: R launches captured in one CUDA graph, 3 warm-up replays, then N replays each between two
 // CUDA events; time per launch = median (p10, p90) of the replays / R. TOP/s counts 2 * MACs; GB/s
 // counts x + w + y (+ residual) once. "q" is the fp16 -> int8 quantisation of the layer's input,
@@ -60,6 +61,7 @@ struct Options {
   int samples = 30, reps = 20;
   bool cutlass = false;
   bool fp16_out = false;
+  bool int8_residual = false;  // the residual as an int8 copy (CudaEngineOptions::int8_residuals) or fp16
   bool cudnn = false;
   bool silu = true;  // --no-silu: every layer without its activation (FP16 and INT8 alike)
 };
@@ -75,12 +77,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--reps" && has_value) o.reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--cutlass") o.cutlass = true;
     else if (a == "--fp16-out") o.fp16_out = true;
+    else if (a == "--int8-residual") o.int8_residual = true;
     else if (a == "--cudnn") o.cudnn = true;
     else if (a == "--no-silu") o.silu = false;
     else {
       std::fprintf(stderr,
                    "usage: bench_conv_int8 [--batches 1,32] [--samples N] [--reps R] [--cutlass] [--layers i,j] [--fp16-out] "
-                   "[--cudnn] [--no-silu]\n");
+                   "[--cudnn] [--no-silu] [--int8-residual]\n");
       std::exit(2);
     }
   }
@@ -189,8 +192,8 @@ Int8Result run_int8(const Options& o, const ConvProblem& pb, int sms, cudaStream
   Int8ConvArgs a;
   a.x = static_cast<const int8_t*>(x.p), a.w = static_cast<const int8_t*>(w.p);
   a.scale = static_cast<const float*>(scale.p), a.bias = static_cast<const float*>(bias.p);
-  a.residual = pb.residual ? res.p : nullptr;
-  a.residual_type = pb.residual ? Int8Residual::kInt8 : Int8Residual::kNone;
+  a.residual = pb.residual ? (o.int8_residual ? res.p : resh.p) : nullptr;
+  a.residual_type = !pb.residual ? Int8Residual::kNone : o.int8_residual ? Int8Residual::kInt8 : Int8Residual::kHalf;
   a.residual_scale = q_scale, a.y = y.p, a.y_scale = q_scale;
   a.out = o.fp16_out ? Int8Out::kHalf : Int8Out::kInt8;
   a.n = pb.n, a.c = pb.c, a.h = pb.h, a.w_ = pb.w, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = pb.p, a.q = pb.q;
@@ -248,7 +251,7 @@ void report(const Options& o, const Layer& l, const ConvProblem& pb, const Fp16R
   const double px = double(pb.n) * pb.h * pb.w * pb.c, py = double(pb.n) * pb.p * pb.q * pb.k;
   const double wts = double(pb.k) * pb.r * pb.s * pb.c;
   const double bytes16 = 2 * (px + wts + py * (pb.residual ? 2 : 1));
-  const double bytes8 = px + wts + py * (pb.residual ? 1 : 0) + py * (o.fp16_out ? 2 : 1);
+  const double bytes8 = px + wts + py * (pb.residual ? (o.int8_residual ? 1 : 2) : 0) + py * (o.fp16_out ? 2 : 1);
   const bench::EventTiming& b = q.tiles[size_t(q.best)];
   auto us = [](double ms) { return ms * 1e3; };
   const std::string tile = q.names[size_t(q.best)] + " k" + std::to_string(q.splits[size_t(q.best)]);

@@ -12,7 +12,7 @@
 # conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
 # 1x1 layers, its persistent GEMM with a plain epilogue (batch-1 outputs checked against exact sums).
 #   scripts/gpu/bundle.sh int8   here;   bash scripts/gpu/run_all.sh int8   there (carry .gpu)
-# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, INT8_CAL, INT8_EVAL, INT8_BENCH_ARGS (extra
+# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, SKIP_SM90_BENCH, INT8_CAL, INT8_EVAL, INT8_PROFILE, INT8_BENCH_ARGS (extra
 # bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), INT8_SM90_ARGS (bench_conv_int8_sm90's), OUT, YOLOCU_GPU_DIR
 # (the table: docs/gpu-runs.md).
 set -uo pipefail
@@ -74,6 +74,19 @@ if [ -f "$d/qdq/yolov5n_qdq.onnx" ]; then
     fi
   done
 fi
+# INT8_PROFILE: "model.onnx=calibration.json ...": each model's engine at batch 32 step by step
+# (bench_cuda_engine --profile), FP16 then INT8, the kernel each layer runs named
+for pair in ${INT8_PROFILE:-}; do
+  m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
+  for prec in fp16 int8; do
+    calopt=()
+    [ "$prec" = int8 ] && calopt=(--calibration "$cal")
+    step "bench_cuda_engine --profile $name --precision $prec"
+    timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 32 --precision "$prec" "${calopt[@]}" --profile \
+      --tactic-cache none >"$out/profile_${name}_$prec.log" 2>&1 || row "FAIL  bench_cuda_engine --profile $name $prec"
+    summarize "^$name" "$out/profile_${name}_$prec.log"
+  done
+done
 bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
   local b=$1 limit=$2
   shift 2
@@ -90,6 +103,6 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   bench bench_conv_int8 400 ${INT8_BENCH_ARGS:-}
   # CUTLASS 3.x's Hopper INT8 convolution and GEMM on the same layers, the same call
   # shellcheck disable=SC2086
-  if [ -x "$bin/bench_conv_int8_sm90" ]; then bench bench_conv_int8_sm90 300 ${INT8_SM90_ARGS:-}; fi
+  if [ -x "$bin/bench_conv_int8_sm90" ] && [ "${SKIP_SM90_BENCH:-0}" != 1 ]; then bench bench_conv_int8_sm90 300 ${INT8_SM90_ARGS:-}; fi
 fi
 gpu_end

@@ -1,13 +1,14 @@
-// Hopper's INT8 path for the 1x1 stride-1 convolutions (conv_int8_sm90.cu): the layer as CUTLASS's
-// persistent sm90 GEMM (TMA loads, warp-specialised wgmma, a tile scheduler handing each CTA tile
-// after tile so that one tile's epilogue overlaps the next one's loads), with the epilogue of
-// conv_int8_kernel.hpp fused through CUTLASS's epilogue visitor tree: the same Int8ConvArgs, the
-// same results bit for bit (int8_math.hpp's float math). Not planned by the engine yet: what the
-// GEMM and the fused epilogue cost against the FP16 tactics is in docs/int8.md.
-// What it runs: r = s = 1, stride 1, no padding or dilation; c a multiple of 16; int8 output (k and
-// the pitch multiples of 16) or fp16 (multiples of 8); bias optional, SiLU optional; no residual,
-// no split-K. Built where CUTLASS 3.5+ with its tools/util headers is found (sm_90a code); runs on
-// sm_90 devices.
+// Hopper's INT8 kernels (sm_90a; built where CUTLASS 3.5+ with its tools/util headers is found),
+// with the epilogue of conv_int8_kernel.hpp fused through CUTLASS's epilogue visitor tree: the same
+// Int8ConvArgs, the same results bit for bit (int8_math.hpp's float math).
+//   - 1x1 stride-1 layers (conv_int8_sm90.cu): the layer as CUTLASS's persistent sm90 GEMM (TMA
+//     loads, warp-specialised wgmma, a tile scheduler handing each CTA tile after tile so that one
+//     tile's epilogue overlaps the next one's loads). No residual.
+//   - any filter, stride, padding and dilation TMA's im2col mode takes (conv_int8_sm90_im2col.hpp):
+//     CUTLASS's sm90 im2col mainloop in yolocu's persistent kernel. An fp16 residual after SiLU.
+// Both: c a multiple of 16; int8 output (k and the pitch multiples of 16) or fp16 (multiples of 8);
+// bias optional, SiLU optional; no split-K, no second output (the engine runs a layer with two
+// outputs once per output). What they cost against the FP16 tactics: docs/int8.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,10 +20,10 @@
 
 namespace yolocu::engine {
 
-// The kernels, by index: "int8-sm90:coop-<tile M>x<N>x<K>[-e<M>x<N>][-r]" (the CTA's tile; the
+// The kernels, by index: "int8-sm90:coop-<tile M>x<N>x<K>[-e<M>x<N>][-r]" (1x1: the CTA's tile; the
 // part of it the epilogue runs at a time where not CUTLASS's choice; -r: the scale and bias rows
-// staged once per CTA, sm90_resident_row.cuh, up to 1024 output channels); empty in a build
-// without them.
+// staged once per CTA, sm90_resident_row.cuh, up to 1024 output channels), then
+// "int8-sm90:im2col-<tile>[-e<M>x<N>]"; empty in a build without them.
 const std::vector<std::string>& int8_sm90_kernels();
 // Empty if kernel `kernel` runs this problem on the current device, else what it refuses.
 std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel);

@@ -148,12 +148,16 @@ using F0 = Family<Shape<_128, _64, Shape<_64>>, cutlass::epilogue::collective::E
 using F1 = Family<Shape<_128, _128, Shape<_64>>, cutlass::epilogue::collective::EpilogueTileAuto>;
 using F2 = Family<Shape<_256, _64, Shape<_64>>, Shape<_128, _64>>;
 using F3 = Family<Shape<_128, _32, Shape<_64>>, Shape<_128, _32>>;
+// a reduction step of 32 channels: one tap at a time where the layer has 32 (or 16) channels
+using F4 = Family<Shape<_128, _64, Shape<_32>>, cutlass::epilogue::collective::EpilogueTileAuto>;
+using F5 = Family<Shape<_128, _32, Shape<_32>>, Shape<_128, _32>>;
 
 }  // namespace
 
 const std::vector<std::string>& im2col_kernels() {
   static const std::vector<std::string> ids = {"int8-sm90:im2col-128x64x64", "int8-sm90:im2col-128x128x64",
-                                               "int8-sm90:im2col-256x64x64-e128x64", "int8-sm90:im2col-128x32x64-e128x32"};
+                                               "int8-sm90:im2col-256x64x64-e128x64", "int8-sm90:im2col-128x32x64-e128x32",
+                                               "int8-sm90:im2col-128x64x32", "int8-sm90:im2col-128x32x32-e128x32"};
   return ids;
 }
 
@@ -167,6 +171,8 @@ std::string im2col_unsupported(const Int8ConvArgs& a, int kernel) {
     case 1: return F1::unsupported(a);
     case 2: return F2::unsupported(a);
     case 3: return F3::unsupported(a);
+    case 4: return F4::unsupported(a);
+    case 5: return F5::unsupported(a);
     default: return "no im2col kernel " + std::to_string(kernel);
   }
 }
@@ -176,7 +182,9 @@ void im2col_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
     case 0: return F0::run(a, stream);
     case 1: return F1::run(a, stream);
     case 2: return F2::run(a, stream);
-    default: return F3::run(a, stream);
+    case 3: return F3::run(a, stream);
+    case 4: return F4::run(a, stream);
+    default: return F5::run(a, stream);
   }
 }
 
