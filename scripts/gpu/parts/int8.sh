@@ -74,7 +74,7 @@ if [ -f "$d/qdq/yolov5n_qdq.onnx" ]; then
     fi
   done
 fi
-# INT8_PROFILE: "model.onnx=calibration.json ...": each model's engine at batch 32 step by step
+# INT8_PROFILE: "model.onnx=calibration.json ...": each model's engine at batch 1 and 32 step by step
 # (bench_cuda_engine --profile), FP16 then INT8, the kernel each layer runs named
 for pair in ${INT8_PROFILE:-}; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
@@ -82,7 +82,7 @@ for pair in ${INT8_PROFILE:-}; do
     calopt=()
     [ "$prec" = int8 ] && calopt=(--calibration "$cal")
     step "bench_cuda_engine --profile $name --precision $prec"
-    timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 32 --precision "$prec" "${calopt[@]}" --profile \
+    timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 1,32 --precision "$prec" "${calopt[@]}" --profile \
       --tactic-cache none >"$out/profile_${name}_$prec.log" 2>&1 || row "FAIL  bench_cuda_engine --profile $name $prec"
     summarize "^$name" "$out/profile_${name}_$prec.log"
   done
