@@ -394,40 +394,44 @@ TEST(ConvInt8, RefusesWhatItCannotRun) {
   EXPECT_THROW(int8_conv_run(a, 99, nullptr), Error);
 }
 
+// One layer with a second output on each runner: both outputs exactly the host's epilogue in
+// their own forms, channels beyond k untouched.
+struct SecondCase {
+  Shape sh;
+  Int8Out out2;
+  float scale2;  // times the first output's int8 scale (int8 second outputs)
+  int pitch2;
+};
+void check_second_output(const SecondCase& c, const std::vector<Runner>& runners) {
+  Data d = make_data(c.sh, 11);
+  const std::vector<int32_t> acc = host_acc(c.sh, d);
+  const float s1 = pick_y_scale(c.sh, d, acc);
+  if (c.sh.out == Int8Out::kInt8) d.y_scale = s1;
+  for (const Runner& runner : runners) {
+    const std::string what = c.sh.name() + " + second output on " + runner.id;
+    SecondOut second;
+    second.out = c.out2, second.scale = s1 * c.scale2, second.pitch = c.pitch2;
+    const GpuOut g = run_gpu(c.sh, d, runner, &second);
+    const auto first = count_differences(c.sh, d, acc, g, c.sh.out, d.y_scale, c.sh.y_pitch);
+    const auto other = count_differences(c.sh, d, acc, second.got, c.out2, second.scale, c.pitch2);
+    EXPECT_EQ(first.first, 0u) << what << ": first output";
+    EXPECT_EQ(other.first, 0u) << what << ": second output";
+    EXPECT_EQ(first.second + other.second, 0u) << what << ": channels beyond k written";
+  }
+}
+
 // A second output of the same values (Int8ConvArgs::y2, for a layer whose readers need two forms):
 // both outputs exactly the host's epilogue in their own forms on every tile, split-K included (int8
 // beside fp16, fp16 beside int8, int8 at two scales, pitched), channels beyond k untouched; refused
-// beside int32 sums, misaligned or with a bad scale, and on the sm90 path.
+// beside int32 sums, misaligned or with a bad scale (Hopper's kernels: ConvInt8Sm90.SecondOutput).
 TEST(ConvInt8, SecondOutput) {
   YOLOCU_REQUIRE_GPU();
-  struct Case {
-    Shape sh;
-    Int8Out out2;
-    float scale2;  // times the first output's int8 scale (int8 second outputs)
-    int pitch2;
-  };
-  const Case cases[] = {
+  const SecondCase cases[] = {
       {{1, 32, 20, 20, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, Int8Out::kHalf, 0, 0},
       {{2, 64, 13, 17, 40, 3, 1, 1, true, true, Int8Residual::kInt8, Int8Out::kHalf}, Int8Out::kInt8, 1, 48},
       {{1, 48, 20, 20, 32, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kInt8, 0, 4}, Int8Out::kInt8, 2.5f, 0},
   };
-  for (const Case& c : cases) {
-    Data d = make_data(c.sh, 11);
-    const std::vector<int32_t> acc = host_acc(c.sh, d);
-    const float s1 = pick_y_scale(c.sh, d, acc);
-    if (c.sh.out == Int8Out::kInt8) d.y_scale = s1;
-    for (const Runner& runner : mma_tiles()) {
-      const std::string what = c.sh.name() + " + second output on " + runner.id;
-      SecondOut second;
-      second.out = c.out2, second.scale = s1 * c.scale2, second.pitch = c.pitch2;
-      const GpuOut g = run_gpu(c.sh, d, runner, &second);
-      const auto first = count_differences(c.sh, d, acc, g, c.sh.out, d.y_scale, c.sh.y_pitch);
-      const auto other = count_differences(c.sh, d, acc, second.got, c.out2, second.scale, c.pitch2);
-      EXPECT_EQ(first.first, 0u) << what << ": first output";
-      EXPECT_EQ(other.first, 0u) << what << ": second output";
-      EXPECT_EQ(first.second + other.second, 0u) << what << ": channels beyond k written";
-    }
-  }
+  for (const SecondCase& c : cases) check_second_output(c, mma_tiles());
 }
 
 // What a second output is refused for, named (host checks: no GPU needed).
@@ -506,6 +510,24 @@ TEST(ConvInt8Sm90, Im2colLayers) {
   check_shape({2, 128, 20, 20, 128, 3, 1, 1, true, true, Int8Residual::kNone, Int8Out::kInt8, 256}, 35, k);
   check_shape({1, 256, 20, 20, 256, 3, 1, 1, false, false, Int8Residual::kNone, Int8Out::kHalf}, 36, k);
   check_shape({1, 16, 64, 64, 32, 6, 2, 2, true, true, Int8Residual::kNone, Int8Out::kInt8}, 37, k);
+}
+
+// Both forms from one launch (int8 through the epilogue's output, fp16 through CUTLASS's auxiliary
+// store), in either order, with and without the fp16 residual, pitched: exactly the host's results,
+// as the mma.sync kernel's two outputs.
+TEST(ConvInt8Sm90, SecondOutput) {
+  YOLOCU_REQUIRE_GPU();
+  const std::string why = sm90_skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::vector<Runner> pointwise;  // every sm90 kernel but the resident-row ones, which write one output
+  for (Runner& k : sm90_kernels())
+    if (k.id.back() != 'r') pointwise.push_back(std::move(k));
+  check_second_output({{1, 32, 20, 20, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, Int8Out::kHalf, 0, 0},
+                      pointwise);
+  check_second_output({{2, 64, 13, 17, 48, 3, 1, 1, true, true, Int8Residual::kHalf, Int8Out::kHalf}, Int8Out::kInt8, 1, 64},
+                      im2col_kernels());
+  check_second_output({{1, 48, 20, 20, 32, 3, 2, 1, true, true, Int8Residual::kNone, Int8Out::kInt8, 48}, Int8Out::kHalf, 1, 40},
+                      im2col_kernels());
 }
 
 TEST(ConvInt8Sm90, RefusesWhatItCannotRun) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/check.hpp"
@@ -34,8 +35,24 @@ template <class TileShape, class EpilogueTile, class ElementD, template <class> 
 using Int8Conv1x1 = sm90::Int8Gemm<TileShape, Cooperative, CooperativeEpilogue, ElementD,
                                    ConvTree<TileShape, ElementD, Fn, kResident>, EpilogueTile>;
 
-template <class Cfg>
-void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
+// The tree's arguments: its children's (accumulator, scale, bias), then the node's; with two
+// outputs the quantisation node over the auxiliary store (its pointer and stride) over the value.
+template <class Gemm>
+using ThreadArgs = decltype(std::declval<typename Gemm::Arguments>().epilogue.thread);
+template <class Thread>
+Thread one_output_args(const Int8ConvArgs& a) {
+  return {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
+}
+template <class Thread, class AuxStride>
+Thread two_output_args(const Int8ConvArgs& a, int64_t m) {
+  AuxStride d{};
+  cute::get<0>(d) = a.y2_pitch ? a.y2_pitch : a.k, cute::get<2>(d) = m * cute::get<0>(d);
+  const int8::Scale ys = int8::make_scale(a.y_scale);  // (the value node leaves fp16: unused there)
+  return {{{{}, {a.scale}, {a.bias, 0.f}, {ys}}, {static_cast<cutlass::half_t*>(a.y2), d}}, {ys}};
+}
+
+template <class Cfg, class Thread>
+void run_gemm(const Int8ConvArgs& a, const Thread& thread, cudaStream_t stream) {
   using Gemm = typename Cfg::Gemm;
   using Kernel = typename Cfg::Kernel;
   const int m = a.n * a.h * a.w_, n = a.k, k = a.c;
@@ -44,8 +61,7 @@ void run_gemm(const Int8ConvArgs& a, cudaStream_t stream) {
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   args.problem_shape = {m, n, k, 1};
   args.mainloop = {a.x, st.a, a.w, st.b};
-  // the tree's arguments: its children's (accumulator, scale, bias), then the node's
-  args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
+  args.epilogue.thread = thread;
   args.epilogue.ptr_C = nullptr;
   args.epilogue.dC = st.c;
   args.epilogue.ptr_D = static_cast<typename Gemm::ElementD*>(a.y);
@@ -81,6 +97,29 @@ using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
 
 namespace {
 constexpr int kGemmKernels = 7;  // the 1x1 kernels, then the im2col ones
+
+// A second output (y2): after SiLU, one output int8 and the other fp16 (either order: the int8 one
+// is D, the fp16 one the auxiliary store), its pitch and address aligned like the first's.
+std::string second_output_problem(const Int8ConvArgs& a) {
+  if (!a.y2) return {};
+  if (!a.silu) return "a second output only after SiLU on this path";
+  if ((a.out == Int8Out::kInt8) == (a.out2 == Int8Out::kInt8))
+    return "a second output must be of the other form (one int8, one fp16) on this path";
+  const int align2 = a.out2 == Int8Out::kInt8 ? 16 : 8, pitch2 = a.y2_pitch ? a.y2_pitch : a.k;
+  if (pitch2 % align2 != 0)
+    return "the second output's pitch " + std::to_string(pitch2) + " must be a multiple of " + std::to_string(align2);
+  if (reinterpret_cast<uintptr_t>(a.y2) % 16 != 0) return "y2 must be 16-byte aligned";
+  return {};
+}
+
+// The int8 output first (D), the fp16 one second (the auxiliary store).
+Int8ConvArgs int8_first(const Int8ConvArgs& a) {
+  if (!a.y2 || a.out == Int8Out::kInt8) return a;
+  Int8ConvArgs b = a;
+  b.y = a.y2, b.out = a.out2, b.y_scale = a.y2_scale, b.y_pitch = a.y2_pitch;
+  b.y2 = a.y, b.out2 = a.out, b.y2_scale = a.y_scale, b.y2_pitch = a.y_pitch;
+  return b;
+}
 }  // namespace
 
 const std::vector<std::string>& int8_sm90_kernels() {
@@ -108,7 +147,10 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
     if (a.residual_type != Int8Residual::kNone) return "no residual on this path";
   }
   if (a.split_k != 1) return "no split-K on this path";
-  if (a.y2) return "no second output on this path";
+  why = second_output_problem(a);
+  if (!why.empty()) return why;
+  if (a.y2 && int8_sm90_kernels()[static_cast<size_t>(kernel)].back() == 'r')
+    return "a second output is not taken with the resident rows";
   if (a.out == Int8Out::kInt32) return "int8 or fp16 outputs only";
   const int align = a.out == Int8Out::kInt8 ? 16 : 8;  // 16 bytes: TMA's unit
   const int pitch = a.y_pitch ? a.y_pitch : a.k;
@@ -122,11 +164,16 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
       (a.bias && reinterpret_cast<uintptr_t>(a.bias) % 16 != 0))
     return "scale and bias must be 16-byte aligned";
   if (kernel >= kGemmKernels) {
-    why = im2col_unsupported(a, kernel - kGemmKernels);
+    why = im2col_unsupported(int8_first(a), kernel - kGemmKernels);
     if (!why.empty()) return why;
   }
   if (!device_is_sm90()) return "needs an sm_90 GPU (Hopper)";
   return {};
+}
+
+template <class Cfg>
+void run_one(const Int8ConvArgs& a, cudaStream_t stream) {
+  run_gemm<Cfg>(a, one_output_args<ThreadArgs<typename Cfg::Gemm>>(a), stream);
 }
 
 template <class K>
@@ -136,24 +183,33 @@ void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
   using H = cutlass::half_t;
   constexpr bool R = K::kResident;
   const bool i8 = a.out == Int8Out::kInt8;
-  if (i8 && a.silu) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R>>(a, stream);
-  if (i8) return run_gemm<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R>>(a, stream);
-  if (a.silu) return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R>>(a, stream);
-  return run_gemm<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R>>(a, stream);
+  if (a.y2) {  // (int8 first: int8_sm90_run's order)
+    if constexpr (!R) {
+      using Two = TwoOutputs<T, E, false>;
+      using Cfg = sm90::Int8Gemm<T, Cooperative, CooperativeEpilogue, int8_t, typename Two::Tree, E>;
+      const int64_t m = int64_t{a.n} * a.h * a.w_;
+      return run_gemm<Cfg>(a, two_output_args<ThreadArgs<typename Cfg::Gemm>, typename Two::AuxStride>(a, m), stream);
+    }
+  }
+  if (i8 && a.silu) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R>>(a, stream);
+  if (i8) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R>>(a, stream);
+  if (a.silu) return run_one<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R>>(a, stream);
+  return run_one<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R>>(a, stream);
 }
 
-void int8_sm90_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
-  const std::string why = int8_sm90_unsupported(a, kernel);
+void int8_sm90_run(const Int8ConvArgs& a_in, int kernel, cudaStream_t stream) {
+  const std::string why = int8_sm90_unsupported(a_in, kernel);
   YOLOCU_CHECK(why.empty(), kInvalidArgument, "int8_sm90_run: ", why);
-  if (kernel >= kGemmKernels) return im2col_run(a, kernel - kGemmKernels, stream);
+  const Int8ConvArgs b = int8_first(a_in);
+  if (kernel >= kGemmKernels) return im2col_run(b, kernel - kGemmKernels, stream);
   switch (kernel) {  // in int8_sm90_kernels()'s order
-    case 0: return run_kernel<Kernel<Shape<_128, _64, _64>, EpiAuto>>(a, stream);
-    case 1: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>>>(a, stream);
-    case 2: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>>>(a, stream);
-    case 3: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>>>(a, stream);
-    case 4: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>, true>>(a, stream);
-    case 5: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>, true>>(a, stream);
-    default: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>, true>>(a, stream);
+    case 0: return run_kernel<Kernel<Shape<_128, _64, _64>, EpiAuto>>(b, stream);
+    case 1: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>>>(b, stream);
+    case 2: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>>>(b, stream);
+    case 3: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>>>(b, stream);
+    case 4: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>, true>>(b, stream);
+    case 5: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>, true>>(b, stream);
+    default: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>, true>>(b, stream);
   }
 }
 

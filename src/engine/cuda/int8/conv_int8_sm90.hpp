@@ -7,8 +7,10 @@
 //   - any filter, stride, padding and dilation TMA's im2col mode takes (conv_int8_sm90_im2col.hpp):
 //     CUTLASS's sm90 im2col mainloop in yolocu's persistent kernel. An fp16 residual after SiLU.
 // Both: c a multiple of 16; int8 output (k and the pitch multiples of 16) or fp16 (multiples of 8);
-// bias optional, SiLU optional; no split-K, no second output (the engine runs a layer with two
-// outputs once per output). What they cost against the FP16 tactics: docs/int8.md.
+// bias optional, SiLU optional; no split-K. A second output (y2) after SiLU where one output is int8
+// and the other fp16, in either order: the int8 one leaves through the epilogue's output, the fp16
+// one through CUTLASS's auxiliary store (not with the resident rows). What they cost against the
+// FP16 tactics: docs/int8.md.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -74,10 +74,20 @@ typename K::Op::Arguments arguments(const Int8ConvArgs& a) {
   args.epilogue.dD = dd;
   args.epilogue.ptr_C = static_cast<typename Epi::ElementC const*>(a.residual);
   args.epilogue.ptr_D = static_cast<typename Epi::ElementD*>(a.y);
-  if constexpr (K::kResidual)
-    args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {}, {int8::make_scale(a.y_scale)}};
-  else
-    args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
+  const int8::Scale ys = int8::make_scale(a.y_scale);
+  if constexpr (K::kTwo) {  // int8 D over the fp16 auxiliary store (y2) over the value
+    typename K::AuxStride d2{};
+    get<0>(d2) = a.y2_pitch ? a.y2_pitch : a.k, get<2>(d2) = m * get<0>(d2);
+    typename K::AuxArgs aux{static_cast<cutlass::half_t*>(a.y2), d2};
+    if constexpr (K::kResidual)
+      args.epilogue.thread = {{{{}, {a.scale}, {a.bias, 0.f}, {}, {ys}}, aux}, {ys}};
+    else
+      args.epilogue.thread = {{{{}, {a.scale}, {a.bias, 0.f}, {ys}}, aux}, {ys}};
+  } else if constexpr (K::kResidual) {
+    args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {}, {ys}};
+  } else {
+    args.epilogue.thread = {{}, {a.scale}, {a.bias, 0.f}, {ys}};
+  }
   return args;
 }
 
@@ -109,15 +119,20 @@ void launch(const Int8ConvArgs& a, cudaStream_t stream) {
   YOLOCU_CHECK(e == cudaSuccess, kCuda, "int8 im2col: launch failed: ", cudaGetErrorString(e));
 }
 
-// One kernel of the list: its tile and epilogue tile, in four forms (int8 / fp16 out, SiLU or not)
-// and two with an fp16 residual (SiLU, int8 / fp16 out: YOLO's bottlenecks).
+// One kernel of the list: its tile and epilogue tile, in four forms (int8 / fp16 out, SiLU or not),
+// two with an fp16 residual (SiLU, int8 / fp16 out: YOLO's bottlenecks) and two writing both forms
+// (SiLU, with and without the residual).
 template <class TileShape, class EpiTile>
 struct Family {
-  template <class ElementD, bool kInt8, bool kSilu, bool kRes>
+  template <class ElementD, bool kInt8, bool kSilu, bool kRes, bool kBoth = false>
   struct K {
-    static constexpr bool kResidual = kRes;
-    using Tree = std::conditional_t<kRes, ConvResidualTree<TileShape, ElementD, ConvResidualEpilogue<kInt8, kSilu>::template Fn>,
-                                    ConvTree<TileShape, ElementD, ConvEpilogue<kInt8, kSilu>::template Fn, false>>;
+    static constexpr bool kResidual = kRes, kTwo = kBoth;
+    using Two = TwoOutputs<TileShape, EpiTile, kRes>;
+    using AuxStride = typename Two::AuxStride;
+    using AuxArgs = typename Two::Aux::Arguments;
+    using One = std::conditional_t<kRes, ConvResidualTree<TileShape, ElementD, ConvEpilogue<kInt8, kSilu>::template Fn>,
+                                   ConvTree<TileShape, ElementD, ConvEpilogue<kInt8, kSilu>::template Fn, false>>;
+    using Tree = std::conditional_t<kBoth, typename Two::Tree, One>;
     using Cfg = Im2col<TileShape, EpiTile, ElementD, Tree, std::conditional_t<kRes, cutlass::half_t, void>>;
     using Op = typename Cfg::Op;
     using Epilogue = typename Cfg::Epilogue;
@@ -126,6 +141,8 @@ struct Family {
   static auto dispatch(const Int8ConvArgs& a, F&& f) {
     using H = cutlass::half_t;
     const bool i8 = a.out == Int8Out::kInt8, res = a.residual_type == Int8Residual::kHalf;
+    if (a.y2 && res) return f(K<int8_t, true, true, true, true>{});  // (int8 first: int8_sm90_run's order)
+    if (a.y2) return f(K<int8_t, true, true, false, true>{});
     if (res && i8) return f(K<int8_t, true, true, true>{});
     if (res) return f(K<H, false, true, true>{});
     if (i8 && a.silu) return f(K<int8_t, true, true, false>{});

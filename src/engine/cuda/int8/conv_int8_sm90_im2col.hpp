@@ -6,7 +6,7 @@
 // these kernels after its 1x1 ones in int8_sm90_kernels().
 // What it runs: c a multiple of 16; int8 output (k and the pitch multiples of 16) or fp16 (of 8);
 // bias and SiLU optional; no residual or an fp16 one (packed, k channels); padding within what TMA's
-// im2col mode takes; no split-K, no second output.
+// im2col mode takes; no split-K; a second output as conv_int8_sm90.hpp says (int8 first here).
 #pragma once
 
 #include <cuda_runtime_api.h>
