@@ -23,7 +23,7 @@ gpu_begin
 if run_tests test_int8_math_cuda test_conv_int8 test_cuda_engine_int8 && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter
   sanitize_each <<'LIST'
-test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:Int8Convert.*
+test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:ConvInt8Sm90.SecondOutput:Int8Convert.*
 LIST
 fi
 # INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration)
