@@ -26,15 +26,24 @@ if run_tests test_int8_math_cuda test_conv_int8 test_cuda_engine_int8 && want_sa
 test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:ConvInt8Sm90.SecondOutput:Int8Convert.*
 LIST
 fi
-# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration)
+# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration);
+# a model may come with several calibrations (its FP16 runs once, each INT8 log named after its
+# calibration file)
 evals=${INT8_EVAL:-}
 [ -n "${INT8_CAL:-}" ] && evals="$YOLOCU_DATA_DIR/models/yolov5n.onnx=$INT8_CAL $evals"
 d=$YOLOCU_DATA_DIR
+seen=" "
 for pair in $evals; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
+  cname=$(basename "$cal" .json)
+  again=0
+  case "$seen" in *" $m "*) again=1 ;; esac
+  seen="$seen$m "
   for run in "cuda fp16" "cuda int8" "cpu int8"; do
     read -r dev prec <<<"$run"
+    [ "$prec" = fp16 ] && [ $again = 1 ] && continue
     tag=eval_${name}_${dev}_$prec
+    [ "$prec" = int8 ] && tag=${tag}_$cname
     step "yolocu eval $name --device $dev --precision $prec"
     calopt=()
     [ "$prec" = int8 ] && calopt=(--calibration "$cal")
@@ -47,17 +56,18 @@ for pair in $evals; do
   done
   # the engine forward, FP16 and INT8, the same call
   for prec in fp16 int8; do
-    calopt=()
-    [ "$prec" = int8 ] && calopt=(--calibration "$cal")
-    step "bench_cuda_engine $name --precision $prec"
+    [ "$prec" = fp16 ] && [ $again = 1 ] && continue
+    calopt=() sfx=$prec
+    [ "$prec" = int8 ] && calopt=(--calibration "$cal") sfx=${prec}_$cname
+    step "bench_cuda_engine $name --precision $prec ${calopt[*]}"
     timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 1,32 --precision "$prec" "${calopt[@]}" \
-      --tactic-cache none >"$out/engine_${name}_$prec.log" 2>&1 || row "FAIL  bench_cuda_engine $name $prec (log engine_${name}_$prec.log)"
-    summarize "^$name" "$out/engine_${name}_$prec.log"
+      --tactic-cache none >"$out/engine_${name}_$sfx.log" 2>&1 || row "FAIL  bench_cuda_engine $name $sfx (log engine_${name}_$sfx.log)"
+    summarize "^$name" "$out/engine_${name}_$sfx.log"
     # end to end: bus.jpg in host memory to boxes, batch 32
-    step "yolocu bench $name --precision $prec"
+    step "yolocu bench $name --precision $prec ${calopt[*]}"
     timeout 200 "$bin/yolocu" bench --model "$m" --image "$d/images/bus.jpg" --device cuda --precision "$prec" "${calopt[@]}" \
-      --batches 32 --tactic-cache none >"$out/bench_${name}_$prec.log" 2>&1 || row "FAIL  yolocu bench $name $prec (log bench_${name}_$prec.log)"
-    summarize '^cuda ' "$out/bench_${name}_$prec.log"
+      --batches 32 --tactic-cache none >"$out/bench_${name}_$sfx.log" 2>&1 || row "FAIL  yolocu bench $name $sfx (log bench_${name}_$sfx.log)"
+    summarize '^cuda ' "$out/bench_${name}_$sfx.log"
   done
 done
 # an already quantised export (bundle.sh's yolov5n_qdq.onnx): on the GPU with its own scales, and
@@ -76,15 +86,21 @@ if [ -f "$d/qdq/yolov5n_qdq.onnx" ]; then
 fi
 # INT8_PROFILE: "model.onnx=calibration.json ...": each model's engine at batch 1 and 32 step by step
 # (bench_cuda_engine --profile), FP16 then INT8, the kernel each layer runs named
+# (several calibrations of one model as in INT8_EVAL: FP16 once, INT8 logs named after the file)
+seen=" "
 for pair in ${INT8_PROFILE:-}; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
+  again=0
+  case "$seen" in *" $m "*) again=1 ;; esac
+  seen="$seen$m "
   for prec in fp16 int8; do
-    calopt=()
-    [ "$prec" = int8 ] && calopt=(--calibration "$cal")
-    step "bench_cuda_engine --profile $name --precision $prec"
+    [ "$prec" = fp16 ] && [ $again = 1 ] && continue
+    calopt=() sfx=$prec
+    [ "$prec" = int8 ] && calopt=(--calibration "$cal") sfx=${prec}_$(basename "$cal" .json)
+    step "bench_cuda_engine --profile $name --precision $prec ${calopt[*]}"
     timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 1,32 --precision "$prec" "${calopt[@]}" --profile \
-      --tactic-cache none >"$out/profile_${name}_$prec.log" 2>&1 || row "FAIL  bench_cuda_engine --profile $name $prec"
-    summarize "^$name" "$out/profile_${name}_$prec.log"
+      --tactic-cache none >"$out/profile_${name}_$sfx.log" 2>&1 || row "FAIL  bench_cuda_engine --profile $name $sfx"
+    summarize "^$name" "$out/profile_${name}_$sfx.log"
   done
 done
 bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
