@@ -58,7 +58,7 @@ targets_of() {
     detector) echo "test_detector_cuda test_device_image_cuda test_host_staging" ;;
     decode) echo "test_decode_cuda test_nvjpeg_allocators_cuda test_detect_encoded_cuda bench_jpeg_decode test_host_staging" ;;  # nvJPEG (JPEG / PNG test inputs from libjpeg / libpng, no OpenCV)
     tests) echo "test_preprocess_cuda test_letterbox_image_cuda test_postprocess_cuda test_postprocess_cuda_plan test_training_cpu test_training_gpu" ;;
-    int8) echo "test_conv_int8 test_int8_math_cuda test_cuda_engine_int8 bench_conv_int8 bench_conv_int8_sm90 bench_cuda_engine" ;;
+    int8) echo "test_conv_int8 test_conv_int8_sm90 test_int8_math_cuda test_cuda_engine_int8 bench_conv_int8 bench_conv_int8_sm90 bench_cuda_engine" ;;
     bench) echo "bench_letterbox bench_postprocess bench_nms bench_cuda_engine" ;;
     train) ;;
     *) echo "unknown part $1" >&2; return 2 ;;

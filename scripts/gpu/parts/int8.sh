@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GPU-machine part `int8`: int8_math.hpp's device side against its host side (test_int8_math_cuda),
 # the INT8 convolution and the fp16 <-> int8 boundary kernels (src/engine/cuda/int8) against their
-# host references (test_conv_int8), the INT8 engine against the CPU's simulated INT8
-# (test_cuda_engine_int8), compute-sanitizer; with INT8_CAL (a calibration of models/yolov5n.onnx,
-# yolocu calibrate) or INT8_EVAL ("model.onnx=calibration.json ..."), each model's coco128 mAP in
+# host references (test_conv_int8; Hopper's kernels: test_conv_int8_sm90), the INT8 engine against
+# the CPU's simulated INT8 (test_cuda_engine_int8), compute-sanitizer; with INT8_CAL (a calibration
+# of models/yolov5n.onnx, yolocu calibrate) or INT8_EVAL ("model.onnx=calibration.json ..."), each
+# model's coco128 mAP in
 # FP16, INT8 on the GPU and simulated INT8 on the CPU, its engine forward in FP16 and INT8
 # (bench_cuda_engine, batch 1 and 32) and end to end (yolocu bench, batch 32); a QDQ export's mAP on
 # the GPU (its scales imported) and on the CPU (its graph as written); then
@@ -20,10 +21,11 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 gpu_begin
-if run_tests test_int8_math_cuda test_conv_int8 test_cuda_engine_int8 && want_sanitizers; then
+if run_tests test_int8_math_cuda test_conv_int8 test_conv_int8_sm90 test_cuda_engine_int8 && want_sanitizers; then
   # binary | memcheck filter | racecheck + initcheck filter
   sanitize_each <<'LIST'
-test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:ConvInt8Sm90.SecondOutput:Int8Convert.*
+test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:Int8Convert.*
+test_conv_int8_sm90 * ConvInt8Sm90.SecondOutput
 LIST
 fi
 # INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration);
