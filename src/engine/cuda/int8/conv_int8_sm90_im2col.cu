@@ -16,6 +16,7 @@
 #include "engine/cuda/int8/int8_gemm_sm90_types.cuh"
 #include "engine/cuda/int8/sm90_conv_epilogue.cuh"
 #include "engine/cuda/int8/sm90_persistent_conv.cuh"
+#include "engine/cuda/tactics/smem_limit.hpp"
 
 namespace yolocu::engine::sm90 {
 namespace {
@@ -110,8 +111,7 @@ void launch(const Int8ConvArgs& a, cudaStream_t stream) {
   const typename Op::Params params = Op::to_underlying_arguments(arguments<K>(a));
   auto* fn = &cutlass::device_kernel<Op>;
   constexpr int kSmem = Op::SharedStorageSize;
-  static const cudaError_t attr = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-  YOLOCU_CHECK(attr == cudaSuccess, kCuda, "int8 im2col: shared memory limit: ", cudaGetErrorString(attr));
+  raise_smem_limit(reinterpret_cast<const void*>(fn), kSmem);  // per device, once
   const int tiles = params.tiles_m * params.tiles_n;
   const int grid = std::max(1, std::min(tiles, sm_count()));
   fn<<<grid, Op::MaxThreadsPerBlock, kSmem, stream>>>(params);
