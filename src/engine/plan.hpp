@@ -58,6 +58,12 @@ void check_input_shapes(const Model& model, const std::vector<Shape>& shapes);
 
 Plan build_plan(const Model& model, const std::vector<Shape>& input_shapes, const PlanOptions& options = {});
 
+// One spatial dim of the network input as the GPU engine plans it (and what plans as it does):
+// the requested size where > 0, else the model's static size, else 640.
+inline int planned_input_dim(const Dim& d, int requested) {
+  return requested > 0 ? requested : d.is_static() ? static_cast<int>(d.value) : 640;
+}
+
 // Conv -> Sigmoid -> Mul(conv, sigmoid) with no other consumers (SiLU): the pattern both engines
 // fuse into the convolution. On a match sets the Sigmoid's and the Mul's node indices.
 bool is_silu_pair(const Plan& plan, int conv_idx, int* sig_idx, int* mul_idx);

@@ -294,12 +294,8 @@ const ValueInfo& Engine::read_input(const Model& m) {
   YOLOCU_CHECK(in.dims.size() == 4, kUnsupported, "CudaEngine: input '", in.name, "' has rank ", in.dims.size(),
                " (N, C, H, W expected)");
   in_c = in.dims[1].is_static() ? static_cast<int>(in.dims[1].value) : 3;
-  auto pick = [&](const Dim& d, int opt) {
-    if (opt > 0) return opt;
-    return d.is_static() ? static_cast<int>(d.value) : 640;
-  };
-  in_h = pick(in.dims[2], options.height);
-  in_w = pick(in.dims[3], options.width);
+  in_h = engine::planned_input_dim(in.dims[2], options.height);
+  in_w = engine::planned_input_dim(in.dims[3], options.width);
   YOLOCU_CHECK(!in.dims[0].is_static() || in.dims[0].value == 1 || options.max_batch == 1, kInvalidArgument,
                "CudaEngine: the model's batch is fixed at ", in.dims[0].value, "; max_batch ", options.max_batch,
                " needs a batch-1 or a dynamic-batch export");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "engine/plan.hpp"
 #include "engine/quant/conv_sites.hpp"
 #include "yolocu/int8.hpp"
 #include "yolocu/model.hpp"
@@ -177,12 +178,11 @@ class QdqImporter {
 
   Int8Calibration calibration(const Model& model, int width, int height, int* dropped) const {
     const ValueInfo& in = model.graph.inputs.at(0);
-    const auto size = [](const Dim& d, int want) { return want > 0 ? want : d.is_static() ? static_cast<int>(d.value) : 640; };
     Int8Calibration c;
     c.from_qdq = true;
     c.method = CalibrationMethod::kMinMax;
-    c.input_width = size(in.dims.at(3), width);
-    c.input_height = size(in.dims.at(2), height);
+    c.input_width = engine::planned_input_dim(in.dims.at(3), width);
+    c.input_height = engine::planned_input_dim(in.dims.at(2), height);
     std::set<std::string> used;
     for (engine::quant::ConvSite& site : engine::quant::conv_sites(model, c.input_width, c.input_height)) {
       Int8ConvScales k = std::move(site.scales);

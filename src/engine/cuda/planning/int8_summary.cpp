@@ -13,7 +13,6 @@ Int8EnginePlan plan_int8_engine(const Model& model, const Int8Calibration& c, in
   YOLOCU_CHECK(model.graph.inputs.size() == 1 && model.graph.inputs[0].dims.size() == 4, kUnsupported,
                "plan_int8_engine: the model has no single N, C, H, W input");
   const ValueInfo& in = model.graph.inputs[0];
-  const auto size = [](const Dim& d, int want) -> int64_t { return want > 0 ? want : d.is_static() ? d.value : 640; };
   const int64_t channels = in.dims[1].is_static() ? in.dims[1].value : 3;
   engine::GpuStepOptions o;
   o.act_elem_size = 2;
@@ -21,7 +20,9 @@ Int8EnginePlan plan_int8_engine(const Model& model, const Int8Calibration& c, in
   o.attention_smem = size_t{227} << 10;  // a Hopper GPU's shared memory per block (the engine asks its device)
   o.int8 = &c;
   const engine::GpuStepPlan sp = engine::plan_gpu_steps(
-      engine::build_plan(model, {{1, channels, size(in.dims[2], height), size(in.dims[3], width)}}), o);
+      engine::build_plan(model, {{1, channels, engine::planned_input_dim(in.dims[2], height),
+                                  engine::planned_input_dim(in.dims[3], width)}}),
+      o);
   Int8EnginePlan p;
   for (const engine::GpuStep& st : sp.steps)
     if (st.kind == engine::GpuStepKind::kConvInt8) p.int8_convs.push_back(sp.plan.nodes[static_cast<size_t>(st.node)].node.name);
