@@ -2,10 +2,10 @@
 // fused, reading the int8 copy of its input and writing one or two forms of its output (fp16, int8
 // copies). Setup makes the layer as the Conv step does (conv_layer.hpp), quantises the weights per
 // output channel with the calibration's scales (KRSC int8) and makes the epilogue's multipliers
-// x_scale * w_scale[k], as the host reference does
-// (engine/quant/int8_conv_ref.hpp). Tune times every kernel that runs the layer (the mma.sync tiles
-// with split-K; Hopper's persistent kernels, once per output) at each tuned batch size and keeps the
-// fastest; a batch size in between takes its nearest tuned size's kernel.
+// x_scale * w_scale[k], as the host reference does (engine/quant/int8_conv_ref.hpp). Tune times
+// every kernel that runs the layer (the mma.sync tiles with split-K; Hopper's persistent kernels,
+// once per output) at each tuned batch size and keeps the fastest; a batch size in between takes
+// its nearest tuned size's kernel.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -211,19 +211,49 @@ class ConvInt8Step final : public Step {
     return need > kMaxSplitWorkspace ? 0 : need;
   }
 
-  // The median of three timings of five launches (after one untimed launch), in ms per launch.
+  // The median of three timings of five launches (after one untimed launch), in ms per launch. The
+  // five are replayed as a CUDA graph, as the engine runs them (the FP16 tuner times the same way):
+  // eager launches would also time the host's work per launch, which Hopper's kernels have more of
+  // (their TMA descriptors), and on small layers that is longer than the kernel. Eager where the
+  // capture fails.
   static float time_ms(const engine::Int8ConvArgs& a, const Int8Kernel& kn, cudaStream_t s, cudaEvent_t e0,
                        cudaEvent_t e1) {
-    run(a, kn, s);
-    float t[3];
-    for (float& ti : t) {
-      YOLOCU_CUDA_CHECK(cudaEventRecord(e0, s));
-      for (int i = 0; i < 5; ++i) run(a, kn, s);
-      YOLOCU_CUDA_CHECK(cudaEventRecord(e1, s));
-      YOLOCU_CUDA_CHECK(cudaEventSynchronize(e1));
-      YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ti, e0, e1));
-      ti /= 5.f;
+    constexpr int kReps = 5;
+    run(a, kn, s);  // (also the first launch's one-time setup, outside the capture)
+    cudaGraphExec_t exec = nullptr;
+    cudaGraph_t g = nullptr;
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+      try {
+        for (int i = 0; i < kReps; ++i) run(a, kn, s);
+      } catch (const Error&) {
+      }
+      if (cudaStreamEndCapture(s, &g) == cudaSuccess && g) {
+        if (cudaGraphInstantiate(&exec, g, 0) != cudaSuccess) exec = nullptr;
+        cudaGraphDestroy(g);
+      }
     }
+    (void)cudaGetLastError();  // a failed capture is timed eagerly
+    const auto launch = [&] {
+      if (exec) YOLOCU_CUDA_CHECK(cudaGraphLaunch(exec, s));
+      else
+        for (int i = 0; i < kReps; ++i) run(a, kn, s);
+    };
+    float t[3];
+    try {
+      launch();
+      for (float& ti : t) {
+        YOLOCU_CUDA_CHECK(cudaEventRecord(e0, s));
+        launch();
+        YOLOCU_CUDA_CHECK(cudaEventRecord(e1, s));
+        YOLOCU_CUDA_CHECK(cudaEventSynchronize(e1));
+        YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ti, e0, e1));
+        ti /= kReps;
+      }
+    } catch (...) {
+      if (exec) cudaGraphExecDestroy(exec);
+      throw;
+    }
+    if (exec) cudaGraphExecDestroy(exec);
     std::sort(t, t + 3);
     return t[1];
   }
