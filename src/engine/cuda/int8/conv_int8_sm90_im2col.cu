@@ -161,48 +161,48 @@ struct Family {
   }
 };
 
-using F0 = Family<Shape<_128, _64, Shape<_64>>, cutlass::epilogue::collective::EpilogueTileAuto>;
-using F1 = Family<Shape<_128, _128, Shape<_64>>, cutlass::epilogue::collective::EpilogueTileAuto>;
-using F2 = Family<Shape<_256, _64, Shape<_64>>, Shape<_128, _64>>;
-using F3 = Family<Shape<_128, _32, Shape<_64>>, Shape<_128, _32>>;
-// a reduction step of 32 channels: one tap at a time where the layer has 32 (or 16) channels
-using F4 = Family<Shape<_128, _64, Shape<_32>>, cutlass::epilogue::collective::EpilogueTileAuto>;
-using F5 = Family<Shape<_128, _32, Shape<_32>>, Shape<_128, _32>>;
+// The kernels, in im2col_kernels()'s order: id, what it refuses, its launch.
+struct Entry {
+  const char* id;
+  std::string (*unsupported)(const Int8ConvArgs&);
+  void (*run)(const Int8ConvArgs&, cudaStream_t);
+};
+template <class F>
+constexpr Entry entry(const char* id) {
+  return {id, &F::unsupported, &F::run};
+}
+using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
+const Entry kKernels[] = {
+    entry<Family<Shape<_128, _64, Shape<_64>>, EpiAuto>>("int8-sm90:im2col-128x64x64"),
+    entry<Family<Shape<_128, _128, Shape<_64>>, EpiAuto>>("int8-sm90:im2col-128x128x64"),
+    entry<Family<Shape<_256, _64, Shape<_64>>, Shape<_128, _64>>>("int8-sm90:im2col-256x64x64-e128x64"),
+    entry<Family<Shape<_128, _32, Shape<_64>>, Shape<_128, _32>>>("int8-sm90:im2col-128x32x64-e128x32"),
+    // a reduction step of 32 channels: one tap at a time where the layer has 32 (or 16) channels
+    entry<Family<Shape<_128, _64, Shape<_32>>, EpiAuto>>("int8-sm90:im2col-128x64x32"),
+    entry<Family<Shape<_128, _32, Shape<_32>>, Shape<_128, _32>>>("int8-sm90:im2col-128x32x32-e128x32"),
+};
+constexpr int kKernelCount = static_cast<int>(sizeof(kKernels) / sizeof(kKernels[0]));
 
 }  // namespace
 
 const std::vector<std::string>& im2col_kernels() {
-  static const std::vector<std::string> ids = {"int8-sm90:im2col-128x64x64", "int8-sm90:im2col-128x128x64",
-                                               "int8-sm90:im2col-256x64x64-e128x64", "int8-sm90:im2col-128x32x64-e128x32",
-                                               "int8-sm90:im2col-128x64x32", "int8-sm90:im2col-128x32x32-e128x32"};
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> v;
+    for (const Entry& e : kKernels) v.push_back(e.id);
+    return v;
+  }();
   return ids;
 }
 
 std::string im2col_unsupported(const Int8ConvArgs& a, int kernel) {
+  if (kernel < 0 || kernel >= kKernelCount) return "no im2col kernel " + std::to_string(kernel);
   if (a.residual_type == Int8Residual::kInt8) return "an int8 residual is not taken on this path (fp16 is)";
   if (a.residual_type == Int8Residual::kHalf && !a.silu) return "a residual only after SiLU on this path";
   if (a.residual && reinterpret_cast<uintptr_t>(a.residual) % 16 != 0) return "the residual must be 16-byte aligned";
   if (a.residual_type == Int8Residual::kHalf && a.k % 8 != 0) return "residual channels must be a multiple of 8";
-  switch (kernel) {
-    case 0: return F0::unsupported(a);
-    case 1: return F1::unsupported(a);
-    case 2: return F2::unsupported(a);
-    case 3: return F3::unsupported(a);
-    case 4: return F4::unsupported(a);
-    case 5: return F5::unsupported(a);
-    default: return "no im2col kernel " + std::to_string(kernel);
-  }
+  return kKernels[kernel].unsupported(a);
 }
 
-void im2col_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) {
-  switch (kernel) {
-    case 0: return F0::run(a, stream);
-    case 1: return F1::run(a, stream);
-    case 2: return F2::run(a, stream);
-    case 3: return F3::run(a, stream);
-    case 4: return F4::run(a, stream);
-    default: return F5::run(a, stream);
-  }
-}
+void im2col_run(const Int8ConvArgs& a, int kernel, cudaStream_t stream) { kKernels[kernel].run(a, stream); }
 
 }  // namespace yolocu::engine::sm90
