@@ -1,7 +1,8 @@
 // fp16 <-> int8 activation conversion (int8_convert.hpp). Grid-stride loops over the output:
-// quantise: a packed tensor 16 values a thread; otherwise one thread = 4 int8 channels of one pixel (one 4-byte store; the fp16 source, maybe a
-// pitched channel slice, in one 8-byte load where aligned, else 2 bytes at a time); dequantise: one
-// thread = 4 channels (4-byte load, 8-byte store) where aligned, else one channel.
+// quantise: a packed tensor 16 values a thread; otherwise one thread = 4 int8 channels of one pixel
+// (one 4-byte store; the fp16 source, maybe a pitched channel slice, in one 8-byte load where
+// aligned, else 2 bytes at a time); dequantise: one thread = 4 channels (4-byte load, 8-byte store)
+// where aligned, else one channel.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

@@ -1,8 +1,9 @@
 // Step kConv: a convolution with its fused bias, SiLU and residual, NHWC -> NHWC, through the
 // tactic the tuner chose for its layer and the batch size (tactics/). Setup makes the layer
-// (engine::ConvProblem at max_batch; conv_layer.hpp, which the INT8 step shares) and its device weights: OIHW -> KRSC in the activation dtype,
-// output channels padded with zeros to the value's pitch; the space-to-depth stem's weights
-// regrouped as a 3x3 filter; float32 biases (and fp16 copies for the cutlass family).
+// (engine::ConvProblem at max_batch; conv_layer.hpp, which the INT8 step shares) and its device
+// weights: OIHW -> KRSC in the activation dtype, output channels padded with zeros to the value's
+// pitch; the space-to-depth stem's weights regrouped as a 3x3 filter; float32 biases (and fp16
+// copies for the cutlass family).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
