@@ -28,39 +28,48 @@ test_conv_int8 * ConvInt8.SmallEveryFeature:ConvInt8.SecondOutput:Int8Convert.*
 test_conv_int8_sm90 * ConvInt8Sm90.SecondOutput
 LIST
 fi
-# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration);
-# a model may come with several calibrations (its FP16 runs once, each INT8 log named after its
-# calibration file)
+d=$YOLOCU_DATA_DIR
+# eval_map <tag> <yolocu eval flags...>: one coco128 mAP50-95 run, its log and its row
+eval_map() {
+  local tag=$1
+  shift
+  step "yolocu eval $tag"
+  if timeout 300 "$bin/yolocu" eval --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
+      --batch 32 --json "$out/$tag.json" "$@" >"$out/$tag.log" 2>&1; then
+    row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
+  else
+    row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
+  fi
+}
+# A model may come with several calibrations: its FP16 runs once (first_time: whether `seen` lacks
+# it, adding it), each INT8 log named after its calibration file (for_precision <prec> <cal>: sets
+# calopt, the calibration flag for int8, and sfx, the logs' suffix).
+seen=" "
+first_time() {
+  case "$seen" in *" $1 "*) return 1 ;; esac
+  seen="$seen$1 "
+}
+for_precision() {
+  calopt=() sfx=$1
+  if [ "$1" = int8 ]; then calopt=(--calibration "$2") sfx=$1_$(basename "$2" .json); fi
+}
+# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration)
 evals=${INT8_EVAL:-}
 [ -n "${INT8_CAL:-}" ] && evals="$YOLOCU_DATA_DIR/models/yolov5n.onnx=$INT8_CAL $evals"
-d=$YOLOCU_DATA_DIR
-seen=" "
 for pair in $evals; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
-  cname=$(basename "$cal" .json)
   again=0
-  case "$seen" in *" $m "*) again=1 ;; esac
-  seen="$seen$m "
+  first_time "$m" || again=1
   for run in "cuda fp16" "cuda int8" "cpu int8"; do
     read -r dev prec <<<"$run"
     [ "$prec" = fp16 ] && [ $again = 1 ] && continue
-    tag=eval_${name}_${dev}_$prec
-    [ "$prec" = int8 ] && tag=${tag}_$cname
-    step "yolocu eval $name --device $dev --precision $prec"
-    calopt=()
-    [ "$prec" = int8 ] && calopt=(--calibration "$cal")
-    if timeout 300 "$bin/yolocu" eval --model "$m" --images "$d/coco128/images/train2017" --labels "$d/coco128/labels/train2017" \
-        --device "$dev" --precision "$prec" "${calopt[@]}" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
-      row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
-    else
-      row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
-    fi
+    for_precision "$prec" "$cal"
+    eval_map "eval_${name}_${dev}_$sfx" --model "$m" --device "$dev" --precision "$prec" "${calopt[@]}"
   done
   # the engine forward, FP16 and INT8, the same call
   for prec in fp16 int8; do
     [ "$prec" = fp16 ] && [ $again = 1 ] && continue
-    calopt=() sfx=$prec
-    [ "$prec" = int8 ] && calopt=(--calibration "$cal") sfx=${prec}_$cname
+    for_precision "$prec" "$cal"
     step "bench_cuda_engine $name --precision $prec ${calopt[*]}"
     timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 1,32 --precision "$prec" "${calopt[@]}" \
       --tactic-cache none >"$out/engine_${name}_$sfx.log" 2>&1 || row "FAIL  bench_cuda_engine $name $sfx (log engine_${name}_$sfx.log)"
@@ -75,30 +84,19 @@ done
 # an already quantised export (bundle.sh's yolov5n_qdq.onnx): on the GPU with its own scales, and
 # on the CPU as its graph says
 if [ -f "$d/qdq/yolov5n_qdq.onnx" ]; then
-  for dev in cuda cpu; do
-    tag=eval_yolov5n_qdq_$dev
-    step "yolocu eval yolov5n_qdq --device $dev"
-    if timeout 300 "$bin/yolocu" eval --model "$d/qdq/yolov5n_qdq.onnx" --images "$d/coco128/images/train2017" \
-        --labels "$d/coco128/labels/train2017" --device "$dev" --batch 32 --json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
-      row "ok    $tag: $(grep -o '"map50_95": *[0-9.]*' "$out/$tag.json" | head -1)"
-    else
-      row "FAIL  $tag (log $tag.log)"; tail -5 "$out/$tag.log"
-    fi
-  done
+  for dev in cuda cpu; do eval_map "eval_yolov5n_qdq_$dev" --model "$d/qdq/yolov5n_qdq.onnx" --device "$dev"; done
 fi
 # INT8_PROFILE: "model.onnx=calibration.json ...": each model's engine at batch 1 and 32 step by step
-# (bench_cuda_engine --profile), FP16 then INT8, the kernel each layer runs named
-# (several calibrations of one model as in INT8_EVAL: FP16 once, INT8 logs named after the file)
+# (bench_cuda_engine --profile), FP16 then INT8, the kernel each layer runs named (several
+# calibrations of one model as in INT8_EVAL)
 seen=" "
 for pair in ${INT8_PROFILE:-}; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
   again=0
-  case "$seen" in *" $m "*) again=1 ;; esac
-  seen="$seen$m "
+  first_time "$m" || again=1
   for prec in fp16 int8; do
     [ "$prec" = fp16 ] && [ $again = 1 ] && continue
-    calopt=() sfx=$prec
-    [ "$prec" = int8 ] && calopt=(--calibration "$cal") sfx=${prec}_$(basename "$cal" .json)
+    for_precision "$prec" "$cal"
     step "bench_cuda_engine --profile $name --precision $prec ${calopt[*]}"
     timeout 200 "$bin/bench_cuda_engine" --models "$m" --batches 1,32 --precision "$prec" "${calopt[@]}" --profile \
       --tactic-cache none >"$out/profile_${name}_$sfx.log" 2>&1 || row "FAIL  bench_cuda_engine --profile $name $sfx"
