@@ -3,9 +3,9 @@
 // copies). Setup makes the layer as the Conv step does (conv_layer.hpp), quantises the weights per
 // output channel with the calibration's scales (KRSC int8) and makes the epilogue's multipliers
 // x_scale * w_scale[k], as the host reference does (engine/quant/int8_conv_ref.hpp). Tune times
-// every kernel that runs the layer (the mma.sync tiles with split-K; Hopper's persistent kernels,
-// once per output) at each tuned batch size and keeps the fastest; a batch size in between takes
-// its nearest tuned size's kernel.
+// every kernel that runs the layer (the mma.sync tiles with split-K; Hopper's persistent kernels, a
+// layer with two outputs once for both or once per output) at each tuned batch size and keeps the
+// fastest; a batch size in between takes its nearest tuned size's kernel.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -22,11 +22,13 @@ namespace yolocu::cuda_engine_internal {
 namespace {
 
 // One way to run the layer: a mma.sync tile (split-K slices) or a Hopper kernel; a step with two
-// outputs runs a Hopper kernel once per output.
+// outputs runs a Hopper kernel once for both (`both`: one form through its epilogue's auxiliary
+// store, where the kernel takes that) or once per output.
 struct Int8Kernel {
   bool sm90 = false;
   int index = 0;
   int split_k = 1;
+  bool both = false;
 };
 
 // The same layer writing only its second output (y2 as y), for a Hopper kernel's second run.
@@ -118,7 +120,7 @@ class ConvInt8Step final : public Step {
 
   int kernels(const LaunchContext& ctx) const override {
     const Int8Kernel& kn = kernels_.at(static_cast<size_t>(ctx.batch));
-    return kn.sm90 ? static_cast<int>(st_.out.size()) : kn.split_k > 1 ? 2 : 1;
+    return kn.sm90 && !kn.both ? static_cast<int>(st_.out.size()) : kn.split_k > 1 ? 2 : 1;
   }
 
  private:
@@ -156,26 +158,34 @@ class ConvInt8Step final : public Step {
       engine::int8_conv_run(a, kn.index, s);
       return;
     }
+    if (kn.both) {
+      engine::int8_sm90_run(a, kn.index, s);
+      return;
+    }
     engine::int8_sm90_run(first_output(a), kn.index, s);
     if (a.y2 != nullptr) engine::int8_sm90_run(second_output(a), kn.index, s);
   }
 
   static std::string unsupported(const engine::Int8ConvArgs& a, const Int8Kernel& kn) {
     if (!kn.sm90) return engine::int8_conv_unsupported(a);
+    if (kn.both) return a.y2 ? engine::int8_sm90_unsupported(a, kn.index) : "one output";
     std::string why = engine::int8_sm90_unsupported(first_output(a), kn.index);
     if (why.empty() && a.y2 != nullptr) why = engine::int8_sm90_unsupported(second_output(a), kn.index);
     return why;
   }
 
   static std::string describe(const Int8Kernel& kn) {
-    if (kn.sm90) return engine::int8_sm90_kernels()[static_cast<size_t>(kn.index)];
+    if (kn.sm90) return engine::int8_sm90_kernels()[static_cast<size_t>(kn.index)] + (kn.both ? " (both forms)" : "");
     return engine::int8_tile_id(engine::int8_conv_tiles()[static_cast<size_t>(kn.index)]) + " k" + std::to_string(kn.split_k);
   }
 
   // Every kernel that runs the layer at `batch`, timed on the arena's buffers; the fastest.
   Int8Kernel fastest(const TuneContext& ctx, int batch) const {
     std::vector<Int8Kernel> cand;
-    for (size_t i = 0; i < engine::int8_sm90_kernels().size(); ++i) cand.push_back({true, static_cast<int>(i), 1});
+    for (size_t i = 0; i < engine::int8_sm90_kernels().size(); ++i) {
+      cand.push_back({true, static_cast<int>(i), 1, false});
+      if (st_.out.size() > 1) cand.push_back({true, static_cast<int>(i), 1, true});
+    }
     for (size_t t = 0; t < engine::int8_conv_tiles().size(); ++t)
       for (int split : {1, 2, 4, 8}) cand.push_back({false, static_cast<int>(t), split});
     DeviceMem ws;
