@@ -120,9 +120,11 @@ inline std::vector<int32_t> host_acc(const Shape& sh, const Data& d) {
 }
 
 // The float value before the output conversion: int8_math.hpp's (exact) or double precision.
-inline float epilogue_f32(const Shape& sh, const Data& d, size_t o, int32_t acc) {
+// silu_scale: the SiLU's value times this (1 -+ kSiluSlack: the bounds of the device's SiLU).
+inline float epilogue_f32(const Shape& sh, const Data& d, size_t o, int32_t acc, float silu_scale = 1.f) {
   const size_t k = o % static_cast<size_t>(sh.k);
   float v = int8::conv_value(acc, d.scale[k], sh.bias ? d.bias[k] : 0.f, sh.silu);
+  if (sh.silu && silu_scale != 1.f) v = int8::mul_rn(v, silu_scale);
   if (sh.res == Int8Residual::kInt8) v = int8::add_residual_i8(v, d.res8[o], d.res_scale);
   if (sh.res == Int8Residual::kHalf) v = int8::add_residual_f32(v, __half2float(d.res16[o]));
   return v;
@@ -238,17 +240,38 @@ inline size_t for_each_output(const Shape& sh, const GpuOut& g, int pitch, size_
 
 // Outputs of `g` (form `out`, int8 at `scale`, pixels `pitch` apart) that differ from the host's
 // epilogue, and channels beyond k that were written.
+// How far the device's SiLU may be from the host's in these checks: twice what test_int8_math_cuda
+// allows, for the roundings of the bounds' own arithmetic.
+constexpr float kSiluSlack = 2 * int8::kSiluDeviceTolerance;
+
+// Whether output element e (form `out`, int8 at `scale` or fp16) of output o is what the kernels
+// must write: the host reference's, or for a SiLU layer a value between the host's with its SiLU
+// moved by -+kSiluSlack (the device's SiLU is the hardware's approximation, int8_math.hpp; the
+// bounds differ from the reference only where its value lies that close to a rounding boundary).
+inline bool matches_host(const Shape& sh, const Data& d, size_t o, int32_t acc, Int8Out out, float scale,
+                         const uint8_t* e) {
+  const float v = epilogue_f32(sh, d, o, acc);
+  const float lo = sh.silu ? epilogue_f32(sh, d, o, acc, 1.f - kSiluSlack) : v;
+  const float hi = sh.silu ? epilogue_f32(sh, d, o, acc, 1.f + kSiluSlack) : v;
+  if (out == Int8Out::kInt8) {
+    const int got = static_cast<int8_t>(e[0]);
+    const int a = int8::quantize(lo, scale), b = int8::quantize(hi, scale);
+    return got == int8::quantize(v, scale) || (got >= std::min(a, b) && got <= std::max(a, b));
+  }
+  __half got;
+  std::memcpy(&got, e, 2);
+  const __half want = __float2half_rn(v);
+  if (std::memcmp(&got, &want, 2) == 0) return true;
+  const float g = __half2float(got), a = __half2float(__float2half_rn(lo)), b = __half2float(__float2half_rn(hi));
+  return g >= std::min(a, b) && g <= std::max(a, b);  // (false for NaN)
+}
+
+// Outputs the kernels wrote that matches_host refuses, and channels beyond k written.
 inline std::pair<size_t, size_t> count_differences(const Shape& sh, const Data& d, const std::vector<int32_t>& acc,
                                             const GpuOut& g, Int8Out out, float scale, int pitch) {
   size_t bad = 0;
   const size_t touched = for_each_output(sh, g, pitch, acc.size() / sh.k, [&](size_t o, const uint8_t* e) {
-    const float v = epilogue_f32(sh, d, o, acc[o]);
-    if (out == Int8Out::kInt8) {
-      bad += static_cast<int8_t>(e[0]) != int8::quantize(v, scale);
-    } else {
-      const __half want = __float2half_rn(v);
-      bad += std::memcmp(e, &want, 2) != 0;
-    }
+    bad += !matches_host(sh, d, o, acc[o], out, scale, e);
   });
   return {bad, touched};
 }
@@ -267,7 +290,7 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
   for (const Runner& runner : runners) {
     const std::string what = sh.name() + " on " + runner.id;
     const GpuOut g = run_gpu(sh, d, runner);
-    size_t exact_bad = 0, off_by_one = 0, far = 0, saturated = 0;
+    size_t exact_bad = 0, moved = 0, off_by_one = 0, far = 0, saturated = 0;
     const size_t touched = for_each_output(sh, g, sh.y_pitch, acc.size() / sh.k, [&](size_t o, const uint8_t* e) {
       if (sh.out == Int8Out::kInt32) {
         int32_t got;
@@ -277,9 +300,15 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
       }
       const float v = epilogue_f32(sh, d, o, acc[o]);
       const double v64 = epilogue_f64(sh, d, o, acc[o]);
+      const bool ok = matches_host(sh, d, o, acc[o], sh.out, d.y_scale, e);
+      exact_bad += !ok;
+      if (ok) {  // (counted: outputs where the device's SiLU rounded the other way)
+        const __half h = __float2half_rn(v);
+        moved += sh.out == Int8Out::kInt8 ? static_cast<int8_t>(e[0]) != int8::quantize(v, d.y_scale)
+                                          : std::memcmp(e, &h, 2) != 0;
+      }
       if (sh.out == Int8Out::kInt8) {
         const int got = static_cast<int8_t>(e[0]);
-        exact_bad += got != int8::quantize(v, d.y_scale);
         const double ideal = std::min(127.0, std::max(-128.0, std::nearbyint(v64 / d.y_scale)));
         saturated += std::fabs(ideal) >= 127;
         const double dq = std::fabs(got - ideal);
@@ -287,20 +316,19 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
       } else {
         __half got;
         std::memcpy(&got, e, 2);
-        const __half want = __float2half_rn(v);
-        exact_bad += std::memcmp(&got, &want, 2) != 0;
         far += std::fabs(__half2float(got) - v64) > std::fabs(v64) / 512 + 1e-3;
       }
     });
-    EXPECT_EQ(exact_bad, 0u) << what << ": outputs differing from the host reference";
+    EXPECT_EQ(exact_bad, 0u) << what << ": outputs differing from the host reference (beyond the device SiLU's tolerance)";
     EXPECT_EQ(far, 0u) << what << ": outputs beyond the double-precision epilogue's tolerance";
     EXPECT_LE(off_by_one, acc.size() / 100) << what << ": int8 outputs 1 LSB from the double-precision epilogue";
     EXPECT_EQ(touched, 0u) << what << ": channels beyond k written";
+    EXPECT_LE(moved, acc.size() / 200) << what << ": outputs the device's SiLU rounds the other way";
     if (sh.out == Int8Out::kInt8) {
       EXPECT_GT(saturated, 0u) << what << ": the test meant some outputs to saturate";
     }
-    std::printf("      %s: %zu outputs, %zu differ from the host; vs double: %zu off by 1 LSB, %zu further\n",
-                what.c_str(), acc.size(), exact_bad, off_by_one, far);
+    std::printf("      %s: %zu outputs, %zu differ from the host (%zu more within SiLU's tolerance); vs double: %zu off by 1 LSB, %zu further\n",
+                what.c_str(), acc.size(), exact_bad, moved, off_by_one, far);
   }
 }
 

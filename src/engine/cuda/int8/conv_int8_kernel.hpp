@@ -1,7 +1,8 @@
 // yolocu's INT8 convolution (conv_int8_kernel.cu): an implicit GEMM on sm_80+ tensor cores
 // (mma.sync m16n8k32, int8 x int8 -> int32), for one fused layer
 //   y = act(conv(x, w) * scale + bias) (+ residual), int32 accumulation, then int8 or fp16 out.
-// The epilogue's float math is int8_math.hpp's (bit-identical on host and device).
+// The epilogue's float math is int8_math.hpp's (bit-identical on host and device but for SiLU,
+// which the device approximates within int8::kSiluDeviceTolerance).
 //
 // Layouts and what the caller owns:
 //   x   NHWC int8 [n, h, w, c], c a multiple of 16 (pad the channels with zeros: int8_convert.hpp's
