@@ -245,7 +245,7 @@ inline size_t for_each_output(const Shape& sh, const GpuOut& g, int pitch, size_
 constexpr float kSiluSlack = 2 * int8::kSiluDeviceTolerance;
 
 // Whether output element e (form `out`, int8 at `scale` or fp16) of output o is what the kernels
-// must write: the host reference's, or for a SiLU layer a value between the host's with its SiLU
+// must write: the host reference's (int8: requantised as int8_math.hpp's requantize), or for a SiLU layer a value between the host's with its SiLU
 // moved by -+kSiluSlack (the device's SiLU is the hardware's approximation, int8_math.hpp; the
 // bounds differ from the reference only where its value lies that close to a rounding boundary).
 inline bool matches_host(const Shape& sh, const Data& d, size_t o, int32_t acc, Int8Out out, float scale,
@@ -254,9 +254,10 @@ inline bool matches_host(const Shape& sh, const Data& d, size_t o, int32_t acc, 
   const float lo = sh.silu ? epilogue_f32(sh, d, o, acc, 1.f - kSiluSlack) : v;
   const float hi = sh.silu ? epilogue_f32(sh, d, o, acc, 1.f + kSiluSlack) : v;
   if (out == Int8Out::kInt8) {
+    const int8::Scale sc = int8::make_scale(scale);
     const int got = static_cast<int8_t>(e[0]);
-    const int a = int8::quantize(lo, scale), b = int8::quantize(hi, scale);
-    return got == int8::quantize(v, scale) || (got >= std::min(a, b) && got <= std::max(a, b));
+    const int a = int8::requantize(lo, sc), b = int8::requantize(hi, sc);
+    return got == int8::requantize(v, sc) || (got >= std::min(a, b) && got <= std::max(a, b));
   }
   __half got;
   std::memcpy(&got, e, 2);
@@ -304,7 +305,7 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
       exact_bad += !ok;
       if (ok) {  // (counted: outputs where the device's SiLU rounded the other way)
         const __half h = __float2half_rn(v);
-        moved += sh.out == Int8Out::kInt8 ? static_cast<int8_t>(e[0]) != int8::quantize(v, d.y_scale)
+        moved += sh.out == Int8Out::kInt8 ? static_cast<int8_t>(e[0]) != int8::requantize(v, int8::make_scale(d.y_scale))
                                           : std::memcmp(e, &h, 2) != 0;
       }
       if (sh.out == Int8Out::kInt8) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -113,6 +114,38 @@ TEST(Int8Math, DivByIsTheIeeeDivision) {
   EXPECT_EQ(int8::quantize_value(-3.5f, int8::make_scale(1.f)), -4.f);
   EXPECT_EQ(int8::quantize_value(std::nanf(""), int8::make_scale(1.f)), 0.f);
   EXPECT_EQ(int8::quantize_value(1e38f, int8::make_scale(1e-10f)), 127.f);
+}
+
+// The epilogue's requantisation: the product by the rounded reciprocal, rounded half to even and
+// saturated as quantize is; against quantize's IEEE division it differs by one step at most, and
+// only where v / s lies within two ulps of a half-integer.
+TEST(Int8Math, RequantizeIsTheProductRounded) {
+  const int8::Scale one = int8::make_scale(1.f);
+  EXPECT_EQ(int8::requantize(2.5f, one), 2);
+  EXPECT_EQ(int8::requantize(-2.5f, one), -2);
+  EXPECT_EQ(int8::requantize(127.5f, one), 127);
+  EXPECT_EQ(int8::requantize(-128.5f, one), -128);
+  EXPECT_EQ(int8::requantize(std::numeric_limits<float>::infinity(), one), 127);
+  EXPECT_EQ(int8::requantize(std::nanf(""), one), 0);
+  EXPECT_EQ(int8::requantize(-12.15f, int8::make_scale(0.1f)), -122);  // -121.5 from the product (the division: -121)
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> exponent(-20.f, 20.f), unit(-1.f, 1.f);
+  int64_t checked = 0, differ = 0, far = 0;
+  for (int i = 0; i < 1000000; ++i) {
+    const float sc = std::exp2(exponent(rng));
+    const int8::Scale q = int8::make_scale(sc);
+    const float vs[] = {unit(rng) * 300.f * sc, std::nextafter((std::floor(unit(rng) * 130.f) + 0.5f) * sc, 0.f)};
+    for (float v : vs) {
+      ++checked;
+      const int a = int8::requantize(v, q), b = int8::quantize(v, q);
+      if (a == b) continue;
+      ++differ;
+      const double x = static_cast<double>(v) / sc, half = std::floor(x) + 0.5;
+      far += std::abs(a - b) > 1 || std::fabs(x - half) > 2 * std::ldexp(std::fabs(x), -23);
+    }
+  }
+  EXPECT_EQ(far, 0) << differ << " of " << checked << " differ from the division";
+  EXPECT_GT(differ, 0) << "the sweep meant to reach values where the two round apart";
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 // int8_math.hpp on the device against the same functions on the host, bit for bit: the reciprocal
 // (the hardware's approximation and one Newton step) against CUDA's correctly rounded __frcp_rn for
-// every float of the range it serves, [1, 2^126); exp2, exp, the convolution's value and the
-// quantisation over dense sweeps, random values and the special ones (0, -0, infinities, NaN,
-// values past the clamps). SiLU (alone and in the convolution's value), which the device computes
-// with the hardware's 2^t and reciprocal approximations: within kSiluDeviceTolerance of the host's,
-// relative, the same special values (infinities, NaN) on both sides. Skips visibly without a CUDA
-// device.
+// every float of the range it serves, [1, 2^126); exp2, exp, the convolution's value, the
+// quantisation and the epilogue's requantisation over dense sweeps, random values and the special
+// ones (0, -0, infinities, NaN, values past the clamps). SiLU (alone and in the convolution's
+// value), which the device computes with the hardware's 2^t and reciprocal approximations: within
+// kSiluDeviceTolerance of the host's, relative, the same special values (infinities, NaN) on both
+// sides. Skips visibly without a CUDA device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ TEST(Int8MathCuda, ReciprocalRoundsCorrectlyOnItsWholeRange) {
   EXPECT_EQ(n, 0u) << "first mismatch at d = " << ff << " (" << hi - lo << " floats checked)";
 }
 
-enum Fn { kExp2, kExp, kSilu, kConv, kConvSilu, kQuantize };
+enum Fn { kExp2, kExp, kSilu, kConv, kConvSilu, kQuantize, kRequantize };
 
 struct Case {
   float x;         // exp / SiLU / quantisation input; conv: scale
@@ -72,7 +72,8 @@ __host__ __device__ float apply(int fn, const Case& c) {
     case kSilu: return int8::silu_f32(c.x);
     case kConv: return int8::conv_value(c.acc, c.x, c.y, false);
     case kConvSilu: return int8::conv_value(c.acc, c.x, c.y, true);
-    default: return int8::quantize_value(c.x, int8::make_scale(c.y));
+    case kQuantize: return int8::quantize_value(c.x, int8::make_scale(c.y));
+    default: return int8::requantize_value(c.x, int8::make_scale(c.y));
   }
 }
 
@@ -113,8 +114,9 @@ TEST(Int8MathCuda, DeviceEqualsHost) {
   DeviceBuffer dc(c.size() * sizeof(Case)), dout(c.size() * sizeof(float));
   ASSERT_EQ(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(Case), cudaMemcpyHostToDevice), cudaSuccess);
   std::vector<float> out(c.size());
-  const char* names[] = {"exp2_clamped", "exp_clamped", "silu_f32", "conv_value", "conv_value+silu", "quantize_value"};
-  for (int fn = kExp2; fn <= kQuantize; ++fn) {
+  const char* names[] = {"exp2_clamped", "exp_clamped", "silu_f32", "conv_value", "conv_value+silu", "quantize_value",
+                         "requantize_value"};
+  for (int fn = kExp2; fn <= kRequantize; ++fn) {
     eval<<<(n + 255) / 256, 256>>>(fn, static_cast<const Case*>(dc.p), static_cast<float*>(dout.p), n);
     ASSERT_EQ(cudaMemcpy(out.data(), dout.p, out.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
     int bad = 0;

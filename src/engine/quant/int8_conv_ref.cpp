@@ -75,7 +75,8 @@ std::vector<int8_t> int8_requantize(const std::vector<int32_t>& acc, int64_t k, 
                                     const std::vector<float>& bias, bool silu, float out_scale) {
   const std::vector<float> v = int8_dequantize_output(acc, k, hw, m, bias, silu);
   std::vector<int8_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = int8::quantize(v[i], out_scale);
+  const int8::Scale sc = int8::make_scale(out_scale);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = int8::requantize(v[i], sc);
   return out;
 }
 

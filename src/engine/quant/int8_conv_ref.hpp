@@ -35,7 +35,8 @@ std::vector<int32_t> int8_conv_accumulate(const Int8ConvShape& shape, const int8
 std::vector<float> int8_multipliers(float x_scale, const std::vector<float>& w_scales);
 
 // The epilogue over accumulators [n, k, hw] (hw = out_h * out_w): requantised with the output
-// tensor's scale (int8), or left in float. `bias` may be empty (zeros).
+// tensor's scale (int8; int8_math.hpp's requantize, the product by its reciprocal, as the kernels
+// do), or left in float. `bias` may be empty (zeros).
 std::vector<int8_t> int8_requantize(const std::vector<int32_t>& acc, int64_t k, int64_t hw,
                                     const std::vector<float>& multipliers, const std::vector<float>& bias, bool silu,
                                     float out_scale);

@@ -75,7 +75,7 @@ struct Dst {
 __device__ __forceinline__ void store_values(void* y, int out, const int8::Scale& sc, int64_t o, const float (&v)[4]) {
   if (out == static_cast<int>(Int8Out::kInt8)) {
     *reinterpret_cast<char4*>(static_cast<int8_t*>(y) + o) =
-        make_char4(int8::quantize(v[0], sc), int8::quantize(v[1], sc), int8::quantize(v[2], sc), int8::quantize(v[3], sc));
+        make_char4(int8::requantize(v[0], sc), int8::requantize(v[1], sc), int8::requantize(v[2], sc), int8::requantize(v[3], sc));
   } else {
     uint2 h;
     *reinterpret_cast<__half2*>(&h.x) = __halves2half2(__float2half_rn(v[0]), __float2half_rn(v[1]));

@@ -4,11 +4,14 @@
 //   v = fmaf(float(acc), scale[k], bias[k])           scale[k] = x_scale * w_scale[k] (the caller's)
 //   v = v * rcp(1 + exp(-v))                          SiLU (optional), exp and rcp below
 //   v = fmaf(float(r), r_scale, v)  or  v = v + r     residual (optional): int8 with its scale, or fp16
-//   int8 out:  q = saturate(round_half_even(v / y_scale)) to [-128, 127]; NaN -> 0
+//   int8 out:  q = saturate(round_half_even(v * (1 / y_scale))) to [-128, 127]; NaN -> 0
 //   fp16 out:  __float2half_rn(v)
-// Quantisation is symmetric (zero point 0) and divides, as ONNX QuantizeLinear: the quotient is the
-// IEEE one, computed from the reciprocal 1 / scale (rounded once, per tensor) and one correction
-// (div_by below).
+// Quantisation is symmetric (zero point 0). Quantising a tensor (quantize: the fp16 -> int8 kernels,
+// the weights, simulated INT8) divides, as ONNX QuantizeLinear: the quotient is the IEEE one,
+// computed from the reciprocal 1 / scale (rounded once, per tensor) and one correction (div_by
+// below). A convolution's epilogue requantises its output with the product by the rounded
+// reciprocal alone (requantize): within an ulp of the quotient, so the two differ only where v / s
+// lies that close to a half-integer, and it takes one instruction where the division takes five.
 // Why it is bit-identical on both sides (all but SiLU on the device, below): every step is either
 // one correctly rounded IEEE operation (add, multiply, fmaf, the reciprocal) or an integer /
 // exponent-bit / min / max / select operation. nvcc fuses a multiply followed by an add into an fma by default (--fmad=true), also
@@ -169,6 +172,15 @@ YOLOCU_I8_HD float quantize_value(float v, Scale sc) {
   return x == x ? q : 0.f;
 }
 YOLOCU_I8_HD int8_t quantize(float v, Scale sc) { return static_cast<int8_t>(quantize_value(v, sc)); }
+// The epilogue's requantisation: saturate(round_half_even(v * sc.inv)) as a float holding the
+// integer; NaN -> 0. (Hopper's kernels leave the product to CUTLASS's conversion to int8, which
+// rounds and saturates alike and gives 0 for NaN: sm90_conv_epilogue.cuh.)
+YOLOCU_I8_HD float requantize_value(float v, Scale sc) {
+  const float x = mul_rn(v, sc.inv);
+  const float q = round_small(min_f(max_f(x, -128.f), 127.f));
+  return x == x ? q : 0.f;
+}
+YOLOCU_I8_HD int8_t requantize(float v, Scale sc) { return static_cast<int8_t>(requantize_value(v, sc)); }
 // quantize with the scale itself (host code; device code passes make_scale(s) computed once).
 YOLOCU_I8_HD int8_t quantize(float v, float scale) { return quantize(v, make_scale(scale)); }
 // float(q) * scale (exact products of int8 with a float are rounded once).

@@ -1,7 +1,7 @@
 // The fused epilogue of yolocu's Hopper INT8 convolutions (conv_int8_sm90.cu: 1x1 layers as a
 // persistent GEMM; conv_int8_sm90_im2col.cu: any filter through the im2col mainloop), as a node of
 // CUTLASS's epilogue visitor tree over the int32 accumulator and the scale and bias rows:
-// int8_math.hpp's conv_value, then its quantisation (int8 out) or the value (fp16 out): the same
+// int8_math.hpp's conv_value, then its requantisation (int8 out) or the value (fp16 out): the same
 // results bit for bit as the mma.sync kernel (conv_int8_kernel.hpp). sm_90a translation units only.
 #pragma once
 
@@ -24,9 +24,10 @@ struct EpilogueArgs {
 // The epilogue node (Sm90Compute's ComputeFn): A is cutlass::Array<float, N> (acc converted by
 // round-to-nearest, exact below 2^24 as int8_math.hpp's i2f), scale[k] and bias[k] (0 without a
 // bias), and with a residual its fp16 value (the epilogue's source tensor, converted exactly), added
-// as int8_math.hpp's add_residual_f32. Int8 outputs leave the node as int8_math.hpp's v / y_scale,
-// and the node's conversion to int8 (CUTLASS's round-to-nearest: cvt.rni to int32, then a saturating
-// pack) completes quantize_value (round half to even, saturate, NaN -> 0) in its own instructions;
+// as int8_math.hpp's add_residual_f32. Int8 outputs leave the node as int8_math.hpp's v * (1 /
+// y_scale), and the node's conversion to int8 (CUTLASS's round-to-nearest: cvt.rni to int32, then
+// a saturating pack) completes requantize_value (round half to even, saturate, NaN -> 0) in its own
+// instructions;
 // fp16 outputs leave as the value, converted by round-to-nearest. SiLU is a template argument: as a
 // run-time switch it was a branch per element, with the SiLU code inline beside the plain one, on
 // which the kernel without SiLU stalled (branches, instruction fetch).
@@ -41,7 +42,7 @@ struct ConvEpilogue {
       return v;
     }
     static CUTLASS_DEVICE float leave(float v, Arguments const& args) {
-      return kInt8Out ? int8::div_by(v, args.y_scale) : v;
+      return kInt8Out ? int8::mul_rn(v, args.y_scale.inv) : v;
     }
     template <class A>
     CUTLASS_DEVICE A operator()(A const& acc, A const& scale, A const& bias, Arguments const& args) const {
@@ -99,7 +100,7 @@ struct QuantiseValue {
     CUTLASS_DEVICE A operator()(A const& v, Arguments const& args) const {
       A out;
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < A::kElements; ++i) out[i] = int8::div_by(v[i], args.y_scale);
+      for (int i = 0; i < A::kElements; ++i) out[i] = int8::mul_rn(v[i], args.y_scale.inv);
       return out;
     }
   };
