@@ -245,9 +245,10 @@ inline size_t for_each_output(const Shape& sh, const GpuOut& g, int pitch, size_
 constexpr float kSiluSlack = 2 * int8::kSiluDeviceTolerance;
 
 // Whether output element e (form `out`, int8 at `scale` or fp16) of output o is what the kernels
-// must write: the host reference's (int8: requantised as int8_math.hpp's requantize), or for a SiLU layer a value between the host's with its SiLU
-// moved by -+kSiluSlack (the device's SiLU is the hardware's approximation, int8_math.hpp; the
-// bounds differ from the reference only where its value lies that close to a rounding boundary).
+// must write: the host reference's (int8: requantised as int8_math.hpp's requantize), or for a SiLU
+// layer a value between the host's with its SiLU moved by -+kSiluSlack (the device's SiLU is the
+// hardware's approximation, int8_math.hpp; the bounds differ from the reference only where its
+// value lies that close to a rounding boundary).
 inline bool matches_host(const Shape& sh, const Data& d, size_t o, int32_t acc, Int8Out out, float scale,
                          const uint8_t* e) {
   const float v = epilogue_f32(sh, d, o, acc);
@@ -320,7 +321,7 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
         far += std::fabs(__half2float(got) - v64) > std::fabs(v64) / 512 + 1e-3;
       }
     });
-    EXPECT_EQ(exact_bad, 0u) << what << ": outputs differing from the host reference (beyond the device SiLU's tolerance)";
+    EXPECT_EQ(exact_bad, 0u) << what << ": outputs differing from the host reference (beyond SiLU's tolerance)";
     EXPECT_EQ(far, 0u) << what << ": outputs beyond the double-precision epilogue's tolerance";
     EXPECT_LE(off_by_one, acc.size() / 100) << what << ": int8 outputs 1 LSB from the double-precision epilogue";
     EXPECT_EQ(touched, 0u) << what << ": channels beyond k written";
@@ -328,7 +329,8 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
     if (sh.out == Int8Out::kInt8) {
       EXPECT_GT(saturated, 0u) << what << ": the test meant some outputs to saturate";
     }
-    std::printf("      %s: %zu outputs, %zu differ from the host (%zu more within SiLU's tolerance); vs double: %zu off by 1 LSB, %zu further\n",
+    std::printf("      %s: %zu outputs, %zu differ from the host (%zu more within SiLU's tolerance); "
+                "vs double: %zu off by 1 LSB, %zu further\n",
                 what.c_str(), acc.size(), exact_bad, moved, off_by_one, far);
   }
 }

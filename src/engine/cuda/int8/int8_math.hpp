@@ -1,6 +1,6 @@
 // The float math of the INT8 convolution's epilogue and of the fp16 <-> int8 boundary kernels, one
 // __host__ __device__ definition shared by the kernels (conv_int8_kernel.cu, conv_int8_sm90.cu,
-// int8_convert.cu) and by host references, so that both compute bit-identical floats:
+// int8_convert.cu) and by host references, so that both compute bit-identical floats (SiLU apart):
 //   v = fmaf(float(acc), scale[k], bias[k])           scale[k] = x_scale * w_scale[k] (the caller's)
 //   v = v * rcp(1 + exp(-v))                          SiLU (optional), exp and rcp below
 //   v = fmaf(float(r), r_scale, v)  or  v = v + r     residual (optional): int8 with its scale, or fp16
@@ -14,11 +14,11 @@
 // lies that close to a half-integer, and it takes one instruction where the division takes five.
 // Why it is bit-identical on both sides (all but SiLU on the device, below): every step is either
 // one correctly rounded IEEE operation (add, multiply, fmaf, the reciprocal) or an integer /
-// exponent-bit / min / max / select operation. nvcc fuses a multiply followed by an add into an fma by default (--fmad=true), also
-// across inlined functions, so the device side spells add / multiply with the __f*_rn intrinsics,
-// which are never fused. The host side relies on the compiler not fusing either: true for x86-64
-// builds without -mfma / -march=native (the project's flags); a host build with FMA contraction
-// must use -ffp-contract=off.
+// exponent-bit / min / max / select operation. nvcc fuses a multiply followed by an add into an
+// fma by default (--fmad=true), also across inlined functions, so the device side spells add /
+// multiply with the __f*_rn intrinsics, which are never fused. The host side relies on the
+// compiler not fusing either: true for x86-64 builds without -mfma / -march=native (the project's
+// flags); a host build with FMA contraction must use -ffp-contract=off.
 // Why it is cheap on the device: no division instruction sequence (a range check and a slow-path
 // branch per output) and no branch (so the compiler interleaves a thread's elements); the
 // quantising division is a product and two fused multiply-adds. SiLU on the device is the
