@@ -13,7 +13,7 @@
 # conv_int8_sm90.hpp); then bench_conv_int8_sm90, CUTLASS 3.x's Hopper INT8 convolution and, on the
 # 1x1 layers, its persistent GEMM with a plain epilogue (batch-1 outputs checked against exact sums).
 #   scripts/gpu/bundle.sh int8   here;   bash scripts/gpu/run_all.sh int8   there (carry .gpu)
-# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, SKIP_SM90_BENCH, INT8_CAL, INT8_EVAL, INT8_PROFILE, INT8_BENCH_ARGS (extra
+# Reads: TEST_FILTER, SKIP_TESTS, SKIP_SANITIZE, SAN_TIMEOUT, SKIP_BENCH, SKIP_SM90_BENCH, SKIP_QDQ, INT8_CAL, INT8_EVAL, INT8_PROFILE, INT8_NCU, INT8_BENCH_ARGS (extra
 # bench_conv_int8 flags, e.g. "--cutlass" or "--batches 1,8,32"), INT8_SM90_ARGS (bench_conv_int8_sm90's), OUT, YOLOCU_GPU_DIR
 # (the table: docs/gpu-runs.md).
 set -uo pipefail
@@ -82,8 +82,8 @@ for pair in $evals; do
   done
 done
 # an already quantised export (bundle.sh's yolov5n_qdq.onnx): on the GPU with its own scales, and
-# on the CPU as its graph says
-if [ -f "$d/qdq/yolov5n_qdq.onnx" ]; then
+# on the CPU as its graph says (SKIP_QDQ=1: not this time; the CPU's evaluation takes minutes)
+if [ -f "$d/qdq/yolov5n_qdq.onnx" ] && [ "${SKIP_QDQ:-0}" != 1 ]; then
   for dev in cuda cpu; do eval_map "eval_yolov5n_qdq_$dev" --model "$d/qdq/yolov5n_qdq.onnx" --device "$dev"; done
 fi
 # INT8_PROFILE: "model.onnx=calibration.json ...": each model's engine at batch 1 and 32 step by step
@@ -103,6 +103,23 @@ for pair in ${INT8_PROFILE:-}; do
     summarize "^$name" "$out/profile_${name}_$sfx.log"
   done
 done
+# INT8_NCU="4 13": Nsight Compute on the Hopper kernels (CUTLASS's device_kernel) that
+# bench_conv_int8 times for each of these layers at batch 32, one launch each: throughput, pipe
+# use, warp stalls, instruction counts (ncu_layer<L>.txt)
+if [ -n "${INT8_NCU:-}" ]; then
+  ncu=$(command -v ncu || find /usr/local -maxdepth 3 -path '*/bin/ncu' 2>/dev/null | head -1)
+  for layer in ${INT8_NCU}; do
+    step "ncu bench_conv_int8 layer $layer"
+    if [ -z "$ncu" ]; then row "SKIP  ncu (not on this machine)"; break; fi
+    if timeout 300 "$ncu" -k regex:device_kernel -c 80 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+        --section WarpStateStats --section SchedulerStats --section InstructionStats --section LaunchStats \
+        "$bin/bench_conv_int8" --batches 32 --layers "$layer" --samples 1 --reps 1 >"$out/ncu_layer$layer.txt" 2>&1; then
+      row "ok    ncu layer $layer: $(grep -c 'device_kernel<' "$out/ncu_layer$layer.txt") launches profiled (ncu_layer$layer.txt)"
+    else
+      row "FAIL  ncu layer $layer (ncu_layer$layer.txt)"; tail -3 "$out/ncu_layer$layer.txt"
+    fi
+  done
+fi
 bench() {  # bench <binary> <timeout s> [flags...]: one benchmark, its log and its table rows
   local b=$1 limit=$2
   shift 2
