@@ -14,7 +14,8 @@
 #   scripts/gpu/bundle.sh bench     benchmarks against their peers (+ a v7.0 copy for the peers)
 #   scripts/gpu/bundle.sh train     training kernels and the real-training benchmark
 #   scripts/gpu/bundle.sh int8      the INT8 convolution's tests and its benchmark against the FP16 tactics;
-#                                   the INT8 engine against simulated INT8
+#                                   the INT8 engine against simulated INT8; calibrations of yolov5n and
+#                                   yolov5s (INT8_CALIBRATE=0: none) for INT8_EVAL / INT8_PROFILE=bundled
 #   scripts/gpu/bundle.sh fuzz      the onnx fuzz corpus replayed on the GPU engine under compute-sanitizer
 #                                   (fuzz/corpus, fuzz/regressions and the corpus scripts/fuzz.sh grew in
 #                                   build-fuzz/corpus/onnx, up to 48 MiB)
@@ -22,7 +23,7 @@
 # binaries and libraries, the union of their data): `bundle.sh tests,detector,fuzz`, then there
 # `bash scripts/gpu/run_all.sh tests,detector,fuzz` runs them in turn. Carry .gpu (and .data, .whl
 # for train) to the GPU machine and run there  bash scripts/gpu/run_all.sh <part>  (docs/gpu-runs.md).
-# Reads: YOLOCU_DATA_DIR, CUDA_ARCH, YOLOCU_GPU_BUILD, YOLOCU_GPU_DIR, V8_SET, V8_MODELS, V8_ALSO,
+# Reads: YOLOCU_DATA_DIR, CUDA_ARCH, YOLOCU_GPU_BUILD, YOLOCU_GPU_DIR, INT8_CALIBRATE, V8_SET, V8_MODELS, V8_ALSO,
 # YOLOCU_V8_DIR, YOLOCU_V8_VENV (the table: docs/gpu-runs.md).
 set -euo pipefail
 parts=${1:?usage: bundle.sh tests|engine|v8|detector|decode|bench|train|fuzz|int8, or several: tests,detector,fuzz}
@@ -208,6 +209,20 @@ case "$part" in
       echo "[bundle] WARNING: no QDQ export (tests/python/make_qdq_model.py failed): the QDQ eval will not run"
     fi
     rm -rf "$g/qdq"
+    # the calibrations INT8_EVAL=bundled and INT8_PROFILE=bundled read (INT8_CALIBRATE=0: none), made
+    # with the defaults by the CLI just built: yolov5n on coco128's 128 images, yolov5s (random
+    # weights) on the first 32
+    if [ "${INT8_CALIBRATE:-1}" = 1 ]; then
+      copy models/yolov5s_random_fp16.onnx
+      mkdir -p "$g/cal"
+      for spec in yolov5n:128 yolov5s_random_fp16:32; do
+        m=${spec%%:*}
+        echo "[bundle] calibrating $m on ${spec#*:} coco128 images"
+        "$bdir/apps/yolocu/yolocu" calibrate --model "$data/models/$m.onnx" --images "$data/coco128/images/train2017" \
+          --max-images "${spec#*:}" -o "$g/cal/$m.int8.json" >"$g/cal/$m.log" 2>&1 ||
+          { echo "[bundle] calibrating $m failed:" >&2; tail -5 "$g/cal/$m.log" >&2; exit 1; }
+      done
+    fi
     ;;
   fuzz)     # the onnx corpus: seeds, past crashes, and what the fuzzer grew here (largest files last out)
     mkdir -p $g/fuzz-onnx

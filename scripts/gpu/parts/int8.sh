@@ -53,8 +53,10 @@ for_precision() {
   calopt=() sfx=$1
   if [ "$1" = int8 ]; then calopt=(--calibration "$2") sfx=$1_$(basename "$2" .json); fi
 }
-# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration)
+# INT8_EVAL: "model.onnx=calibration.json ..." (INT8_CAL: the bundled yolov5n with that calibration;
+# INT8_EVAL=bundled: yolov5n with bundle.sh's calibration)
 evals=${INT8_EVAL:-}
+[ "$evals" = bundled ] && evals="$d/models/yolov5n.onnx=$root/$g/cal/yolov5n.int8.json"
 [ -n "${INT8_CAL:-}" ] && evals="$YOLOCU_DATA_DIR/models/yolov5n.onnx=$INT8_CAL $evals"
 for pair in $evals; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
@@ -90,7 +92,9 @@ fi
 # (bench_cuda_engine --profile), FP16 then INT8, the kernel each layer runs named (several
 # calibrations of one model as in INT8_EVAL)
 seen=" "
-for pair in ${INT8_PROFILE:-}; do
+profiles=${INT8_PROFILE:-}  # (bundled: yolov5s with bundle.sh's calibration)
+[ "$profiles" = bundled ] && profiles="$d/models/yolov5s_random_fp16.onnx=$root/$g/cal/yolov5s_random_fp16.int8.json"
+for pair in $profiles; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
   again=0
   first_time "$m" || again=1
