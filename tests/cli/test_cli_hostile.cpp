@@ -15,6 +15,7 @@
 #include "onnx_builder.hpp"
 #include "yolocu/image.hpp"
 #include "yolocu/npy.hpp"
+#include "yolocu/video.hpp"
 #include "yolocu/video_writer.hpp"
 
 namespace yolocu::test {
@@ -153,6 +154,7 @@ class LoopbackHttp {
 TEST(CliHostile, SourceCredentialsAreNeverShownOrWritten) {
   YOLOCU_REQUIRE_DATA(model, "models/yolov5n.onnx");
   YOLOCU_REQUIRE_DATA(bus, "images/bus.jpg");
+  if (!video_input_supported()) GTEST_SKIP() << "needs a video stream: this build has no FFmpeg (YOLOCU_VIDEO=OFF)";
   const std::string dir = scratch_dir("cli_hostile/redact");
   fs::remove_all(dir);
   fs::create_directories(dir + "/www");
