@@ -71,9 +71,9 @@ TEST(ConvInt8Sm90, SecondOutput) {
   YOLOCU_REQUIRE_GPU();
   const std::string why = sm90_skip_reason();
   if (!why.empty()) GTEST_SKIP() << why;
-  std::vector<Runner> pointwise;  // every sm90 kernel but the resident-row ones, which write one output
+  std::vector<Runner> pointwise;  // every sm90 kernel but the resident-row and pingpong ones (one output)
   for (Runner& k : sm90_kernels())
-    if (k.id.back() != 'r') pointwise.push_back(std::move(k));
+    if (k.id.back() != 'r' && k.id.find(":pp-") == std::string::npos) pointwise.push_back(std::move(k));
   check_second_output({{1, 32, 20, 20, 64, 1, 1, 0, true, true, Int8Residual::kNone, Int8Out::kInt8}, Int8Out::kHalf, 0, 0},
                       pointwise);
   check_second_output({{2, 64, 13, 17, 48, 3, 1, 1, true, true, Int8Residual::kHalf, Int8Out::kHalf}, Int8Out::kInt8, 1, 64},
@@ -109,7 +109,15 @@ TEST(ConvInt8Sm90, RefusesWhatItCannotRun) {
   EXPECT_NE(int8_sm90_unsupported(a, 0).find("1x1"), std::string::npos);
   a.r = a.s = 1, a.pad_h = a.pad_w = 0, a.residual_type = Int8Residual::kInt8, a.residual = buf;
   EXPECT_NE(int8_sm90_unsupported(a, 0).find("residual"), std::string::npos);
-  a.residual_type = Int8Residual::kNone, a.residual = nullptr, a.out = Int8Out::kInt32;
+  a.residual_type = Int8Residual::kNone, a.residual = nullptr;
+  for (int kernel = 0; kernel < im2col; ++kernel) {  // the one-output 1x1 kernels refuse a second output
+    const std::string& id = int8_sm90_kernels()[static_cast<size_t>(kernel)];
+    if (id.back() != 'r' && id.find(":pp-") == std::string::npos) continue;
+    a.y2 = buf, a.out2 = Int8Out::kHalf, a.silu = true;
+    EXPECT_NE(int8_sm90_unsupported(a, kernel).find("a second output is not taken"), std::string::npos) << id;
+    a.y2 = nullptr, a.silu = false;
+  }
+  a.out = Int8Out::kInt32;
   EXPECT_NE(int8_sm90_unsupported(a, 1).find("int8 or fp16"), std::string::npos);
   a.out = Int8Out::kInt8, a.k = 24;
   EXPECT_NE(int8_sm90_unsupported(a, 0).find("multiples of 16"), std::string::npos);

@@ -31,8 +31,10 @@ namespace {
 using namespace cute;
 using namespace sm90;
 
-template <class TileShape, class EpilogueTile, class ElementD, template <class> class Fn, bool kResident>
-using Int8Conv1x1 = sm90::Int8Gemm<TileShape, Cooperative, CooperativeEpilogue, ElementD,
+template <class TileShape, class EpilogueTile, class ElementD, template <class> class Fn, bool kResident,
+          bool kPingpong>
+using Int8Conv1x1 = sm90::Int8Gemm<TileShape, std::conditional_t<kPingpong, Pingpong, Cooperative>,
+                                   std::conditional_t<kPingpong, PingpongEpilogue, CooperativeEpilogue>, ElementD,
                                    ConvTree<TileShape, ElementD, Fn, kResident>, EpilogueTile>;
 
 // The tree's arguments: its children's (accumulator, scale, bias), then the node's; with two
@@ -77,12 +79,15 @@ void run_gemm(const Int8ConvArgs& a, const Thread& thread, cudaStream_t stream) 
                "int8_sm90_run: launch failed: ", cudaGetErrorString(cudaGetLastError()));
 }
 
-// Cooperative kernels only: their two consumer warp groups run the epilogue side by side, where
-// pingpong's take turns, and on these layers the epilogue is most of the time. A kernel: the CTA's
-// tile, and the part of it the epilogue runs at a time (CUTLASS's choice: 128 x 32). Tiles of 256
-// pixels halve the tiles, and with them the per-tile work of the epilogue (the scale and bias
-// rows staged into shared memory, its barriers); the tile's width follows the layer's outputs.
-template <class TileShape, class EpilogueTile, bool kResidentRows = false>
+// Mostly cooperative kernels: their two consumer warp groups run the epilogue side by side, where
+// pingpong's take turns (with the epilogue's former 30 instructions an output, up to 4x slower).
+// Two pingpong kernels (one warp group's epilogue beside the other's math, tiles of 64 pixels, one
+// output) for the layers with longer reductions, where the plain GEMM's best was pingpong. A
+// kernel: the CTA's tile, and the part of it the epilogue runs at a time (CUTLASS's choice: 128 x
+// 32). Tiles of 256 pixels halve the tiles, and with them the per-tile work of the epilogue (the
+// scale and bias rows staged into shared memory, its barriers); the tile's width follows the
+// layer's outputs.
+template <class TileShape, class EpilogueTile, bool kResidentRows = false, bool kPingpongSchedule = false>
 struct Kernel {
   // A TMA box spans at most 256 elements a dimension: with a larger tile CUTLASS prints that the
   // descriptor failed, reports success, and the kernel waits forever for its loads.
@@ -90,13 +95,14 @@ struct Kernel {
   using Tile = TileShape;
   using Epi = EpilogueTile;
   static constexpr bool kResident = kResidentRows;
+  static constexpr bool kPingpong = kPingpongSchedule;
 };
 using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
 
 }  // namespace
 
 namespace {
-constexpr int kGemmKernels = 7;  // the 1x1 kernels, then the im2col ones
+constexpr int kGemmKernels = 9;  // the 1x1 kernels, then the im2col ones
 
 // A second output (y2): after SiLU, one output int8 and the other fp16 (either order: the int8 one
 // is D, the fp16 one the auxiliary store), its pitch and address aligned like the first's.
@@ -128,7 +134,8 @@ const std::vector<std::string>& int8_sm90_kernels() {
         "int8-sm90:coop-128x64x64",           "int8-sm90:coop-256x32x64-e128x32",
         "int8-sm90:coop-256x64x64-e128x64",   "int8-sm90:coop-256x128x64-e128x64",
         "int8-sm90:coop-256x32x64-e128x32-r", "int8-sm90:coop-256x64x64-e128x64-r",
-        "int8-sm90:coop-256x128x64-e128x64-r"};
+        "int8-sm90:coop-256x128x64-e128x64-r", "int8-sm90:pp-64x128x64",
+        "int8-sm90:pp-64x64x64"};
     for (const std::string& k : im2col_kernels()) v.push_back(k);
     return v;
   }();
@@ -149,15 +156,16 @@ std::string int8_sm90_unsupported(const Int8ConvArgs& a, int kernel) {
   if (a.split_k != 1) return "no split-K on this path";
   why = second_output_problem(a);
   if (!why.empty()) return why;
-  if (a.y2 && int8_sm90_kernels()[static_cast<size_t>(kernel)].back() == 'r')
-    return "a second output is not taken with the resident rows";
+  const std::string& id = int8_sm90_kernels()[static_cast<size_t>(kernel)];
+  if (a.y2 && id.back() == 'r') return "a second output is not taken with the resident rows";
+  if (a.y2 && id.rfind("int8-sm90:pp-", 0) == 0) return "a second output is not taken by the pingpong kernels";
   if (a.out == Int8Out::kInt32) return "int8 or fp16 outputs only";
   const int align = a.out == Int8Out::kInt8 ? 16 : 8;  // 16 bytes: TMA's unit
   const int pitch = a.y_pitch ? a.y_pitch : a.k;
   if (a.k % align != 0 || pitch % align != 0)
     return "output channels " + std::to_string(a.k) + " and pitch " + std::to_string(pitch) +
            " must be multiples of " + std::to_string(align);
-  if (int8_sm90_kernels()[static_cast<size_t>(kernel)].back() == 'r' && a.k > kResidentMaxN)
+  if (id.back() == 'r' && a.k > kResidentMaxN)
     return "more than " + std::to_string(kResidentMaxN) + " output channels for the resident rows";
   if (reinterpret_cast<uintptr_t>(a.y) % 16 != 0) return "y must be 16-byte aligned";
   if (reinterpret_cast<uintptr_t>(a.scale) % 16 != 0 ||
@@ -181,20 +189,20 @@ void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
   using T = typename K::Tile;
   using E = typename K::Epi;
   using H = cutlass::half_t;
-  constexpr bool R = K::kResident;
+  constexpr bool R = K::kResident, P = K::kPingpong;
   const bool i8 = a.out == Int8Out::kInt8;
-  if (a.y2) {  // (int8 first: int8_sm90_run's order)
-    if constexpr (!R) {
+  if (a.y2) {  // (int8 first: int8_sm90_run's order; int8_sm90_unsupported refuses it for R and P)
+    if constexpr (!R && !P) {
       using Two = TwoOutputs<T, E, false>;
       using Cfg = sm90::Int8Gemm<T, Cooperative, CooperativeEpilogue, int8_t, typename Two::Tree, E>;
       const int64_t m = int64_t{a.n} * a.h * a.w_;
       return run_gemm<Cfg>(a, two_output_args<ThreadArgs<typename Cfg::Gemm>, typename Two::AuxStride>(a, m), stream);
     }
   }
-  if (i8 && a.silu) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R>>(a, stream);
-  if (i8) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R>>(a, stream);
-  if (a.silu) return run_one<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R>>(a, stream);
-  return run_one<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R>>(a, stream);
+  if (i8 && a.silu) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R, P>>(a, stream);
+  if (i8) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, false>::Fn, R, P>>(a, stream);
+  if (a.silu) return run_one<Int8Conv1x1<T, E, H, ConvEpilogue<false, true>::Fn, R, P>>(a, stream);
+  return run_one<Int8Conv1x1<T, E, H, ConvEpilogue<false, false>::Fn, R, P>>(a, stream);
 }
 
 void int8_sm90_run(const Int8ConvArgs& a_in, int kernel, cudaStream_t stream) {
@@ -209,7 +217,9 @@ void int8_sm90_run(const Int8ConvArgs& a_in, int kernel, cudaStream_t stream) {
     case 3: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>>>(b, stream);
     case 4: return run_kernel<Kernel<Shape<_256, _32, _64>, Shape<_128, _32>, true>>(b, stream);
     case 5: return run_kernel<Kernel<Shape<_256, _64, _64>, Shape<_128, _64>, true>>(b, stream);
-    default: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>, true>>(b, stream);
+    case 6: return run_kernel<Kernel<Shape<_256, _128, _64>, Shape<_128, _64>, true>>(b, stream);
+    case 7: return run_kernel<Kernel<Shape<_64, _128, _64>, EpiAuto, false, true>>(b, stream);
+    default: return run_kernel<Kernel<Shape<_64, _64, _64>, EpiAuto, false, true>>(b, stream);
   }
 }
 
