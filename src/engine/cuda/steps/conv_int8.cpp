@@ -16,6 +16,7 @@
 #include "engine/cuda/int8/conv_int8_sm90.hpp"
 #include "engine/cuda/steps/conv_layer.hpp"
 #include "engine/cuda/tactics/batch_sizes.hpp"
+#include "engine/cuda/tactics/replay_timing.hpp"
 #include "engine/quant/int8_conv_ref.hpp"
 
 namespace yolocu::cuda_engine_internal {
@@ -224,50 +225,15 @@ class ConvInt8Step final : public Step {
   }
 
   // The median of three timings of five launches (after one untimed launch), in ms per launch. The
-  // five are replayed as a CUDA graph, as the engine runs them (the FP16 tuner times the same way):
-  // eager launches would also time the host's work per launch, which Hopper's kernels have more of
-  // (their TMA descriptors), and on small layers that is longer than the kernel. Eager where the
-  // capture fails.
+  // five are replayed as a CUDA graph, as the engine runs them (the FP16 tuner times the same way,
+  // tactics/replay_timing.hpp): eager launches would also time the host's work per launch, which
+  // Hopper's kernels have more of (their TMA descriptors), and on small layers that is longer than
+  // the kernel. Eager where the capture fails.
   static float time_ms(const engine::Int8ConvArgs& a, const Int8Kernel& kn, cudaStream_t s, cudaEvent_t e0,
                        cudaEvent_t e1) {
-    constexpr int kReps = 5;
     run(a, kn, s);  // (also the first launch's one-time setup, outside the capture)
-    cudaGraphExec_t exec = nullptr;
-    cudaGraph_t g = nullptr;
-    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-      try {
-        for (int i = 0; i < kReps; ++i) run(a, kn, s);
-      } catch (const Error&) {
-      }
-      if (cudaStreamEndCapture(s, &g) == cudaSuccess && g) {
-        if (cudaGraphInstantiate(&exec, g, 0) != cudaSuccess) exec = nullptr;
-        cudaGraphDestroy(g);
-      }
-    }
-    (void)cudaGetLastError();  // a failed capture is timed eagerly
-    const auto launch = [&] {
-      if (exec) YOLOCU_CUDA_CHECK(cudaGraphLaunch(exec, s));
-      else
-        for (int i = 0; i < kReps; ++i) run(a, kn, s);
-    };
-    float t[3];
-    try {
-      launch();
-      for (float& ti : t) {
-        YOLOCU_CUDA_CHECK(cudaEventRecord(e0, s));
-        launch();
-        YOLOCU_CUDA_CHECK(cudaEventRecord(e1, s));
-        YOLOCU_CUDA_CHECK(cudaEventSynchronize(e1));
-        YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ti, e0, e1));
-        ti /= kReps;
-      }
-    } catch (...) {
-      if (exec) cudaGraphExecDestroy(exec);
-      throw;
-    }
-    if (exec) cudaGraphExecDestroy(exec);
-    std::sort(t, t + 3);
-    return t[1];
+    return static_cast<float>(
+        engine::median_replay_us([&](cudaStream_t st) { run(a, kn, st); }, 5, 3, s, s, e0, e1) / 1e3);
   }
 
   engine::Int8ConvArgs a_;  // the layer at max_batch, pointers and n set per launch

@@ -15,6 +15,7 @@
 
 #include "core/cuda_check.hpp"
 #include "engine/cuda/cuda_kernels.hpp"
+#include "engine/cuda/tactics/replay_timing.hpp"
 #include "engine/cuda/tactics/tuner_internal.hpp"
 
 namespace yolocu::engine {
@@ -260,51 +261,14 @@ Tuner::Check Tuner::check(const ConvProblem& pb, const ConvTactic& t, const Conv
 
 double Tuner::time_us(const ConvTactic& t, const ConvBuffers& b, int timings) {
   const AddElapsed elapsed{stats_.breakdown.timing_ms};
-  cudaGraphExec_t exec = nullptr;
   try {
-    cudaGraph_t g = nullptr;
-    YOLOCU_CUDA_CHECK(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal));
-    try {
-      for (int i = 0; i < reps_; ++i) t.run(cudnn_, b, capture_);
-    } catch (...) {
-      cudaStreamEndCapture(capture_, &g);
-      if (g) cudaGraphDestroy(g);
-      throw;
-    }
-    YOLOCU_CUDA_CHECK(cudaStreamEndCapture(capture_, &g));
-    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
-    cudaGraphDestroy(g);
-    YOLOCU_CUDA_CHECK(e);
+    return median_replay_us([&](cudaStream_t s) { t.run(cudnn_, b, s); }, reps_, timings, capture_, stream_, ev_[0],
+                            ev_[1]);
   } catch (const Error&) {
-    (void)cudaGetLastError();
-    exec = nullptr;  // time eagerly below
-  }
-  std::vector<double> us;
-  auto launch = [&] {
-    if (exec) YOLOCU_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
-    else
-      for (int i = 0; i < reps_; ++i) t.run(cudnn_, b, stream_);
-  };
-  try {
-    launch();  // warm-up
-    for (int k = 0; k < timings; ++k) {
-      YOLOCU_CUDA_CHECK(cudaEventRecord(ev_[0], stream_));
-      launch();
-      YOLOCU_CUDA_CHECK(cudaEventRecord(ev_[1], stream_));
-      YOLOCU_CUDA_CHECK(cudaEventSynchronize(ev_[1]));
-      float ms = 0;
-      YOLOCU_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_[0], ev_[1]));
-      us.push_back(1e3 * ms / reps_);
-    }
-  } catch (const Error&) {
-    if (exec) cudaGraphExecDestroy(exec);
     (void)cudaGetLastError();
     cudaStreamSynchronize(stream_);
     return -1;
   }
-  if (exec) cudaGraphExecDestroy(exec);
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
 }
 
 // One layer's way through choose(): the problem, its buffers and keys, and what is decided so far.
