@@ -45,12 +45,10 @@ template <class Thread>
 Thread one_output_args(const Int8ConvArgs& a) {
   return {{}, {a.scale}, {a.bias, 0.f}, {int8::make_scale(a.y_scale)}};
 }
-template <class Thread, class AuxStride>
+template <class Thread, class Two>
 Thread two_output_args(const Int8ConvArgs& a, int64_t m) {
-  AuxStride d{};
-  cute::get<0>(d) = a.y2_pitch ? a.y2_pitch : a.k, cute::get<2>(d) = m * cute::get<0>(d);
   const int8::Scale ys = int8::make_scale(a.y_scale);  // (the value node leaves fp16: unused there)
-  return {{{{}, {a.scale}, {a.bias, 0.f}, {ys}}, {static_cast<cutlass::half_t*>(a.y2), d}}, {ys}};
+  return {{{{}, {a.scale}, {a.bias, 0.f}, {ys}}, Two::aux_args(a.y2, a.y2_pitch ? a.y2_pitch : a.k, m)}, {ys}};
 }
 
 template <class Cfg, class Thread>
@@ -196,7 +194,7 @@ void run_kernel(const Int8ConvArgs& a, cudaStream_t stream) {
       using Two = TwoOutputs<T, E, false>;
       using Cfg = sm90::Int8Gemm<T, Cooperative, CooperativeEpilogue, int8_t, typename Two::Tree, E>;
       const int64_t m = int64_t{a.n} * a.h * a.w_;
-      return run_gemm<Cfg>(a, two_output_args<ThreadArgs<typename Cfg::Gemm>, typename Two::AuxStride>(a, m), stream);
+      return run_gemm<Cfg>(a, two_output_args<ThreadArgs<typename Cfg::Gemm>, Two>(a, m), stream);
     }
   }
   if (i8 && a.silu) return run_one<Int8Conv1x1<T, E, int8_t, ConvEpilogue<true, true>::Fn, R, P>>(a, stream);

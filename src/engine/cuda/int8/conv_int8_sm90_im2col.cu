@@ -77,9 +77,7 @@ typename K::Op::Arguments arguments(const Int8ConvArgs& a) {
   args.epilogue.ptr_D = static_cast<typename Epi::ElementD*>(a.y);
   const int8::Scale ys = int8::make_scale(a.y_scale);
   if constexpr (K::kTwo) {  // int8 D over the fp16 auxiliary store (y2) over the value
-    typename K::AuxStride d2{};
-    get<0>(d2) = a.y2_pitch ? a.y2_pitch : a.k, get<2>(d2) = m * get<0>(d2);
-    typename K::AuxArgs aux{static_cast<cutlass::half_t*>(a.y2), d2};
+    const auto aux = K::Two::aux_args(a.y2, a.y2_pitch ? a.y2_pitch : a.k, m);
     if constexpr (K::kResidual)
       args.epilogue.thread = {{{{}, {a.scale}, {a.bias, 0.f}, {}, {ys}}, aux}, {ys}};
     else
@@ -128,8 +126,6 @@ struct Family {
   struct K {
     static constexpr bool kResidual = kRes, kTwo = kBoth;
     using Two = TwoOutputs<TileShape, EpiTile, kRes>;
-    using AuxStride = typename Two::AuxStride;
-    using AuxArgs = typename Two::Aux::Arguments;
     using One = std::conditional_t<kRes, ConvResidualTree<TileShape, ElementD, ConvEpilogue<kInt8, kSilu>::template Fn>,
                                    ConvTree<TileShape, ElementD, ConvEpilogue<kInt8, kSilu>::template Fn, false>>;
     using Tree = std::conditional_t<kBoth, typename Two::Tree, One>;

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <type_traits>
 
 #include "cute/tensor.hpp"
@@ -27,10 +28,9 @@ struct EpilogueArgs {
 // as int8_math.hpp's add_residual_f32. Int8 outputs leave the node as int8_math.hpp's v * (1 /
 // y_scale), and the node's conversion to int8 (CUTLASS's round-to-nearest: cvt.rni to int32, then
 // a saturating pack) completes requantize_value (round half to even, saturate, NaN -> 0) in its own
-// instructions;
-// fp16 outputs leave as the value, converted by round-to-nearest. SiLU is a template argument: as a
-// run-time switch it was a branch per element, with the SiLU code inline beside the plain one, on
-// which the kernel without SiLU stalled (branches, instruction fetch).
+// instructions; fp16 outputs leave as the value, converted by round-to-nearest. SiLU is a template
+// argument: as a run-time switch it was a branch per element, with the SiLU code inline beside the
+// plain one, on which the kernel without SiLU stalled (branches, instruction fetch).
 template <bool kInt8Out, bool kSilu>
 struct ConvEpilogue {
   template <class T>
@@ -90,8 +90,8 @@ using ConvResidualTree = cutlass::epilogue::fusion::Sm90EVT<
 // Two outputs from one epilogue, as the mma.sync kernel writes y and y2 from one value: the value
 // v (ConvEpilogue's, SiLU, + the fp16 residual where there is one, left in float) stored in fp16 by
 // CUTLASS's auxiliary store (a TMA store of its own, [M, N] row-major, rows pitched), and its
-// quantisation as D (int8). The auxiliary store converts by round-to-nearest and passes v on
-// unchanged.
+// requantisation as D (int8, ConvEpilogue's). The auxiliary store converts by round-to-nearest and
+// passes v on unchanged.
 struct QuantiseValue {
   template <class T>
   struct Fn {
@@ -100,7 +100,7 @@ struct QuantiseValue {
     CUTLASS_DEVICE A operator()(A const& v, Arguments const& args) const {
       A out;
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < A::kElements; ++i) out[i] = int8::mul_rn(v[i], args.y_scale.inv);
+      for (int i = 0; i < A::kElements; ++i) out[i] = ConvEpilogue<true, false>::Fn<T>::leave(v[i], args);
       return out;
     }
   };
@@ -127,7 +127,12 @@ struct TwoOutputs {
   using Tree = cutlass::epilogue::fusion::Sm90EVT<
       cutlass::epilogue::fusion::Sm90Compute<QuantiseValue::Fn, int8_t, float, cutlass::FloatRoundStyle::round_to_nearest>,
       cutlass::epilogue::fusion::Sm90EVT<Aux, Value>>;
-  using AuxStride = typename AuxDesc::Stride;
+  // The auxiliary store's arguments: the fp16 output y2, m rows `pitch` elements apart.
+  static typename Aux::Arguments aux_args(void* y2, int64_t pitch, int64_t m) {
+    typename AuxDesc::Stride d{};
+    cute::get<0>(d) = pitch, cute::get<2>(d) = m * pitch;
+    return {static_cast<cutlass::half_t*>(y2), d};
+  }
 };
 
 inline bool device_is_sm90() {
