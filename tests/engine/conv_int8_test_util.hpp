@@ -238,42 +238,46 @@ inline size_t for_each_output(const Shape& sh, const GpuOut& g, int pitch, size_
   return touched;
 }
 
-// Outputs of `g` (form `out`, int8 at `scale`, pixels `pitch` apart) that differ from the host's
-// epilogue, and channels beyond k that were written.
 // How far the device's SiLU may be from the host's in these checks: twice what test_int8_math_cuda
 // allows, for the roundings of the bounds' own arithmetic.
 constexpr float kSiluSlack = 2 * int8::kSiluDeviceTolerance;
 
-// Whether output element e (form `out`, int8 at `scale` or fp16) of output o is what the kernels
-// must write: the host reference's (int8: requantised as int8_math.hpp's requantize), or for a SiLU
-// layer a value between the host's with its SiLU moved by -+kSiluSlack (the device's SiLU is the
-// hardware's approximation, int8_math.hpp; the bounds differ from the reference only where its
-// value lies that close to a rounding boundary).
-inline bool matches_host(const Shape& sh, const Data& d, size_t o, int32_t acc, Int8Out out, float scale,
-                         const uint8_t* e) {
+// How output element e (form `out`, int8 at `scale` or fp16) of output o compares with what the
+// kernels must write: the host reference's (int8: requantised as int8_math.hpp's requantize), or
+// for a SiLU layer a value between the host's with its SiLU moved by -+kSiluSlack (the device's
+// SiLU is the hardware's approximation, int8_math.hpp; the bounds differ from the reference only
+// where its value lies that close to a rounding boundary).
+enum class HostMatch { kExact, kWithinSilu, kDiffers };
+inline HostMatch compare_to_host(const Shape& sh, const Data& d, size_t o, int32_t acc, Int8Out out, float scale,
+                                 const uint8_t* e) {
   const float v = epilogue_f32(sh, d, o, acc);
-  const float lo = sh.silu ? epilogue_f32(sh, d, o, acc, 1.f - kSiluSlack) : v;
-  const float hi = sh.silu ? epilogue_f32(sh, d, o, acc, 1.f + kSiluSlack) : v;
   if (out == Int8Out::kInt8) {
     const int8::Scale sc = int8::make_scale(scale);
     const int got = static_cast<int8_t>(e[0]);
-    const int a = int8::requantize(lo, sc), b = int8::requantize(hi, sc);
-    return got == int8::requantize(v, sc) || (got >= std::min(a, b) && got <= std::max(a, b));
+    if (got == int8::requantize(v, sc)) return HostMatch::kExact;
+    if (!sh.silu) return HostMatch::kDiffers;
+    const int a = int8::requantize(epilogue_f32(sh, d, o, acc, 1.f - kSiluSlack), sc);
+    const int b = int8::requantize(epilogue_f32(sh, d, o, acc, 1.f + kSiluSlack), sc);
+    return got >= std::min(a, b) && got <= std::max(a, b) ? HostMatch::kWithinSilu : HostMatch::kDiffers;
   }
   __half got;
   std::memcpy(&got, e, 2);
   const __half want = __float2half_rn(v);
-  if (std::memcmp(&got, &want, 2) == 0) return true;
-  const float g = __half2float(got), a = __half2float(__float2half_rn(lo)), b = __half2float(__float2half_rn(hi));
-  return g >= std::min(a, b) && g <= std::max(a, b);  // (false for NaN)
+  if (std::memcmp(&got, &want, 2) == 0) return HostMatch::kExact;
+  if (!sh.silu) return HostMatch::kDiffers;
+  const float g = __half2float(got);
+  const float a = __half2float(__float2half_rn(epilogue_f32(sh, d, o, acc, 1.f - kSiluSlack)));
+  const float b = __half2float(__float2half_rn(epilogue_f32(sh, d, o, acc, 1.f + kSiluSlack)));
+  return g >= std::min(a, b) && g <= std::max(a, b) ? HostMatch::kWithinSilu : HostMatch::kDiffers;  // (NaN differs)
 }
 
-// Outputs the kernels wrote that matches_host refuses, and channels beyond k written.
+// Outputs of `g` (form `out`, int8 at `scale`, pixels `pitch` apart) that compare_to_host refuses,
+// and channels beyond k that were written.
 inline std::pair<size_t, size_t> count_differences(const Shape& sh, const Data& d, const std::vector<int32_t>& acc,
                                             const GpuOut& g, Int8Out out, float scale, int pitch) {
   size_t bad = 0;
   const size_t touched = for_each_output(sh, g, pitch, acc.size() / sh.k, [&](size_t o, const uint8_t* e) {
-    bad += !matches_host(sh, d, o, acc[o], out, scale, e);
+    bad += compare_to_host(sh, d, o, acc[o], out, scale, e) == HostMatch::kDiffers;
   });
   return {bad, touched};
 }
@@ -300,15 +304,10 @@ inline void check_data(const Shape& sh, Data& d, const std::vector<int32_t>& acc
         exact_bad += got != acc[o];
         return;
       }
-      const float v = epilogue_f32(sh, d, o, acc[o]);
       const double v64 = epilogue_f64(sh, d, o, acc[o]);
-      const bool ok = matches_host(sh, d, o, acc[o], sh.out, d.y_scale, e);
-      exact_bad += !ok;
-      if (ok) {  // (counted: outputs where the device's SiLU rounded the other way)
-        const __half h = __float2half_rn(v);
-        moved += sh.out == Int8Out::kInt8 ? static_cast<int8_t>(e[0]) != int8::requantize(v, int8::make_scale(d.y_scale))
-                                          : std::memcmp(e, &h, 2) != 0;
-      }
+      const HostMatch m = compare_to_host(sh, d, o, acc[o], sh.out, d.y_scale, e);
+      exact_bad += m == HostMatch::kDiffers;
+      moved += m == HostMatch::kWithinSilu;  // (where the device's SiLU rounded the other way)
       if (sh.out == Int8Out::kInt8) {
         const int got = static_cast<int8_t>(e[0]);
         const double ideal = std::min(127.0, std::max(-128.0, std::nearbyint(v64 / d.y_scale)));
