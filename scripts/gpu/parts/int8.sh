@@ -4,8 +4,7 @@
 # host references (test_conv_int8; Hopper's kernels: test_conv_int8_sm90), the INT8 engine against
 # the CPU's simulated INT8 (test_cuda_engine_int8), compute-sanitizer; with INT8_CAL (a calibration
 # of models/yolov5n.onnx, yolocu calibrate) or INT8_EVAL ("model.onnx=calibration.json ..."), each
-# model's coco128 mAP in
-# FP16, INT8 on the GPU and simulated INT8 on the CPU, its engine forward in FP16 and INT8
+# model's coco128 mAP in FP16, INT8 on the GPU and simulated INT8 on the CPU, its engine forward in FP16 and INT8
 # (bench_cuda_engine, batch 1 and 32) and end to end (yolocu bench, batch 32); a QDQ export's mAP on
 # the GPU (its scales imported) and on the CPU (its graph as written); then
 # bench_conv_int8: the INT8 kernel's tiles against the FP16 tuner's choice on YOLOv5s's layers at
@@ -57,7 +56,7 @@ for_precision() {
 # INT8_EVAL=bundled: yolov5n with bundle.sh's calibration)
 evals=${INT8_EVAL:-}
 [ "$evals" = bundled ] && evals="$d/models/yolov5n.onnx=$root/$g/cal/yolov5n.int8.json"
-[ -n "${INT8_CAL:-}" ] && evals="$YOLOCU_DATA_DIR/models/yolov5n.onnx=$INT8_CAL $evals"
+[ -n "${INT8_CAL:-}" ] && evals="$d/models/yolov5n.onnx=$INT8_CAL $evals"
 for pair in $evals; do
   m=${pair%%=*} cal=${pair#*=} name=$(basename "${pair%%=*}" .onnx)
   again=0
